@@ -1,0 +1,13 @@
+//! Runs the performance.md incast once and prints the engine figures.
+//! `cargo run --release --example incast [duration_ms]`
+use cnsim_core::bench::incast_config;
+use cnsim_core::engine::PS_PER_MS;
+use cnsim_core::Sim;
+
+fn main() {
+    let ms: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let r = Sim::new(&incast_config(ms * PS_PER_MS), 0).unwrap().run().unwrap();
+    println!("{}", serde_json::to_string_pretty(&r.frames).unwrap());
+    println!("{}", serde_json::to_string_pretty(&r.engine).unwrap());
+    println!("{}", serde_json::to_string_pretty(&r.metrics).unwrap());
+}

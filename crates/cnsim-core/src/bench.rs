@@ -1,0 +1,50 @@
+//! Reference workloads for `cnsim bench` and the criterion benchmarks.
+
+use crate::config::*;
+use crate::engine::{Time, PS_PER_US};
+
+/// A station -> edge bridge -> core bridge -> sink topology with `n` sources
+/// (the baseline shape, scenarios.md section 1), no congestion management.
+pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Time) -> SimConfig {
+    let mut stations: Vec<StationConfig> = (1..=n)
+        .map(|i| StationConfig {
+            name: format!("S{i}"),
+            load,
+            dest: DestConfig::Fixed { node: "D".into() },
+            nic_buffer_bytes: 150_000,
+            rlq_bytes: 150_000,
+            processing_ps: 2 * PS_PER_US,
+        })
+        .collect();
+    stations.push(StationConfig { name: "D".into(), load: 0.0, dest: DestConfig::Uniform, nic_buffer_bytes: 150_000, rlq_bytes: 150_000, processing_ps: 2 * PS_PER_US });
+    let mut bridges: Vec<BridgeConfig> = (1..=n)
+        .map(|i| BridgeConfig { name: format!("B{i}"), buffer_mode: BufferMode::PerOutput, buffer_bytes: 150_000, latency_ps: PS_PER_US, cp: false })
+        .collect();
+    bridges.push(BridgeConfig { name: "B0".into(), buffer_mode: BufferMode::PerOutput, buffer_bytes: 150_000, latency_ps: PS_PER_US, cp: true });
+    let link = |a: String, b: String| LinkConfig { a, b, rate_bps: 10_000_000_000, delay_ps: PS_PER_US / 2 };
+    let mut links: Vec<LinkConfig> = (1..=n).map(|i| link(format!("S{i}"), format!("B{i}"))).collect();
+    links.extend((1..=n).map(|i| link(format!("B{i}"), "B0".into())));
+    links.push(link("B0".into(), "D".into()));
+    let events = (1..=n).map(|i| EventConfig::Start { at_ps: sources_start_ps, node: format!("S{i}") }).collect();
+    SimConfig {
+        duration_ps,
+        bin_ps: 100 * PS_PER_US,
+        windows: vec![WindowConfig { name: "measure".into(), start_ps: 0, end_ps: duration_ps }],
+        frame_bytes: 1500,
+        control_frame_bytes: 64,
+        max_traced_flows: 64,
+        stations,
+        bridges,
+        links,
+        events,
+        pause: PauseConfig::default(),
+        trace_ports: vec!["B0->D".into()],
+        scheme: SchemeConfig::Nocm,
+    }
+}
+
+/// The 1-second 4-to-1 incast of performance.md: four sources at 4.9 Gbit/s
+/// into one 10 Gbit/s sink link, 150 KB drop-tail buffers, no management.
+pub fn incast_config(duration_ps: Time) -> SimConfig {
+    star_config(4, 0.49, duration_ps, 0)
+}

@@ -1,0 +1,279 @@
+//! The resolved engine configuration (docs/engine-interface.md): what the
+//! Python layer produces from a scenario file, in engine units (integer
+//! picoseconds, bit/s, bytes). Unknown fields are rejected so that a typo in
+//! the resolver cannot silently fall back to a default.
+
+use crate::engine::Time;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A configuration error: names the parameter (or node / link) and says what
+/// is wrong. Shown to the user as one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+pub(crate) fn err<T>(msg: impl Into<String>) -> Result<T, ConfigError> {
+    Err(ConfigError(msg.into()))
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    /// Run length.
+    pub duration_ps: Time,
+    /// Width of the time-series bins.
+    pub bin_ps: Time,
+    /// Measurement windows; `windows[0]` is the scenario's measure window.
+    pub windows: Vec<WindowConfig>,
+    /// Data frame length on the wire (bytes).
+    #[serde(default = "default_frame_bytes")]
+    pub frame_bytes: u32,
+    /// Control frame (PAUSE, CNM) length on the wire (bytes).
+    #[serde(default = "default_control_frame_bytes")]
+    pub control_frame_bytes: u32,
+    /// Per-flow time series are kept only when the scenario has at most this many flows.
+    #[serde(default = "default_max_traced_flows")]
+    pub max_traced_flows: usize,
+    pub stations: Vec<StationConfig>,
+    pub bridges: Vec<BridgeConfig>,
+    pub links: Vec<LinkConfig>,
+    #[serde(default)]
+    pub events: Vec<EventConfig>,
+    pub pause: PauseConfig,
+    /// Ports (`"FROM->TO"`) whose queue length is recorded as a time series.
+    #[serde(default)]
+    pub trace_ports: Vec<String>,
+    pub scheme: SchemeConfig,
+}
+
+fn default_frame_bytes() -> u32 {
+    1500
+}
+fn default_control_frame_bytes() -> u32 {
+    64
+}
+fn default_max_traced_flows() -> usize {
+    64
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowConfig {
+    pub name: String,
+    pub start_ps: Time,
+    pub end_ps: Time,
+}
+
+/// An end station: a Bernoulli traffic source, a NIC and (with a scheme) its
+/// reaction points.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StationConfig {
+    pub name: String,
+    /// Probability of a frame per slot (one frame time at the link rate).
+    #[serde(default)]
+    pub load: f64,
+    #[serde(default)]
+    pub dest: DestConfig,
+    /// NIC transmit buffer (bytes).
+    pub nic_buffer_bytes: u64,
+    /// Capacity of each rate-limiter queue (bytes).
+    pub rlq_bytes: u64,
+    /// Delay before a received notification is applied.
+    pub processing_ps: Time,
+}
+
+/// How a source picks each frame's destination.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum DestConfig {
+    /// Uniform over every other station.
+    #[default]
+    Uniform,
+    /// Always the same station.
+    Fixed { node: String },
+    /// Proportional to the weights (station name, weight).
+    Weighted { weights: Vec<(String, f64)> },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BufferMode {
+    /// Each output port owns `buffer_bytes`.
+    PerOutput,
+    /// Each input port owns a partition of `buffer_bytes` wherever its frames queue.
+    PerInput,
+    /// The whole switch shares `buffer_bytes`.
+    Shared,
+    /// No limit.
+    Infinite,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BridgeConfig {
+    pub name: String,
+    pub buffer_mode: BufferMode,
+    #[serde(default)]
+    pub buffer_bytes: u64,
+    /// Store-and-forward latency added after a frame is fully received.
+    pub latency_ps: Time,
+    /// Congestion-point detection on this bridge's output ports.
+    #[serde(default)]
+    pub cp: bool,
+}
+
+/// A full-duplex link; both directions start at `rate_bps`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    pub a: String,
+    pub b: String,
+    pub rate_bps: u64,
+    pub delay_ps: Time,
+}
+
+/// A timed scenario event. Events at equal times apply in list order.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+pub enum EventConfig {
+    /// Turn a station's source on.
+    Start { at_ps: Time, node: String },
+    /// Turn a station's source off.
+    Stop { at_ps: Time, node: String },
+    /// Change the rate of one link direction (0 stops it).
+    LinkRate {
+        at_ps: Time,
+        from: String,
+        to: String,
+        rate_bps: u64,
+    },
+}
+
+impl EventConfig {
+    pub fn at_ps(&self) -> Time {
+        match self {
+            EventConfig::Start { at_ps, .. } | EventConfig::Stop { at_ps, .. } | EventConfig::LinkRate { at_ps, .. } => *at_ps,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PauseTrigger {
+    /// From the bridge's buffer mode: `output_queue` for per_output and
+    /// infinite, `ingress` for per_input and shared.
+    Auto,
+    /// An output queue at XOFF pauses every ingress port with frames in it.
+    OutputQueue,
+    /// Bytes held per ingress port at XOFF pause that port.
+    Ingress,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PauseConfig {
+    pub enabled: bool,
+    pub trigger: PauseTrigger,
+    pub xoff_bytes: u64,
+    pub xon_bytes: u64,
+    /// pause_time of an XOFF, in quanta of 512 bit times.
+    #[serde(default = "default_quanta")]
+    pub quanta: u16,
+}
+
+fn default_quanta() -> u16 {
+    65535
+}
+
+impl Default for PauseConfig {
+    fn default() -> Self {
+        PauseConfig {
+            enabled: false,
+            trigger: PauseTrigger::Auto,
+            xoff_bytes: 140_000,
+            xon_bytes: 130_000,
+            quanta: 65535,
+        }
+    }
+}
+
+/// The congestion-management scheme of the run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SchemeConfig {
+    /// No congestion management (PAUSE is configured separately).
+    Nocm,
+}
+
+impl SimConfig {
+    /// Parse the JSON produced by the Python resolver.
+    pub fn from_json(s: &str) -> Result<Self, ConfigError> {
+        serde_json::from_str(s).map_err(|e| ConfigError(format!("engine config: {e}")))
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("config serialises")
+    }
+
+    /// Checks that need no topology (the network builder checks the rest).
+    pub fn validate_scalars(&self) -> Result<(), ConfigError> {
+        if self.duration_ps == 0 {
+            return err("duration_ms: must be > 0");
+        }
+        if self.bin_ps == 0 {
+            return err("bin_us: must be > 0");
+        }
+        if self.duration_ps / self.bin_ps > 50_000_000 {
+            return err(format!(
+                "bin_us: {} bins for this duration is too many; use wider bins",
+                self.duration_ps / self.bin_ps
+            ));
+        }
+        if self.windows.is_empty() {
+            return err("measure: at least the measure window is required");
+        }
+        for w in &self.windows {
+            if w.end_ps <= w.start_ps || w.end_ps > self.duration_ps {
+                return err(format!(
+                    "windows.{}: [{} ps, {} ps) must be non-empty and inside the run (0, {} ps]",
+                    w.name, w.start_ps, w.end_ps, self.duration_ps
+                ));
+            }
+        }
+        if self.frame_bytes < 64 || self.frame_bytes > 65535 {
+            return err(format!("defaults.frame_bytes: {} is not allowed; expected 64..=65535", self.frame_bytes));
+        }
+        if self.control_frame_bytes < 1 || self.control_frame_bytes > 65535 {
+            return err(format!(
+                "defaults.control_frame_bytes: {} is not allowed; expected 1..=65535",
+                self.control_frame_bytes
+            ));
+        }
+        if self.pause.enabled && self.pause.xon_bytes > self.pause.xoff_bytes {
+            return err(format!(
+                "pause.xon_bytes: {} is above pause.xoff_bytes {}; XON must not exceed XOFF",
+                self.pause.xon_bytes, self.pause.xoff_bytes
+            ));
+        }
+        for s in &self.stations {
+            if !(0.0..=1.0).contains(&s.load) || s.load.is_nan() {
+                return err(format!("nodes.{}.load: {} is not allowed; expected 0 <= load <= 1", s.name, s.load));
+            }
+            if let DestConfig::Weighted { weights } = &s.dest {
+                if weights.is_empty() || weights.iter().any(|(_, w)| !(*w >= 0.0 && w.is_finite())) || weights.iter().all(|(_, w)| *w == 0.0) {
+                    return err(format!("nodes.{}.dest: weights must be >= 0, finite and not all 0", s.name));
+                }
+            }
+        }
+        Ok(())
+    }
+}

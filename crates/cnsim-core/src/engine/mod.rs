@@ -1,0 +1,9 @@
+//! The discrete-event engine: simulated time, the event queue and the
+//! seeded random-number streams. Nothing here knows about networks.
+
+pub mod queue;
+pub mod rng;
+pub mod time;
+
+pub use queue::{Event, EventQueue};
+pub use time::{Time, PS_PER_MS, PS_PER_S, PS_PER_US};

@@ -1,0 +1,25 @@
+//! cnsim core: a packet-level simulator of congestion management in
+//! data-center Ethernet (IEEE 802.3x PAUSE, 802.1Qau BCN / ECM / QCN).
+//!
+//! Layout (data flows one way):
+//! - [`engine`]: time, the event queue and random-number streams; knows
+//!   nothing of networks.
+//! - [`config`]: the resolved engine configuration (engine units: integer
+//!   picoseconds, bit/s, bytes), validated once when a [`Sim`] is built.
+//! - [`net`]: frames, ports, stations, bridges, PAUSE and the simulation loop.
+//! - [`stats`]: statistics recorded in fixed bins and windows, and the
+//!   [`RunResult`] computed from them at the end of a run.
+//! - [`bench`]: the reference workloads of `cnsim bench` and criterion.
+
+pub mod bench;
+pub mod config;
+pub mod engine;
+pub mod net;
+pub mod stats;
+
+pub use config::{ConfigError, SimConfig};
+pub use net::sim::Sim;
+pub use stats::RunResult;
+
+/// Version of the engine, reported in every result.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,12 @@
+//! The network model: frames, ports (one per link direction), stations,
+//! bridges, IEEE 802.3x PAUSE, and the simulation loop that drives them.
+//! Nothing here knows about a specific congestion-management scheme.
+
+pub mod frame;
+pub mod pause;
+pub mod port;
+pub mod sim;
+pub mod topology;
+
+pub use frame::{Frame, FrameKind};
+pub use port::{Port, PortId};

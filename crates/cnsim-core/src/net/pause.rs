@@ -1,0 +1,184 @@
+//! IEEE 802.3x PAUSE (schemes.md, "PAUSE"): the two triggers, XOFF / XON,
+//! refresh, and the paused transmitter's bookkeeping.
+//!
+//! - `output_queue`: an output queue reaching XOFF holds every ingress port
+//!   that has frames in it, and any ingress whose frame joins it while it is
+//!   above XON; at XON it lets them go. An ingress stays paused while any
+//!   queue holds it.
+//! - `ingress`: bytes in the bridge that arrived through an ingress port;
+//!   XOFF pauses that port's upstream, XON releases it.
+//!
+//! A PAUSE frame is a control frame: queued ahead of data, never paused
+//! itself, and acted on when fully received (no bridge latency).
+
+use super::frame::Frame;
+use super::port::PortId;
+use super::sim::{Sim, EV_PAUSE_REFRESH};
+use crate::config::PauseTrigger;
+use crate::engine::time::pause_quanta_ps;
+use crate::engine::Time;
+use crate::stats::{overlap, Stats};
+
+impl Sim {
+    /// A data frame from `ingress` joined output queue `out` of bridge `b`.
+    pub(crate) fn pause_on_enqueue(&mut self, b: u32, out: PortId, ingress: PortId) {
+        let xoff = self.pause.xoff_bytes;
+        match self.net.bridges[b as usize].trigger {
+            PauseTrigger::Ingress => {
+                let p = &self.net.ports[ingress as usize];
+                if !p.xoff_sent && p.in_bytes >= xoff {
+                    self.send_xoff(ingress);
+                }
+            }
+            _ => {
+                let o = &mut self.net.ports[out as usize];
+                if o.oq_xoff {
+                    let local = self.net.ports[ingress as usize].local as usize;
+                    self.hold(b, out, local);
+                } else if o.data_bytes >= xoff {
+                    o.oq_xoff = true;
+                    for local in 0..o.count_by_ingress.len() {
+                        if self.net.ports[out as usize].count_by_ingress[local] > 0 {
+                            self.hold(b, out, local);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A data frame that came through `ingress` left output queue `out` of bridge `b`.
+    pub(crate) fn pause_on_dequeue(&mut self, b: u32, out: PortId, ingress: PortId) {
+        let xon = self.pause.xon_bytes;
+        match self.net.bridges[b as usize].trigger {
+            PauseTrigger::Ingress => {
+                let p = &self.net.ports[ingress as usize];
+                if p.xoff_sent && p.in_bytes <= xon {
+                    self.send_xon(ingress);
+                }
+            }
+            _ => {
+                let o = &mut self.net.ports[out as usize];
+                if o.oq_xoff && o.data_bytes <= xon {
+                    o.oq_xoff = false;
+                    for local in 0..o.holds.len() {
+                        let o = &mut self.net.ports[out as usize];
+                        if o.holds[local] {
+                            o.holds[local] = false;
+                            let ing = self.net.nodes[self.net.bridges[b as usize].node as usize].ports[local];
+                            let p = &mut self.net.ports[ing as usize];
+                            p.hold_count -= 1;
+                            if p.hold_count == 0 {
+                                self.send_xon(ing);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Output queue `out` holds the ingress with local index `local` paused.
+    fn hold(&mut self, b: u32, out: PortId, local: usize) {
+        let o = &mut self.net.ports[out as usize];
+        if o.holds[local] {
+            return;
+        }
+        o.holds[local] = true;
+        let ing = self.net.nodes[self.net.bridges[b as usize].node as usize].ports[local];
+        let p = &mut self.net.ports[ing as usize];
+        p.hold_count += 1;
+        if p.hold_count == 1 {
+            self.send_xoff(ing);
+        }
+    }
+
+    /// How often an asserted pause is refreshed: at half its duration, so
+    /// the upstream never resumes while we are above XON.
+    fn refresh_interval(&self, port: PortId) -> Time {
+        (pause_quanta_ps(self.pause.quanta, self.net.ports[port as usize].nominal_rate_bps) / 2).max(1)
+    }
+
+    fn send_xoff(&mut self, port: PortId) {
+        let at = self.now + self.refresh_interval(port);
+        let p = &mut self.net.ports[port as usize];
+        p.xoff_sent = true;
+        p.refresh_at = at;
+        self.q.push(at, EV_PAUSE_REFRESH, port);
+        self.send_pause_frame(port, self.pause.quanta);
+    }
+
+    fn send_xon(&mut self, port: PortId) {
+        let p = &mut self.net.ports[port as usize];
+        p.xoff_sent = false;
+        p.refresh_at = Time::MAX;
+        self.send_pause_frame(port, 0);
+    }
+
+    pub(crate) fn on_pause_refresh(&mut self, port: PortId) {
+        let p = &self.net.ports[port as usize];
+        if !p.xoff_sent || p.refresh_at != self.now {
+            return; // released, or superseded by a newer refresh
+        }
+        let at = self.now + self.refresh_interval(port);
+        self.net.ports[port as usize].refresh_at = at;
+        self.q.push(at, EV_PAUSE_REFRESH, port);
+        self.send_pause_frame(port, self.pause.quanta);
+    }
+
+    fn send_pause_frame(&mut self, port: PortId, quanta: u16) {
+        let f = Frame::pause(self.now, quanta, self.ctrl_bytes);
+        let p = &mut self.net.ports[port as usize];
+        p.ctrl.push_back(f);
+        p.pause_frames += 1;
+        self.try_start(port);
+    }
+
+    /// A PAUSE(quanta) was fully received by the owner of `port`: that
+    /// transmitter pauses (a new PAUSE replaces the remaining time; 0 resumes).
+    pub(crate) fn receive_pause(&mut self, port: PortId, quanta: u16) {
+        let now = self.now;
+        let p = &mut self.net.ports[port as usize];
+        let rate = if p.rate_bps > 0 { p.rate_bps } else { p.nominal_rate_bps };
+        let end = now + pause_quanta_ps(quanta, rate);
+        if p.is_paused(now) {
+            p.pause_end = end;
+        } else if quanta > 0 {
+            self.account_pause_interval(port);
+            let p = &mut self.net.ports[port as usize];
+            p.pause_start = now;
+            p.pause_end = end;
+            p.paused_ever = true;
+        }
+        if quanta == 0 {
+            self.try_start(port);
+        }
+    }
+
+    /// Adds the last (finished) pause interval of `port` to its statistics.
+    fn account_pause_interval(&mut self, port: PortId) {
+        let (m0, m1) = self.measure;
+        let bin_ps = self.stats.bin_ps;
+        let n_bins = self.stats.n_bins;
+        let p = &mut self.net.ports[port as usize];
+        if !p.paused_ever || p.pause_end <= p.pause_start {
+            return;
+        }
+        let (a, b) = (p.pause_start, p.pause_end.min(self.duration));
+        p.paused_ps_window += overlap(a, b, m0, m1);
+        let bins = p.paused_bins.get_or_insert_with(|| vec![0.0; n_bins]);
+        Stats::add_interval_to_bins(bins, bin_ps, a, b);
+        // Mark as accounted.
+        p.pause_start = p.pause_end;
+    }
+
+    pub(crate) fn close_pause_intervals(&mut self, end: Time) {
+        for port in 0..self.net.ports.len() as PortId {
+            let p = &mut self.net.ports[port as usize];
+            if p.pause_end > end {
+                p.pause_end = end;
+            }
+            self.account_pause_interval(port);
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! A port is one direction of a full-duplex link: the transmitter at its
+//! owner, the wire, and the receiver at its peer. It holds the owner's
+//! egress queues (a data FIFO and a control FIFO served first), the frames on
+//! the wire, the transmitter's PAUSE state, and, because the same port is
+//! also the *ingress* of the frames that arrive over the reverse direction,
+//! the owner's per-ingress accounting that PAUSE and `per_input` buffers need.
+
+use super::frame::Frame;
+use crate::engine::time::serialization_ps;
+use crate::engine::Time;
+use std::collections::VecDeque;
+
+pub type PortId = u32;
+
+/// Frames on the wire, by how the receiver handles them. Within one class
+/// every frame gets the same delay added, so arrivals leave each ring in FIFO
+/// order and an arrival event needs only the port and the class.
+pub const WIRE_MAC: usize = 0; // PAUSE: acts when fully received
+pub const WIRE_DATA: usize = 1; // data: + bridge latency (bridge) or 0 (station)
+pub const WIRE_CNM: usize = 2; // CNM: + bridge latency (bridge) or processing time (station)
+
+pub struct Port {
+    /// Display name `FROM->TO`.
+    pub name: String,
+    /// Owner node (transmitter) and peer node (receiver), node indices.
+    pub owner: u32,
+    pub peer: u32,
+    /// The reverse direction: the peer's port back to the owner.
+    pub reverse: PortId,
+    /// Index of this port among its owner's ports.
+    pub local: u16,
+    /// Current transmit rate (bit/s); 0 = stopped (output-generated hotspot).
+    pub rate_bps: u64,
+    /// Rate the link was configured with (PAUSE quanta are counted at it when stopped).
+    pub nominal_rate_bps: u64,
+    /// Serialisation time of a data frame at the current rate (cached).
+    pub ser_data_ps: Time,
+    pub delay_ps: Time,
+    /// Extra delay at the receiver, per wire class.
+    pub rx_extra_ps: [Time; 3],
+
+    // --- egress queues ---
+    pub data: VecDeque<Frame>,
+    pub ctrl: VecDeque<Frame>,
+    /// Bytes of data frames held for this port, including the one being sent.
+    pub data_bytes: u64,
+    pub busy: bool,
+    /// The frame being transmitted (valid while `busy`).
+    pub tx: Frame,
+    /// On the wire, per class.
+    pub wire: [VecDeque<Frame>; 3],
+
+    // --- PAUSE at this transmitter ---
+    /// Paused until this time (the sender sends only control frames before it).
+    pub pause_end: Time,
+    pub pause_start: Time,
+    pub paused_ever: bool,
+    /// A PortWake event is pending for this time.
+    pub wake_at: Time,
+    /// Paused time accumulated inside the measure window.
+    pub paused_ps_window: Time,
+    /// Paused time per bin (allocated the first time the port is paused).
+    pub paused_bins: Option<Vec<f64>>,
+
+    // --- the owner's accounting for frames that arrived through this port (ingress side) ---
+    /// Bytes in the owner bridge that arrived through this port.
+    pub in_bytes: u64,
+    /// Output queues currently holding this ingress paused (output_queue trigger).
+    pub hold_count: u32,
+    /// This port's upstream is paused by us (an XOFF was sent and not yet released).
+    pub xoff_sent: bool,
+    /// When the next PAUSE refresh is due.
+    pub refresh_at: Time,
+
+    // --- the owner's output-queue trigger state (egress side) ---
+    pub oq_xoff: bool,
+    /// Data frames in this queue per ingress (local index at the owner bridge).
+    pub count_by_ingress: Vec<u32>,
+    /// Ingress ports (local index) this queue holds paused.
+    pub holds: Vec<bool>,
+
+    // --- counters ---
+    pub frames_sent: u64,
+    pub pause_frames: u64,
+    pub cnm_frames: u64,
+    /// Index of this port's queue trace, if traced.
+    pub trace: Option<usize>,
+}
+
+impl Port {
+    pub fn new(name: String, owner: u32, peer: u32, local: u16, rate_bps: u64, delay_ps: Time, frame_bytes: u32) -> Port {
+        let mut p = Port {
+            name,
+            owner,
+            peer,
+            reverse: u32::MAX,
+            local,
+            rate_bps,
+            nominal_rate_bps: rate_bps,
+            ser_data_ps: 0,
+            delay_ps,
+            rx_extra_ps: [0; 3],
+            data: VecDeque::new(),
+            ctrl: VecDeque::new(),
+            data_bytes: 0,
+            busy: false,
+            tx: Frame::pause(0, 0, 0),
+            wire: [VecDeque::new(), VecDeque::new(), VecDeque::new()],
+            pause_end: 0,
+            pause_start: 0,
+            paused_ever: false,
+            wake_at: Time::MAX,
+            paused_ps_window: 0,
+            paused_bins: None,
+            in_bytes: 0,
+            hold_count: 0,
+            xoff_sent: false,
+            refresh_at: Time::MAX,
+            oq_xoff: false,
+            count_by_ingress: Vec::new(),
+            holds: Vec::new(),
+            frames_sent: 0,
+            pause_frames: 0,
+            cnm_frames: 0,
+            trace: None,
+        };
+        p.set_rate(rate_bps, frame_bytes);
+        p
+    }
+
+    pub fn set_rate(&mut self, rate_bps: u64, frame_bytes: u32) {
+        self.rate_bps = rate_bps;
+        self.ser_data_ps = if rate_bps > 0 { serialization_ps(frame_bytes as u64, rate_bps) } else { 0 };
+    }
+
+    /// Serialisation time of `len` bytes at the current rate (rate > 0).
+    #[inline]
+    pub fn ser_ps(&self, len: u16, frame_bytes: u32) -> Time {
+        if len as u32 == frame_bytes {
+            self.ser_data_ps
+        } else {
+            serialization_ps(len as u64, self.rate_bps)
+        }
+    }
+
+    #[inline]
+    pub fn is_paused(&self, now: Time) -> bool {
+        now < self.pause_end
+    }
+
+    /// Data frames held by this port: queued, being sent, or on the wire.
+    pub fn data_frames_in_flight(&self) -> u64 {
+        let wire = self.wire.iter().map(|w| w.iter().filter(|f| f.is_data()).count()).sum::<usize>();
+        (self.data.len() + wire) as u64
+    }
+}

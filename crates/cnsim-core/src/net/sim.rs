@@ -1,0 +1,621 @@
+//! The simulation: the event loop and the per-frame handlers of stations and
+//! bridges. PAUSE lives in `pause.rs`; statistics are recorded through
+//! [`Stats`] and turned into a [`RunResult`] only when the run ends.
+
+use super::frame::{Frame, FrameKind};
+use super::port::{PortId, WIRE_CNM, WIRE_DATA, WIRE_MAC};
+use super::topology::{Dest, Network, NodeKind, NO_ROUTE};
+use crate::config::{err, BufferMode, ConfigError, EventConfig, PauseConfig, SchemeConfig, SimConfig};
+use crate::engine::queue::EventQueue;
+use crate::engine::time::to_secs;
+use crate::engine::Time;
+use crate::stats::{self, QueueTrace, RunResult, Stats};
+use rand::Rng;
+use std::time::Instant;
+
+// Event kinds.
+pub(crate) const EV_GENERATE: u8 = 0;
+pub(crate) const EV_TX_DONE: u8 = 1;
+/// EV_ARRIVE + wire class (MAC, DATA, CNM).
+pub(crate) const EV_ARRIVE: u8 = 2;
+pub(crate) const EV_WAKE: u8 = 5;
+pub(crate) const EV_PAUSE_REFRESH: u8 = 6;
+pub(crate) const EV_SCENARIO: u8 = 7;
+
+/// A resolved timed scenario event.
+#[derive(Clone, Copy, Debug)]
+enum Action {
+    Start(u32),
+    Stop(u32),
+    LinkRate(PortId, u64),
+}
+
+pub struct Sim {
+    pub(crate) now: Time,
+    pub(crate) duration: Time,
+    pub(crate) seed: u64,
+    pub(crate) frame_bytes: u32,
+    pub(crate) ctrl_bytes: u16,
+    pub(crate) q: EventQueue,
+    pub(crate) net: Network,
+    pub(crate) stats: Stats,
+    pub(crate) pause: PauseConfig,
+    /// The measure window (windows[0]).
+    pub(crate) measure: (Time, Time),
+    actions: Vec<Action>,
+    window_names: Vec<String>,
+    /// Bits of congestion-management control frames originated in the measure window.
+    pub(crate) cnm_bytes_window: u64,
+    wall_s: f64,
+    finished: bool,
+}
+
+impl Sim {
+    /// Builds the network of `cfg` for run `seed`; every configuration error
+    /// is reported here, before anything runs.
+    pub fn new(cfg: &SimConfig, seed: u64) -> Result<Sim, ConfigError> {
+        let mut net = Network::build(cfg, seed)?;
+        match cfg.scheme {
+            SchemeConfig::Nocm => {}
+        }
+        let n_st = net.n_stations();
+
+        // Flows that can exist; traced when few enough.
+        let mut flows = Vec::new();
+        for (s, st) in net.stations.iter().enumerate() {
+            if st.load <= 0.0 {
+                continue;
+            }
+            match &st.dest {
+                Dest::Fixed(d) => flows.push((s, *d as usize)),
+                Dest::Uniform => flows.extend((0..n_st).filter(|&d| d != s).map(|d| (s, d))),
+                Dest::Weighted { stations, .. } => flows.extend(stations.iter().map(|&d| (s, d as usize))),
+            }
+        }
+        flows.sort_unstable();
+        flows.dedup();
+        let traced: &[(usize, usize)] = if flows.len() <= cfg.max_traced_flows { &flows } else { &[] };
+        let windows: Vec<(Time, Time)> = cfg.windows.iter().map(|w| (w.start_ps, w.end_ps)).collect();
+        let mut stats = Stats::new(cfg.duration_ps, cfg.bin_ps, windows, n_st, net.ports.len(), traced);
+
+        for name in &cfg.trace_ports {
+            let (a, b) = name.split_once("->").ok_or_else(|| ConfigError(format!("trace.ports: '{name}' is not of the form FROM->TO")))?;
+            let p = net.port_by_name(a.trim(), b.trim()).ok_or_else(|| ConfigError(format!("trace.ports: no link direction '{name}'")))?;
+            if net.ports[p as usize].trace.is_none() {
+                net.ports[p as usize].trace = Some(stats.queue_traces.len());
+                stats.queue_traces.push(QueueTrace::new(p, stats.n_bins));
+            }
+        }
+
+        let mut q = EventQueue::with_capacity(4 * net.ports.len() + net.stations.len() + cfg.events.len() + 16);
+        let mut actions = Vec::with_capacity(cfg.events.len());
+        let mut timed: Vec<(Time, usize)> = Vec::new();
+        for (i, e) in cfg.events.iter().enumerate() {
+            let at = e.at_ps();
+            let action = match e {
+                EventConfig::Start { node, .. } | EventConfig::Stop { node, .. } => {
+                    let n = *net.node_by_name.get(node).ok_or_else(|| ConfigError(format!("events[{i}].node: unknown node '{node}'")))?;
+                    let NodeKind::Station(s) = net.nodes[n as usize].kind else {
+                        return err(format!("events[{i}].node: '{node}' is a bridge; only stations have sources"));
+                    };
+                    if matches!(e, EventConfig::Start { .. }) {
+                        Action::Start(s)
+                    } else {
+                        Action::Stop(s)
+                    }
+                }
+                EventConfig::LinkRate { from, to, rate_bps, .. } => {
+                    let p = net.port_by_name(from, to).ok_or_else(|| ConfigError(format!("events[{i}]: no link direction '{from}->{to}'")))?;
+                    Action::LinkRate(p, *rate_bps)
+                }
+            };
+            actions.push(action);
+            if at < cfg.duration_ps {
+                timed.push((at, i));
+            }
+        }
+        // Equal times apply in list order: the queue breaks ties by push order.
+        timed.sort_by_key(|&(t, i)| (t, i));
+        for (t, i) in timed {
+            q.push(t, EV_SCENARIO, i as u32);
+        }
+
+        Ok(Sim {
+            now: 0,
+            duration: cfg.duration_ps,
+            seed,
+            frame_bytes: cfg.frame_bytes,
+            ctrl_bytes: cfg.control_frame_bytes as u16,
+            q,
+            net,
+            stats,
+            pause: cfg.pause.clone(),
+            measure: (cfg.windows[0].start_ps, cfg.windows[0].end_ps),
+            actions,
+            window_names: cfg.windows.iter().map(|w| w.name.clone()).collect(),
+            cnm_bytes_window: 0,
+            wall_s: 0.0,
+            finished: false,
+        })
+    }
+
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    pub fn duration(&self) -> Time {
+        self.duration
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished || self.now >= self.duration
+    }
+
+    /// Runs every event strictly before `t` (capped at the run's end).
+    /// Returns true once the run has reached its end.
+    pub fn run_until(&mut self, t: Time) -> bool {
+        let t = t.min(self.duration);
+        let started = Instant::now();
+        while let Some(et) = self.q.peek_time() {
+            if et >= t {
+                break;
+            }
+            let ev = self.q.pop().expect("peeked");
+            self.now = ev.time;
+            match ev.kind {
+                EV_GENERATE => self.on_generate(ev.index),
+                EV_TX_DONE => self.on_tx_done(ev.index),
+                k if (EV_ARRIVE..EV_ARRIVE + 3).contains(&k) => self.on_arrive(ev.index, (k - EV_ARRIVE) as usize),
+                EV_WAKE => self.on_wake(ev.index),
+                EV_PAUSE_REFRESH => self.on_pause_refresh(ev.index),
+                EV_SCENARIO => self.on_scenario(ev.index as usize),
+                k => unreachable!("unknown event kind {k}"),
+            }
+        }
+        self.now = self.now.max(t);
+        self.wall_s += started.elapsed().as_secs_f64();
+        self.now >= self.duration
+    }
+
+    /// Runs to the end and returns the results (conservation checked).
+    pub fn run(mut self) -> Result<RunResult, String> {
+        self.run_until(self.duration);
+        self.finish()
+    }
+
+    // ------------------------------------------------------------ sources
+
+    fn on_scenario(&mut self, i: usize) {
+        match self.actions[i] {
+            Action::Start(s) => {
+                let st = &mut self.net.stations[s as usize];
+                if st.active || st.load <= 0.0 {
+                    return;
+                }
+                st.active = true;
+                let gap = geometric_gap(st.load, st.inv_ln_q, &mut st.rng);
+                st.next_gen = self.now.saturating_add(gap.saturating_mul(st.slot_ps));
+                self.q.push(st.next_gen, EV_GENERATE, s);
+            }
+            Action::Stop(s) => {
+                let st = &mut self.net.stations[s as usize];
+                st.active = false;
+                st.next_gen = Time::MAX;
+            }
+            Action::LinkRate(p, rate) => {
+                self.net.ports[p as usize].set_rate(rate, self.frame_bytes);
+                if rate > 0 {
+                    self.try_start(p);
+                }
+            }
+        }
+    }
+
+    /// One Bernoulli success: a frame is generated in this slot.
+    fn on_generate(&mut self, s: u32) {
+        let now = self.now;
+        let n_st = self.net.stations.len();
+        let st = &mut self.net.stations[s as usize];
+        if !st.active || st.next_gen != now {
+            return; // stale (the source was stopped or restarted)
+        }
+        let dst = match &st.dest {
+            Dest::Fixed(d) => *d,
+            Dest::Uniform => {
+                let r = st.rng.gen_range(0..n_st as u16 - 1);
+                if r >= s as u16 {
+                    r + 1
+                } else {
+                    r
+                }
+            }
+            Dest::Weighted { stations, cumulative } => {
+                let x = st.rng.gen::<f64>() * cumulative[cumulative.len() - 1];
+                let i = cumulative.partition_point(|&c| c <= x).min(stations.len() - 1);
+                stations[i]
+            }
+        };
+        st.generated += 1;
+        let gap = geometric_gap(st.load, st.inv_ln_q, &mut st.rng);
+        st.next_gen = now.saturating_add((gap + 1).saturating_mul(st.slot_ps));
+        let next = st.next_gen;
+        let port = st.port;
+        let cap = st.nic_buffer_bytes;
+        self.q.push(next, EV_GENERATE, s);
+
+        self.stats.generated += 1;
+        self.stats.flow_generated[s as usize * n_st + dst as usize] += 1;
+        let frame = Frame::data(now, s as u16, dst, self.frame_bytes as u16);
+        let p = &mut self.net.ports[port as usize];
+        if p.data_bytes + frame.len as u64 > cap {
+            self.net.stations[s as usize].dropped_rp += 1;
+            self.stats.dropped_rp += 1;
+            return;
+        }
+        p.data_bytes += frame.len as u64;
+        p.data.push_back(frame);
+        self.queue_changed(port);
+        self.try_start(port);
+    }
+
+    // -------------------------------------------------------------- ports
+
+    /// Starts the next frame on `port` if it is idle: control frames first
+    /// (never paused), then data unless paused.
+    pub(crate) fn try_start(&mut self, port: PortId) {
+        let now = self.now;
+        let p = &mut self.net.ports[port as usize];
+        if p.busy || p.rate_bps == 0 {
+            return;
+        }
+        let frame = if let Some(f) = p.ctrl.pop_front() {
+            f
+        } else if p.data.is_empty() {
+            return;
+        } else if p.is_paused(now) {
+            if p.wake_at != p.pause_end {
+                p.wake_at = p.pause_end;
+                self.q.push(p.pause_end, EV_WAKE, port);
+            }
+            return;
+        } else {
+            p.data.pop_front().expect("non-empty")
+        };
+        let ser = p.ser_ps(frame.len, self.frame_bytes);
+        let class = match frame.kind {
+            FrameKind::Pause => WIRE_MAC,
+            FrameKind::Data => WIRE_DATA,
+            FrameKind::Cnm => WIRE_CNM,
+        };
+        p.busy = true;
+        p.tx = frame;
+        p.frames_sent += 1;
+        p.wire[class].push_back(frame);
+        let arrive = now + ser + p.delay_ps + p.rx_extra_ps[class];
+        self.q.push(now + ser, EV_TX_DONE, port);
+        self.q.push(arrive, EV_ARRIVE + class as u8, port);
+        self.stats.transmit(now, port as usize, frame.len as u64);
+    }
+
+    fn on_tx_done(&mut self, port: PortId) {
+        let p = &mut self.net.ports[port as usize];
+        p.busy = false;
+        let f = p.tx;
+        if f.is_data() {
+            p.data_bytes -= f.len as u64;
+            let owner = p.owner;
+            self.queue_changed(port);
+            if let NodeKind::Bridge(b) = self.net.nodes[owner as usize].kind {
+                self.bridge_release(b, port, &f);
+            }
+        }
+        self.try_start(port);
+    }
+
+    fn on_wake(&mut self, port: PortId) {
+        let p = &mut self.net.ports[port as usize];
+        if p.wake_at == self.now {
+            p.wake_at = Time::MAX;
+        }
+        self.try_start(port);
+    }
+
+    #[inline]
+    pub(crate) fn queue_changed(&mut self, port: PortId) {
+        let p = &self.net.ports[port as usize];
+        if let Some(t) = p.trace {
+            let b = self.stats.bin(self.now);
+            self.stats.queue_traces[t].update(b, p.data_bytes);
+        }
+    }
+
+    /// The frame at the head of `port`'s wire ring `class` is received by the peer.
+    fn on_arrive(&mut self, port: PortId, class: usize) {
+        let p = &mut self.net.ports[port as usize];
+        let f = p.wire[class].pop_front().expect("arrival without a frame on the wire");
+        let peer = p.peer;
+        let ingress = p.reverse;
+        if class == WIRE_MAC {
+            self.receive_pause(ingress, f.tag);
+            return;
+        }
+        match self.net.nodes[peer as usize].kind {
+            NodeKind::Station(s) => {
+                if f.is_data() {
+                    debug_assert_eq!(f.dst as u32, s, "frame delivered to the wrong station");
+                    self.net.stations[s as usize].delivered += 1;
+                    self.stats.deliver(self.now, f.src as usize, f.dst as usize, f.len as u64);
+                }
+                // CNMs: handled by the scheme's reaction point (none in nocm).
+            }
+            NodeKind::Bridge(b) => self.bridge_receive(b, ingress, f),
+        }
+    }
+
+    // ------------------------------------------------------------ bridges
+
+    /// A frame fully received (plus latency) by bridge `b` through `ingress`
+    /// (the bridge's port on the arrival link) joins its output queue.
+    fn bridge_receive(&mut self, b: u32, ingress: PortId, mut f: Frame) {
+        let n_st = self.net.stations.len();
+        let out = self.net.route[b as usize * n_st + f.dst as usize];
+        let bridge = &mut self.net.bridges[b as usize];
+        if out == NO_ROUTE {
+            // Unreachable destinations of loaded sources are rejected when
+            // the network is built; count rather than lose anything else.
+            if f.is_data() {
+                bridge.dropped_cp += 1;
+                self.stats.dropped_cp += 1;
+            }
+            return;
+        }
+        if f.kind == FrameKind::Cnm {
+            self.net.ports[out as usize].ctrl.push_back(f);
+            self.try_start(out);
+            return;
+        }
+        let len = f.len as u64;
+        let ports = &mut self.net.ports;
+        let admitted = match bridge.buffer_mode {
+            BufferMode::PerOutput => ports[out as usize].data_bytes + len <= bridge.buffer_bytes,
+            BufferMode::PerInput => ports[ingress as usize].in_bytes + len <= bridge.buffer_bytes,
+            BufferMode::Shared => bridge.total_bytes + len <= bridge.buffer_bytes,
+            BufferMode::Infinite => true,
+        };
+        if !admitted {
+            bridge.dropped_cp += 1;
+            self.stats.dropped_cp += 1;
+            return;
+        }
+        f.in_port = ingress;
+        bridge.total_bytes += len;
+        let in_local = ports[ingress as usize].local as usize;
+        ports[ingress as usize].in_bytes += len;
+        let o = &mut ports[out as usize];
+        o.data_bytes += len;
+        o.count_by_ingress[in_local] += 1;
+        o.data.push_back(f);
+        self.queue_changed(out);
+        if self.pause.enabled {
+            self.pause_on_enqueue(b, out, ingress);
+        }
+        self.try_start(out);
+    }
+
+    /// A data frame left bridge `b` through `out`: free its buffer.
+    fn bridge_release(&mut self, b: u32, out: PortId, f: &Frame) {
+        let len = f.len as u64;
+        self.net.bridges[b as usize].total_bytes -= len;
+        let ingress = f.in_port;
+        let in_local = self.net.ports[ingress as usize].local as usize;
+        self.net.ports[ingress as usize].in_bytes -= len;
+        self.net.ports[out as usize].count_by_ingress[in_local] -= 1;
+        if self.pause.enabled {
+            self.pause_on_dequeue(b, out, ingress);
+        }
+    }
+
+    // ------------------------------------------------------------ the end
+
+    /// Closes the statistics, checks frame conservation and builds the results.
+    pub fn finish(&mut self) -> Result<RunResult, String> {
+        if self.now < self.duration {
+            return Err(format!("run not finished: at {} ps of {} ps", self.now, self.duration));
+        }
+        self.finished = true;
+        let end = self.duration;
+        self.close_pause_intervals(end);
+        for t in &mut self.stats.queue_traces {
+            t.finish();
+        }
+        let in_flight: u64 = self.net.ports.iter().map(|p| p.data_frames_in_flight()).sum();
+        let s = &self.stats;
+        let accounted = s.delivered + s.dropped_cp + s.dropped_rp + in_flight;
+        if s.generated != accounted {
+            return Err(format!(
+                "frame conservation violated (seed {}): generated {} != delivered {} + dropped_cp {} + dropped_rp {} + in flight {}",
+                self.seed, s.generated, s.delivered, s.dropped_cp, s.dropped_rp, in_flight
+            ));
+        }
+        Ok(self.build_result(in_flight))
+    }
+
+    fn build_result(&self, in_flight: u64) -> RunResult {
+        let s = &self.stats;
+        let net = &self.net;
+        let n_st = net.n_stations();
+        let events = self.q.popped();
+        let wall = self.wall_s.max(1e-9);
+        let windows: Vec<(Time, Time)> = s.windows.clone();
+        let (m0, m1) = self.measure;
+        let mlen = m1 - m0;
+
+        let mut flows = Vec::new();
+        for src in 0..n_st {
+            for dst in 0..n_st {
+                let f = src * n_st + dst;
+                if s.flow_generated[f] == 0 && s.flow_delivered[f] == 0 {
+                    continue;
+                }
+                flows.push(stats::FlowResult {
+                    src: net.station_name(src).to_string(),
+                    dst: net.station_name(dst).to_string(),
+                    generated: s.flow_generated[f],
+                    delivered: s.flow_delivered[f],
+                    throughput_gbps: windows
+                        .iter()
+                        .enumerate()
+                        .map(|(w, &(a, b))| Stats::gbps(s.flow_win_bytes[w * n_st * n_st + f], b - a))
+                        .collect(),
+                });
+            }
+        }
+
+        let mut links = Vec::new();
+        let mut paused_pcts = Vec::new();
+        let mut all_pcts = Vec::new();
+        let mut pause_frames = 0;
+        for (i, p) in net.ports.iter().enumerate() {
+            let can_pause = self.pause.enabled && matches!(net.nodes[p.peer as usize].kind, NodeKind::Bridge(_));
+            let pct = 100.0 * p.paused_ps_window as f64 / mlen as f64;
+            if can_pause {
+                all_pcts.push(pct);
+                if p.paused_ever {
+                    paused_pcts.push(pct);
+                }
+            }
+            pause_frames += p.pause_frames;
+            let (from, to) = p.name.split_once("->").expect("port names are FROM->TO");
+            links.push(stats::LinkResult {
+                name: p.name.clone(),
+                from: from.to_string(),
+                to: to.to_string(),
+                rate_bps: p.nominal_rate_bps,
+                throughput_gbps: windows
+                    .iter()
+                    .enumerate()
+                    .map(|(w, &(a, b))| Stats::gbps(s.link_win_bytes[w * net.ports.len() + i], b - a))
+                    .collect(),
+                frames: p.frames_sent,
+                can_pause,
+                paused_ever: p.paused_ever,
+                time_paused_pct: pct,
+                pause_frames: p.pause_frames,
+                control_frames: p.cnm_frames,
+            });
+        }
+
+        let nodes = net
+            .nodes
+            .iter()
+            .map(|n| match n.kind {
+                NodeKind::Station(i) => {
+                    let st = &net.stations[i as usize];
+                    stats::NodeResult { name: n.name.clone(), kind: "station", generated: st.generated, delivered: st.delivered, dropped_cp: 0, dropped_rp: st.dropped_rp }
+                }
+                NodeKind::Bridge(i) => {
+                    let b = &net.bridges[i as usize];
+                    stats::NodeResult { name: n.name.clone(), kind: "bridge", generated: 0, delivered: 0, dropped_cp: b.dropped_cp, dropped_rp: 0 }
+                }
+            })
+            .collect();
+
+        let mean = |v: &[f64]| if v.is_empty() { None } else { Some(v.iter().sum::<f64>() / v.len() as f64) };
+        let metrics = stats::Metrics {
+            aggregate_throughput: Stats::gbps(s.agg_win_bytes[0], mlen),
+            dropped_cp: s.dropped_cp,
+            dropped_rp: s.dropped_rp,
+            time_paused_pct: mean(&paused_pcts),
+            time_paused_pct_all: mean(&all_pcts).unwrap_or(0.0),
+            time_paused_pct_max: all_pcts.iter().cloned().fold(0.0, f64::max),
+            pause_frames,
+            overhead_mbps: self.cnm_bytes_window as f64 * 8.0 / to_secs(mlen) / 1e6,
+            frames: s.generated,
+            frames_delivered: s.delivered,
+        };
+
+        RunResult {
+            seed: self.seed,
+            end_ps: self.duration,
+            bin_ps: s.bin_ps,
+            n_bins: s.n_bins,
+            frames: stats::FrameCounts { generated: s.generated, delivered: s.delivered, dropped_cp: s.dropped_cp, dropped_rp: s.dropped_rp, in_flight },
+            engine: stats::EngineFigures {
+                events,
+                wall_s: self.wall_s,
+                events_per_s: events as f64 / wall,
+                frames_delivered_per_s: s.delivered as f64 / wall,
+                sim_speed: to_secs(self.duration) / wall,
+            },
+            windows: self.window_results(),
+            flows,
+            links,
+            nodes,
+            metrics,
+            series: self.build_series(),
+        }
+    }
+
+    fn window_results(&self) -> Vec<stats::WindowResult> {
+        self.window_names
+            .iter()
+            .zip(&self.stats.windows)
+            .map(|(n, &(a, b))| stats::WindowResult { name: n.clone(), start_ps: a, end_ps: b })
+            .collect()
+    }
+
+    fn build_series(&self) -> Vec<stats::Series> {
+        let s = &self.stats;
+        let net = &self.net;
+        let nb = s.n_bins;
+        // Bin widths (the last bin may be short).
+        let widths: Vec<Time> = (0..nb).map(|b| (self.duration - b as Time * s.bin_ps).min(s.bin_ps)).collect();
+        let gbps = |bytes: &[u64]| -> Vec<f64> { bytes.iter().zip(&widths).map(|(&x, &w)| Stats::gbps(x, w)).collect() };
+        let mut out = vec![stats::Series { series: "aggregate_throughput".into(), key: "all".into(), values: gbps(&s.agg_bins) }];
+        for d in 0..net.n_stations() {
+            let bins = &s.dest_bins[d * nb..(d + 1) * nb];
+            if bins.iter().any(|&x| x > 0) {
+                out.push(stats::Series { series: "delivered_throughput".into(), key: net.station_name(d).into(), values: gbps(bins) });
+            }
+        }
+        let n_st = net.n_stations();
+        let mut slots: Vec<(u32, usize)> = s.flow_slot.iter().enumerate().filter(|(_, &sl)| sl != stats::NO_SLOT).map(|(f, &sl)| (sl, f)).collect();
+        slots.sort_unstable();
+        for (sl, f) in slots {
+            let bins = &s.flow_bins[sl as usize * nb..(sl as usize + 1) * nb];
+            let key = format!("{}->{}", net.station_name(f / n_st), net.station_name(f % n_st));
+            out.push(stats::Series { series: "flow_throughput".into(), key, values: gbps(bins) });
+        }
+        for (i, p) in net.ports.iter().enumerate() {
+            out.push(stats::Series { series: "link_throughput".into(), key: p.name.clone(), values: gbps(&s.link_bins[i * nb..(i + 1) * nb]) });
+        }
+        for t in &s.queue_traces {
+            let name = &net.ports[t.port as usize].name;
+            out.push(stats::Series { series: "queue_bytes".into(), key: name.clone(), values: t.end.clone() });
+            out.push(stats::Series { series: "queue_bytes_max".into(), key: name.clone(), values: t.max.clone() });
+        }
+        for p in &net.ports {
+            if let Some(bins) = &p.paused_bins {
+                let v = bins.iter().zip(&widths).map(|(&x, &w)| x * s.bin_ps as f64 / w as f64).collect();
+                out.push(stats::Series { series: "paused_fraction".into(), key: p.name.clone(), values: v });
+            }
+        }
+        out
+    }
+}
+
+/// Number of failed Bernoulli(p) slots before the next success: geometric,
+/// drawn by inversion so that one event per frame replaces one per slot.
+#[inline]
+fn geometric_gap(p: f64, inv_ln_q: f64, rng: &mut impl Rng) -> Time {
+    if p >= 1.0 {
+        return 0;
+    }
+    let u = 1.0 - rng.gen::<f64>(); // (0, 1]
+    let k = (u.ln() * inv_ln_q).floor();
+    if k >= 1e15 {
+        Time::MAX / 4
+    } else {
+        k as Time
+    }
+}

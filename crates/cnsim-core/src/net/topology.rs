@@ -1,0 +1,353 @@
+//! Building the network from the configuration: nodes, one port per link
+//! direction, and static shortest-path routes with deterministic tie-breaking.
+
+use super::port::{Port, PortId, WIRE_CNM, WIRE_DATA, WIRE_MAC};
+use crate::config::{err, BufferMode, ConfigError, DestConfig, PauseTrigger, SimConfig};
+use crate::engine::queue::MAX_INDEX;
+use crate::engine::rng::{stream, Stream};
+use crate::engine::time::serialization_ps;
+use crate::engine::Time;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeKind {
+    Station(u32),
+    Bridge(u32),
+}
+
+pub struct Node {
+    pub name: String,
+    pub kind: NodeKind,
+    /// Egress ports of this node, in link order.
+    pub ports: Vec<PortId>,
+}
+
+/// How a source draws destinations (station indices).
+pub enum Dest {
+    Fixed(u16),
+    /// Uniform over all stations but the source itself.
+    Uniform,
+    /// Cumulative weights over station indices.
+    Weighted { stations: Vec<u16>, cumulative: Vec<f64> },
+}
+
+pub struct Station {
+    pub node: u32,
+    pub port: PortId,
+    pub load: f64,
+    /// 1 / ln(1 - p), for drawing geometric gaps between Bernoulli successes.
+    pub inv_ln_q: f64,
+    /// One frame time at the station's link rate.
+    pub slot_ps: Time,
+    pub dest: Dest,
+    pub nic_buffer_bytes: u64,
+    pub rlq_bytes: u64,
+    pub processing_ps: Time,
+    pub active: bool,
+    /// The valid pending generation event (stale ones are ignored).
+    pub next_gen: Time,
+    pub rng: Stream,
+    pub generated: u64,
+    pub delivered: u64,
+    pub dropped_rp: u64,
+}
+
+pub struct Bridge {
+    pub node: u32,
+    pub buffer_mode: BufferMode,
+    pub buffer_bytes: u64,
+    pub latency_ps: Time,
+    pub cp: bool,
+    pub trigger: PauseTrigger,
+    /// Data bytes held by the whole bridge.
+    pub total_bytes: u64,
+    pub dropped_cp: u64,
+}
+
+pub struct Network {
+    pub nodes: Vec<Node>,
+    pub stations: Vec<Station>,
+    pub bridges: Vec<Bridge>,
+    pub ports: Vec<Port>,
+    /// `route[bridge * n_stations + dst_station]`: egress port, or `NO_ROUTE`.
+    pub route: Vec<PortId>,
+    pub node_by_name: BTreeMap<String, u32>,
+}
+
+pub const NO_ROUTE: PortId = u32::MAX;
+
+impl Network {
+    pub fn n_stations(&self) -> usize {
+        self.stations.len()
+    }
+
+    pub fn port_by_name(&self, from: &str, to: &str) -> Option<PortId> {
+        let a = *self.node_by_name.get(from)?;
+        let b = *self.node_by_name.get(to)?;
+        self.nodes[a as usize].ports.iter().copied().find(|&p| self.ports[p as usize].peer == b)
+    }
+
+    pub fn station_name(&self, s: usize) -> &str {
+        &self.nodes[self.stations[s].node as usize].name
+    }
+
+    pub fn build(cfg: &SimConfig, seed: u64) -> Result<Network, ConfigError> {
+        cfg.validate_scalars()?;
+        let mut nodes = Vec::new();
+        let mut node_by_name = BTreeMap::new();
+        for s in &cfg.stations {
+            if node_by_name.insert(s.name.clone(), nodes.len() as u32).is_some() {
+                return err(format!("nodes.{}: duplicate node name", s.name));
+            }
+            let idx = nodes.len() as u32;
+            nodes.push(Node { name: s.name.clone(), kind: NodeKind::Station(idx), ports: vec![] });
+        }
+        if cfg.stations.len() >= u16::MAX as usize {
+            return err(format!("nodes: {} stations is too many (at most {})", cfg.stations.len(), u16::MAX - 1));
+        }
+        for (i, b) in cfg.bridges.iter().enumerate() {
+            if b.name.is_empty() {
+                return err("nodes: a bridge has an empty name");
+            }
+            if node_by_name.insert(b.name.clone(), nodes.len() as u32).is_some() {
+                return err(format!("nodes.{}: duplicate node name", b.name));
+            }
+            nodes.push(Node { name: b.name.clone(), kind: NodeKind::Bridge(i as u32), ports: vec![] });
+            if b.buffer_mode != BufferMode::Infinite && b.buffer_bytes < cfg.frame_bytes as u64 {
+                return err(format!(
+                    "nodes.{}.buffer_bytes: {} cannot hold one {}-byte frame",
+                    b.name, b.buffer_bytes, cfg.frame_bytes
+                ));
+            }
+        }
+        // Station indices equal their node indices (stations come first).
+        let n_st = cfg.stations.len();
+
+        // Ports: two per link.
+        let mut ports: Vec<Port> = Vec::with_capacity(cfg.links.len() * 2);
+        let mut seen = BTreeSet::new();
+        for l in &cfg.links {
+            let a = *node_by_name.get(&l.a).ok_or_else(|| ConfigError(format!("links: unknown node '{}' in link {}-{}", l.a, l.a, l.b)))?;
+            let b = *node_by_name.get(&l.b).ok_or_else(|| ConfigError(format!("links: unknown node '{}' in link {}-{}", l.b, l.a, l.b)))?;
+            if a == b {
+                return err(format!("links: link {}-{} connects a node to itself", l.a, l.b));
+            }
+            if !seen.insert((a.min(b), a.max(b))) {
+                return err(format!("links: duplicate link {}-{}", l.a, l.b));
+            }
+            if l.rate_bps == 0 {
+                return err(format!("links.{}-{}.rate_gbps: must be > 0 (stop a link with a timed link_rate event)", l.a, l.b));
+            }
+            let pa = ports.len() as PortId;
+            let pb = pa + 1;
+            let la = nodes[a as usize].ports.len() as u16;
+            let lb = nodes[b as usize].ports.len() as u16;
+            let mut p_ab = Port::new(format!("{}->{}", l.a, l.b), a, b, la, l.rate_bps, l.delay_ps, cfg.frame_bytes);
+            let mut p_ba = Port::new(format!("{}->{}", l.b, l.a), b, a, lb, l.rate_bps, l.delay_ps, cfg.frame_bytes);
+            p_ab.reverse = pb;
+            p_ba.reverse = pa;
+            ports.push(p_ab);
+            ports.push(p_ba);
+            nodes[a as usize].ports.push(pa);
+            nodes[b as usize].ports.push(pb);
+        }
+        if ports.len() > MAX_INDEX as usize {
+            return err(format!("links: {} link directions is too many (at most {MAX_INDEX})", ports.len()));
+        }
+
+        // Receiver-side extra delays, and per-ingress state on bridge ports.
+        for p in 0..ports.len() {
+            let peer = ports[p].peer as usize;
+            let extra = match nodes[peer].kind {
+                NodeKind::Bridge(b) => {
+                    let lat = cfg.bridges[b as usize].latency_ps;
+                    [0, lat, lat]
+                }
+                NodeKind::Station(s) => [0, 0, cfg.stations[s as usize].processing_ps],
+            };
+            debug_assert_eq!(WIRE_MAC, 0);
+            ports[p].rx_extra_ps = extra;
+            let _ = (WIRE_DATA, WIRE_CNM);
+            if let NodeKind::Bridge(_) = nodes[ports[p].owner as usize].kind {
+                let k = nodes[ports[p].owner as usize].ports.len();
+                ports[p].count_by_ingress = vec![0; k];
+                ports[p].holds = vec![false; k];
+            }
+        }
+
+        // Stations.
+        let mut stations = Vec::with_capacity(n_st);
+        for (i, s) in cfg.stations.iter().enumerate() {
+            let node = &nodes[i];
+            if node.ports.len() != 1 {
+                return err(format!("nodes.{}: a station needs exactly one link, it has {}", s.name, node.ports.len()));
+            }
+            let port = node.ports[0];
+            let dest = match &s.dest {
+                DestConfig::Uniform => {
+                    if n_st < 2 && s.load > 0.0 {
+                        return err(format!("nodes.{}.dest: 'uniform' needs at least one other station", s.name));
+                    }
+                    Dest::Uniform
+                }
+                DestConfig::Fixed { node } => Dest::Fixed(station_index(&node_by_name, &nodes, node, &s.name)?),
+                DestConfig::Weighted { weights } => {
+                    let mut st = Vec::new();
+                    let mut cum = Vec::new();
+                    let mut acc = 0.0;
+                    for (name, w) in weights {
+                        let d = station_index(&node_by_name, &nodes, name, &s.name)?;
+                        acc += w;
+                        st.push(d);
+                        cum.push(acc);
+                    }
+                    Dest::Weighted { stations: st, cumulative: cum }
+                }
+            };
+            let rate = ports[port as usize].nominal_rate_bps;
+            let q = 1.0 - s.load;
+            stations.push(Station {
+                node: i as u32,
+                port,
+                load: s.load,
+                inv_ln_q: if s.load > 0.0 && s.load < 1.0 { 1.0 / q.ln() } else { 0.0 },
+                slot_ps: serialization_ps(cfg.frame_bytes as u64, rate),
+                dest,
+                nic_buffer_bytes: s.nic_buffer_bytes,
+                rlq_bytes: s.rlq_bytes,
+                processing_ps: s.processing_ps,
+                active: false,
+                next_gen: Time::MAX,
+                rng: stream(seed, &s.name),
+                generated: 0,
+                delivered: 0,
+                dropped_rp: 0,
+            });
+        }
+
+        let bridges: Vec<Bridge> = cfg
+            .bridges
+            .iter()
+            .enumerate()
+            .map(|(i, b)| Bridge {
+                node: (n_st + i) as u32,
+                buffer_mode: b.buffer_mode,
+                buffer_bytes: b.buffer_bytes,
+                latency_ps: b.latency_ps,
+                cp: b.cp,
+                trigger: match cfg.pause.trigger {
+                    PauseTrigger::Auto => match b.buffer_mode {
+                        BufferMode::PerOutput | BufferMode::Infinite => PauseTrigger::OutputQueue,
+                        BufferMode::PerInput | BufferMode::Shared => PauseTrigger::Ingress,
+                    },
+                    t => t,
+                },
+                total_bytes: 0,
+                dropped_cp: 0,
+            })
+            .collect();
+
+        let mut net = Network { nodes, stations, bridges, ports, route: Vec::new(), node_by_name };
+        net.compute_routes();
+
+        // Every destination a loaded source can pick must be reachable.
+        for s in 0..n_st {
+            if net.stations[s].load <= 0.0 {
+                continue;
+            }
+            let dests: Vec<u16> = match &net.stations[s].dest {
+                Dest::Fixed(d) => vec![*d],
+                Dest::Uniform => (0..n_st as u16).filter(|&d| d as usize != s).collect(),
+                Dest::Weighted { stations, .. } => stations.clone(),
+            };
+            for d in dests {
+                if !net.reachable(s, d as usize) {
+                    return err(format!(
+                        "nodes.{}.dest: destination {} is not reachable (disconnected topology)",
+                        net.station_name(s),
+                        net.station_name(d as usize)
+                    ));
+                }
+            }
+        }
+        Ok(net)
+    }
+
+    /// Shortest paths (in hops) through bridges only; among equal next hops
+    /// the bridge's lowest-numbered port wins, so routes never depend on
+    /// anything but the configuration.
+    fn compute_routes(&mut self) {
+        let n_st = self.stations.len();
+        let n_nodes = self.nodes.len();
+        self.route = vec![NO_ROUTE; self.bridges.len() * n_st];
+        let mut dist = vec![u32::MAX; n_nodes];
+        let mut queue = VecDeque::new();
+        for d in 0..n_st {
+            dist.iter_mut().for_each(|x| *x = u32::MAX);
+            dist[d] = 0;
+            queue.clear();
+            queue.push_back(d as u32);
+            while let Some(v) = queue.pop_front() {
+                // Stations other than the destination do not forward.
+                if v as usize != d && matches!(self.nodes[v as usize].kind, NodeKind::Station(_)) {
+                    continue;
+                }
+                for &p in &self.nodes[v as usize].ports {
+                    let u = self.ports[p as usize].peer;
+                    if dist[u as usize] == u32::MAX {
+                        dist[u as usize] = dist[v as usize] + 1;
+                        queue.push_back(u);
+                    }
+                }
+            }
+            for (b, bridge) in self.bridges.iter().enumerate() {
+                let v = bridge.node as usize;
+                if dist[v] == u32::MAX {
+                    continue;
+                }
+                let best = self.nodes[v].ports.iter().copied().find(|&p| {
+                    let u = self.ports[p as usize].peer as usize;
+                    dist[u] != u32::MAX
+                        && dist[u] + 1 == dist[v]
+                        && (u == d || matches!(self.nodes[u].kind, NodeKind::Bridge(_)))
+                });
+                if let Some(p) = best {
+                    self.route[b * n_st + d] = p;
+                }
+            }
+        }
+    }
+
+    /// Whether frames from station `s` reach station `d`.
+    pub fn reachable(&self, s: usize, d: usize) -> bool {
+        let n_st = self.stations.len();
+        let mut node = self.ports[self.stations[s].port as usize].peer as usize;
+        for _ in 0..=self.nodes.len() {
+            if node == d {
+                return true;
+            }
+            match self.nodes[node].kind {
+                NodeKind::Station(_) => return false,
+                NodeKind::Bridge(b) => {
+                    let p = self.route[b as usize * n_st + d];
+                    if p == NO_ROUTE {
+                        return false;
+                    }
+                    node = self.ports[p as usize].peer as usize;
+                }
+            }
+        }
+        false
+    }
+}
+
+fn station_index(by_name: &BTreeMap<String, u32>, nodes: &[Node], name: &str, src: &str) -> Result<u16, ConfigError> {
+    match by_name.get(name) {
+        None => err(format!("nodes.{src}.dest: unknown node '{name}'")),
+        Some(&i) => match nodes[i as usize].kind {
+            NodeKind::Station(s) if s as usize == by_name[src] as usize => err(format!("nodes.{src}.dest: a station cannot send to itself")),
+            NodeKind::Station(s) => Ok(s as u16),
+            NodeKind::Bridge(_) => err(format!("nodes.{src}.dest: '{name}' is a bridge, not a station")),
+        },
+    }
+}

@@ -1,0 +1,331 @@
+//! Statistics: counters and fixed-width bins filled on the fly (memory grows
+//! with ports and bins, never with frames), and the [`RunResult`] computed
+//! from them when a run ends.
+
+use crate::engine::Time;
+use serde::Serialize;
+
+/// Queue length of one traced port: its value at each bin's end and its
+/// maximum within each bin. Updated on every change, lazily filling the bins
+/// the queue spent unchanged.
+pub struct QueueTrace {
+    pub port: u32,
+    pub end: Vec<f64>,
+    pub max: Vec<f64>,
+    last_bin: usize,
+    cur: u64,
+    cur_max: u64,
+}
+
+impl QueueTrace {
+    pub fn new(port: u32, n_bins: usize) -> Self {
+        QueueTrace { port, end: vec![0.0; n_bins], max: vec![0.0; n_bins], last_bin: 0, cur: 0, cur_max: 0 }
+    }
+
+    #[inline]
+    pub fn update(&mut self, bin: usize, value: u64) {
+        if bin > self.last_bin {
+            self.close_until(bin);
+        }
+        self.cur = value;
+        self.cur_max = self.cur_max.max(value);
+    }
+
+    fn close_until(&mut self, bin: usize) {
+        let n = self.end.len();
+        if self.last_bin < n {
+            self.end[self.last_bin] = self.cur as f64;
+            self.max[self.last_bin] = self.cur_max as f64;
+        }
+        for b in self.last_bin + 1..bin.min(n) {
+            self.end[b] = self.cur as f64;
+            self.max[b] = self.cur as f64;
+        }
+        self.last_bin = bin;
+        self.cur_max = self.cur;
+    }
+
+    pub fn finish(&mut self) {
+        let n = self.end.len();
+        self.close_until(n);
+    }
+}
+
+/// Counters and bins of one run.
+pub struct Stats {
+    pub bin_ps: Time,
+    pub n_bins: usize,
+    pub windows: Vec<(Time, Time)>,
+    pub n_stations: usize,
+    pub generated: u64,
+    pub delivered: u64,
+    pub dropped_cp: u64,
+    pub dropped_rp: u64,
+    /// Delivered bytes per bin, all destinations.
+    pub agg_bins: Vec<u64>,
+    /// Delivered bytes per (destination, bin).
+    pub dest_bins: Vec<u64>,
+    /// Flow (src * n + dst) -> slot in `flow_bins`, when flows are traced.
+    pub flow_slot: Vec<u32>,
+    pub flow_bins: Vec<u64>,
+    pub flow_generated: Vec<u64>,
+    pub flow_delivered: Vec<u64>,
+    /// Delivered bytes per (window, flow).
+    pub flow_win_bytes: Vec<u64>,
+    pub agg_win_bytes: Vec<u64>,
+    /// Transmitted bytes per (port, bin) and per (window, port).
+    pub link_bins: Vec<u64>,
+    pub link_win_bytes: Vec<u64>,
+    pub queue_traces: Vec<QueueTrace>,
+    pub n_ports: usize,
+}
+
+pub const NO_SLOT: u32 = u32::MAX;
+
+impl Stats {
+    pub fn new(duration: Time, bin_ps: Time, windows: Vec<(Time, Time)>, n_stations: usize, n_ports: usize, traced_flows: &[(usize, usize)]) -> Stats {
+        let n_bins = duration.div_ceil(bin_ps) as usize;
+        let nf = n_stations * n_stations;
+        let mut flow_slot = vec![NO_SLOT; nf];
+        for (i, &(s, d)) in traced_flows.iter().enumerate() {
+            flow_slot[s * n_stations + d] = i as u32;
+        }
+        let nw = windows.len();
+        Stats {
+            bin_ps,
+            n_bins,
+            windows,
+            n_stations,
+            generated: 0,
+            delivered: 0,
+            dropped_cp: 0,
+            dropped_rp: 0,
+            agg_bins: vec![0; n_bins],
+            dest_bins: vec![0; n_stations * n_bins],
+            flow_slot,
+            flow_bins: vec![0; traced_flows.len() * n_bins],
+            flow_generated: vec![0; nf],
+            flow_delivered: vec![0; nf],
+            flow_win_bytes: vec![0; nw * nf],
+            agg_win_bytes: vec![0; nw],
+            link_bins: vec![0; n_ports * n_bins],
+            link_win_bytes: vec![0; nw * n_ports],
+            queue_traces: Vec::new(),
+            n_ports,
+        }
+    }
+
+    #[inline]
+    pub fn bin(&self, t: Time) -> usize {
+        ((t / self.bin_ps) as usize).min(self.n_bins - 1)
+    }
+
+    /// A data frame of flow (src, dst) fully received by its destination at `t`.
+    #[inline]
+    pub fn deliver(&mut self, t: Time, src: usize, dst: usize, len: u64) {
+        self.delivered += 1;
+        let b = self.bin(t);
+        let n = self.n_stations;
+        let f = src * n + dst;
+        self.agg_bins[b] += len;
+        self.dest_bins[dst * self.n_bins + b] += len;
+        self.flow_delivered[f] += 1;
+        let slot = self.flow_slot[f];
+        if slot != NO_SLOT {
+            self.flow_bins[slot as usize * self.n_bins + b] += len;
+        }
+        for (w, &(a, e)) in self.windows.iter().enumerate() {
+            if t >= a && t < e {
+                self.agg_win_bytes[w] += len;
+                self.flow_win_bytes[w * n * n + f] += len;
+            }
+        }
+    }
+
+    /// A frame of `len` bytes starts transmission on `port` at `t`.
+    #[inline]
+    pub fn transmit(&mut self, t: Time, port: usize, len: u64) {
+        let b = self.bin(t);
+        self.link_bins[port * self.n_bins + b] += len;
+        for (w, &(a, e)) in self.windows.iter().enumerate() {
+            if t >= a && t < e {
+                self.link_win_bytes[w * self.n_ports + port] += len;
+            }
+        }
+    }
+
+    /// Gbit/s of `bytes` over `ps`.
+    pub fn gbps(bytes: u64, ps: Time) -> f64 {
+        if ps == 0 {
+            0.0
+        } else {
+            bytes as f64 * 8.0 * 1000.0 / ps as f64
+        }
+    }
+
+    /// Adds the paused interval [a, b) to per-bin fractions.
+    pub fn add_interval_to_bins(bins: &mut [f64], bin_ps: Time, a: Time, b: Time) {
+        if b <= a {
+            return;
+        }
+        let n = bins.len();
+        let mut t = a;
+        while t < b {
+            let i = (t / bin_ps) as usize;
+            if i >= n {
+                break;
+            }
+            let edge = (i as Time + 1) * bin_ps;
+            let end = edge.min(b);
+            bins[i] += (end - t) as f64 / bin_ps as f64;
+            t = end;
+        }
+    }
+}
+
+/// Overlap of [a, b) with [c, d).
+#[inline]
+pub fn overlap(a: Time, b: Time, c: Time, d: Time) -> Time {
+    let lo = a.max(c);
+    let hi = b.min(d);
+    hi.saturating_sub(lo)
+}
+
+// ---------------------------------------------------------------- results
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FrameCounts {
+    pub generated: u64,
+    pub delivered: u64,
+    pub dropped_cp: u64,
+    pub dropped_rp: u64,
+    pub in_flight: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EngineFigures {
+    pub events: u64,
+    pub wall_s: f64,
+    pub events_per_s: f64,
+    pub frames_delivered_per_s: f64,
+    pub sim_speed: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WindowResult {
+    pub name: String,
+    pub start_ps: Time,
+    pub end_ps: Time,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowResult {
+    pub src: String,
+    pub dst: String,
+    pub generated: u64,
+    pub delivered: u64,
+    /// One value per window.
+    pub throughput_gbps: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkResult {
+    pub name: String,
+    pub from: String,
+    pub to: String,
+    pub rate_bps: u64,
+    pub throughput_gbps: Vec<f64>,
+    pub frames: u64,
+    pub can_pause: bool,
+    pub paused_ever: bool,
+    pub time_paused_pct: f64,
+    pub pause_frames: u64,
+    pub control_frames: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeResult {
+    pub name: String,
+    pub kind: &'static str,
+    pub generated: u64,
+    pub delivered: u64,
+    pub dropped_cp: u64,
+    pub dropped_rp: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Metrics {
+    pub aggregate_throughput: f64,
+    pub dropped_cp: u64,
+    pub dropped_rp: u64,
+    pub time_paused_pct: Option<f64>,
+    pub time_paused_pct_all: f64,
+    pub time_paused_pct_max: f64,
+    pub pause_frames: u64,
+    pub overhead_mbps: f64,
+    pub frames: u64,
+    pub frames_delivered: u64,
+}
+
+/// Everything a run reports (docs/engine-interface.md), minus the series.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    pub seed: u64,
+    pub end_ps: Time,
+    pub bin_ps: Time,
+    pub n_bins: usize,
+    pub frames: FrameCounts,
+    pub engine: EngineFigures,
+    pub windows: Vec<WindowResult>,
+    pub flows: Vec<FlowResult>,
+    pub links: Vec<LinkResult>,
+    pub nodes: Vec<NodeResult>,
+    pub metrics: Metrics,
+    #[serde(skip)]
+    pub series: Vec<Series>,
+}
+
+/// One time series: one value per bin.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub series: String,
+    pub key: String,
+    pub values: Vec<f64>,
+}
+
+impl RunResult {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("results serialise")
+    }
+
+    pub fn series(&self, series: &str, key: &str) -> Option<&[f64]> {
+        self.series.iter().find(|s| s.series == series && s.key == key).map(|s| s.values.as_slice())
+    }
+
+    pub fn link(&self, name: &str) -> Option<&LinkResult> {
+        self.links.iter().find(|l| l.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_trace_fills_unchanged_bins() {
+        let mut q = QueueTrace::new(0, 5);
+        q.update(0, 10);
+        q.update(0, 5);
+        q.update(2, 7); // bin 0 ends at 5 (max 10), bin 1 stays 5
+        q.finish();
+        assert_eq!(q.end, vec![5.0, 5.0, 7.0, 7.0, 7.0]);
+        assert_eq!(q.max, vec![10.0, 5.0, 7.0, 7.0, 7.0]);
+    }
+
+    #[test]
+    fn intervals_split_across_bins() {
+        let mut bins = vec![0.0; 4];
+        Stats::add_interval_to_bins(&mut bins, 10, 5, 25);
+        assert_eq!(bins, vec![0.5, 1.0, 0.5, 0.0]);
+    }
+}

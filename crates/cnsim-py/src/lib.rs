@@ -1,0 +1,97 @@
+//! PyO3 binding of the cnsim engine (`cnsim._core`). Converts at the
+//! boundary only: JSON config in, JSON results and raw float64 series out.
+//! Simulation releases the GIL, so Python threads run replications in parallel.
+
+use cnsim_core::{RunResult, Sim, SimConfig};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+/// One replication: a scenario (engine config JSON) and a seed.
+#[pyclass(module = "cnsim._core")]
+struct Simulation {
+    sim: Option<Sim>,
+    result: Option<RunResult>,
+    duration_ps: u64,
+}
+
+#[pymethods]
+impl Simulation {
+    #[new]
+    fn new(config_json: &str, seed: u64) -> PyResult<Self> {
+        let cfg = SimConfig::from_json(config_json).map_err(|e| PyValueError::new_err(e.0))?;
+        let sim = Sim::new(&cfg, seed).map_err(|e| PyValueError::new_err(e.0))?;
+        Ok(Simulation { duration_ps: sim.duration(), sim: Some(sim), result: None })
+    }
+
+    #[getter]
+    fn duration_ps(&self) -> u64 {
+        self.duration_ps
+    }
+
+    #[getter]
+    fn now_ps(&self) -> u64 {
+        match &self.sim {
+            Some(s) => s.now(),
+            None => self.duration_ps,
+        }
+    }
+
+    /// Advances to `t_ps` with the GIL released; True once the run is over.
+    fn run_until(&mut self, py: Python<'_>, t_ps: u64) -> PyResult<bool> {
+        let Some(sim) = self.sim.as_mut() else { return Ok(true) };
+        let done = py.allow_threads(|| sim.run_until(t_ps));
+        if done {
+            let mut sim = self.sim.take().expect("present");
+            let res = py.allow_threads(|| sim.finish()).map_err(PyRuntimeError::new_err)?;
+            self.result = Some(res);
+        }
+        Ok(done)
+    }
+
+    fn run(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.run_until(py, u64::MAX)?;
+        Ok(())
+    }
+
+    fn results_json(&self) -> PyResult<String> {
+        self.result().map(|r| r.to_json())
+    }
+
+    /// `[(series, key, float64 little-endian bytes)]`, one value per bin.
+    fn series<'py>(&self, py: Python<'py>) -> PyResult<Vec<(String, String, Bound<'py, PyBytes>)>> {
+        let r = self.result()?;
+        Ok(r.series
+            .iter()
+            .map(|s| {
+                let bytes: Vec<u8> = s.values.iter().flat_map(|v| v.to_le_bytes()).collect();
+                (s.series.clone(), s.key.clone(), PyBytes::new_bound(py, &bytes))
+            })
+            .collect())
+    }
+}
+
+impl Simulation {
+    fn result(&self) -> PyResult<&RunResult> {
+        self.result.as_ref().ok_or_else(|| PyRuntimeError::new_err("the run has not finished; call run() first"))
+    }
+}
+
+/// The `cnsim bench` workload (performance.md): the 4-to-1 incast.
+#[pyfunction]
+fn incast_config_json(duration_ps: u64) -> String {
+    cnsim_core::bench::incast_config(duration_ps).to_json()
+}
+
+#[pyfunction]
+fn version() -> &'static str {
+    cnsim_core::VERSION
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Simulation>()?;
+    m.add_function(wrap_pyfunction!(incast_config_json, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    Ok(())
+}
