@@ -55,6 +55,13 @@ impl QueueTrace {
 pub struct Stats {
     pub bin_ps: Time,
     pub n_bins: usize,
+    /// The bin of the current simulated time and where it ends (the event
+    /// loop advances them, so the hot path needs no division).
+    pub cur_bin: usize,
+    pub next_edge: Time,
+    /// Frame delay (generation to full reception at the destination).
+    pub delay_sum_ps: u128,
+    pub delay_max_ps: Time,
     pub windows: Vec<(Time, Time)>,
     pub n_stations: usize,
     pub generated: u64,
@@ -94,6 +101,10 @@ impl Stats {
         Stats {
             bin_ps,
             n_bins,
+            cur_bin: 0,
+            next_edge: bin_ps,
+            delay_sum_ps: 0,
+            delay_max_ps: 0,
             windows,
             n_stations,
             generated: 0,
@@ -116,15 +127,33 @@ impl Stats {
     }
 
     #[inline]
-    pub fn bin(&self, t: Time) -> usize {
-        ((t / self.bin_ps) as usize).min(self.n_bins - 1)
+    pub fn bin_of(&self, t: Time) -> usize {
+        if t < self.next_edge && t + self.bin_ps >= self.next_edge {
+            self.cur_bin.min(self.n_bins - 1)
+        } else {
+            ((t / self.bin_ps) as usize).min(self.n_bins - 1)
+        }
     }
 
-    /// A data frame of flow (src, dst) fully received by its destination at `t`.
     #[inline]
-    pub fn deliver(&mut self, t: Time, src: usize, dst: usize, len: u64) {
+    pub fn bin_now(&self) -> usize {
+        self.cur_bin.min(self.n_bins - 1)
+    }
+
+    /// The event loop reached `t` at or past `next_edge`.
+    pub fn advance_bin(&mut self, t: Time) {
+        self.cur_bin = (t / self.bin_ps) as usize;
+        self.next_edge = (self.cur_bin as Time + 1) * self.bin_ps;
+    }
+
+    /// A data frame of flow (src, dst) fully received by its destination at
+    /// `t` (which may lie ahead of the current time), `delay` after it was generated.
+    #[inline]
+    pub fn deliver(&mut self, t: Time, src: usize, dst: usize, len: u64, delay: Time) {
         self.delivered += 1;
-        let b = self.bin(t);
+        self.delay_sum_ps += delay as u128;
+        self.delay_max_ps = self.delay_max_ps.max(delay);
+        let b = self.bin_of(t);
         let n = self.n_stations;
         let f = src * n + dst;
         self.agg_bins[b] += len;
@@ -145,7 +174,7 @@ impl Stats {
     /// A frame of `len` bytes starts transmission on `port` at `t`.
     #[inline]
     pub fn transmit(&mut self, t: Time, port: usize, len: u64) {
-        let b = self.bin(t);
+        let b = self.bin_now();
         self.link_bins[port * self.n_bins + b] += len;
         for (w, &(a, e)) in self.windows.iter().enumerate() {
             if t >= a && t < e {
@@ -200,6 +229,8 @@ pub struct FrameCounts {
     pub dropped_cp: u64,
     pub dropped_rp: u64,
     pub in_flight: u64,
+    /// Largest generation-to-reception delay of a delivered frame (ps).
+    pub delay_max_ps: Time,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -265,6 +296,9 @@ pub struct Metrics {
     pub overhead_mbps: f64,
     pub frames: u64,
     pub frames_delivered: u64,
+    /// Mean and maximum frame delay, generation to full reception (us).
+    pub frame_delay_mean_us: Option<f64>,
+    pub frame_delay_max_us: Option<f64>,
 }
 
 /// Everything a run reports (docs/engine-interface.md), minus the series.

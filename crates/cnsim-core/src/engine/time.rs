@@ -14,7 +14,8 @@ pub const PS_PER_S: Time = 1_000_000_000_000;
 #[inline]
 pub fn serialization_ps(bytes: u64, rate_bps: u64) -> Time {
     debug_assert!(rate_bps > 0);
-    (bytes * 8 * PS_PER_S).div_ceil(rate_bps)
+    // u128: a full PAUSE (4 MB of bit times) x 1e12 overflows u64.
+    ((bytes as u128 * 8 * PS_PER_S as u128).div_ceil(rate_bps as u128)) as Time
 }
 
 /// Duration of `quanta` PAUSE quanta (512 bit times each) at `rate_bps`.

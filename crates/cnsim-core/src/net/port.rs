@@ -45,6 +45,17 @@ pub struct Port {
     /// Bytes of data frames held for this port, including the one being sent.
     pub data_bytes: u64,
     pub busy: bool,
+    /// When the frame being transmitted ends.
+    pub done_at: Time,
+    /// A TxDone event is scheduled for `done_at`. When not, the port finishes
+    /// lazily: whoever touches it next settles the completion (see `Sim::settle`).
+    pub done_pending: bool,
+    /// Whether this port may finish lazily: nothing else observes its
+    /// completion at the instant it happens (stations; bridges without PAUSE
+    /// whose admission depends only on this port's own queue).
+    pub lazy_ok: bool,
+    /// The receiver is an end station.
+    pub peer_is_station: bool,
     /// The frame being transmitted (valid while `busy`).
     pub tx: Frame,
     /// On the wire, per class.
@@ -104,6 +115,10 @@ impl Port {
             ctrl: VecDeque::new(),
             data_bytes: 0,
             busy: false,
+            done_at: 0,
+            done_pending: false,
+            lazy_ok: false,
+            peer_is_station: false,
             tx: Frame::pause(0, 0, 0),
             wire: [VecDeque::new(), VecDeque::new(), VecDeque::new()],
             pause_end: 0,

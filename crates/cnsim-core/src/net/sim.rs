@@ -44,6 +44,9 @@ pub struct Sim {
     pub(crate) measure: (Time, Time),
     actions: Vec<Action>,
     window_names: Vec<String>,
+    /// The scheme acts on data frames reaching their destination, so those
+    /// arrivals must be events (otherwise they are counted when sent).
+    sink_events: bool,
     /// Bits of congestion-management control frames originated in the measure window.
     pub(crate) cnm_bytes_window: u64,
     wall_s: f64,
@@ -59,6 +62,17 @@ impl Sim {
             SchemeConfig::Nocm => {}
         }
         let n_st = net.n_stations();
+        for p in 0..net.ports.len() {
+            let owner = net.ports[p].owner as usize;
+            let peer = net.ports[p].peer as usize;
+            net.ports[p].peer_is_station = matches!(net.nodes[peer].kind, NodeKind::Station(_));
+            net.ports[p].lazy_ok = match net.nodes[owner].kind {
+                NodeKind::Station(_) => true,
+                NodeKind::Bridge(b) => {
+                    !cfg.pause.enabled && matches!(net.bridges[b as usize].buffer_mode, BufferMode::PerOutput | BufferMode::Infinite)
+                }
+            };
+        }
 
         // Flows that can exist; traced when few enough.
         let mut flows = Vec::new();
@@ -132,6 +146,7 @@ impl Sim {
             pause: cfg.pause.clone(),
             measure: (cfg.windows[0].start_ps, cfg.windows[0].end_ps),
             actions,
+            sink_events: false,
             window_names: cfg.windows.iter().map(|w| w.name.clone()).collect(),
             cnm_bytes_window: 0,
             wall_s: 0.0,
@@ -162,6 +177,9 @@ impl Sim {
             }
             let ev = self.q.pop().expect("peeked");
             self.now = ev.time;
+            if ev.time >= self.stats.next_edge {
+                self.stats.advance_bin(ev.time);
+            }
             match ev.kind {
                 EV_GENERATE => self.on_generate(ev.index),
                 EV_TX_DONE => self.on_tx_done(ev.index),
@@ -246,6 +264,7 @@ impl Sim {
         self.stats.generated += 1;
         self.stats.flow_generated[s as usize * n_st + dst as usize] += 1;
         let frame = Frame::data(now, s as u16, dst, self.frame_bytes as u16);
+        self.settle(port);
         let p = &mut self.net.ports[port as usize];
         if p.data_bytes + frame.len as u64 > cap {
             self.net.stations[s as usize].dropped_rp += 1;
@@ -265,7 +284,20 @@ impl Sim {
     pub(crate) fn try_start(&mut self, port: PortId) {
         let now = self.now;
         let p = &mut self.net.ports[port as usize];
-        if p.busy || p.rate_bps == 0 {
+        if p.busy {
+            if p.done_pending {
+                return;
+            }
+            if now < p.done_at {
+                // Someone waits behind the frame being sent: now its end matters.
+                p.done_pending = true;
+                self.q.push(p.done_at, EV_TX_DONE, port);
+                return;
+            }
+            self.complete_tx(port);
+        }
+        let p = &mut self.net.ports[port as usize];
+        if p.rate_bps == 0 {
             return;
         }
         let frame = if let Some(f) = p.ctrl.pop_front() {
@@ -290,25 +322,60 @@ impl Sim {
         p.busy = true;
         p.tx = frame;
         p.frames_sent += 1;
-        p.wire[class].push_back(frame);
+        p.done_at = now + ser;
+        p.done_pending = !(p.lazy_ok && p.ctrl.is_empty() && p.data.is_empty());
+        if p.done_pending {
+            self.q.push(now + ser, EV_TX_DONE, port);
+        }
         let arrive = now + ser + p.delay_ps + p.rx_extra_ps[class];
-        self.q.push(now + ser, EV_TX_DONE, port);
-        self.q.push(arrive, EV_ARRIVE + class as u8, port);
+        if class == WIRE_DATA && p.peer_is_station && !self.sink_events {
+            // Delivery is certain once sending starts, and nothing happens at
+            // the sink but counting: record it now, at its arrival time.
+            if arrive < self.duration {
+                let st = p.peer as usize;
+                self.net.stations[st].delivered += 1;
+                self.stats.deliver(arrive, frame.src as usize, frame.dst as usize, frame.len as u64, arrive - frame.born);
+            } else {
+                p.wire[class].push_back(frame); // still in flight when the run ends
+            }
+        } else {
+            p.wire[class].push_back(frame);
+            self.q.push(arrive, EV_ARRIVE + class as u8, port);
+        }
         self.stats.transmit(now, port as usize, frame.len as u64);
     }
 
-    fn on_tx_done(&mut self, port: PortId) {
+    /// The frame being sent on `port` is done (at `done_at`): free its buffer.
+    fn complete_tx(&mut self, port: PortId) {
         let p = &mut self.net.ports[port as usize];
         p.busy = false;
         let f = p.tx;
         if f.is_data() {
             p.data_bytes -= f.len as u64;
             let owner = p.owner;
-            self.queue_changed(port);
+            let at = p.done_at;
+            if let Some(t) = p.trace {
+                let b = self.stats.bin_of(at);
+                self.stats.queue_traces[t].update(b, p.data_bytes);
+            }
             if let NodeKind::Bridge(b) = self.net.nodes[owner as usize].kind {
                 self.bridge_release(b, port, &f);
             }
         }
+    }
+
+    /// Brings a lazily finishing port up to date before its queue is read.
+    #[inline]
+    pub(crate) fn settle(&mut self, port: PortId) {
+        let p = &self.net.ports[port as usize];
+        if p.busy && !p.done_pending && self.now >= p.done_at {
+            self.complete_tx(port);
+        }
+    }
+
+    fn on_tx_done(&mut self, port: PortId) {
+        self.net.ports[port as usize].done_pending = false;
+        self.complete_tx(port);
         self.try_start(port);
     }
 
@@ -324,7 +391,7 @@ impl Sim {
     pub(crate) fn queue_changed(&mut self, port: PortId) {
         let p = &self.net.ports[port as usize];
         if let Some(t) = p.trace {
-            let b = self.stats.bin(self.now);
+            let b = self.stats.bin_now();
             self.stats.queue_traces[t].update(b, p.data_bytes);
         }
     }
@@ -344,7 +411,7 @@ impl Sim {
                 if f.is_data() {
                     debug_assert_eq!(f.dst as u32, s, "frame delivered to the wrong station");
                     self.net.stations[s as usize].delivered += 1;
-                    self.stats.deliver(self.now, f.src as usize, f.dst as usize, f.len as u64);
+                    self.stats.deliver(self.now, f.src as usize, f.dst as usize, f.len as u64, self.now - f.born);
                 }
                 // CNMs: handled by the scheme's reaction point (none in nocm).
             }
@@ -375,6 +442,8 @@ impl Sim {
             return;
         }
         let len = f.len as u64;
+        self.settle(out);
+        let bridge = &mut self.net.bridges[b as usize];
         let ports = &mut self.net.ports;
         let admitted = match bridge.buffer_mode {
             BufferMode::PerOutput => ports[out as usize].data_bytes + len <= bridge.buffer_bytes,
@@ -532,6 +601,8 @@ impl Sim {
             overhead_mbps: self.cnm_bytes_window as f64 * 8.0 / to_secs(mlen) / 1e6,
             frames: s.generated,
             frames_delivered: s.delivered,
+            frame_delay_mean_us: (s.delivered > 0).then(|| s.delay_sum_ps as f64 / s.delivered as f64 / 1e6),
+            frame_delay_max_us: (s.delivered > 0).then(|| s.delay_max_ps as f64 / 1e6),
         };
 
         RunResult {
@@ -539,7 +610,7 @@ impl Sim {
             end_ps: self.duration,
             bin_ps: s.bin_ps,
             n_bins: s.n_bins,
-            frames: stats::FrameCounts { generated: s.generated, delivered: s.delivered, dropped_cp: s.dropped_cp, dropped_rp: s.dropped_rp, in_flight },
+            frames: stats::FrameCounts { generated: s.generated, delivered: s.delivered, dropped_cp: s.dropped_cp, dropped_rp: s.dropped_rp, in_flight, delay_max_ps: s.delay_max_ps },
             engine: stats::EngineFigures {
                 events,
                 wall_s: self.wall_s,

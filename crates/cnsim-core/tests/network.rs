@@ -1,0 +1,264 @@
+//! End-to-end behaviour of the network model: exact timing, Bernoulli
+//! sources, determinism, the baseline incast with and without PAUSE.
+
+use cnsim_core::bench::star_config;
+use cnsim_core::config::*;
+use cnsim_core::engine::{PS_PER_MS, PS_PER_US};
+use cnsim_core::{RunResult, Sim};
+
+fn station(name: &str, load: f64, dest: DestConfig) -> StationConfig {
+    StationConfig { name: name.into(), load, dest, nic_buffer_bytes: 150_000, rlq_bytes: 150_000, processing_ps: 2 * PS_PER_US }
+}
+
+fn bridge(name: &str, mode: BufferMode, latency_ps: u64) -> BridgeConfig {
+    BridgeConfig { name: name.into(), buffer_mode: mode, buffer_bytes: 150_000, latency_ps, cp: true }
+}
+
+fn link(a: &str, b: &str, rate_bps: u64, delay_ps: u64) -> LinkConfig {
+    LinkConfig { a: a.into(), b: b.into(), rate_bps, delay_ps }
+}
+
+/// S -> B -> D with the given rates and delays; S starts at 0.
+fn line(load: f64, duration_ps: u64, up: (u64, u64), down: (u64, u64), latency_ps: u64) -> SimConfig {
+    SimConfig {
+        duration_ps,
+        bin_ps: 100 * PS_PER_US,
+        windows: vec![WindowConfig { name: "measure".into(), start_ps: 0, end_ps: duration_ps }],
+        frame_bytes: 1500,
+        control_frame_bytes: 64,
+        max_traced_flows: 64,
+        stations: vec![station("S", load, DestConfig::Fixed { node: "D".into() }), station("D", 0.0, DestConfig::Uniform)],
+        bridges: vec![bridge("B", BufferMode::Infinite, latency_ps)],
+        links: vec![link("S", "B", up.0, up.1), link("B", "D", down.0, down.1)],
+        events: vec![EventConfig::Start { at_ps: 0, node: "S".into() }],
+        pause: PauseConfig::default(),
+        trace_ports: vec!["B->D".into()],
+        scheme: SchemeConfig::Nocm,
+    }
+}
+
+fn run(cfg: &SimConfig, seed: u64) -> RunResult {
+    Sim::new(cfg, seed).expect("valid config").run().expect("conservation holds")
+}
+
+#[test]
+fn one_frame_arrives_at_exactly_the_sum_of_serialisation_propagation_and_latency() {
+    // p = 1 puts a frame in slot 0 at t = 0; stopping at 1 ps leaves exactly one.
+    let mut cfg = line(1.0, 100 * PS_PER_US, (10_000_000_000, 700_000), (2_500_000_000, 300_000), 1_100_000);
+    cfg.events.push(EventConfig::Stop { at_ps: 1, node: "S".into() });
+    let r = run(&cfg, 0);
+    assert_eq!(r.frames.generated, 1);
+    assert_eq!(r.frames.delivered, 1);
+    // 1500 B at 10 Gbit/s = 1.2 us, 0.7 us wire, 1.1 us bridge, 1500 B at 2.5 Gbit/s = 4.8 us, 0.3 us wire.
+    assert_eq!(r.frames.delay_max_ps, 1_200_000 + 700_000 + 1_100_000 + 4_800_000 + 300_000);
+}
+
+#[test]
+fn a_frame_still_on_the_wire_at_the_end_is_in_flight_not_delivered() {
+    let mut cfg = line(1.0, 4 * PS_PER_US, (10_000_000_000, 500_000), (10_000_000_000, 500_000), PS_PER_US);
+    cfg.events.push(EventConfig::Stop { at_ps: 1, node: "S".into() });
+    let r = run(&cfg, 0); // arrival would be at 4.4 us
+    assert_eq!((r.frames.generated, r.frames.delivered, r.frames.in_flight), (1, 0, 1));
+}
+
+#[test]
+fn bernoulli_source_offers_p_within_one_percent() {
+    let p = 0.3;
+    let cfg = line(p, 1000 * PS_PER_MS, (10_000_000_000, 0), (10_000_000_000, 0), 0);
+    let slots = (1000 * PS_PER_MS / 1_200_000) as f64;
+    for seed in [0, 1, 2] {
+        let r = run(&cfg, seed);
+        let offered = r.frames.generated as f64 / slots;
+        assert!((offered - p).abs() / p < 0.01, "seed {seed}: offered {offered} vs p {p}");
+        // Nothing is lost: the sink link is faster than the offered load.
+        assert_eq!(r.frames.dropped_cp + r.frames.dropped_rp, 0);
+    }
+}
+
+#[test]
+fn same_seed_same_results_different_seed_different_results() {
+    let cfg = star_config(4, 0.49, 20 * PS_PER_MS, PS_PER_MS);
+    let strip = |r: &RunResult| {
+        let mut v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        v.as_object_mut().unwrap().remove("engine");
+        (v, r.series.iter().map(|s| (s.series.clone(), s.key.clone(), s.values.clone())).collect::<Vec<_>>())
+    };
+    let a = strip(&run(&cfg, 5));
+    let b = strip(&run(&cfg, 5));
+    let c = strip(&run(&cfg, 6));
+    assert_eq!(a, b);
+    assert_ne!(a.0, c.0);
+}
+
+/// The baseline of scenarios.md section 1 (nocm): S3 and S4 stop at 80 ms.
+fn baseline(pause: bool) -> SimConfig {
+    let mut cfg = star_config(4, 0.49, 100 * PS_PER_MS, 5 * PS_PER_MS);
+    cfg.events.push(EventConfig::Stop { at_ps: 80 * PS_PER_MS, node: "S3".into() });
+    cfg.events.push(EventConfig::Stop { at_ps: 80 * PS_PER_MS, node: "S4".into() });
+    cfg.windows.push(WindowConfig { name: "utilization".into(), start_ps: 10 * PS_PER_MS, end_ps: 80 * PS_PER_MS });
+    cfg.pause.enabled = pause;
+    cfg
+}
+
+#[test]
+fn baseline_nocm_saturates_the_downlink_and_drops_at_the_cp() {
+    let r = run(&baseline(false), 1);
+    let down = r.link("B0->D").unwrap();
+    assert!(down.throughput_gbps[1] >= 9.9, "downlink {} Gbit/s over 10-80 ms", down.throughput_gbps[1]);
+    assert!(r.frames.dropped_cp > 0);
+    assert_eq!(r.frames.dropped_rp, 0);
+    let by_node: u64 = r.nodes.iter().map(|n| n.dropped_cp).sum();
+    assert_eq!(by_node, r.frames.dropped_cp);
+    // 4 x 4.9 Gbit/s offered into 10: every uplink from the sources carries its own load.
+    let up = r.link("S1->B1").unwrap();
+    assert!((up.throughput_gbps[1] - 4.9).abs() < 0.1);
+}
+
+/// Bytes that can still reach a queue after it decides to pause one ingress
+/// port: the frame the PAUSE waits behind on the reverse link, the PAUSE
+/// itself, the wire both ways, the frame the upstream is sending when the
+/// PAUSE lands, and the receiving bridge's latency pipeline, all at line rate.
+fn headroom_per_port(rate_bps: u64, delay_ps: u64, latency_ps: u64, frame: u64, ctrl: u64) -> u64 {
+    let bytes_in = |ps: u64| (rate_bps as u128 * ps as u128 / 8 / 1_000_000_000_000) as u64;
+    frame + ctrl + bytes_in(2 * delay_ps + latency_ps) + frame + frame
+}
+
+#[test]
+fn pause_with_enough_headroom_is_lossless_and_keeps_the_downlink_busy() {
+    let mut cfg = baseline(true);
+    let per_port = headroom_per_port(10_000_000_000, PS_PER_US / 2, PS_PER_US, 1500, 64);
+    // The CP queue can be fed by 4 ingress ports.
+    cfg.pause.xoff_bytes = 150_000 - 4 * per_port;
+    cfg.pause.xon_bytes = cfg.pause.xoff_bytes - 10_000;
+    let r = run(&cfg, 3);
+    assert_eq!(r.frames.dropped_cp, 0, "lossless: xoff {} leaves {} B per port", cfg.pause.xoff_bytes, per_port);
+    let down = r.link("B0->D").unwrap();
+    assert!(down.throughput_gbps[1] >= 9.9, "downlink {} Gbit/s over 10-80 ms", down.throughput_gbps[1]);
+    for i in 1..=4 {
+        let up = r.link(&format!("B{i}->B0")).unwrap();
+        assert!(up.paused_ever && up.time_paused_pct > 0.0, "B{i}->B0 never paused");
+    }
+    assert!(r.metrics.time_paused_pct.unwrap() > 0.0);
+    assert!(r.metrics.pause_frames > 0);
+    // Back-pressure reaches the sources, whose NICs then overflow.
+    assert!(r.link("S1->B1").unwrap().paused_ever);
+    assert!(r.frames.dropped_rp > 0);
+}
+
+#[test]
+fn pause_with_published_thresholds_reports_its_drops() {
+    let r = run(&baseline(true), 3);
+    let by_node: u64 = r.nodes.iter().map(|n| n.dropped_cp).sum();
+    assert_eq!(by_node, r.frames.dropped_cp);
+    let down = r.link("B0->D").unwrap();
+    assert!(down.throughput_gbps[1] >= 9.9);
+    assert!(r.metrics.time_paused_pct.unwrap() > 0.0);
+}
+
+#[test]
+fn bad_configs_are_rejected_with_the_parameter_named() {
+    let base = line(0.5, PS_PER_MS, (10_000_000_000, 0), (10_000_000_000, 0), 0);
+    let check = |f: &dyn Fn(&mut SimConfig), needle: &str| {
+        let mut c = base.clone();
+        f(&mut c);
+        let e = Sim::new(&c, 0).err().unwrap_or_else(|| panic!("accepted a bad config ({needle})"));
+        assert!(e.0.contains(needle), "'{}' does not mention '{needle}'", e.0);
+    };
+    check(&|c| c.stations[0].load = -0.1, "nodes.S.load");
+    check(&|c| c.stations[0].dest = DestConfig::Fixed { node: "X".into() }, "unknown node 'X'");
+    check(&|c| c.links.push(link("S", "B", 1, 0)), "duplicate link");
+    check(&|c| c.links[0].rate_bps = 0, "rate_gbps");
+    check(&|c| { c.links.remove(1); }, "station needs exactly one link");
+    check(&|c| c.trace_ports = vec!["B->X".into()], "trace.ports");
+    check(&|c| c.events.push(EventConfig::Start { at_ps: 0, node: "B".into() }), "only stations");
+    check(
+        &|c| {
+            c.pause.enabled = true;
+            c.pause.xon_bytes = c.pause.xoff_bytes + 1
+        },
+        "pause.xon_bytes",
+    );
+    // Disconnected: a second island that S wants to reach.
+    check(
+        &|c| {
+            c.stations.push(station("E", 0.0, DestConfig::Uniform));
+            c.stations.push(station("F", 0.0, DestConfig::Uniform));
+            c.links.push(link("E", "F", 1, 0));
+            c.stations[0].dest = DestConfig::Fixed { node: "E".into() };
+        },
+        "not reachable",
+    );
+    assert!(SimConfig::from_json("{\"duration_ps\": 1, \"nope\": 2}").is_err());
+}
+
+#[test]
+fn a_stopped_link_holds_frames_and_restarting_it_drains_them() {
+    let mut cfg = line(0.5, 20 * PS_PER_MS, (10_000_000_000, 0), (10_000_000_000, 0), 0);
+    cfg.events.push(EventConfig::LinkRate { at_ps: 5 * PS_PER_MS, from: "B".into(), to: "D".into(), rate_bps: 0 });
+    cfg.events.push(EventConfig::LinkRate { at_ps: 10 * PS_PER_MS, from: "B".into(), to: "D".into(), rate_bps: 10_000_000_000 });
+    let r = run(&cfg, 0);
+    let q = r.series("queue_bytes", "B->D").unwrap();
+    // 5 ms stopped at 5 Gbit/s offered builds ~3.1 MB in the infinite buffer.
+    let peak = q.iter().cloned().fold(0.0, f64::max);
+    assert!(peak > 2.8e6 && peak < 3.4e6, "peak {peak}");
+    // Delivered in 5-10 ms: nothing.
+    let d = r.series("delivered_throughput", "D").unwrap();
+    assert!(d[51..99].iter().all(|&x| x == 0.0));
+    assert!(d[101..110].iter().all(|&x| x > 9.9), "drains at line rate after restart");
+}
+
+#[test]
+#[ignore]
+fn print_baseline_pause_figures() {
+    for (xoff, xon) in [(140_000, 130_000), (149_000, 148_000)] {
+        let mut cfg = baseline(true);
+        cfg.pause.xoff_bytes = xoff;
+        cfg.pause.xon_bytes = xon;
+        let r = run(&cfg, 3);
+        println!("xoff {xoff}: frames {:?}\n metrics {:?}", r.frames, r.metrics);
+        for l in &r.links {
+            if l.paused_ever || l.pause_frames > 0 {
+                println!("  {} paused {:.2}% pause_frames {} thr {:?}", l.name, l.time_paused_pct, l.pause_frames, l.throughput_gbps);
+            }
+        }
+    }
+}
+
+#[test]
+fn ingress_trigger_pauses_per_input_partitions_without_loss() {
+    // The CN-SIM bridge model: each input owns 150 KB; PAUSE at 130 KB / 110 KB per input.
+    let mut cfg = baseline(true);
+    for b in &mut cfg.bridges {
+        b.buffer_mode = BufferMode::PerInput;
+    }
+    cfg.pause.trigger = PauseTrigger::Auto; // per_input -> ingress
+    cfg.pause.xoff_bytes = 130_000;
+    cfg.pause.xon_bytes = 110_000;
+    let r = run(&cfg, 2);
+    assert_eq!(r.frames.dropped_cp, 0);
+    for i in 1..=4 {
+        assert!(r.link(&format!("B{i}->B0")).unwrap().paused_ever);
+    }
+    let down = r.link("B0->D").unwrap();
+    assert!(down.throughput_gbps[1] >= 9.9);
+    // Without PAUSE the same partitions overflow.
+    cfg.pause.enabled = false;
+    assert!(run(&cfg, 2).frames.dropped_cp > 0);
+}
+
+#[test]
+fn output_queue_and_ingress_triggers_both_protect_a_shared_buffer() {
+    for trigger in [PauseTrigger::OutputQueue, PauseTrigger::Ingress] {
+        let mut cfg = baseline(true);
+        for b in &mut cfg.bridges {
+            b.buffer_mode = BufferMode::Shared;
+            b.buffer_bytes = 600_000;
+        }
+        cfg.pause.trigger = trigger;
+        cfg.pause.xoff_bytes = 100_000;
+        cfg.pause.xon_bytes = 80_000;
+        let r = run(&cfg, 4);
+        assert_eq!(r.frames.dropped_cp, 0, "{trigger:?}");
+        assert!(r.metrics.time_paused_pct.unwrap() > 0.0, "{trigger:?}");
+    }
+}
