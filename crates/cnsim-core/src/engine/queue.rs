@@ -106,6 +106,28 @@ mod tests {
     }
 
     #[test]
+    fn matches_a_sorted_order_on_random_input() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(1);
+        let mut q = EventQueue::new();
+        let mut expect = Vec::new();
+        let mut now = 0;
+        for round in 0..2000u32 {
+            for _ in 0..rng.gen_range(0..4) {
+                let t = now + rng.gen_range(0..50u64);
+                q.push(t, 1, round);
+                expect.push((t, round));
+            }
+            if let Some(e) = q.pop() {
+                expect.sort_by_key(|&(t, _)| t); // stable: push order among equal times
+                let (t, r) = expect.remove(0);
+                assert_eq!((e.time, e.index), (t, r));
+                now = e.time;
+            }
+        }
+    }
+
+    #[test]
     fn large_times_survive_packing() {
         let mut q = EventQueue::new();
         let t = u64::MAX - 5;
