@@ -11,7 +11,9 @@ fn incast(c: &mut Criterion) {
     let mut g = c.benchmark_group("incast");
     g.throughput(Throughput::Elements(delivered));
     g.sample_size(20);
-    g.bench_function("4to1_10ms_delivered_frames", |b| b.iter(|| Sim::new(&cfg, 0).unwrap().run().unwrap().frames.delivered));
+    g.bench_function("4to1_10ms_delivered_frames", |b| {
+        b.iter(|| Sim::new(&cfg, 0).unwrap().run().unwrap().frames.delivered)
+    });
     g.finish();
 }
 

@@ -16,20 +16,53 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
             processing_ps: 2 * PS_PER_US,
         })
         .collect();
-    stations.push(StationConfig { name: "D".into(), load: 0.0, dest: DestConfig::Uniform, nic_buffer_bytes: 150_000, rlq_bytes: 150_000, processing_ps: 2 * PS_PER_US });
+    stations.push(StationConfig {
+        name: "D".into(),
+        load: 0.0,
+        dest: DestConfig::Uniform,
+        nic_buffer_bytes: 150_000,
+        rlq_bytes: 150_000,
+        processing_ps: 2 * PS_PER_US,
+    });
     let mut bridges: Vec<BridgeConfig> = (1..=n)
-        .map(|i| BridgeConfig { name: format!("B{i}"), buffer_mode: BufferMode::PerOutput, buffer_bytes: 150_000, latency_ps: PS_PER_US, cp: false })
+        .map(|i| BridgeConfig {
+            name: format!("B{i}"),
+            buffer_mode: BufferMode::PerOutput,
+            buffer_bytes: 150_000,
+            latency_ps: PS_PER_US,
+            cp: false,
+        })
         .collect();
-    bridges.push(BridgeConfig { name: "B0".into(), buffer_mode: BufferMode::PerOutput, buffer_bytes: 150_000, latency_ps: PS_PER_US, cp: true });
-    let link = |a: String, b: String| LinkConfig { a, b, rate_bps: 10_000_000_000, delay_ps: PS_PER_US / 2 };
+    bridges.push(BridgeConfig {
+        name: "B0".into(),
+        buffer_mode: BufferMode::PerOutput,
+        buffer_bytes: 150_000,
+        latency_ps: PS_PER_US,
+        cp: true,
+    });
+    let link = |a: String, b: String| LinkConfig {
+        a,
+        b,
+        rate_bps: 10_000_000_000,
+        delay_ps: PS_PER_US / 2,
+    };
     let mut links: Vec<LinkConfig> = (1..=n).map(|i| link(format!("S{i}"), format!("B{i}"))).collect();
     links.extend((1..=n).map(|i| link(format!("B{i}"), "B0".into())));
     links.push(link("B0".into(), "D".into()));
-    let events = (1..=n).map(|i| EventConfig::Start { at_ps: sources_start_ps, node: format!("S{i}") }).collect();
+    let events = (1..=n)
+        .map(|i| EventConfig::Start {
+            at_ps: sources_start_ps,
+            node: format!("S{i}"),
+        })
+        .collect();
     SimConfig {
         duration_ps,
         bin_ps: 100 * PS_PER_US,
-        windows: vec![WindowConfig { name: "measure".into(), start_ps: 0, end_ps: duration_ps }],
+        windows: vec![WindowConfig {
+            name: "measure".into(),
+            start_ps: 0,
+            end_ps: duration_ps,
+        }],
         frame_bytes: 1500,
         control_frame_bytes: 64,
         max_traced_flows: 64,

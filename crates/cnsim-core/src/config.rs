@@ -250,7 +250,10 @@ impl SimConfig {
             }
         }
         if self.frame_bytes < 64 || self.frame_bytes > 65535 {
-            return err(format!("defaults.frame_bytes: {} is not allowed; expected 64..=65535", self.frame_bytes));
+            return err(format!(
+                "defaults.frame_bytes: {} is not allowed; expected 64..=65535",
+                self.frame_bytes
+            ));
         }
         if self.control_frame_bytes < 1 || self.control_frame_bytes > 65535 {
             return err(format!(
@@ -269,7 +272,10 @@ impl SimConfig {
                 return err(format!("nodes.{}.load: {} is not allowed; expected 0 <= load <= 1", s.name, s.load));
             }
             if let DestConfig::Weighted { weights } = &s.dest {
-                if weights.is_empty() || weights.iter().any(|(_, w)| !(*w >= 0.0 && w.is_finite())) || weights.iter().all(|(_, w)| *w == 0.0) {
+                if weights.is_empty()
+                    || weights.iter().any(|(_, w)| !(*w >= 0.0 && w.is_finite()))
+                    || weights.iter().all(|(_, w)| *w == 0.0)
+                {
                     return err(format!("nodes.{}.dest: weights must be >= 0, finite and not all 0", s.name));
                 }
             }

@@ -19,7 +19,14 @@ pub struct QueueTrace {
 
 impl QueueTrace {
     pub fn new(port: u32, n_bins: usize) -> Self {
-        QueueTrace { port, end: vec![0.0; n_bins], max: vec![0.0; n_bins], last_bin: 0, cur: 0, cur_max: 0 }
+        QueueTrace {
+            port,
+            end: vec![0.0; n_bins],
+            max: vec![0.0; n_bins],
+            last_bin: 0,
+            cur: 0,
+            cur_max: 0,
+        }
     }
 
     #[inline]
@@ -90,7 +97,14 @@ pub struct Stats {
 pub const NO_SLOT: u32 = u32::MAX;
 
 impl Stats {
-    pub fn new(duration: Time, bin_ps: Time, windows: Vec<(Time, Time)>, n_stations: usize, n_ports: usize, traced_flows: &[(usize, usize)]) -> Stats {
+    pub fn new(
+        duration: Time,
+        bin_ps: Time,
+        windows: Vec<(Time, Time)>,
+        n_stations: usize,
+        n_ports: usize,
+        traced_flows: &[(usize, usize)],
+    ) -> Stats {
         let n_bins = duration.div_ceil(bin_ps) as usize;
         let nf = n_stations * n_stations;
         let mut flow_slot = vec![NO_SLOT; nf];
@@ -333,7 +347,10 @@ impl RunResult {
     }
 
     pub fn series(&self, series: &str, key: &str) -> Option<&[f64]> {
-        self.series.iter().find(|s| s.series == series && s.key == key).map(|s| s.values.as_slice())
+        self.series
+            .iter()
+            .find(|s| s.series == series && s.key == key)
+            .map(|s| s.values.as_slice())
     }
 
     pub fn link(&self, name: &str) -> Option<&LinkResult> {

@@ -7,15 +7,33 @@ use cnsim_core::engine::{PS_PER_MS, PS_PER_US};
 use cnsim_core::{RunResult, Sim};
 
 fn station(name: &str, load: f64, dest: DestConfig) -> StationConfig {
-    StationConfig { name: name.into(), load, dest, nic_buffer_bytes: 150_000, rlq_bytes: 150_000, processing_ps: 2 * PS_PER_US }
+    StationConfig {
+        name: name.into(),
+        load,
+        dest,
+        nic_buffer_bytes: 150_000,
+        rlq_bytes: 150_000,
+        processing_ps: 2 * PS_PER_US,
+    }
 }
 
 fn bridge(name: &str, mode: BufferMode, latency_ps: u64) -> BridgeConfig {
-    BridgeConfig { name: name.into(), buffer_mode: mode, buffer_bytes: 150_000, latency_ps, cp: true }
+    BridgeConfig {
+        name: name.into(),
+        buffer_mode: mode,
+        buffer_bytes: 150_000,
+        latency_ps,
+        cp: true,
+    }
 }
 
 fn link(a: &str, b: &str, rate_bps: u64, delay_ps: u64) -> LinkConfig {
-    LinkConfig { a: a.into(), b: b.into(), rate_bps, delay_ps }
+    LinkConfig {
+        a: a.into(),
+        b: b.into(),
+        rate_bps,
+        delay_ps,
+    }
 }
 
 /// S -> B -> D with the given rates and delays; S starts at 0.
@@ -23,14 +41,24 @@ fn line(load: f64, duration_ps: u64, up: (u64, u64), down: (u64, u64), latency_p
     SimConfig {
         duration_ps,
         bin_ps: 100 * PS_PER_US,
-        windows: vec![WindowConfig { name: "measure".into(), start_ps: 0, end_ps: duration_ps }],
+        windows: vec![WindowConfig {
+            name: "measure".into(),
+            start_ps: 0,
+            end_ps: duration_ps,
+        }],
         frame_bytes: 1500,
         control_frame_bytes: 64,
         max_traced_flows: 64,
-        stations: vec![station("S", load, DestConfig::Fixed { node: "D".into() }), station("D", 0.0, DestConfig::Uniform)],
+        stations: vec![
+            station("S", load, DestConfig::Fixed { node: "D".into() }),
+            station("D", 0.0, DestConfig::Uniform),
+        ],
         bridges: vec![bridge("B", BufferMode::Infinite, latency_ps)],
         links: vec![link("S", "B", up.0, up.1), link("B", "D", down.0, down.1)],
-        events: vec![EventConfig::Start { at_ps: 0, node: "S".into() }],
+        events: vec![EventConfig::Start {
+            at_ps: 0,
+            node: "S".into(),
+        }],
         pause: PauseConfig::default(),
         trace_ports: vec!["B->D".into()],
         scheme: SchemeConfig::Nocm,
@@ -45,7 +73,10 @@ fn run(cfg: &SimConfig, seed: u64) -> RunResult {
 fn one_frame_arrives_at_exactly_the_sum_of_serialisation_propagation_and_latency() {
     // p = 1 puts a frame in slot 0 at t = 0; stopping at 1 ps leaves exactly one.
     let mut cfg = line(1.0, 100 * PS_PER_US, (10_000_000_000, 700_000), (2_500_000_000, 300_000), 1_100_000);
-    cfg.events.push(EventConfig::Stop { at_ps: 1, node: "S".into() });
+    cfg.events.push(EventConfig::Stop {
+        at_ps: 1,
+        node: "S".into(),
+    });
     let r = run(&cfg, 0);
     assert_eq!(r.frames.generated, 1);
     assert_eq!(r.frames.delivered, 1);
@@ -56,7 +87,10 @@ fn one_frame_arrives_at_exactly_the_sum_of_serialisation_propagation_and_latency
 #[test]
 fn a_frame_still_on_the_wire_at_the_end_is_in_flight_not_delivered() {
     let mut cfg = line(1.0, 4 * PS_PER_US, (10_000_000_000, 500_000), (10_000_000_000, 500_000), PS_PER_US);
-    cfg.events.push(EventConfig::Stop { at_ps: 1, node: "S".into() });
+    cfg.events.push(EventConfig::Stop {
+        at_ps: 1,
+        node: "S".into(),
+    });
     let r = run(&cfg, 0); // arrival would be at 4.4 us
     assert_eq!((r.frames.generated, r.frames.delivered, r.frames.in_flight), (1, 0, 1));
 }
@@ -81,7 +115,13 @@ fn same_seed_same_results_different_seed_different_results() {
     let strip = |r: &RunResult| {
         let mut v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
         v.as_object_mut().unwrap().remove("engine");
-        (v, r.series.iter().map(|s| (s.series.clone(), s.key.clone(), s.values.clone())).collect::<Vec<_>>())
+        (
+            v,
+            r.series
+                .iter()
+                .map(|s| (s.series.clone(), s.key.clone(), s.values.clone()))
+                .collect::<Vec<_>>(),
+        )
     };
     let a = strip(&run(&cfg, 5));
     let b = strip(&run(&cfg, 5));
@@ -93,9 +133,19 @@ fn same_seed_same_results_different_seed_different_results() {
 /// The baseline of scenarios.md section 1 (nocm): S3 and S4 stop at 80 ms.
 fn baseline(pause: bool) -> SimConfig {
     let mut cfg = star_config(4, 0.49, 100 * PS_PER_MS, 5 * PS_PER_MS);
-    cfg.events.push(EventConfig::Stop { at_ps: 80 * PS_PER_MS, node: "S3".into() });
-    cfg.events.push(EventConfig::Stop { at_ps: 80 * PS_PER_MS, node: "S4".into() });
-    cfg.windows.push(WindowConfig { name: "utilization".into(), start_ps: 10 * PS_PER_MS, end_ps: 80 * PS_PER_MS });
+    cfg.events.push(EventConfig::Stop {
+        at_ps: 80 * PS_PER_MS,
+        node: "S3".into(),
+    });
+    cfg.events.push(EventConfig::Stop {
+        at_ps: 80 * PS_PER_MS,
+        node: "S4".into(),
+    });
+    cfg.windows.push(WindowConfig {
+        name: "utilization".into(),
+        start_ps: 10 * PS_PER_MS,
+        end_ps: 80 * PS_PER_MS,
+    });
     cfg.pause.enabled = pause;
     cfg
 }
@@ -104,7 +154,11 @@ fn baseline(pause: bool) -> SimConfig {
 fn baseline_nocm_saturates_the_downlink_and_drops_at_the_cp() {
     let r = run(&baseline(false), 1);
     let down = r.link("B0->D").unwrap();
-    assert!(down.throughput_gbps[1] >= 9.9, "downlink {} Gbit/s over 10-80 ms", down.throughput_gbps[1]);
+    assert!(
+        down.throughput_gbps[1] >= 9.9,
+        "downlink {} Gbit/s over 10-80 ms",
+        down.throughput_gbps[1]
+    );
     assert!(r.frames.dropped_cp > 0);
     assert_eq!(r.frames.dropped_rp, 0);
     let by_node: u64 = r.nodes.iter().map(|n| n.dropped_cp).sum();
@@ -131,9 +185,17 @@ fn pause_with_enough_headroom_is_lossless_and_keeps_the_downlink_busy() {
     cfg.pause.xoff_bytes = 150_000 - 4 * per_port;
     cfg.pause.xon_bytes = cfg.pause.xoff_bytes - 10_000;
     let r = run(&cfg, 3);
-    assert_eq!(r.frames.dropped_cp, 0, "lossless: xoff {} leaves {} B per port", cfg.pause.xoff_bytes, per_port);
+    assert_eq!(
+        r.frames.dropped_cp, 0,
+        "lossless: xoff {} leaves {} B per port",
+        cfg.pause.xoff_bytes, per_port
+    );
     let down = r.link("B0->D").unwrap();
-    assert!(down.throughput_gbps[1] >= 9.9, "downlink {} Gbit/s over 10-80 ms", down.throughput_gbps[1]);
+    assert!(
+        down.throughput_gbps[1] >= 9.9,
+        "downlink {} Gbit/s over 10-80 ms",
+        down.throughput_gbps[1]
+    );
     for i in 1..=4 {
         let up = r.link(&format!("B{i}->B0")).unwrap();
         assert!(up.paused_ever && up.time_paused_pct > 0.0, "B{i}->B0 never paused");
@@ -168,9 +230,22 @@ fn bad_configs_are_rejected_with_the_parameter_named() {
     check(&|c| c.stations[0].dest = DestConfig::Fixed { node: "X".into() }, "unknown node 'X'");
     check(&|c| c.links.push(link("S", "B", 1, 0)), "duplicate link");
     check(&|c| c.links[0].rate_bps = 0, "rate_gbps");
-    check(&|c| { c.links.remove(1); }, "station needs exactly one link");
+    check(
+        &|c| {
+            c.links.remove(1);
+        },
+        "station needs exactly one link",
+    );
     check(&|c| c.trace_ports = vec!["B->X".into()], "trace.ports");
-    check(&|c| c.events.push(EventConfig::Start { at_ps: 0, node: "B".into() }), "only stations");
+    check(
+        &|c| {
+            c.events.push(EventConfig::Start {
+                at_ps: 0,
+                node: "B".into(),
+            })
+        },
+        "only stations",
+    );
     check(
         &|c| {
             c.pause.enabled = true;
@@ -194,8 +269,18 @@ fn bad_configs_are_rejected_with_the_parameter_named() {
 #[test]
 fn a_stopped_link_holds_frames_and_restarting_it_drains_them() {
     let mut cfg = line(0.5, 20 * PS_PER_MS, (10_000_000_000, 0), (10_000_000_000, 0), 0);
-    cfg.events.push(EventConfig::LinkRate { at_ps: 5 * PS_PER_MS, from: "B".into(), to: "D".into(), rate_bps: 0 });
-    cfg.events.push(EventConfig::LinkRate { at_ps: 10 * PS_PER_MS, from: "B".into(), to: "D".into(), rate_bps: 10_000_000_000 });
+    cfg.events.push(EventConfig::LinkRate {
+        at_ps: 5 * PS_PER_MS,
+        from: "B".into(),
+        to: "D".into(),
+        rate_bps: 0,
+    });
+    cfg.events.push(EventConfig::LinkRate {
+        at_ps: 10 * PS_PER_MS,
+        from: "B".into(),
+        to: "D".into(),
+        rate_bps: 10_000_000_000,
+    });
     let r = run(&cfg, 0);
     let q = r.series("queue_bytes", "B->D").unwrap();
     // 5 ms stopped at 5 Gbit/s offered builds ~3.1 MB in the infinite buffer.
@@ -218,7 +303,10 @@ fn print_baseline_pause_figures() {
         println!("xoff {xoff}: frames {:?}\n metrics {:?}", r.frames, r.metrics);
         for l in &r.links {
             if l.paused_ever || l.pause_frames > 0 {
-                println!("  {} paused {:.2}% pause_frames {} thr {:?}", l.name, l.time_paused_pct, l.pause_frames, l.throughput_gbps);
+                println!(
+                    "  {} paused {:.2}% pause_frames {} thr {:?}",
+                    l.name, l.time_paused_pct, l.pause_frames, l.throughput_gbps
+                );
             }
         }
     }

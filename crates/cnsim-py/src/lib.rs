@@ -2,6 +2,9 @@
 //! boundary only: JSON config in, JSON results and raw float64 series out.
 //! Simulation releases the GIL, so Python threads run replications in parallel.
 
+// pyo3 0.22's #[pymethods] expansion converts PyErr into itself; not our code.
+#![allow(clippy::useless_conversion)]
+
 use cnsim_core::{RunResult, Sim, SimConfig};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -21,7 +24,11 @@ impl Simulation {
     fn new(config_json: &str, seed: u64) -> PyResult<Self> {
         let cfg = SimConfig::from_json(config_json).map_err(|e| PyValueError::new_err(e.0))?;
         let sim = Sim::new(&cfg, seed).map_err(|e| PyValueError::new_err(e.0))?;
-        Ok(Simulation { duration_ps: sim.duration(), sim: Some(sim), result: None })
+        Ok(Simulation {
+            duration_ps: sim.duration(),
+            sim: Some(sim),
+            result: None,
+        })
     }
 
     #[getter]
@@ -73,7 +80,9 @@ impl Simulation {
 
 impl Simulation {
     fn result(&self) -> PyResult<&RunResult> {
-        self.result.as_ref().ok_or_else(|| PyRuntimeError::new_err("the run has not finished; call run() first"))
+        self.result
+            .as_ref()
+            .ok_or_else(|| PyRuntimeError::new_err("the run has not finished; call run() first"))
     }
 }
 

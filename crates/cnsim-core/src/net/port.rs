@@ -145,7 +145,11 @@ impl Port {
 
     pub fn set_rate(&mut self, rate_bps: u64, frame_bytes: u32) {
         self.rate_bps = rate_bps;
-        self.ser_data_ps = if rate_bps > 0 { serialization_ps(frame_bytes as u64, rate_bps) } else { 0 };
+        self.ser_data_ps = if rate_bps > 0 {
+            serialization_ps(frame_bytes as u64, rate_bps)
+        } else {
+            0
+        };
     }
 
     /// Serialisation time of `len` bytes at the current rate (rate > 0).

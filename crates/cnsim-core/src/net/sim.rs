@@ -93,8 +93,12 @@ impl Sim {
         let mut stats = Stats::new(cfg.duration_ps, cfg.bin_ps, windows, n_st, net.ports.len(), traced);
 
         for name in &cfg.trace_ports {
-            let (a, b) = name.split_once("->").ok_or_else(|| ConfigError(format!("trace.ports: '{name}' is not of the form FROM->TO")))?;
-            let p = net.port_by_name(a.trim(), b.trim()).ok_or_else(|| ConfigError(format!("trace.ports: no link direction '{name}'")))?;
+            let (a, b) = name
+                .split_once("->")
+                .ok_or_else(|| ConfigError(format!("trace.ports: '{name}' is not of the form FROM->TO")))?;
+            let p = net
+                .port_by_name(a.trim(), b.trim())
+                .ok_or_else(|| ConfigError(format!("trace.ports: no link direction '{name}'")))?;
             if net.ports[p as usize].trace.is_none() {
                 net.ports[p as usize].trace = Some(stats.queue_traces.len());
                 stats.queue_traces.push(QueueTrace::new(p, stats.n_bins));
@@ -108,7 +112,10 @@ impl Sim {
             let at = e.at_ps();
             let action = match e {
                 EventConfig::Start { node, .. } | EventConfig::Stop { node, .. } => {
-                    let n = *net.node_by_name.get(node).ok_or_else(|| ConfigError(format!("events[{i}].node: unknown node '{node}'")))?;
+                    let n = *net
+                        .node_by_name
+                        .get(node)
+                        .ok_or_else(|| ConfigError(format!("events[{i}].node: unknown node '{node}'")))?;
                     let NodeKind::Station(s) = net.nodes[n as usize].kind else {
                         return err(format!("events[{i}].node: '{node}' is a bridge; only stations have sources"));
                     };
@@ -119,7 +126,9 @@ impl Sim {
                     }
                 }
                 EventConfig::LinkRate { from, to, rate_bps, .. } => {
-                    let p = net.port_by_name(from, to).ok_or_else(|| ConfigError(format!("events[{i}]: no link direction '{from}->{to}'")))?;
+                    let p = net
+                        .port_by_name(from, to)
+                        .ok_or_else(|| ConfigError(format!("events[{i}]: no link direction '{from}->{to}'")))?;
                     Action::LinkRate(p, *rate_bps)
                 }
             };
@@ -334,7 +343,13 @@ impl Sim {
             if arrive < self.duration {
                 let st = p.peer as usize;
                 self.net.stations[st].delivered += 1;
-                self.stats.deliver(arrive, frame.src as usize, frame.dst as usize, frame.len as u64, arrive - frame.born);
+                self.stats.deliver(
+                    arrive,
+                    frame.src as usize,
+                    frame.dst as usize,
+                    frame.len as u64,
+                    arrive - frame.born,
+                );
             } else {
                 p.wire[class].push_back(frame); // still in flight when the run ends
             }
@@ -411,7 +426,8 @@ impl Sim {
                 if f.is_data() {
                     debug_assert_eq!(f.dst as u32, s, "frame delivered to the wrong station");
                     self.net.stations[s as usize].delivered += 1;
-                    self.stats.deliver(self.now, f.src as usize, f.dst as usize, f.len as u64, self.now - f.born);
+                    self.stats
+                        .deliver(self.now, f.src as usize, f.dst as usize, f.len as u64, self.now - f.born);
                 }
                 // CNMs: handled by the scheme's reaction point (none in nocm).
             }
@@ -580,16 +596,36 @@ impl Sim {
             .map(|n| match n.kind {
                 NodeKind::Station(i) => {
                     let st = &net.stations[i as usize];
-                    stats::NodeResult { name: n.name.clone(), kind: "station", generated: st.generated, delivered: st.delivered, dropped_cp: 0, dropped_rp: st.dropped_rp }
+                    stats::NodeResult {
+                        name: n.name.clone(),
+                        kind: "station",
+                        generated: st.generated,
+                        delivered: st.delivered,
+                        dropped_cp: 0,
+                        dropped_rp: st.dropped_rp,
+                    }
                 }
                 NodeKind::Bridge(i) => {
                     let b = &net.bridges[i as usize];
-                    stats::NodeResult { name: n.name.clone(), kind: "bridge", generated: 0, delivered: 0, dropped_cp: b.dropped_cp, dropped_rp: 0 }
+                    stats::NodeResult {
+                        name: n.name.clone(),
+                        kind: "bridge",
+                        generated: 0,
+                        delivered: 0,
+                        dropped_cp: b.dropped_cp,
+                        dropped_rp: 0,
+                    }
                 }
             })
             .collect();
 
-        let mean = |v: &[f64]| if v.is_empty() { None } else { Some(v.iter().sum::<f64>() / v.len() as f64) };
+        let mean = |v: &[f64]| {
+            if v.is_empty() {
+                None
+            } else {
+                Some(v.iter().sum::<f64>() / v.len() as f64)
+            }
+        };
         let metrics = stats::Metrics {
             aggregate_throughput: Stats::gbps(s.agg_win_bytes[0], mlen),
             dropped_cp: s.dropped_cp,
@@ -610,7 +646,14 @@ impl Sim {
             end_ps: self.duration,
             bin_ps: s.bin_ps,
             n_bins: s.n_bins,
-            frames: stats::FrameCounts { generated: s.generated, delivered: s.delivered, dropped_cp: s.dropped_cp, dropped_rp: s.dropped_rp, in_flight, delay_max_ps: s.delay_max_ps },
+            frames: stats::FrameCounts {
+                generated: s.generated,
+                delivered: s.delivered,
+                dropped_cp: s.dropped_cp,
+                dropped_rp: s.dropped_rp,
+                in_flight,
+                delay_max_ps: s.delay_max_ps,
+            },
             engine: stats::EngineFigures {
                 events,
                 wall_s: self.wall_s,
@@ -631,7 +674,11 @@ impl Sim {
         self.window_names
             .iter()
             .zip(&self.stats.windows)
-            .map(|(n, &(a, b))| stats::WindowResult { name: n.clone(), start_ps: a, end_ps: b })
+            .map(|(n, &(a, b))| stats::WindowResult {
+                name: n.clone(),
+                start_ps: a,
+                end_ps: b,
+            })
             .collect()
     }
 
@@ -642,33 +689,67 @@ impl Sim {
         // Bin widths (the last bin may be short).
         let widths: Vec<Time> = (0..nb).map(|b| (self.duration - b as Time * s.bin_ps).min(s.bin_ps)).collect();
         let gbps = |bytes: &[u64]| -> Vec<f64> { bytes.iter().zip(&widths).map(|(&x, &w)| Stats::gbps(x, w)).collect() };
-        let mut out = vec![stats::Series { series: "aggregate_throughput".into(), key: "all".into(), values: gbps(&s.agg_bins) }];
+        let mut out = vec![stats::Series {
+            series: "aggregate_throughput".into(),
+            key: "all".into(),
+            values: gbps(&s.agg_bins),
+        }];
         for d in 0..net.n_stations() {
             let bins = &s.dest_bins[d * nb..(d + 1) * nb];
             if bins.iter().any(|&x| x > 0) {
-                out.push(stats::Series { series: "delivered_throughput".into(), key: net.station_name(d).into(), values: gbps(bins) });
+                out.push(stats::Series {
+                    series: "delivered_throughput".into(),
+                    key: net.station_name(d).into(),
+                    values: gbps(bins),
+                });
             }
         }
         let n_st = net.n_stations();
-        let mut slots: Vec<(u32, usize)> = s.flow_slot.iter().enumerate().filter(|(_, &sl)| sl != stats::NO_SLOT).map(|(f, &sl)| (sl, f)).collect();
+        let mut slots: Vec<(u32, usize)> = s
+            .flow_slot
+            .iter()
+            .enumerate()
+            .filter(|(_, &sl)| sl != stats::NO_SLOT)
+            .map(|(f, &sl)| (sl, f))
+            .collect();
         slots.sort_unstable();
         for (sl, f) in slots {
             let bins = &s.flow_bins[sl as usize * nb..(sl as usize + 1) * nb];
             let key = format!("{}->{}", net.station_name(f / n_st), net.station_name(f % n_st));
-            out.push(stats::Series { series: "flow_throughput".into(), key, values: gbps(bins) });
+            out.push(stats::Series {
+                series: "flow_throughput".into(),
+                key,
+                values: gbps(bins),
+            });
         }
         for (i, p) in net.ports.iter().enumerate() {
-            out.push(stats::Series { series: "link_throughput".into(), key: p.name.clone(), values: gbps(&s.link_bins[i * nb..(i + 1) * nb]) });
+            out.push(stats::Series {
+                series: "link_throughput".into(),
+                key: p.name.clone(),
+                values: gbps(&s.link_bins[i * nb..(i + 1) * nb]),
+            });
         }
         for t in &s.queue_traces {
             let name = &net.ports[t.port as usize].name;
-            out.push(stats::Series { series: "queue_bytes".into(), key: name.clone(), values: t.end.clone() });
-            out.push(stats::Series { series: "queue_bytes_max".into(), key: name.clone(), values: t.max.clone() });
+            out.push(stats::Series {
+                series: "queue_bytes".into(),
+                key: name.clone(),
+                values: t.end.clone(),
+            });
+            out.push(stats::Series {
+                series: "queue_bytes_max".into(),
+                key: name.clone(),
+                values: t.max.clone(),
+            });
         }
         for p in &net.ports {
             if let Some(bins) = &p.paused_bins {
                 let v = bins.iter().zip(&widths).map(|(&x, &w)| x * s.bin_ps as f64 / w as f64).collect();
-                out.push(stats::Series { series: "paused_fraction".into(), key: p.name.clone(), values: v });
+                out.push(stats::Series {
+                    series: "paused_fraction".into(),
+                    key: p.name.clone(),
+                    values: v,
+                });
             }
         }
         out

@@ -28,7 +28,10 @@ pub enum Dest {
     /// Uniform over all stations but the source itself.
     Uniform,
     /// Cumulative weights over station indices.
-    Weighted { stations: Vec<u16>, cumulative: Vec<f64> },
+    Weighted {
+        stations: Vec<u16>,
+        cumulative: Vec<f64>,
+    },
 }
 
 pub struct Station {
@@ -84,7 +87,11 @@ impl Network {
     pub fn port_by_name(&self, from: &str, to: &str) -> Option<PortId> {
         let a = *self.node_by_name.get(from)?;
         let b = *self.node_by_name.get(to)?;
-        self.nodes[a as usize].ports.iter().copied().find(|&p| self.ports[p as usize].peer == b)
+        self.nodes[a as usize]
+            .ports
+            .iter()
+            .copied()
+            .find(|&p| self.ports[p as usize].peer == b)
     }
 
     pub fn station_name(&self, s: usize) -> &str {
@@ -100,10 +107,18 @@ impl Network {
                 return err(format!("nodes.{}: duplicate node name", s.name));
             }
             let idx = nodes.len() as u32;
-            nodes.push(Node { name: s.name.clone(), kind: NodeKind::Station(idx), ports: vec![] });
+            nodes.push(Node {
+                name: s.name.clone(),
+                kind: NodeKind::Station(idx),
+                ports: vec![],
+            });
         }
         if cfg.stations.len() >= u16::MAX as usize {
-            return err(format!("nodes: {} stations is too many (at most {})", cfg.stations.len(), u16::MAX - 1));
+            return err(format!(
+                "nodes: {} stations is too many (at most {})",
+                cfg.stations.len(),
+                u16::MAX - 1
+            ));
         }
         for (i, b) in cfg.bridges.iter().enumerate() {
             if b.name.is_empty() {
@@ -112,7 +127,11 @@ impl Network {
             if node_by_name.insert(b.name.clone(), nodes.len() as u32).is_some() {
                 return err(format!("nodes.{}: duplicate node name", b.name));
             }
-            nodes.push(Node { name: b.name.clone(), kind: NodeKind::Bridge(i as u32), ports: vec![] });
+            nodes.push(Node {
+                name: b.name.clone(),
+                kind: NodeKind::Bridge(i as u32),
+                ports: vec![],
+            });
             if b.buffer_mode != BufferMode::Infinite && b.buffer_bytes < cfg.frame_bytes as u64 {
                 return err(format!(
                     "nodes.{}.buffer_bytes: {} cannot hold one {}-byte frame",
@@ -127,8 +146,12 @@ impl Network {
         let mut ports: Vec<Port> = Vec::with_capacity(cfg.links.len() * 2);
         let mut seen = BTreeSet::new();
         for l in &cfg.links {
-            let a = *node_by_name.get(&l.a).ok_or_else(|| ConfigError(format!("links: unknown node '{}' in link {}-{}", l.a, l.a, l.b)))?;
-            let b = *node_by_name.get(&l.b).ok_or_else(|| ConfigError(format!("links: unknown node '{}' in link {}-{}", l.b, l.a, l.b)))?;
+            let a = *node_by_name
+                .get(&l.a)
+                .ok_or_else(|| ConfigError(format!("links: unknown node '{}' in link {}-{}", l.a, l.a, l.b)))?;
+            let b = *node_by_name
+                .get(&l.b)
+                .ok_or_else(|| ConfigError(format!("links: unknown node '{}' in link {}-{}", l.b, l.a, l.b)))?;
             if a == b {
                 return err(format!("links: link {}-{} connects a node to itself", l.a, l.b));
             }
@@ -136,7 +159,10 @@ impl Network {
                 return err(format!("links: duplicate link {}-{}", l.a, l.b));
             }
             if l.rate_bps == 0 {
-                return err(format!("links.{}-{}.rate_gbps: must be > 0 (stop a link with a timed link_rate event)", l.a, l.b));
+                return err(format!(
+                    "links.{}-{}.rate_gbps: must be > 0 (stop a link with a timed link_rate event)",
+                    l.a, l.b
+                ));
             }
             let pa = ports.len() as PortId;
             let pb = pa + 1;
@@ -180,7 +206,11 @@ impl Network {
         for (i, s) in cfg.stations.iter().enumerate() {
             let node = &nodes[i];
             if node.ports.len() != 1 {
-                return err(format!("nodes.{}: a station needs exactly one link, it has {}", s.name, node.ports.len()));
+                return err(format!(
+                    "nodes.{}: a station needs exactly one link, it has {}",
+                    s.name,
+                    node.ports.len()
+                ));
             }
             let port = node.ports[0];
             let dest = match &s.dest {
@@ -201,7 +231,10 @@ impl Network {
                         st.push(d);
                         cum.push(acc);
                     }
-                    Dest::Weighted { stations: st, cumulative: cum }
+                    Dest::Weighted {
+                        stations: st,
+                        cumulative: cum,
+                    }
                 }
             };
             let rate = ports[port as usize].nominal_rate_bps;
@@ -247,7 +280,14 @@ impl Network {
             })
             .collect();
 
-        let mut net = Network { nodes, stations, bridges, ports, route: Vec::new(), node_by_name };
+        let mut net = Network {
+            nodes,
+            stations,
+            bridges,
+            ports,
+            route: Vec::new(),
+            node_by_name,
+        };
         net.compute_routes();
 
         // Every destination a loaded source can pick must be reachable.
@@ -307,9 +347,7 @@ impl Network {
                 }
                 let best = self.nodes[v].ports.iter().copied().find(|&p| {
                     let u = self.ports[p as usize].peer as usize;
-                    dist[u] != u32::MAX
-                        && dist[u] + 1 == dist[v]
-                        && (u == d || matches!(self.nodes[u].kind, NodeKind::Bridge(_)))
+                    dist[u] != u32::MAX && dist[u] + 1 == dist[v] && (u == d || matches!(self.nodes[u].kind, NodeKind::Bridge(_)))
                 });
                 if let Some(p) = best {
                     self.route[b * n_st + d] = p;
@@ -345,7 +383,9 @@ fn station_index(by_name: &BTreeMap<String, u32>, nodes: &[Node], name: &str, sr
     match by_name.get(name) {
         None => err(format!("nodes.{src}.dest: unknown node '{name}'")),
         Some(&i) => match nodes[i as usize].kind {
-            NodeKind::Station(s) if s as usize == by_name[src] as usize => err(format!("nodes.{src}.dest: a station cannot send to itself")),
+            NodeKind::Station(s) if s as usize == by_name[src] as usize => {
+                err(format!("nodes.{src}.dest: a station cannot send to itself"))
+            }
             NodeKind::Station(s) => Ok(s as u16),
             NodeKind::Bridge(_) => err(format!("nodes.{src}.dest: '{name}' is a bridge, not a station")),
         },

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Sets everything up, runs the baseline benchmark and writes its report.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+OUT=results/baseline
+.venv/bin/cnsim run baseline --out "$OUT" "$@"
+echo
+echo "Report: $OUT/report.html"
