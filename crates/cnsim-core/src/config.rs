@@ -212,6 +212,8 @@ impl Default for PauseConfig {
 pub enum SchemeConfig {
     /// No congestion management (PAUSE is configured separately).
     Nocm,
+    /// BCN and its variants (BCN(0,0), BCN-Max) and ECM.
+    Bcn(crate::scheme::bcn::BcnParams),
 }
 
 impl SimConfig {

@@ -7,6 +7,7 @@
 //! - [`config`]: the resolved engine configuration (engine units: integer
 //!   picoseconds, bit/s, bytes), validated once when a [`Sim`] is built.
 //! - [`net`]: frames, ports, stations, bridges, PAUSE and the simulation loop.
+//! - [`scheme`]: congestion-management schemes (CP and RP roles), one file each.
 //! - [`stats`]: statistics recorded in fixed bins and windows, and the
 //!   [`RunResult`] computed from them at the end of a run.
 //! - [`bench`]: the reference workloads of `cnsim bench` and criterion.
@@ -15,6 +16,7 @@ pub mod bench;
 pub mod config;
 pub mod engine;
 pub mod net;
+pub mod scheme;
 pub mod stats;
 
 pub use config::{ConfigError, SimConfig};

@@ -36,6 +36,10 @@ pub struct Frame {
     pub tag: u16,
     /// Scheme-specific value (e.g. feedback carried by a CNM).
     pub value: f32,
+    /// CNM: destination of the flow the notification is about.
+    pub flow_dst: u16,
+    /// CNM: message kind (scheme-specific).
+    pub aux: u8,
 }
 
 impl Frame {
@@ -49,6 +53,8 @@ impl Frame {
             in_port: u32::MAX,
             tag: 0,
             value: 0.0,
+            flow_dst: NO_NODE,
+            aux: 0,
         }
     }
 
@@ -62,6 +68,8 @@ impl Frame {
             in_port: u32::MAX,
             tag: quanta,
             value: 0.0,
+            flow_dst: NO_NODE,
+            aux: 0,
         }
     }
 

@@ -13,13 +13,14 @@
 
 use super::frame::Frame;
 use super::port::PortId;
-use super::sim::{Sim, EV_PAUSE_REFRESH};
+use super::sim::{NetSim, EV_PAUSE_REFRESH};
 use crate::config::PauseTrigger;
 use crate::engine::time::pause_quanta_ps;
 use crate::engine::Time;
+use crate::scheme::Scheme;
 use crate::stats::{overlap, Stats};
 
-impl Sim {
+impl<S: Scheme> NetSim<S> {
     /// A data frame from `ingress` joined output queue `out` of bridge `b`.
     pub(crate) fn pause_on_enqueue(&mut self, b: u32, out: PortId, ingress: PortId) {
         let xoff = self.pause.xoff_bytes;

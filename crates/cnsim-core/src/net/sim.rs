@@ -3,10 +3,14 @@
 //! [`Stats`] and turned into a [`RunResult`] only when the run ends.
 
 use super::frame::{Frame, FrameKind};
+use super::rl::{RlTrace, StationRp, MAX_RL};
 use super::port::{PortId, WIRE_CNM, WIRE_DATA, WIRE_MAC};
 use super::topology::{Dest, Network, NodeKind, NO_ROUTE};
-use crate::config::{err, BufferMode, ConfigError, EventConfig, PauseConfig, SchemeConfig, SimConfig};
+use crate::config::{err, BufferMode, ConfigError, EventConfig, PauseConfig, SimConfig};
 use crate::engine::queue::EventQueue;
+use crate::engine::rng::stream;
+use crate::scheme::{Feedback, Scheme};
+use std::collections::BTreeMap;
 use crate::engine::time::to_secs;
 use crate::engine::Time;
 use crate::stats::{self, QueueTrace, RunResult, Stats};
@@ -21,6 +25,7 @@ pub(crate) const EV_ARRIVE: u8 = 2;
 pub(crate) const EV_WAKE: u8 = 5;
 pub(crate) const EV_PAUSE_REFRESH: u8 = 6;
 pub(crate) const EV_SCENARIO: u8 = 7;
+pub(crate) const EV_RL_TIMER: u8 = 8;
 
 /// A resolved timed scenario event.
 #[derive(Clone, Copy, Debug)]
@@ -30,7 +35,16 @@ enum Action {
     LinkRate(PortId, u64),
 }
 
-pub struct Sim {
+/// One run of one scenario with scheme `S`.
+pub struct NetSim<S: Scheme> {
+    pub(crate) scheme: S,
+    /// CP state per port (bridges with CP detection on).
+    pub(crate) cps: Vec<Option<S::Cp>>,
+    /// Reaction points per station.
+    pub(crate) rps: Vec<StationRp<S::Rl>>,
+    pub(crate) rl_traces: Vec<RlTrace>,
+    pub(crate) rl_trace_index: BTreeMap<String, usize>,
+    pub(crate) n_stations: usize,
     pub(crate) now: Time,
     pub(crate) duration: Time,
     pub(crate) seed: u64,
@@ -53,15 +67,24 @@ pub struct Sim {
     finished: bool,
 }
 
-impl Sim {
+impl<S: Scheme> NetSim<S> {
     /// Builds the network of `cfg` for run `seed`; every configuration error
     /// is reported here, before anything runs.
-    pub fn new(cfg: &SimConfig, seed: u64) -> Result<Sim, ConfigError> {
+    pub fn new(cfg: &SimConfig, seed: u64, scheme: S) -> Result<NetSim<S>, ConfigError> {
         let mut net = Network::build(cfg, seed)?;
-        match cfg.scheme {
-            SchemeConfig::Nocm => {}
-        }
         let n_st = net.n_stations();
+        let cps = net
+            .ports
+            .iter()
+            .map(|p| match net.nodes[p.owner as usize].kind {
+                NodeKind::Bridge(b) if net.bridges[b as usize].cp => Some(scheme.new_cp(stream(seed, &format!("{}/cp", p.name)))),
+                _ => None,
+            })
+            .collect();
+        let rps = (0..n_st).map(|s| StationRp::new(n_st, stream(seed, &format!("{}/rp", net.station_name(s))))).collect();
+        if n_st * MAX_RL > crate::engine::queue::MAX_INDEX as usize || net.ports.len() >= u16::MAX as usize {
+            return err(format!("nodes: {n_st} stations / {} ports is more than the engine indexes", net.ports.len()));
+        }
         for p in 0..net.ports.len() {
             let owner = net.ports[p].owner as usize;
             let peer = net.ports[p].peer as usize;
@@ -143,7 +166,13 @@ impl Sim {
             q.push(t, EV_SCENARIO, i as u32);
         }
 
-        Ok(Sim {
+        Ok(NetSim {
+            scheme,
+            cps,
+            rps,
+            rl_traces: Vec::new(),
+            rl_trace_index: BTreeMap::new(),
+            n_stations: n_st,
             now: 0,
             duration: cfg.duration_ps,
             seed,
@@ -155,7 +184,7 @@ impl Sim {
             pause: cfg.pause.clone(),
             measure: (cfg.windows[0].start_ps, cfg.windows[0].end_ps),
             actions,
-            sink_events: false,
+            sink_events: S::SINK_EVENTS,
             window_names: cfg.windows.iter().map(|w| w.name.clone()).collect(),
             cnm_bytes_window: 0,
             wall_s: 0.0,
@@ -196,6 +225,7 @@ impl Sim {
                 EV_WAKE => self.on_wake(ev.index),
                 EV_PAUSE_REFRESH => self.on_pause_refresh(ev.index),
                 EV_SCENARIO => self.on_scenario(ev.index as usize),
+                EV_RL_TIMER => self.on_rl_timer(ev.index),
                 k => unreachable!("unknown event kind {k}"),
             }
         }
@@ -204,11 +234,6 @@ impl Sim {
         self.now >= self.duration
     }
 
-    /// Runs to the end and returns the results (conservation checked).
-    pub fn run(mut self) -> Result<RunResult, String> {
-        self.run_until(self.duration);
-        self.finish()
-    }
 
     // ------------------------------------------------------------ sources
 
@@ -273,6 +298,10 @@ impl Sim {
         self.stats.generated += 1;
         self.stats.flow_generated[s as usize * n_st + dst as usize] += 1;
         let frame = Frame::data(now, s as u16, dst, self.frame_bytes as u16);
+        let Some(frame) = self.rl_admit(s as usize, frame) else {
+            self.try_start(port);
+            return;
+        };
         self.settle(port);
         let p = &mut self.net.ports[port as usize];
         if p.data_bytes + frame.len as u64 > cap {
@@ -309,9 +338,11 @@ impl Sim {
         if p.rate_bps == 0 {
             return;
         }
+        let owner = p.owner as usize;
+        let limited = owner < self.n_stations && self.rps[owner].active > 0;
         let frame = if let Some(f) = p.ctrl.pop_front() {
             f
-        } else if p.data.is_empty() {
+        } else if p.data.is_empty() && !(limited && self.rps[owner].has_queued()) {
             return;
         } else if p.is_paused(now) {
             if p.wake_at != p.pause_end {
@@ -319,9 +350,16 @@ impl Sim {
                 self.q.push(p.pause_end, EV_WAKE, port);
             }
             return;
+        } else if limited {
+            match self.station_next_data(owner, port) {
+                Some(f) => f,
+                None => return,
+            }
         } else {
             p.data.pop_front().expect("non-empty")
         };
+        let more_waiting = limited && self.rps[owner].has_queued();
+        let p = &mut self.net.ports[port as usize];
         let ser = p.ser_ps(frame.len, self.frame_bytes);
         let class = match frame.kind {
             FrameKind::Pause => WIRE_MAC,
@@ -332,7 +370,7 @@ impl Sim {
         p.tx = frame;
         p.frames_sent += 1;
         p.done_at = now + ser;
-        p.done_pending = !(p.lazy_ok && p.ctrl.is_empty() && p.data.is_empty());
+        p.done_pending = !(p.lazy_ok && p.ctrl.is_empty() && p.data.is_empty() && !more_waiting);
         if p.done_pending {
             self.q.push(now + ser, EV_TX_DONE, port);
         }
@@ -429,7 +467,9 @@ impl Sim {
                     self.stats
                         .deliver(self.now, f.src as usize, f.dst as usize, f.len as u64, self.now - f.born);
                 }
-                // CNMs: handled by the scheme's reaction point (none in nocm).
+                if f.kind == FrameKind::Cnm {
+                    self.rp_receive(s as usize, &f);
+                }
             }
             NodeKind::Bridge(b) => self.bridge_receive(b, ingress, f),
         }
@@ -484,7 +524,41 @@ impl Sim {
         if self.pause.enabled {
             self.pause_on_enqueue(b, out, ingress);
         }
+        if let Some(cp) = self.cps[out as usize].as_mut() {
+            let q = self.net.ports[out as usize].data_bytes;
+            if let Some(fb) = self.scheme.cp_on_enqueue(cp, &f, q, out as u16 + 1) {
+                self.send_cnm(b, out, &f, fb);
+            }
+        }
         self.try_start(out);
+    }
+
+    /// CP `out` of bridge `b` notifies the source of `sampled` with a CNM
+    /// (a 64-byte control frame on the reverse path).
+    fn send_cnm(&mut self, b: u32, out: PortId, sampled: &Frame, fb: Feedback) {
+        let n_st = self.net.stations.len();
+        let back = self.net.route[b as usize * n_st + sampled.src as usize];
+        if back == NO_ROUTE {
+            return;
+        }
+        let cnm = Frame {
+            born: self.now,
+            src: sampled.dst,
+            dst: sampled.src,
+            len: self.ctrl_bytes,
+            kind: FrameKind::Cnm,
+            in_port: u32::MAX,
+            tag: out as u16 + 1,
+            value: fb.fb,
+            flow_dst: sampled.dst,
+            aux: fb.kind as u8,
+        };
+        self.net.ports[out as usize].cnm_frames += 1;
+        if self.now >= self.measure.0 && self.now < self.measure.1 {
+            self.cnm_bytes_window += cnm.len as u64;
+        }
+        self.net.ports[back as usize].ctrl.push_back(cnm);
+        self.try_start(back);
     }
 
     /// A data frame left bridge `b` through `out`: free its buffer.
@@ -513,7 +587,12 @@ impl Sim {
         for t in &mut self.stats.queue_traces {
             t.finish();
         }
-        let in_flight: u64 = self.net.ports.iter().map(|p| p.data_frames_in_flight()).sum();
+        let in_flight: u64 =
+            self.net.ports.iter().map(|p| p.data_frames_in_flight()).sum::<u64>() + self.rps.iter().map(|r| r.frames_queued()).sum::<u64>();
+        for t in &mut self.rl_traces {
+            t.rate.finish();
+            t.bytes.finish();
+        }
         let s = &self.stats;
         let accounted = s.delivered + s.dropped_cp + s.dropped_rp + in_flight;
         if s.generated != accounted {
@@ -742,6 +821,10 @@ impl Sim {
                 values: t.max.clone(),
             });
         }
+        for t in &self.rl_traces {
+            out.push(stats::Series { series: "rl_rate".into(), key: t.key.clone(), values: t.rate.end.iter().map(|r| r / 1e9).collect() });
+            out.push(stats::Series { series: "rlq_bytes".into(), key: t.key.clone(), values: t.bytes.end.clone() });
+        }
         for p in &net.ports {
             if let Some(bins) = &p.paused_bins {
                 let v = bins.iter().zip(&widths).map(|(&x, &w)| x * s.bin_ps as f64 / w as f64).collect();
@@ -769,5 +852,65 @@ fn geometric_gap(p: f64, inv_ln_q: f64, rng: &mut impl Rng) -> Time {
         Time::MAX / 4
     } else {
         k as Time
+    }
+}
+
+/// A run of any scheme, as the outside world drives it.
+pub trait Run: Send {
+    /// Runs every event strictly before `t`; true once the run reached its end.
+    fn run_until(&mut self, t: Time) -> bool;
+    /// Closes statistics, checks frame conservation and builds the results.
+    fn finish(&mut self) -> Result<RunResult, String>;
+    fn now(&self) -> Time;
+    fn duration(&self) -> Time;
+}
+
+impl<S: Scheme> Run for NetSim<S> {
+    fn run_until(&mut self, t: Time) -> bool {
+        NetSim::run_until(self, t)
+    }
+    fn finish(&mut self) -> Result<RunResult, String> {
+        NetSim::finish(self)
+    }
+    fn now(&self) -> Time {
+        self.now
+    }
+    fn duration(&self) -> Time {
+        self.duration
+    }
+}
+
+/// A simulation of one scenario and seed, whatever its scheme.
+pub struct Sim {
+    inner: Box<dyn Run>,
+}
+
+impl Sim {
+    /// Builds the network and scheme of `cfg` for run `seed`; every
+    /// configuration error is reported here, before anything runs.
+    pub fn new(cfg: &SimConfig, seed: u64) -> Result<Sim, ConfigError> {
+        Ok(Sim { inner: crate::scheme::build(cfg, seed)? })
+    }
+
+    pub fn run_until(&mut self, t: Time) -> bool {
+        self.inner.run_until(t)
+    }
+
+    pub fn finish(&mut self) -> Result<RunResult, String> {
+        self.inner.finish()
+    }
+
+    /// Runs to the end and returns the results (conservation checked).
+    pub fn run(mut self) -> Result<RunResult, String> {
+        self.inner.run_until(Time::MAX);
+        self.inner.finish()
+    }
+
+    pub fn now(&self) -> Time {
+        self.inner.now()
+    }
+
+    pub fn duration(&self) -> Time {
+        self.inner.duration()
     }
 }

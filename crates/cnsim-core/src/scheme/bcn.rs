@@ -1,0 +1,371 @@
+//! BCN (Backward Congestion Notification) and its variants BCN(0,0),
+//! BCN-Max and ECM (schemes.md, "BCN" and "ECM"). One parameter set covers
+//! them all; the variants are switches.
+
+use super::{Feedback, FeedbackKind, RlCore, Scheme};
+use crate::config::{err, ConfigError};
+use crate::engine::rng::Stream;
+use crate::engine::{Time, PS_PER_US};
+use crate::net::Frame;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+/// BCN parameters (engine units). Defaults: the baseline of scenarios.md.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BcnParams {
+    /// Equilibrium queue Qeq (64-byte pages).
+    pub qeq_pages: f64,
+    /// Weight W of the queue derivative.
+    pub w: f64,
+    /// Increase gain Gi (per page of Fb, in units of Ru).
+    pub gi: f64,
+    /// Decrease gain Gd (per page of Fb).
+    pub gd: f64,
+    /// Rate unit Ru (bit/s).
+    pub ru_bps: f64,
+    /// Mean sampling interval S (bytes).
+    pub sample_bytes: f64,
+    /// Uniform jitter added to each sampling interval, +- (bytes).
+    pub jitter_bytes: f64,
+    /// Qoff clipping range (-lo Qeq, +hi Qeq) and Qdelta range +- dr Qeq.
+    pub qoff_lo_qeq: f64,
+    pub qoff_hi_qeq: f64,
+    pub qdelta_range_qeq: f64,
+    /// BCN-Max / ECM-Max: above Qmc send the most negative Fb.
+    pub bcn_max: bool,
+    pub qmc_bytes: f64,
+    /// BCN(0,0): above Qsc send a stop message.
+    pub bcn00: bool,
+    pub qsc_bytes: f64,
+    /// BCN(0,0) stop time U(0, Tmax) and restart rate Rmin.
+    pub tmax_ps: Time,
+    pub rmin_bps: f64,
+    /// Drift after a BCN(0,0) restart (and with self-increase): +drift every interval.
+    pub drift_bps: f64,
+    pub drift_interval_ps: Time,
+    /// Drift every RL, not only after BCN(0,0).
+    pub self_increase: bool,
+    /// Oversampling: at or above `oversample_above_bytes` sample every `sample_sev_bytes`.
+    pub oversampling: bool,
+    pub oversample_above_bytes: f64,
+    pub sample_sev_bytes: f64,
+    /// Floor of the rate after a decrease (bit/s).
+    pub min_rate_bps: f64,
+}
+
+impl Default for BcnParams {
+    fn default() -> Self {
+        BcnParams {
+            qeq_pages: 375.0,
+            w: 2.0,
+            gi: 0.53,
+            gd: 2.6e-4,
+            ru_bps: 1e6,
+            sample_bytes: 150_000.0,
+            jitter_bytes: 0.0,
+            qoff_lo_qeq: 1.0,
+            qoff_hi_qeq: 1.0,
+            qdelta_range_qeq: 2.0,
+            bcn_max: false,
+            qmc_bytes: 112_500.0,
+            bcn00: false,
+            qsc_bytes: 112_500.0,
+            tmax_ps: 100 * PS_PER_US,
+            rmin_bps: 1e9,
+            drift_bps: 1e6,
+            drift_interval_ps: 100 * PS_PER_US,
+            self_increase: false,
+            oversampling: false,
+            oversample_above_bytes: 112_500.0,
+            sample_sev_bytes: 15_000.0,
+            min_rate_bps: 1e6,
+        }
+    }
+}
+
+pub struct Bcn {
+    p: BcnParams,
+}
+
+impl Bcn {
+    pub fn new(p: BcnParams) -> Result<Bcn, ConfigError> {
+        let pos = |v: f64, name: &str| if v > 0.0 && v.is_finite() { Ok(()) } else { err(format!("bcn.{name}: {v} is not allowed; expected > 0")) };
+        let nonneg = |v: f64, name: &str| if v >= 0.0 && v.is_finite() { Ok(()) } else { err(format!("bcn.{name}: {v} is not allowed; expected >= 0")) };
+        pos(p.qeq_pages, "qeq_pages")?;
+        nonneg(p.w, "w")?;
+        nonneg(p.gi, "gi")?;
+        nonneg(p.gd, "gd")?;
+        pos(p.ru_bps, "ru_mbps")?;
+        pos(p.sample_bytes, "sample_bytes")?;
+        nonneg(p.jitter_bytes, "jitter_bytes")?;
+        if p.jitter_bytes >= p.sample_bytes {
+            return err(format!("bcn.jitter_bytes: {} must be below bcn.sample_bytes {}", p.jitter_bytes, p.sample_bytes));
+        }
+        pos(p.qoff_lo_qeq, "qoff_lo_qeq")?;
+        pos(p.qoff_hi_qeq, "qoff_hi_qeq")?;
+        pos(p.qdelta_range_qeq, "qdelta_range_qeq")?;
+        pos(p.sample_sev_bytes, "sample_sev_bytes")?;
+        pos(p.min_rate_bps, "min_rate_mbps")?;
+        pos(p.rmin_bps, "rmin_gbps")?;
+        nonneg(p.drift_bps, "drift_mbps")?;
+        if p.drift_interval_ps == 0 {
+            return err("bcn.drift_interval_us: must be > 0");
+        }
+        Ok(Bcn { p })
+    }
+
+    pub fn params(&self) -> &BcnParams {
+        &self.p
+    }
+
+    /// Fb (pages) for a queue of `q_bytes` after `qold_pages`, clipped.
+    pub fn feedback(&self, q_bytes: u64, qold_pages: f64) -> f64 {
+        let p = &self.p;
+        let q = q_bytes as f64 / 64.0;
+        let qoff = (q - p.qeq_pages).clamp(-p.qoff_lo_qeq * p.qeq_pages, p.qoff_hi_qeq * p.qeq_pages);
+        let range = p.qdelta_range_qeq * p.qeq_pages;
+        let qdelta = (q - qold_pages).clamp(-range, range);
+        -(qoff + p.w * qdelta)
+    }
+
+    /// The most negative Fb the clipping ranges allow.
+    pub fn fb_max_negative(&self) -> f64 {
+        let p = &self.p;
+        -(p.qoff_hi_qeq * p.qeq_pages + p.w * p.qdelta_range_qeq * p.qeq_pages)
+    }
+
+    fn next_interval(&self, q_bytes: u64, rng: &mut Stream) -> f64 {
+        let p = &self.p;
+        let s = if p.oversampling && q_bytes as f64 >= p.oversample_above_bytes { p.sample_sev_bytes } else { p.sample_bytes };
+        let j = if p.jitter_bytes > 0.0 { rng.gen_range(-p.jitter_bytes..=p.jitter_bytes) } else { 0.0 };
+        (s + j).max(1.0)
+    }
+}
+
+pub struct BcnCp {
+    rng: Stream,
+    /// Bytes until the next sample.
+    counter: f64,
+    qold_pages: f64,
+    started: bool,
+}
+
+#[derive(Default)]
+pub struct BcnRl {
+    /// Waiting for the end of a BCN(0,0) stop.
+    resume_pending: bool,
+    /// Drifting up (after a BCN(0,0) restart, or self-increase).
+    drifting: bool,
+}
+
+impl Scheme for Bcn {
+    type Cp = BcnCp;
+    type Rl = BcnRl;
+
+    fn new_cp(&self, rng: Stream) -> BcnCp {
+        BcnCp { rng, counter: 0.0, qold_pages: 0.0, started: false }
+    }
+
+    fn new_rl(&self) -> BcnRl {
+        BcnRl::default()
+    }
+
+    fn cp_on_enqueue(&self, cp: &mut BcnCp, frame: &Frame, q_bytes: u64, cpid: u16) -> Option<Feedback> {
+        if !cp.started {
+            // The first interval is drawn too, so CPs do not sample in lockstep.
+            cp.started = true;
+            cp.counter = self.next_interval(q_bytes, &mut cp.rng);
+        }
+        cp.counter -= frame.len as f64;
+        if cp.counter > 0.0 {
+            return None;
+        }
+        cp.counter = self.next_interval(q_bytes, &mut cp.rng);
+        let fb = self.feedback(q_bytes, cp.qold_pages);
+        cp.qold_pages = q_bytes as f64 / 64.0;
+        let p = &self.p;
+        let q = q_bytes as f64;
+        if p.bcn_max && q > p.qmc_bytes {
+            Some(Feedback { kind: FeedbackKind::Negative, fb: self.fb_max_negative() as f32 })
+        } else if p.bcn00 && q > p.qsc_bytes {
+            Some(Feedback { kind: FeedbackKind::Stop, fb: 0.0 })
+        } else if fb < 0.0 {
+            Some(Feedback { kind: FeedbackKind::Negative, fb: fb as f32 })
+        } else if fb > 0.0 && frame.tag == cpid {
+            Some(Feedback { kind: FeedbackKind::Positive, fb: fb as f32 })
+        } else {
+            None
+        }
+    }
+
+    fn creates_rl(&self, fb: &Feedback) -> bool {
+        matches!(fb.kind, FeedbackKind::Negative | FeedbackKind::Stop)
+    }
+
+    fn rp_on_create(&self, _core: &mut RlCore, rl: &mut BcnRl, now: Time) -> Option<Time> {
+        if self.p.self_increase {
+            rl.drifting = true;
+            return Some(now + self.p.drift_interval_ps);
+        }
+        None
+    }
+
+    fn rp_on_feedback(&self, core: &mut RlCore, rl: &mut BcnRl, fb: &Feedback, now: Time, rng: &mut Stream) -> Option<Time> {
+        let p = &self.p;
+        match fb.kind {
+            FeedbackKind::Negative => {
+                core.rate_bps = (core.rate_bps * (1.0 + p.gd * fb.fb as f64)).max(p.min_rate_bps);
+                None
+            }
+            FeedbackKind::Positive => {
+                core.rate_bps = (core.rate_bps + p.gi * fb.fb as f64 * p.ru_bps).min(core.line_rate_bps);
+                None
+            }
+            FeedbackKind::Stop => {
+                let stop = if p.tmax_ps > 0 { rng.gen_range(0..=p.tmax_ps) } else { 0 };
+                core.stopped_until = now + stop;
+                rl.resume_pending = true;
+                Some(core.stopped_until)
+            }
+        }
+    }
+
+    fn rp_on_timer(&self, core: &mut RlCore, rl: &mut BcnRl, now: Time, _rng: &mut Stream) -> Option<Time> {
+        let p = &self.p;
+        if rl.resume_pending {
+            rl.resume_pending = false;
+            core.rate_bps = core.rate_bps.min(p.rmin_bps);
+            rl.drifting = true;
+            return Some(now + p.drift_interval_ps);
+        }
+        if rl.drifting {
+            core.rate_bps = (core.rate_bps + p.drift_bps).min(core.line_rate_bps);
+            if core.rate_bps < core.line_rate_bps || p.self_increase {
+                return Some(now + p.drift_interval_ps);
+            }
+            rl.drifting = false;
+        }
+        Some(Time::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::rng::stream;
+
+    fn core() -> RlCore {
+        RlCore { rate_bps: 10e9, line_rate_bps: 10e9, stopped_until: 0 }
+    }
+
+    #[test]
+    fn fb_on_hand_computed_cases() {
+        let b = Bcn::new(BcnParams::default()).unwrap(); // Qeq 375 pages, W 2
+        // Q = 400 pages (25,600 B), Qold = 390: Qoff = 25, Qdelta = 10 -> Fb = -(25 + 20) = -45.
+        assert!((b.feedback(25_600, 390.0) + 45.0).abs() < 1e-9);
+        // Q = 100 pages, Qold = 100: Qoff = -275 -> Fb = +275.
+        assert!((b.feedback(6_400, 100.0) - 275.0).abs() < 1e-9);
+        // Far above: Qoff clipped at +Qeq (375), Qdelta at +2 Qeq (750): Fb = -(375 + 1500) = -1875.
+        assert!((b.feedback(2_000_000, 0.0) + 1875.0).abs() < 1e-9);
+        // Empty after full: Qoff clipped at -Qeq, Qdelta at -2 Qeq: Fb = +1875.
+        assert!((b.feedback(0, 100_000.0) - 1875.0).abs() < 1e-9);
+        assert_eq!(b.fb_max_negative(), -1875.0);
+        // The widened ranges of the transient study: Qoff (-Qeq, +2 Qeq), Qdelta +-4 Qeq.
+        let wide = Bcn::new(BcnParams { qoff_hi_qeq: 2.0, qdelta_range_qeq: 4.0, ..BcnParams::default() }).unwrap();
+        assert!((wide.feedback(2_000_000, 0.0) + (750.0 + 2.0 * 1500.0)).abs() < 1e-9);
+        assert!((wide.feedback(0, 100_000.0) - (375.0 + 2.0 * 1500.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn maximal_feedback_halves_or_adds_a_tenth_of_line_rate() {
+        let b = Bcn::new(BcnParams::default()).unwrap();
+        let mut rng = stream(0, "t");
+        let mut c = core();
+        let mut rl = BcnRl::default();
+        b.rp_on_feedback(&mut c, &mut rl, &Feedback { kind: FeedbackKind::Negative, fb: -1875.0 }, 0, &mut rng);
+        assert!((c.rate_bps / 10e9 - 0.5125).abs() < 1e-6, "{}", c.rate_bps);
+        let before = c.rate_bps;
+        b.rp_on_feedback(&mut c, &mut rl, &Feedback { kind: FeedbackKind::Positive, fb: 1875.0 }, 0, &mut rng);
+        assert!(((c.rate_bps - before) / 1e9 - 1.0).abs() < 0.01, "increase {}", c.rate_bps - before);
+        // Never below the floor, never above line rate.
+        for _ in 0..100 {
+            b.rp_on_feedback(&mut c, &mut rl, &Feedback { kind: FeedbackKind::Negative, fb: -1875.0 }, 0, &mut rng);
+        }
+        assert_eq!(c.rate_bps, 1e6);
+        for _ in 0..100 {
+            b.rp_on_feedback(&mut c, &mut rl, &Feedback { kind: FeedbackKind::Positive, fb: 1875.0 }, 0, &mut rng);
+        }
+        assert_eq!(c.rate_bps, 10e9);
+    }
+
+    #[test]
+    fn sampling_interval_is_uniform_around_s() {
+        let b = Bcn::new(BcnParams { sample_bytes: 100_000.0, jitter_bytes: 5_000.0, ..BcnParams::default() }).unwrap();
+        let mut rng = stream(1, "cp");
+        let xs: Vec<f64> = (0..20_000).map(|_| b.next_interval(0, &mut rng)).collect();
+        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+        let min = xs.iter().cloned().fold(f64::MAX, f64::min);
+        let max = xs.iter().cloned().fold(0.0, f64::max);
+        assert!((mean - 100_000.0).abs() < 100.0, "mean {mean}");
+        assert!(min >= 95_000.0 && min < 95_100.0 && max <= 105_000.0 && max > 104_900.0);
+        // Uniform: variance (2j)^2 / 12.
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / xs.len() as f64;
+        assert!((var.sqrt() - 10_000.0 / 12f64.sqrt()).abs() < 60.0);
+    }
+
+    #[test]
+    fn cp_samples_every_s_bytes_and_applies_the_message_rules_in_order() {
+        let b = Bcn::new(BcnParams { sample_bytes: 15_000.0, ..BcnParams::default() }).unwrap();
+        let mut cp = b.new_cp(stream(0, "cp"));
+        let f = Frame::data(0, 0, 1, 1500);
+        let mut samples = 0;
+        for i in 0..100 {
+            // A growing queue: every sample is negative.
+            if let Some(fb) = b.cp_on_enqueue(&mut cp, &f, 30_000 + i * 1500, 7) {
+                assert_eq!(fb.kind, FeedbackKind::Negative);
+                samples += 1;
+            }
+        }
+        assert_eq!(samples, 10, "one sample per 15 KB of 1500-byte frames");
+        // An empty queue: positive feedback, but only for frames tagged with this CP.
+        let mut cp = b.new_cp(stream(0, "cp"));
+        let mut tagged = f;
+        tagged.tag = 7;
+        let untagged: usize = (0..100).filter(|_| b.cp_on_enqueue(&mut cp, &f, 1500, 7).is_some()).count();
+        assert_eq!(untagged, 0);
+        let pos: Vec<_> = (0..100).filter_map(|_| b.cp_on_enqueue(&mut cp, &tagged, 1500, 7)).collect();
+        assert_eq!(pos.len(), 10);
+        assert!(pos.iter().all(|fb| fb.kind == FeedbackKind::Positive && fb.fb > 0.0));
+        // BCN-Max wins over BCN(0,0), which wins over a plain negative.
+        let both = Bcn::new(BcnParams { sample_bytes: 1500.0, bcn_max: true, bcn00: true, qmc_bytes: 120_000.0, qsc_bytes: 100_000.0, ..BcnParams::default() }).unwrap();
+        let mut cp = both.new_cp(stream(0, "cp"));
+        assert_eq!(both.cp_on_enqueue(&mut cp, &f, 130_000, 7).unwrap(), Feedback { kind: FeedbackKind::Negative, fb: -1875.0 });
+        assert_eq!(both.cp_on_enqueue(&mut cp, &f, 110_000, 7).unwrap().kind, FeedbackKind::Stop);
+        // Falling from 110 KB to 90 KB: Fb = -(375 - 2 x 312.5) > 0, and the frame is untagged.
+        assert_eq!(both.cp_on_enqueue(&mut cp, &f, 90_000, 7), None);
+        let mut fresh = both.new_cp(stream(0, "cp"));
+        assert_eq!(both.cp_on_enqueue(&mut fresh, &f, 90_000, 7).unwrap(), Feedback { kind: FeedbackKind::Negative, fb: -1875.0 });
+    }
+
+    #[test]
+    fn bcn00_stops_then_restarts_at_rmin_and_drifts_to_line_rate() {
+        let b = Bcn::new(BcnParams { bcn00: true, ..BcnParams::default() }).unwrap();
+        let mut rng = stream(0, "t");
+        let mut c = core();
+        let mut rl = BcnRl::default();
+        let t = b.rp_on_feedback(&mut c, &mut rl, &Feedback { kind: FeedbackKind::Stop, fb: 0.0 }, 1000, &mut rng).unwrap();
+        assert!(t >= 1000 && t <= 1000 + 100 * PS_PER_US && c.stopped_until == t);
+        let mut now = t;
+        let mut next = b.rp_on_timer(&mut c, &mut rl, now, &mut rng).unwrap();
+        assert_eq!(c.rate_bps, 1e9);
+        let mut steps = 0;
+        while next != Time::MAX {
+            now = next;
+            next = b.rp_on_timer(&mut c, &mut rl, now, &mut rng).unwrap();
+            steps += 1;
+        }
+        assert_eq!(c.rate_bps, 10e9);
+        assert_eq!(steps, 9000, "+1 Mbit/s per 100 us from 1 to 10 Gbit/s");
+    }
+}

@@ -1,0 +1,105 @@
+//! Congestion-management schemes behind two small roles:
+//!
+//! - the **congestion point** (CP): state per bridge output port with CP
+//!   detection; it sees every data frame that joins the queue and may answer
+//!   with [`Feedback`] for the frame's source (a CNM);
+//! - the **reaction point** (RP): the rate law of a rate limiter (RL) at a
+//!   source station. The network model owns the RL mechanics common to every
+//!   scheme (its queue, pacing, tagging, round robin, release at line rate);
+//!   the scheme only moves [`RlCore::rate_bps`] and asks for timers.
+//!
+//! A scheme is one file implementing [`Scheme`], registered with one line in
+//! [`build`]. Schemes are type parameters of the simulation, so the per-frame
+//! path has no dynamic dispatch.
+
+pub mod bcn;
+pub mod nocm;
+
+use crate::config::{ConfigError, SchemeConfig, SimConfig};
+use crate::engine::rng::Stream;
+use crate::engine::Time;
+use crate::net::sim::{NetSim, Run};
+use crate::net::Frame;
+
+/// What a CP tells a source, carried by a CNM (64-byte control frame).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Feedback {
+    pub kind: FeedbackKind,
+    /// Feedback value (BCN: Fb in 64-byte pages, negative = slow down).
+    pub fb: f32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum FeedbackKind {
+    /// Fb < 0: decrease (creates the RL when the station has none for this CP).
+    Negative = 0,
+    /// Fb > 0: increase (only for an existing RL).
+    Positive = 1,
+    /// BCN(0,0): stop for a random time, then restart slowly.
+    Stop = 2,
+}
+
+impl FeedbackKind {
+    pub fn from_u8(x: u8) -> FeedbackKind {
+        match x {
+            0 => FeedbackKind::Negative,
+            1 => FeedbackKind::Positive,
+            _ => FeedbackKind::Stop,
+        }
+    }
+}
+
+/// The part of a rate limiter a scheme may change.
+#[derive(Clone, Debug)]
+pub struct RlCore {
+    /// Current rate (bit/s).
+    pub rate_bps: f64,
+    /// The station's line rate (bit/s); an RL at line rate with an empty
+    /// queue is released.
+    pub line_rate_bps: f64,
+    /// The RL sends nothing before this time (BCN(0,0) stop).
+    pub stopped_until: Time,
+}
+
+/// A congestion-management scheme: its CP and its RP rate law.
+pub trait Scheme: Send + 'static {
+    /// State of one CP (one bridge output port with detection on).
+    type Cp: Send;
+    /// Scheme state of one rate limiter.
+    type Rl: Send;
+
+    /// Data frames arriving at their destination are events (reflection
+    /// points); otherwise the engine counts them when they are sent.
+    const SINK_EVENTS: bool = false;
+
+    fn new_cp(&self, rng: Stream) -> Self::Cp;
+    fn new_rl(&self) -> Self::Rl;
+
+    /// A data frame joined a CP queue, which now holds `q_bytes` (including
+    /// it). `cpid` identifies this CP in tags.
+    fn cp_on_enqueue(&self, cp: &mut Self::Cp, frame: &Frame, q_bytes: u64, cpid: u16) -> Option<Feedback>;
+
+    /// Whether `fb` creates an RL at a station that has none for its CP.
+    fn creates_rl(&self, fb: &Feedback) -> bool;
+
+    /// A new RL was created (at line rate). Returns its first timer, if any.
+    fn rp_on_create(&self, _core: &mut RlCore, _rl: &mut Self::Rl, _now: Time) -> Option<Time> {
+        None
+    }
+
+    /// Feedback reached the RL. Returns when the RL's timer should next fire
+    /// (`None` leaves any pending timer as it is, `Some(Time::MAX)` cancels it).
+    fn rp_on_feedback(&self, core: &mut RlCore, rl: &mut Self::Rl, fb: &Feedback, now: Time, rng: &mut Stream) -> Option<Time>;
+
+    /// The RL's timer fired. Returns the next timer time, if any.
+    fn rp_on_timer(&self, core: &mut RlCore, rl: &mut Self::Rl, now: Time, rng: &mut Stream) -> Option<Time>;
+}
+
+/// Builds the simulation of `cfg` with its scheme. One line per scheme.
+pub fn build(cfg: &SimConfig, seed: u64) -> Result<Box<dyn Run>, ConfigError> {
+    Ok(match &cfg.scheme {
+        SchemeConfig::Nocm => Box::new(NetSim::new(cfg, seed, nocm::NoCm)?),
+        SchemeConfig::Bcn(p) => Box::new(NetSim::new(cfg, seed, bcn::Bcn::new(p.clone())?)?),
+    })
+}
