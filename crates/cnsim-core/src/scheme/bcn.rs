@@ -63,7 +63,7 @@ impl Default for BcnParams {
             gd: 2.6e-4,
             ru_bps: 1e6,
             sample_bytes: 150_000.0,
-            jitter_bytes: 0.0,
+            jitter_bytes: 5_000.0,
             qoff_lo_qeq: 1.0,
             qoff_hi_qeq: 1.0,
             qdelta_range_qeq: 2.0,
