@@ -9,10 +9,24 @@ use cnsim_core::Sim;
 fn main() {
     let seeds: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(5);
     let mut cfg = star_config(4, 0.49, 100 * PS_PER_MS, 5 * PS_PER_MS);
-    cfg.events.push(EventConfig::Stop { at_ps: 80 * PS_PER_MS, node: "S3".into() });
-    cfg.events.push(EventConfig::Stop { at_ps: 80 * PS_PER_MS, node: "S4".into() });
-    cfg.windows.push(WindowConfig { name: "fairness".into(), start_ps: 20 * PS_PER_MS, end_ps: 80 * PS_PER_MS });
-    cfg.windows.push(WindowConfig { name: "utilization".into(), start_ps: 10 * PS_PER_MS, end_ps: 80 * PS_PER_MS });
+    cfg.events.push(EventConfig::Stop {
+        at_ps: 80 * PS_PER_MS,
+        node: "S3".into(),
+    });
+    cfg.events.push(EventConfig::Stop {
+        at_ps: 80 * PS_PER_MS,
+        node: "S4".into(),
+    });
+    cfg.windows.push(WindowConfig {
+        name: "fairness".into(),
+        start_ps: 20 * PS_PER_MS,
+        end_ps: 80 * PS_PER_MS,
+    });
+    cfg.windows.push(WindowConfig {
+        name: "utilization".into(),
+        start_ps: 10 * PS_PER_MS,
+        end_ps: 80 * PS_PER_MS,
+    });
     cfg.scheme = SchemeConfig::Bcn(BcnParams::default());
     let mut jains = vec![];
     for seed in 0..seeds {
@@ -25,10 +39,13 @@ fn main() {
         let dev_rms = (rates.iter().map(|r| (r - t).powi(2)).sum::<f64>() / rates.len() as f64).sqrt() / t;
         jains.push(jain);
         let down = r.link("B0->D").unwrap().throughput_gbps[2];
-        let after: Vec<f64> = ["S1", "S2"].iter().map(|s| {
-            let v = r.series("flow_throughput", &format!("{s}->D")).unwrap();
-            v[900..1000].iter().sum::<f64>() / 100.0
-        }).collect();
+        let after: Vec<f64> = ["S1", "S2"]
+            .iter()
+            .map(|s| {
+                let v = r.series("flow_throughput", &format!("{s}->D")).unwrap();
+                v[900..1000].iter().sum::<f64>() / 100.0
+            })
+            .collect();
         println!(
             "seed {seed}: rates {:.3?} jain {jain:.3} dev_max {dev_max:.3} dev_rms {dev_rms:.3} down {down:.3} dropped_cp {} dropped_rp {} overhead {:.2} Mb/s after80 {:.2?}",
             rates, r.frames.dropped_cp, r.frames.dropped_rp, r.metrics.overhead_mbps, after

@@ -92,6 +92,8 @@ pub struct Stats {
     pub link_win_bytes: Vec<u64>,
     pub queue_traces: Vec<QueueTrace>,
     pub n_ports: usize,
+    /// Frame counts per window: generated, delivered, dropped_cp, dropped_rp.
+    pub win_counts: Vec<[u64; 4]>,
 }
 
 pub const NO_SLOT: u32 = u32::MAX;
@@ -137,6 +139,7 @@ impl Stats {
             link_win_bytes: vec![0; nw * n_ports],
             queue_traces: Vec::new(),
             n_ports,
+            win_counts: vec![[0; 4]; nw],
         }
     }
 
@@ -179,8 +182,24 @@ impl Stats {
         }
         for (w, &(a, e)) in self.windows.iter().enumerate() {
             if t >= a && t < e {
+                self.win_counts[w][1] += 1;
                 self.agg_win_bytes[w] += len;
                 self.flow_win_bytes[w * n * n + f] += len;
+            }
+        }
+    }
+
+    /// Counts a frame event (0 generated, 2 dropped_cp, 3 dropped_rp) at `t` in its windows.
+    #[inline]
+    pub fn count(&mut self, t: Time, what: usize) {
+        match what {
+            0 => self.generated += 1,
+            2 => self.dropped_cp += 1,
+            _ => self.dropped_rp += 1,
+        }
+        for (w, &(a, e)) in self.windows.iter().enumerate() {
+            if t >= a && t < e {
+                self.win_counts[w][what] += 1;
             }
         }
     }
@@ -261,6 +280,11 @@ pub struct WindowResult {
     pub name: String,
     pub start_ps: Time,
     pub end_ps: Time,
+    /// Frames generated, delivered, dropped at CPs and at RPs inside the window.
+    pub generated: u64,
+    pub delivered: u64,
+    pub dropped_cp: u64,
+    pub dropped_rp: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -49,7 +49,13 @@ pub struct StationRp<R> {
 
 impl<R> StationRp<R> {
     pub fn new(n_stations: usize, rng: Stream) -> Self {
-        StationRp { rls: (0..MAX_RL).map(|_| None).collect(), flow_rl: vec![NO_RL; n_stations], active: 0, rr: 0, rng }
+        StationRp {
+            rls: (0..MAX_RL).map(|_| None).collect(),
+            flow_rl: vec![NO_RL; n_stations],
+            active: 0,
+            rr: 0,
+            rng,
+        }
     }
 
     pub fn frames_queued(&self) -> u64 {
@@ -91,7 +97,7 @@ impl<S: Scheme> NetSim<S> {
         let rl = rp.rls[k as usize].as_mut().expect("mapped flows point at live RLs");
         if rl.bytes + frame.len as u64 > cap {
             self.net.stations[s].dropped_rp += 1;
-            self.stats.dropped_rp += 1;
+            self.stats.count(self.now, 3);
             return None;
         }
         rl.bytes += frame.len as u64;
@@ -158,7 +164,10 @@ impl<S: Scheme> NetSim<S> {
 
     /// A CNM reached station `s` (after its processing time).
     pub(crate) fn rp_receive(&mut self, s: usize, cnm: &Frame) {
-        let fb = Feedback { kind: FeedbackKind::from_u8(cnm.aux), fb: cnm.value };
+        let fb = Feedback {
+            kind: FeedbackKind::from_u8(cnm.aux),
+            fb: cnm.value,
+        };
         let cpid = cnm.tag;
         let now = self.now;
         let slot = match self.rps[s].rls.iter().position(|r| r.as_ref().is_some_and(|r| r.cpid == cpid)) {
@@ -188,7 +197,11 @@ impl<S: Scheme> NetSim<S> {
         let k = self.rps[s].rls.iter().position(|r| r.is_none())?;
         let port = self.net.stations[s].port;
         let line = self.net.ports[port as usize].nominal_rate_bps as f64;
-        let mut core = RlCore { rate_bps: line, line_rate_bps: line, stopped_until: 0 };
+        let mut core = RlCore {
+            rate_bps: line,
+            line_rate_bps: line,
+            stopped_until: 0,
+        };
         let mut state = self.scheme.new_rl();
         let timer = self.scheme.rp_on_create(&mut core, &mut state, now);
         let trace = self.rl_trace_for(s, cpid);
@@ -223,7 +236,11 @@ impl<S: Scheme> NetSim<S> {
         let line = self.net.ports[self.net.stations[s].port as usize].nominal_rate_bps;
         rate.update(0, line);
         rate.update(self.stats.bin_now(), line);
-        self.rl_traces.push(RlTrace { key: key.clone(), rate, bytes: QueueTrace::new(0, n) });
+        self.rl_traces.push(RlTrace {
+            key: key.clone(),
+            rate,
+            bytes: QueueTrace::new(0, n),
+        });
         self.rl_trace_index.insert(key, self.rl_traces.len() - 1);
         Some(self.rl_traces.len() - 1)
     }
@@ -294,5 +311,110 @@ impl<S: Scheme> NetSim<S> {
             self.rl_traces[t].rate.update(b, line as u64);
             self.rl_traces[t].bytes.update(b, 0);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::star_config;
+    use crate::engine::{PS_PER_MS, PS_PER_US};
+    use crate::scheme::bcn::{Bcn, BcnParams};
+    use crate::scheme::FeedbackKind;
+
+    fn sim() -> NetSim<Bcn> {
+        let mut cfg = star_config(2, 0.5, 10 * PS_PER_MS, 0);
+        cfg.scheme = crate::config::SchemeConfig::Bcn(BcnParams::default());
+        NetSim::new(&cfg, 0, Bcn::new(BcnParams::default()).unwrap()).unwrap()
+    }
+
+    fn cnm(kind: FeedbackKind, fb: f32, cpid: u16, flow_dst: u16) -> Frame {
+        let mut f = Frame::data(0, flow_dst, 0, 64);
+        f.kind = super::super::frame::FrameKind::Cnm;
+        f.tag = cpid;
+        f.value = fb;
+        f.flow_dst = flow_dst;
+        f.aux = kind as u8;
+        f
+    }
+
+    #[test]
+    fn negative_feedback_creates_a_mapped_rl_whose_frames_leave_tagged_and_paced() {
+        let mut s = sim();
+        let d = 2u16; // stations S1, S2, D
+        let cpid = 9;
+        // Positive feedback for an unknown CP does nothing.
+        s.rp_receive(0, &cnm(FeedbackKind::Positive, 100.0, cpid, d));
+        assert_eq!(s.rps[0].active, 0);
+        s.rp_receive(0, &cnm(FeedbackKind::Negative, -1875.0, cpid, d));
+        assert_eq!(s.rps[0].active, 1);
+        let k = s.rps[0].flow_rl[d as usize] as usize;
+        let rl = s.rps[0].rls[k].as_ref().unwrap();
+        assert_eq!(rl.cpid, cpid);
+        assert!((rl.core.rate_bps - 0.5125 * 10e9).abs() < 1.0);
+        // Frames of the mapped flow queue in the RLQ...
+        for i in 0..3 {
+            assert!(s.rl_admit(0, Frame::data(i, 0, d, 1500)).is_none());
+        }
+        assert_eq!(s.rps[0].rls[k].as_ref().unwrap().bytes, 4500);
+        // ... and leave tagged with the CPID, one per 8 x 1500 / R.
+        let port = s.net.stations[0].port;
+        let f = s.station_next_data(0, port).unwrap();
+        assert_eq!(f.tag, cpid);
+        assert!(s.station_next_data(0, port).is_none(), "the next frame waits for its pacing time");
+        let gap = s.rps[0].rls[k].as_ref().unwrap().next_release - s.now;
+        assert_eq!(gap, (1500.0f64 * 8e12 / (0.5125 * 10e9)).ceil() as Time);
+        s.now += gap;
+        assert_eq!(s.station_next_data(0, port).unwrap().tag, cpid);
+    }
+
+    #[test]
+    fn an_rl_back_at_line_rate_with_an_empty_queue_is_released() {
+        let mut s = sim();
+        let d = 2u16;
+        s.rp_receive(1, &cnm(FeedbackKind::Negative, -100.0, 5, d));
+        assert_eq!(s.rps[1].active, 1);
+        for _ in 0..20 {
+            s.rp_receive(1, &cnm(FeedbackKind::Positive, 1875.0, 5, d));
+        }
+        assert_eq!(s.rps[1].active, 0);
+        assert_eq!(s.rps[1].flow_rl[d as usize], NO_RL);
+        // Unmapped again: frames go to the NIC FIFO.
+        assert!(s.rl_admit(1, Frame::data(0, 1, d, 1500)).is_some());
+    }
+
+    #[test]
+    fn a_newer_cp_takes_over_the_flow_and_the_rlq_drops_when_full() {
+        let mut s = sim();
+        let d = 2u16;
+        s.rp_receive(0, &cnm(FeedbackKind::Negative, -1875.0, 5, d));
+        let first = s.rps[0].flow_rl[d as usize];
+        s.rp_receive(0, &cnm(FeedbackKind::Negative, -1875.0, 6, d));
+        let second = s.rps[0].flow_rl[d as usize];
+        assert_ne!(first, second);
+        assert_eq!(s.rps[0].rls[second as usize].as_ref().unwrap().cpid, 6);
+        let cap = s.net.stations[0].rlq_bytes / 1500;
+        for i in 0..cap + 5 {
+            s.rl_admit(0, Frame::data(i, 0, d, 1500));
+        }
+        assert_eq!(s.stats.dropped_rp, 5);
+        assert_eq!(s.net.stations[0].dropped_rp, 5);
+    }
+
+    #[test]
+    fn bcn00_stop_holds_the_rl_until_its_random_restart() {
+        let mut s = sim();
+        let d = 2u16;
+        s.rp_receive(0, &cnm(FeedbackKind::Stop, 0.0, 5, d));
+        let k = s.rps[0].flow_rl[d as usize] as usize;
+        let until = s.rps[0].rls[k].as_ref().unwrap().core.stopped_until;
+        assert!(until <= 100 * PS_PER_US);
+        s.rl_admit(0, Frame::data(0, 0, d, 1500));
+        let port = s.net.stations[0].port;
+        if until > 0 {
+            assert!(s.station_next_data(0, port).is_none());
+        }
+        s.now = until;
+        assert!(s.station_next_data(0, port).is_some());
     }
 }

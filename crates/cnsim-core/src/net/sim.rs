@@ -3,18 +3,18 @@
 //! [`Stats`] and turned into a [`RunResult`] only when the run ends.
 
 use super::frame::{Frame, FrameKind};
-use super::rl::{RlTrace, StationRp, MAX_RL};
 use super::port::{PortId, WIRE_CNM, WIRE_DATA, WIRE_MAC};
+use super::rl::{RlTrace, StationRp, MAX_RL};
 use super::topology::{Dest, Network, NodeKind, NO_ROUTE};
 use crate::config::{err, BufferMode, ConfigError, EventConfig, PauseConfig, SimConfig};
 use crate::engine::queue::EventQueue;
 use crate::engine::rng::stream;
-use crate::scheme::{Feedback, Scheme};
-use std::collections::BTreeMap;
 use crate::engine::time::to_secs;
 use crate::engine::Time;
+use crate::scheme::{Feedback, Scheme};
 use crate::stats::{self, QueueTrace, RunResult, Stats};
 use rand::Rng;
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 // Event kinds.
@@ -81,9 +81,14 @@ impl<S: Scheme> NetSim<S> {
                 _ => None,
             })
             .collect();
-        let rps = (0..n_st).map(|s| StationRp::new(n_st, stream(seed, &format!("{}/rp", net.station_name(s))))).collect();
+        let rps = (0..n_st)
+            .map(|s| StationRp::new(n_st, stream(seed, &format!("{}/rp", net.station_name(s)))))
+            .collect();
         if n_st * MAX_RL > crate::engine::queue::MAX_INDEX as usize || net.ports.len() >= u16::MAX as usize {
-            return err(format!("nodes: {n_st} stations / {} ports is more than the engine indexes", net.ports.len()));
+            return err(format!(
+                "nodes: {n_st} stations / {} ports is more than the engine indexes",
+                net.ports.len()
+            ));
         }
         for p in 0..net.ports.len() {
             let owner = net.ports[p].owner as usize;
@@ -234,7 +239,6 @@ impl<S: Scheme> NetSim<S> {
         self.now >= self.duration
     }
 
-
     // ------------------------------------------------------------ sources
 
     fn on_scenario(&mut self, i: usize) {
@@ -295,7 +299,7 @@ impl<S: Scheme> NetSim<S> {
         let cap = st.nic_buffer_bytes;
         self.q.push(next, EV_GENERATE, s);
 
-        self.stats.generated += 1;
+        self.stats.count(now, 0);
         self.stats.flow_generated[s as usize * n_st + dst as usize] += 1;
         let frame = Frame::data(now, s as u16, dst, self.frame_bytes as u16);
         let Some(frame) = self.rl_admit(s as usize, frame) else {
@@ -306,7 +310,7 @@ impl<S: Scheme> NetSim<S> {
         let p = &mut self.net.ports[port as usize];
         if p.data_bytes + frame.len as u64 > cap {
             self.net.stations[s as usize].dropped_rp += 1;
-            self.stats.dropped_rp += 1;
+            self.stats.count(self.now, 3);
             return;
         }
         p.data_bytes += frame.len as u64;
@@ -488,7 +492,7 @@ impl<S: Scheme> NetSim<S> {
             // the network is built; count rather than lose anything else.
             if f.is_data() {
                 bridge.dropped_cp += 1;
-                self.stats.dropped_cp += 1;
+                self.stats.count(self.now, 2);
             }
             return;
         }
@@ -509,7 +513,7 @@ impl<S: Scheme> NetSim<S> {
         };
         if !admitted {
             bridge.dropped_cp += 1;
-            self.stats.dropped_cp += 1;
+            self.stats.count(self.now, 2);
             return;
         }
         f.in_port = ingress;
@@ -753,10 +757,15 @@ impl<S: Scheme> NetSim<S> {
         self.window_names
             .iter()
             .zip(&self.stats.windows)
-            .map(|(n, &(a, b))| stats::WindowResult {
+            .zip(&self.stats.win_counts)
+            .map(|((n, &(a, b)), c)| stats::WindowResult {
                 name: n.clone(),
                 start_ps: a,
                 end_ps: b,
+                generated: c[0],
+                delivered: c[1],
+                dropped_cp: c[2],
+                dropped_rp: c[3],
             })
             .collect()
     }
@@ -822,8 +831,16 @@ impl<S: Scheme> NetSim<S> {
             });
         }
         for t in &self.rl_traces {
-            out.push(stats::Series { series: "rl_rate".into(), key: t.key.clone(), values: t.rate.end.iter().map(|r| r / 1e9).collect() });
-            out.push(stats::Series { series: "rlq_bytes".into(), key: t.key.clone(), values: t.bytes.end.clone() });
+            out.push(stats::Series {
+                series: "rl_rate".into(),
+                key: t.key.clone(),
+                values: t.rate.end.iter().map(|r| r / 1e9).collect(),
+            });
+            out.push(stats::Series {
+                series: "rlq_bytes".into(),
+                key: t.key.clone(),
+                values: t.bytes.end.clone(),
+            });
         }
         for p in &net.ports {
             if let Some(bins) = &p.paused_bins {
@@ -889,7 +906,9 @@ impl Sim {
     /// Builds the network and scheme of `cfg` for run `seed`; every
     /// configuration error is reported here, before anything runs.
     pub fn new(cfg: &SimConfig, seed: u64) -> Result<Sim, ConfigError> {
-        Ok(Sim { inner: crate::scheme::build(cfg, seed)? })
+        Ok(Sim {
+            inner: crate::scheme::build(cfg, seed)?,
+        })
     }
 
     pub fn run_until(&mut self, t: Time) -> bool {

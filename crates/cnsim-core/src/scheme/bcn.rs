@@ -90,8 +90,20 @@ pub struct Bcn {
 
 impl Bcn {
     pub fn new(p: BcnParams) -> Result<Bcn, ConfigError> {
-        let pos = |v: f64, name: &str| if v > 0.0 && v.is_finite() { Ok(()) } else { err(format!("bcn.{name}: {v} is not allowed; expected > 0")) };
-        let nonneg = |v: f64, name: &str| if v >= 0.0 && v.is_finite() { Ok(()) } else { err(format!("bcn.{name}: {v} is not allowed; expected >= 0")) };
+        let pos = |v: f64, name: &str| {
+            if v > 0.0 && v.is_finite() {
+                Ok(())
+            } else {
+                err(format!("bcn.{name}: {v} is not allowed; expected > 0"))
+            }
+        };
+        let nonneg = |v: f64, name: &str| {
+            if v >= 0.0 && v.is_finite() {
+                Ok(())
+            } else {
+                err(format!("bcn.{name}: {v} is not allowed; expected >= 0"))
+            }
+        };
         pos(p.qeq_pages, "qeq_pages")?;
         nonneg(p.w, "w")?;
         nonneg(p.gi, "gi")?;
@@ -100,7 +112,10 @@ impl Bcn {
         pos(p.sample_bytes, "sample_bytes")?;
         nonneg(p.jitter_bytes, "jitter_bytes")?;
         if p.jitter_bytes >= p.sample_bytes {
-            return err(format!("bcn.jitter_bytes: {} must be below bcn.sample_bytes {}", p.jitter_bytes, p.sample_bytes));
+            return err(format!(
+                "bcn.jitter_bytes: {} must be below bcn.sample_bytes {}",
+                p.jitter_bytes, p.sample_bytes
+            ));
         }
         pos(p.qoff_lo_qeq, "qoff_lo_qeq")?;
         pos(p.qoff_hi_qeq, "qoff_hi_qeq")?;
@@ -137,8 +152,16 @@ impl Bcn {
 
     fn next_interval(&self, q_bytes: u64, rng: &mut Stream) -> f64 {
         let p = &self.p;
-        let s = if p.oversampling && q_bytes as f64 >= p.oversample_above_bytes { p.sample_sev_bytes } else { p.sample_bytes };
-        let j = if p.jitter_bytes > 0.0 { rng.gen_range(-p.jitter_bytes..=p.jitter_bytes) } else { 0.0 };
+        let s = if p.oversampling && q_bytes as f64 >= p.oversample_above_bytes {
+            p.sample_sev_bytes
+        } else {
+            p.sample_bytes
+        };
+        let j = if p.jitter_bytes > 0.0 {
+            rng.gen_range(-p.jitter_bytes..=p.jitter_bytes)
+        } else {
+            0.0
+        };
         (s + j).max(1.0)
     }
 }
@@ -164,7 +187,12 @@ impl Scheme for Bcn {
     type Rl = BcnRl;
 
     fn new_cp(&self, rng: Stream) -> BcnCp {
-        BcnCp { rng, counter: 0.0, qold_pages: 0.0, started: false }
+        BcnCp {
+            rng,
+            counter: 0.0,
+            qold_pages: 0.0,
+            started: false,
+        }
     }
 
     fn new_rl(&self) -> BcnRl {
@@ -187,13 +215,25 @@ impl Scheme for Bcn {
         let p = &self.p;
         let q = q_bytes as f64;
         if p.bcn_max && q > p.qmc_bytes {
-            Some(Feedback { kind: FeedbackKind::Negative, fb: self.fb_max_negative() as f32 })
+            Some(Feedback {
+                kind: FeedbackKind::Negative,
+                fb: self.fb_max_negative() as f32,
+            })
         } else if p.bcn00 && q > p.qsc_bytes {
-            Some(Feedback { kind: FeedbackKind::Stop, fb: 0.0 })
+            Some(Feedback {
+                kind: FeedbackKind::Stop,
+                fb: 0.0,
+            })
         } else if fb < 0.0 {
-            Some(Feedback { kind: FeedbackKind::Negative, fb: fb as f32 })
+            Some(Feedback {
+                kind: FeedbackKind::Negative,
+                fb: fb as f32,
+            })
         } else if fb > 0.0 && frame.tag == cpid {
-            Some(Feedback { kind: FeedbackKind::Positive, fb: fb as f32 })
+            Some(Feedback {
+                kind: FeedbackKind::Positive,
+                fb: fb as f32,
+            })
         } else {
             None
         }
@@ -256,13 +296,17 @@ mod tests {
     use crate::engine::rng::stream;
 
     fn core() -> RlCore {
-        RlCore { rate_bps: 10e9, line_rate_bps: 10e9, stopped_until: 0 }
+        RlCore {
+            rate_bps: 10e9,
+            line_rate_bps: 10e9,
+            stopped_until: 0,
+        }
     }
 
     #[test]
     fn fb_on_hand_computed_cases() {
         let b = Bcn::new(BcnParams::default()).unwrap(); // Qeq 375 pages, W 2
-        // Q = 400 pages (25,600 B), Qold = 390: Qoff = 25, Qdelta = 10 -> Fb = -(25 + 20) = -45.
+                                                         // Q = 400 pages (25,600 B), Qold = 390: Qoff = 25, Qdelta = 10 -> Fb = -(25 + 20) = -45.
         assert!((b.feedback(25_600, 390.0) + 45.0).abs() < 1e-9);
         // Q = 100 pages, Qold = 100: Qoff = -275 -> Fb = +275.
         assert!((b.feedback(6_400, 100.0) - 275.0).abs() < 1e-9);
@@ -272,7 +316,12 @@ mod tests {
         assert!((b.feedback(0, 100_000.0) - 1875.0).abs() < 1e-9);
         assert_eq!(b.fb_max_negative(), -1875.0);
         // The widened ranges of the transient study: Qoff (-Qeq, +2 Qeq), Qdelta +-4 Qeq.
-        let wide = Bcn::new(BcnParams { qoff_hi_qeq: 2.0, qdelta_range_qeq: 4.0, ..BcnParams::default() }).unwrap();
+        let wide = Bcn::new(BcnParams {
+            qoff_hi_qeq: 2.0,
+            qdelta_range_qeq: 4.0,
+            ..BcnParams::default()
+        })
+        .unwrap();
         assert!((wide.feedback(2_000_000, 0.0) + (750.0 + 2.0 * 1500.0)).abs() < 1e-9);
         assert!((wide.feedback(0, 100_000.0) - (375.0 + 2.0 * 1500.0)).abs() < 1e-9);
     }
@@ -283,25 +332,66 @@ mod tests {
         let mut rng = stream(0, "t");
         let mut c = core();
         let mut rl = BcnRl::default();
-        b.rp_on_feedback(&mut c, &mut rl, &Feedback { kind: FeedbackKind::Negative, fb: -1875.0 }, 0, &mut rng);
+        b.rp_on_feedback(
+            &mut c,
+            &mut rl,
+            &Feedback {
+                kind: FeedbackKind::Negative,
+                fb: -1875.0,
+            },
+            0,
+            &mut rng,
+        );
         assert!((c.rate_bps / 10e9 - 0.5125).abs() < 1e-6, "{}", c.rate_bps);
         let before = c.rate_bps;
-        b.rp_on_feedback(&mut c, &mut rl, &Feedback { kind: FeedbackKind::Positive, fb: 1875.0 }, 0, &mut rng);
+        b.rp_on_feedback(
+            &mut c,
+            &mut rl,
+            &Feedback {
+                kind: FeedbackKind::Positive,
+                fb: 1875.0,
+            },
+            0,
+            &mut rng,
+        );
         assert!(((c.rate_bps - before) / 1e9 - 1.0).abs() < 0.01, "increase {}", c.rate_bps - before);
         // Never below the floor, never above line rate.
         for _ in 0..100 {
-            b.rp_on_feedback(&mut c, &mut rl, &Feedback { kind: FeedbackKind::Negative, fb: -1875.0 }, 0, &mut rng);
+            b.rp_on_feedback(
+                &mut c,
+                &mut rl,
+                &Feedback {
+                    kind: FeedbackKind::Negative,
+                    fb: -1875.0,
+                },
+                0,
+                &mut rng,
+            );
         }
         assert_eq!(c.rate_bps, 1e6);
         for _ in 0..100 {
-            b.rp_on_feedback(&mut c, &mut rl, &Feedback { kind: FeedbackKind::Positive, fb: 1875.0 }, 0, &mut rng);
+            b.rp_on_feedback(
+                &mut c,
+                &mut rl,
+                &Feedback {
+                    kind: FeedbackKind::Positive,
+                    fb: 1875.0,
+                },
+                0,
+                &mut rng,
+            );
         }
         assert_eq!(c.rate_bps, 10e9);
     }
 
     #[test]
     fn sampling_interval_is_uniform_around_s() {
-        let b = Bcn::new(BcnParams { sample_bytes: 100_000.0, jitter_bytes: 5_000.0, ..BcnParams::default() }).unwrap();
+        let b = Bcn::new(BcnParams {
+            sample_bytes: 100_000.0,
+            jitter_bytes: 5_000.0,
+            ..BcnParams::default()
+        })
+        .unwrap();
         let mut rng = stream(1, "cp");
         let xs: Vec<f64> = (0..20_000).map(|_| b.next_interval(0, &mut rng)).collect();
         let mean = xs.iter().sum::<f64>() / xs.len() as f64;
@@ -316,7 +406,12 @@ mod tests {
 
     #[test]
     fn cp_samples_every_s_bytes_and_applies_the_message_rules_in_order() {
-        let b = Bcn::new(BcnParams { sample_bytes: 15_000.0, ..BcnParams::default() }).unwrap();
+        let b = Bcn::new(BcnParams {
+            sample_bytes: 15_000.0,
+            jitter_bytes: 0.0,
+            ..BcnParams::default()
+        })
+        .unwrap();
         let mut cp = b.new_cp(stream(0, "cp"));
         let f = Frame::data(0, 0, 1, 1500);
         let mut samples = 0;
@@ -338,23 +433,59 @@ mod tests {
         assert_eq!(pos.len(), 10);
         assert!(pos.iter().all(|fb| fb.kind == FeedbackKind::Positive && fb.fb > 0.0));
         // BCN-Max wins over BCN(0,0), which wins over a plain negative.
-        let both = Bcn::new(BcnParams { sample_bytes: 1500.0, bcn_max: true, bcn00: true, qmc_bytes: 120_000.0, qsc_bytes: 100_000.0, ..BcnParams::default() }).unwrap();
+        let both = Bcn::new(BcnParams {
+            sample_bytes: 1500.0,
+            jitter_bytes: 0.0,
+            bcn_max: true,
+            bcn00: true,
+            qmc_bytes: 120_000.0,
+            qsc_bytes: 100_000.0,
+            ..BcnParams::default()
+        })
+        .unwrap();
         let mut cp = both.new_cp(stream(0, "cp"));
-        assert_eq!(both.cp_on_enqueue(&mut cp, &f, 130_000, 7).unwrap(), Feedback { kind: FeedbackKind::Negative, fb: -1875.0 });
+        assert_eq!(
+            both.cp_on_enqueue(&mut cp, &f, 130_000, 7).unwrap(),
+            Feedback {
+                kind: FeedbackKind::Negative,
+                fb: -1875.0
+            }
+        );
         assert_eq!(both.cp_on_enqueue(&mut cp, &f, 110_000, 7).unwrap().kind, FeedbackKind::Stop);
         // Falling from 110 KB to 90 KB: Fb = -(375 - 2 x 312.5) > 0, and the frame is untagged.
         assert_eq!(both.cp_on_enqueue(&mut cp, &f, 90_000, 7), None);
         let mut fresh = both.new_cp(stream(0, "cp"));
-        assert_eq!(both.cp_on_enqueue(&mut fresh, &f, 90_000, 7).unwrap(), Feedback { kind: FeedbackKind::Negative, fb: -1875.0 });
+        assert_eq!(
+            both.cp_on_enqueue(&mut fresh, &f, 90_000, 7).unwrap(),
+            Feedback {
+                kind: FeedbackKind::Negative,
+                fb: -1875.0
+            }
+        );
     }
 
     #[test]
     fn bcn00_stops_then_restarts_at_rmin_and_drifts_to_line_rate() {
-        let b = Bcn::new(BcnParams { bcn00: true, ..BcnParams::default() }).unwrap();
+        let b = Bcn::new(BcnParams {
+            bcn00: true,
+            ..BcnParams::default()
+        })
+        .unwrap();
         let mut rng = stream(0, "t");
         let mut c = core();
         let mut rl = BcnRl::default();
-        let t = b.rp_on_feedback(&mut c, &mut rl, &Feedback { kind: FeedbackKind::Stop, fb: 0.0 }, 1000, &mut rng).unwrap();
+        let t = b
+            .rp_on_feedback(
+                &mut c,
+                &mut rl,
+                &Feedback {
+                    kind: FeedbackKind::Stop,
+                    fb: 0.0,
+                },
+                1000,
+                &mut rng,
+            )
+            .unwrap();
         assert!(t >= 1000 && t <= 1000 + 100 * PS_PER_US && c.stopped_until == t);
         let mut now = t;
         let mut next = b.rp_on_timer(&mut c, &mut rl, now, &mut rng).unwrap();
