@@ -214,6 +214,8 @@ pub enum SchemeConfig {
     Nocm,
     /// BCN and its variants (BCN(0,0), BCN-Max) and ECM.
     Bcn(crate::scheme::bcn::BcnParams),
+    /// QCN: the final 802.1Qau standard and the 2007 two- and three-point proposals.
+    Qcn(crate::scheme::qcn::QcnParams),
 }
 
 impl SimConfig {

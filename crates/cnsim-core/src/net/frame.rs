@@ -38,8 +38,10 @@ pub struct Frame {
     pub value: f32,
     /// CNM: destination of the flow the notification is about.
     pub flow_dst: u16,
-    /// CNM: message kind (scheme-specific).
+    /// CNM: message kind (scheme-specific). Data: a CP's mark (QCN-3pt qFb).
     pub aux: u8,
+    /// Data: the CP that marked this frame (0 = unmarked).
+    pub cp_mark: u16,
 }
 
 impl Frame {
@@ -55,6 +57,7 @@ impl Frame {
             value: 0.0,
             flow_dst: NO_NODE,
             aux: 0,
+            cp_mark: 0,
         }
     }
 
@@ -70,6 +73,7 @@ impl Frame {
             value: 0.0,
             flow_dst: NO_NODE,
             aux: 0,
+            cp_mark: 0,
         }
     }
 

@@ -139,12 +139,22 @@ impl<S: Scheme> NetSim<S> {
             f.tag = rl.cpid;
             rl.last_release = now;
             rl.last_len = f.len;
+            let rate_before = rl.core.rate_bps;
+            let timer = self.scheme.rp_on_transmit(&mut rl.core, &mut rl.state, f.len, now, &mut rp.rng);
             rl.next_release = now + pace_ps(f.len, rl.core.rate_bps);
+            let rate_changed = rl.core.rate_bps != rate_before;
             rp.rr = (idx + 1) % n;
-            let (tr, bytes) = (rl.trace, rl.bytes);
+            let (tr, bytes, rate) = (rl.trace, rl.bytes, rl.core.rate_bps);
             // The frame now occupies the NIC like any frame being sent.
             self.net.ports[port as usize].data_bytes += f.len as u64;
             self.trace_rl_bytes(tr, bytes);
+            self.set_rl_timer(s, idx - 1, timer);
+            if rate_changed {
+                if let Some(t) = tr {
+                    let b = self.stats.bin_now();
+                    self.rl_traces[t].rate.update(b, rate as u64);
+                }
+            }
             self.maybe_release(s, idx - 1);
             return Some(f);
         }
@@ -335,6 +345,7 @@ mod tests {
         f.value = fb;
         f.flow_dst = flow_dst;
         f.aux = kind as u8;
+        f.cp_mark = 0;
         f
     }
 

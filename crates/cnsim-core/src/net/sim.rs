@@ -470,6 +470,9 @@ impl<S: Scheme> NetSim<S> {
                     self.net.stations[s as usize].delivered += 1;
                     self.stats
                         .deliver(self.now, f.src as usize, f.dst as usize, f.len as u64, self.now - f.born);
+                    if S::SINK_EVENTS {
+                        self.reflect(s as usize, &f);
+                    }
                 }
                 if f.kind == FrameKind::Cnm {
                     self.rp_receive(s as usize, &f);
@@ -523,16 +526,17 @@ impl<S: Scheme> NetSim<S> {
         let o = &mut ports[out as usize];
         o.data_bytes += len;
         o.count_by_ingress[in_local] += 1;
-        o.data.push_back(f);
+        // The CP sees the queue including this frame, and may mark it (QCN-3pt).
+        if let Some(cp) = self.cps[out as usize].as_mut() {
+            let q = o.data_bytes;
+            if let Some(fb) = self.scheme.cp_on_enqueue(cp, &mut f, q, out as u16 + 1) {
+                self.send_cnm(b, out, &f, fb);
+            }
+        }
+        self.net.ports[out as usize].data.push_back(f);
         self.queue_changed(out);
         if self.pause.enabled {
             self.pause_on_enqueue(b, out, ingress);
-        }
-        if let Some(cp) = self.cps[out as usize].as_mut() {
-            let q = self.net.ports[out as usize].data_bytes;
-            if let Some(fb) = self.scheme.cp_on_enqueue(cp, &f, q, out as u16 + 1) {
-                self.send_cnm(b, out, &f, fb);
-            }
         }
         self.try_start(out);
     }
@@ -545,6 +549,22 @@ impl<S: Scheme> NetSim<S> {
         if back == NO_ROUTE {
             return;
         }
+        self.net.ports[out as usize].cnm_frames += 1;
+        self.emit_cnm(back, sampled, fb, out as u16 + 1);
+    }
+
+    /// A reflection point (the destination station `s`) answers a data frame.
+    fn reflect(&mut self, s: usize, f: &Frame) {
+        let rp = &mut self.rps[s];
+        if let Some((fb, cpid)) = self.scheme.sink_on_data(f, &mut rp.rng) {
+            let port = self.net.stations[s].port;
+            self.net.ports[port as usize].cnm_frames += 1;
+            self.emit_cnm(port, f, fb, cpid);
+        }
+    }
+
+    /// Queues a CNM about `sampled` for its source on `port`.
+    fn emit_cnm(&mut self, port: PortId, sampled: &Frame, fb: Feedback, cpid: u16) {
         let cnm = Frame {
             born: self.now,
             src: sampled.dst,
@@ -552,17 +572,18 @@ impl<S: Scheme> NetSim<S> {
             len: self.ctrl_bytes,
             kind: FrameKind::Cnm,
             in_port: u32::MAX,
-            tag: out as u16 + 1,
+            tag: cpid,
             value: fb.fb,
             flow_dst: sampled.dst,
             aux: fb.kind as u8,
+            cp_mark: 0,
         };
-        self.net.ports[out as usize].cnm_frames += 1;
         if self.now >= self.measure.0 && self.now < self.measure.1 {
             self.cnm_bytes_window += cnm.len as u64;
         }
-        self.net.ports[back as usize].ctrl.push_back(cnm);
-        self.try_start(back);
+        self.settle(port);
+        self.net.ports[port as usize].ctrl.push_back(cnm);
+        self.try_start(port);
     }
 
     /// A data frame left bridge `b` through `out`: free its buffer.

@@ -199,7 +199,7 @@ impl Scheme for Bcn {
         BcnRl::default()
     }
 
-    fn cp_on_enqueue(&self, cp: &mut BcnCp, frame: &Frame, q_bytes: u64, cpid: u16) -> Option<Feedback> {
+    fn cp_on_enqueue(&self, cp: &mut BcnCp, frame: &mut Frame, q_bytes: u64, cpid: u16) -> Option<Feedback> {
         if !cp.started {
             // The first interval is drawn too, so CPs do not sample in lockstep.
             cp.started = true;
@@ -417,7 +417,7 @@ mod tests {
         let mut samples = 0;
         for i in 0..100 {
             // A growing queue: every sample is negative.
-            if let Some(fb) = b.cp_on_enqueue(&mut cp, &f, 30_000 + i * 1500, 7) {
+            if let Some(fb) = b.cp_on_enqueue(&mut cp, &mut f.clone(), 30_000 + i * 1500, 7) {
                 assert_eq!(fb.kind, FeedbackKind::Negative);
                 samples += 1;
             }
@@ -427,9 +427,13 @@ mod tests {
         let mut cp = b.new_cp(stream(0, "cp"));
         let mut tagged = f;
         tagged.tag = 7;
-        let untagged: usize = (0..100).filter(|_| b.cp_on_enqueue(&mut cp, &f, 1500, 7).is_some()).count();
+        let untagged: usize = (0..100)
+            .filter(|_| b.cp_on_enqueue(&mut cp, &mut f.clone(), 1500, 7).is_some())
+            .count();
         assert_eq!(untagged, 0);
-        let pos: Vec<_> = (0..100).filter_map(|_| b.cp_on_enqueue(&mut cp, &tagged, 1500, 7)).collect();
+        let pos: Vec<_> = (0..100)
+            .filter_map(|_| b.cp_on_enqueue(&mut cp, &mut tagged.clone(), 1500, 7))
+            .collect();
         assert_eq!(pos.len(), 10);
         assert!(pos.iter().all(|fb| fb.kind == FeedbackKind::Positive && fb.fb > 0.0));
         // BCN-Max wins over BCN(0,0), which wins over a plain negative.
@@ -445,18 +449,21 @@ mod tests {
         .unwrap();
         let mut cp = both.new_cp(stream(0, "cp"));
         assert_eq!(
-            both.cp_on_enqueue(&mut cp, &f, 130_000, 7).unwrap(),
+            both.cp_on_enqueue(&mut cp, &mut f.clone(), 130_000, 7).unwrap(),
             Feedback {
                 kind: FeedbackKind::Negative,
                 fb: -1875.0
             }
         );
-        assert_eq!(both.cp_on_enqueue(&mut cp, &f, 110_000, 7).unwrap().kind, FeedbackKind::Stop);
+        assert_eq!(
+            both.cp_on_enqueue(&mut cp, &mut f.clone(), 110_000, 7).unwrap().kind,
+            FeedbackKind::Stop
+        );
         // Falling from 110 KB to 90 KB: Fb = -(375 - 2 x 312.5) > 0, and the frame is untagged.
-        assert_eq!(both.cp_on_enqueue(&mut cp, &f, 90_000, 7), None);
+        assert_eq!(both.cp_on_enqueue(&mut cp, &mut f.clone(), 90_000, 7), None);
         let mut fresh = both.new_cp(stream(0, "cp"));
         assert_eq!(
-            both.cp_on_enqueue(&mut fresh, &f, 90_000, 7).unwrap(),
+            both.cp_on_enqueue(&mut fresh, &mut f.clone(), 90_000, 7).unwrap(),
             Feedback {
                 kind: FeedbackKind::Negative,
                 fb: -1875.0

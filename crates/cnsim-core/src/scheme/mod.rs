@@ -14,6 +14,7 @@
 
 pub mod bcn;
 pub mod nocm;
+pub mod qcn;
 
 use crate::config::{ConfigError, SchemeConfig, SimConfig};
 use crate::engine::rng::Stream;
@@ -78,7 +79,19 @@ pub trait Scheme: Send + 'static {
 
     /// A data frame joined a CP queue, which now holds `q_bytes` (including
     /// it). `cpid` identifies this CP in tags.
-    fn cp_on_enqueue(&self, cp: &mut Self::Cp, frame: &Frame, q_bytes: u64, cpid: u16) -> Option<Feedback>;
+    fn cp_on_enqueue(&self, cp: &mut Self::Cp, frame: &mut Frame, q_bytes: u64, cpid: u16) -> Option<Feedback>;
+
+    /// A data frame reached its destination (only with `SINK_EVENTS`): the
+    /// destination may answer its source with feedback for RL `cpid`.
+    fn sink_on_data(&self, _frame: &Frame, _rng: &mut Stream) -> Option<(Feedback, u16)> {
+        None
+    }
+
+    /// A frame left the RL (byte counters). Returns a timer request as
+    /// `rp_on_feedback` does; the rate may change.
+    fn rp_on_transmit(&self, _core: &mut RlCore, _rl: &mut Self::Rl, _len: u16, _now: Time, _rng: &mut Stream) -> Option<Time> {
+        None
+    }
 
     /// Whether `fb` creates an RL at a station that has none for its CP.
     fn creates_rl(&self, fb: &Feedback) -> bool;
@@ -101,5 +114,7 @@ pub fn build(cfg: &SimConfig, seed: u64) -> Result<Box<dyn Run>, ConfigError> {
     Ok(match &cfg.scheme {
         SchemeConfig::Nocm => Box::new(NetSim::new(cfg, seed, nocm::NoCm)?),
         SchemeConfig::Bcn(p) => Box::new(NetSim::new(cfg, seed, bcn::Bcn::new(p.clone())?)?),
+        SchemeConfig::Qcn(p) if p.three_point => Box::new(NetSim::new(cfg, seed, qcn::Qcn3pt(qcn::Qcn::new(p.clone())?))?),
+        SchemeConfig::Qcn(p) => Box::new(NetSim::new(cfg, seed, qcn::Qcn::new(p.clone())?)?),
     })
 }

@@ -14,7 +14,7 @@ impl Scheme for NoCm {
     fn new_cp(&self, _rng: Stream) {}
     fn new_rl(&self) {}
 
-    fn cp_on_enqueue(&self, _cp: &mut (), _frame: &Frame, _q: u64, _cpid: u16) -> Option<Feedback> {
+    fn cp_on_enqueue(&self, _cp: &mut (), _frame: &mut Frame, _q: u64, _cpid: u16) -> Option<Feedback> {
         None
     }
 

@@ -1,0 +1,698 @@
+//! QCN (schemes.md, "QCN, final standard" and "QCN, 2007 proposals").
+//!
+//! CP: Fb = -(Qoff + w Qdelta) in bytes, quantised to 6 bits; sampling by the
+//! final standard's table, or by the 2007 rule (probability rising linearly
+//! from Pmin to Pmax with qFb, by bytes or per frame). Two-point: the CP sends
+//! the CNM. Three-point: the CP marks the frame and the destination reflects
+//! it, also sampling unmarked frames with probability RefP (qFb = 0 messages).
+//!
+//! RP: the rate-limiter state machine (current rate CR, target rate TR, byte
+//! counter and timer stages SI / TS, fast recovery, active and hyperactive
+//! increase).
+
+use super::{Feedback, FeedbackKind, RlCore, Scheme};
+use crate::config::{err, ConfigError};
+use crate::engine::rng::Stream;
+use crate::engine::{Time, PS_PER_MS};
+use crate::net::Frame;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+/// Sampling of the final standard, in KB per qFb / 8.
+pub const SAMPLE_TABLE_KB: [f64; 8] = [150.0, 75.0, 50.0, 37.5, 30.0, 25.0, 21.5, 18.5];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sampling {
+    /// Final standard: the next sample after Table[qFb / 8] bytes.
+    Table,
+    /// 2007: the next sample after 1500 B / p(qFb) bytes.
+    Bytes,
+    /// 2007: every frame is sampled with probability p(qFb).
+    Frames,
+}
+
+/// Extra Fast Recovery readings (schemes.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Efr {
+    /// No EFR: a CNM leaves the stage counters as they are.
+    Off,
+    /// Every CNM puts the RL back into fast recovery (SI = TS = 0).
+    ResetStage,
+    /// The TR/8 rule only (stages not reset).
+    Tr8,
+    /// Final standard: stages reset and the TR/8 rule.
+    Standard,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fb0Action {
+    /// A qFb = 0 message counts as one rate-increase event.
+    Increase,
+    /// A qFb = 0 message does nothing.
+    None,
+}
+
+/// QCN parameters (engine units). Defaults: the final standard.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QcnParams {
+    /// Equilibrium queue Qeq (bytes).
+    pub qeq_bytes: f64,
+    pub w: f64,
+    pub sampling: Sampling,
+    /// 2007 sampling probabilities at qFb = 0 and qFb = 63.
+    pub pmin: f64,
+    pub pmax: f64,
+    /// Every sampling interval (and byte-counter / timer reload) is
+    /// multiplied by U(1 - r, 1 + r).
+    pub randomize: f64,
+    /// Three-point: CP marks, destination reflects.
+    pub three_point: bool,
+    /// Reflection probability of unmarked frames (three-point).
+    pub refp: f64,
+    pub fb0_action: Fb0Action,
+    /// Byte counter in fast recovery (BC_LIMIT) and in active increase.
+    pub bc_limit_bytes: f64,
+    pub bc_ai_bytes: f64,
+    /// Rate-increase timer T (0 = no timer).
+    pub timer_ps: Time,
+    pub fr_thr: u32,
+    /// Active and hyperactive increase steps (bit/s).
+    pub r_ai_bps: f64,
+    pub r_hai_bps: f64,
+    pub hai: bool,
+    pub gd: f64,
+    pub min_dec_factor: f64,
+    pub min_rate_bps: f64,
+    pub efr: Efr,
+}
+
+impl Default for QcnParams {
+    fn default() -> Self {
+        QcnParams {
+            qeq_bytes: 26_000.0,
+            w: 2.0,
+            sampling: Sampling::Table,
+            pmin: 0.01,
+            pmax: 0.1,
+            randomize: 0.15,
+            three_point: false,
+            refp: 0.04,
+            fb0_action: Fb0Action::Increase,
+            bc_limit_bytes: 150_000.0,
+            bc_ai_bytes: 75_000.0,
+            timer_ps: 15 * PS_PER_MS,
+            fr_thr: 5,
+            r_ai_bps: 5e6,
+            r_hai_bps: 50e6,
+            hai: true,
+            gd: 1.0 / 128.0,
+            min_dec_factor: 0.5,
+            min_rate_bps: 5e6,
+            efr: Efr::Standard,
+        }
+    }
+}
+
+pub struct Qcn {
+    p: QcnParams,
+}
+
+impl Qcn {
+    pub fn new(p: QcnParams) -> Result<Qcn, ConfigError> {
+        let pos = |v: f64, name: &str| {
+            if v > 0.0 && v.is_finite() {
+                Ok(())
+            } else {
+                err(format!("qcn.{name}: {v} is not allowed; expected > 0"))
+            }
+        };
+        pos(p.qeq_bytes, "qeq_bytes")?;
+        pos(p.bc_limit_bytes, "bc_limit_bytes")?;
+        pos(p.bc_ai_bytes, "bc_ai_bytes")?;
+        pos(p.min_rate_bps, "min_rate_mbps")?;
+        if !(p.w >= 0.0) {
+            return err(format!("qcn.w: {} is not allowed; expected >= 0", p.w));
+        }
+        if !(0.0 < p.pmin && p.pmin <= p.pmax && p.pmax <= 1.0) {
+            return err(format!(
+                "qcn.pmin / qcn.pmax: {} / {} not allowed; expected 0 < pmin <= pmax <= 1",
+                p.pmin, p.pmax
+            ));
+        }
+        if !(0.0..1.0).contains(&p.randomize) {
+            return err(format!("qcn.randomize: {} is not allowed; expected 0 <= r < 1", p.randomize));
+        }
+        if !(0.0..=1.0).contains(&p.refp) {
+            return err(format!("qcn.refp: {} is not allowed; expected 0 <= refp <= 1", p.refp));
+        }
+        if !(p.gd > 0.0 && p.gd < 1.0) {
+            return err(format!("qcn.gd: {} is not allowed; expected 0 < gd < 1", p.gd));
+        }
+        if !(0.0..=1.0).contains(&p.min_dec_factor) {
+            return err(format!("qcn.min_dec_factor: {} is not allowed; expected 0..1", p.min_dec_factor));
+        }
+        if p.fr_thr == 0 {
+            return err("qcn.fr_thr: must be >= 1");
+        }
+        Ok(Qcn { p })
+    }
+
+    pub fn params(&self) -> &QcnParams {
+        &self.p
+    }
+
+    /// 6-bit quantised feedback of Fb (bytes): 0 when Fb >= 0.
+    pub fn quantize(&self, fb: f64) -> u8 {
+        if fb >= 0.0 {
+            return 0;
+        }
+        let scale = self.p.qeq_bytes * (2.0 * self.p.w + 1.0);
+        (-fb * 63.0 / scale).floor().min(63.0) as u8
+    }
+
+    /// Fb (bytes) of a queue of `q` bytes after `qold`.
+    pub fn feedback(&self, q: f64, qold: f64) -> f64 {
+        -((q - self.p.qeq_bytes) + self.p.w * (q - qold))
+    }
+
+    /// 2007 sampling probability at `qfb`.
+    pub fn probability(&self, qfb: u8) -> f64 {
+        self.p.pmin + (self.p.pmax - self.p.pmin) * qfb as f64 / 63.0
+    }
+
+    /// Mean bytes to the next sample after a sample with `qfb`.
+    pub fn interval_bytes(&self, qfb: u8) -> f64 {
+        match self.p.sampling {
+            Sampling::Table => SAMPLE_TABLE_KB[(qfb / 8) as usize] * 1000.0,
+            _ => 1500.0 / self.probability(qfb),
+        }
+    }
+
+    fn jitter(&self, rng: &mut Stream) -> f64 {
+        let r = self.p.randomize;
+        if r > 0.0 {
+            rng.gen_range(1.0 - r..=1.0 + r)
+        } else {
+            1.0
+        }
+    }
+
+    fn notify(&self, frame: &mut Frame, qfb: u8, cpid: u16) -> Option<Feedback> {
+        if qfb == 0 {
+            return None;
+        }
+        if self.p.three_point {
+            frame.cp_mark = cpid;
+            frame.aux = qfb;
+            return None;
+        }
+        Some(Feedback {
+            kind: FeedbackKind::Negative,
+            fb: qfb as f32,
+        })
+    }
+
+    fn self_increase(&self, core: &mut RlCore, rl: &mut QcnRl) {
+        let p = &self.p;
+        let thr = p.fr_thr;
+        let ri = if p.hai && rl.si > thr && rl.ts > thr {
+            p.r_hai_bps * (rl.si.min(rl.ts) - thr) as f64
+        } else if rl.si > thr || rl.ts > thr {
+            p.r_ai_bps
+        } else {
+            0.0
+        };
+        let tr8 = matches!(p.efr, Efr::Tr8 | Efr::Standard);
+        if tr8 && (rl.si == 1 || rl.ts == 1) && rl.tr > 10.0 * core.rate_bps {
+            rl.tr /= 8.0;
+        } else {
+            rl.tr += ri;
+        }
+        core.rate_bps = ((core.rate_bps + rl.tr) / 2.0).min(core.line_rate_bps);
+    }
+
+    fn timer_after(&self, rl: &QcnRl, now: Time, rng: &mut Stream) -> Option<Time> {
+        if self.p.timer_ps == 0 {
+            return None;
+        }
+        let t = if rl.ts < self.p.fr_thr {
+            self.p.timer_ps as f64
+        } else {
+            self.p.timer_ps as f64 / 2.0
+        };
+        Some(now + (t * self.jitter(rng)) as Time)
+    }
+}
+
+pub struct QcnCp {
+    rng: Stream,
+    time_to_mark: f64,
+    qold: f64,
+    started: bool,
+}
+
+/// RP state of one rate limiter.
+#[derive(Debug, Clone, Default)]
+pub struct QcnRl {
+    /// Target rate (bit/s).
+    pub tr: f64,
+    /// Byte-counter and timer stages.
+    pub si: u32,
+    pub ts: u32,
+    /// Bytes left in the current byte-counter cycle.
+    pub bc: f64,
+}
+
+impl Scheme for Qcn {
+    type Cp = QcnCp;
+    type Rl = QcnRl;
+
+    fn new_cp(&self, rng: Stream) -> QcnCp {
+        QcnCp {
+            rng,
+            time_to_mark: 0.0,
+            qold: 0.0,
+            started: false,
+        }
+    }
+
+    fn new_rl(&self) -> QcnRl {
+        QcnRl::default()
+    }
+
+    fn cp_on_enqueue(&self, cp: &mut QcnCp, frame: &mut Frame, q_bytes: u64, cpid: u16) -> Option<Feedback> {
+        let q = q_bytes as f64;
+        if self.p.sampling == Sampling::Frames {
+            let qfb = self.quantize(self.feedback(q, cp.qold));
+            if cp.rng.gen::<f64>() >= self.probability(qfb) {
+                return None;
+            }
+            cp.qold = q;
+            return self.notify(frame, qfb, cpid);
+        }
+        if !cp.started {
+            cp.started = true;
+            cp.time_to_mark = self.interval_bytes(0) * self.jitter(&mut cp.rng);
+        }
+        cp.time_to_mark -= frame.len as f64;
+        if cp.time_to_mark >= 0.0 {
+            return None;
+        }
+        let qfb = self.quantize(self.feedback(q, cp.qold));
+        cp.qold = q;
+        cp.time_to_mark = self.interval_bytes(qfb) * self.jitter(&mut cp.rng);
+        self.notify(frame, qfb, cpid)
+    }
+
+    fn creates_rl(&self, fb: &Feedback) -> bool {
+        fb.kind == FeedbackKind::Negative && fb.fb > 0.0
+    }
+
+    fn rp_on_create(&self, core: &mut RlCore, rl: &mut QcnRl, now: Time) -> Option<Time> {
+        rl.tr = core.line_rate_bps;
+        rl.bc = self.p.bc_limit_bytes;
+        // The timer starts with the first CNM (rp_on_feedback restarts it).
+        let _ = now;
+        None
+    }
+
+    fn rp_on_feedback(&self, core: &mut RlCore, rl: &mut QcnRl, fb: &Feedback, now: Time, rng: &mut Stream) -> Option<Time> {
+        let p = &self.p;
+        if fb.kind != FeedbackKind::Negative || fb.fb <= 0.0 {
+            // A qFb = 0 message (three-point reflection of an unmarked frame).
+            if p.fb0_action == Fb0Action::Increase {
+                rl.si += 1;
+                self.self_increase(core, rl);
+            }
+            return None;
+        }
+        let qfb = fb.fb as f64;
+        match p.efr {
+            Efr::ResetStage | Efr::Standard => {
+                if rl.si != 0 {
+                    rl.tr = core.rate_bps;
+                }
+                rl.si = 0;
+                rl.ts = 0;
+            }
+            Efr::Off | Efr::Tr8 => rl.tr = core.rate_bps,
+        }
+        rl.bc = p.bc_limit_bytes;
+        core.rate_bps = (core.rate_bps * (1.0 - p.gd * qfb).max(p.min_dec_factor)).max(p.min_rate_bps);
+        self.timer_after(rl, now, rng).or(Some(Time::MAX))
+    }
+
+    fn rp_on_transmit(&self, core: &mut RlCore, rl: &mut QcnRl, len: u16, _now: Time, rng: &mut Stream) -> Option<Time> {
+        rl.bc -= len as f64;
+        if rl.bc < 0.0 {
+            rl.si += 1;
+            let base = if rl.si < self.p.fr_thr {
+                self.p.bc_limit_bytes
+            } else {
+                self.p.bc_ai_bytes
+            };
+            rl.bc = base * self.jitter(rng);
+            self.self_increase(core, rl);
+        }
+        None
+    }
+
+    fn rp_on_timer(&self, core: &mut RlCore, rl: &mut QcnRl, now: Time, rng: &mut Stream) -> Option<Time> {
+        rl.ts += 1;
+        self.self_increase(core, rl);
+        self.timer_after(rl, now, rng).or(Some(Time::MAX))
+    }
+}
+
+/// QCN three-point: the same CP and RP, with the destination stations
+/// reflecting marked frames (and RefP of the unmarked ones).
+pub struct Qcn3pt(pub Qcn);
+
+impl Scheme for Qcn3pt {
+    type Cp = QcnCp;
+    type Rl = QcnRl;
+    const SINK_EVENTS: bool = true;
+
+    fn new_cp(&self, rng: Stream) -> QcnCp {
+        self.0.new_cp(rng)
+    }
+    fn new_rl(&self) -> QcnRl {
+        self.0.new_rl()
+    }
+    fn cp_on_enqueue(&self, cp: &mut QcnCp, frame: &mut Frame, q_bytes: u64, cpid: u16) -> Option<Feedback> {
+        self.0.cp_on_enqueue(cp, frame, q_bytes, cpid)
+    }
+    fn sink_on_data(&self, frame: &Frame, rng: &mut Stream) -> Option<(Feedback, u16)> {
+        if frame.cp_mark != 0 {
+            return Some((
+                Feedback {
+                    kind: FeedbackKind::Negative,
+                    fb: frame.aux as f32,
+                },
+                frame.cp_mark,
+            ));
+        }
+        if rng.gen::<f64>() < self.0.p.refp {
+            return Some((
+                Feedback {
+                    kind: FeedbackKind::Positive,
+                    fb: 0.0,
+                },
+                frame.tag,
+            ));
+        }
+        None
+    }
+    fn creates_rl(&self, fb: &Feedback) -> bool {
+        self.0.creates_rl(fb)
+    }
+    fn rp_on_create(&self, core: &mut RlCore, rl: &mut QcnRl, now: Time) -> Option<Time> {
+        self.0.rp_on_create(core, rl, now)
+    }
+    fn rp_on_feedback(&self, core: &mut RlCore, rl: &mut QcnRl, fb: &Feedback, now: Time, rng: &mut Stream) -> Option<Time> {
+        self.0.rp_on_feedback(core, rl, fb, now, rng)
+    }
+    fn rp_on_transmit(&self, core: &mut RlCore, rl: &mut QcnRl, len: u16, now: Time, rng: &mut Stream) -> Option<Time> {
+        self.0.rp_on_transmit(core, rl, len, now, rng)
+    }
+    fn rp_on_timer(&self, core: &mut RlCore, rl: &mut QcnRl, now: Time, rng: &mut Stream) -> Option<Time> {
+        self.0.rp_on_timer(core, rl, now, rng)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::rng::stream;
+
+    fn qcn(p: QcnParams) -> Qcn {
+        Qcn::new(p).unwrap()
+    }
+
+    fn core(rate: f64) -> RlCore {
+        RlCore {
+            rate_bps: rate,
+            line_rate_bps: 10e9,
+            stopped_until: 0,
+        }
+    }
+
+    #[test]
+    fn quantisation_on_hand_computed_cases() {
+        let q = qcn(QcnParams::default()); // Qeq 26,000 B, w 2: full scale 130,000 B
+        assert_eq!(q.quantize(0.0), 0);
+        assert_eq!(q.quantize(100.0), 0);
+        assert_eq!(q.quantize(-130_000.0), 63);
+        assert_eq!(q.quantize(-1e9), 63);
+        // -65,000 x 63 / 130,000 = 31.5 -> 31
+        assert_eq!(q.quantize(-65_000.0), 31);
+        // Q = 36,000, Qold = 30,000: Fb = -(10,000 + 12,000) = -22,000 -> floor(10.66) = 10
+        assert_eq!(q.quantize(q.feedback(36_000.0, 30_000.0)), 10);
+    }
+
+    #[test]
+    fn sampling_table_and_the_2007_probability_rule() {
+        let q = qcn(QcnParams::default());
+        assert_eq!(q.interval_bytes(0), 150_000.0);
+        assert_eq!(q.interval_bytes(7), 150_000.0);
+        assert_eq!(q.interval_bytes(8), 75_000.0);
+        assert_eq!(q.interval_bytes(31), 37_500.0);
+        assert_eq!(q.interval_bytes(63), 18_500.0);
+        let old = qcn(QcnParams {
+            sampling: Sampling::Bytes,
+            ..QcnParams::default()
+        });
+        assert!((old.interval_bytes(0) - 150_000.0).abs() < 1e-6);
+        assert!((old.interval_bytes(63) - 15_000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn cp_samples_by_bytes_updates_qold_and_notifies_only_when_congested() {
+        let q = qcn(QcnParams {
+            randomize: 0.0,
+            ..QcnParams::default()
+        });
+        let mut cp = q.new_cp(stream(0, "cp"));
+        let mut f = Frame::data(0, 0, 1, 1500);
+        // Below Qeq and steady: samples every 150 KB; only the first sample
+        // (Qold still 0, so Qdelta = +10,000) sends anything.
+        let sent = (0..1000).filter(|_| q.cp_on_enqueue(&mut cp, &mut f, 10_000, 3).is_some()).count();
+        assert_eq!(sent, 1);
+        assert_eq!(cp.qold, 10_000.0);
+        // Far above: qFb = 63 -> samples every 18.5 KB.
+        let sent: Vec<_> = (0..1000).filter_map(|_| q.cp_on_enqueue(&mut cp, &mut f, 200_000, 3)).collect();
+        assert!(sent.len() >= 70 && sent.len() <= 82, "{}", sent.len());
+        assert!(sent.iter().all(|fb| fb.kind == FeedbackKind::Negative && fb.fb >= 1.0));
+        // Three-point: the frame is marked instead.
+        let q3 = qcn(QcnParams {
+            randomize: 0.0,
+            three_point: true,
+            ..QcnParams::default()
+        });
+        let mut cp = q3.new_cp(stream(0, "cp"));
+        let mut marked = 0;
+        for _ in 0..1000 {
+            let mut g = f;
+            assert!(q3.cp_on_enqueue(&mut cp, &mut g, 200_000, 3).is_none());
+            if g.cp_mark == 3 {
+                assert!(g.aux > 0);
+                marked += 1;
+            }
+        }
+        assert!(marked >= 70);
+    }
+
+    /// Drives one RL through byte-counter cycles of 1500-byte frames.
+    fn cycles(q: &Qcn, c: &mut RlCore, rl: &mut QcnRl, n: usize, rng: &mut Stream) -> Vec<(u32, f64, f64)> {
+        let mut out = vec![];
+        for _ in 0..n {
+            let si = rl.si;
+            while rl.si == si {
+                q.rp_on_transmit(c, rl, 1500, 0, rng);
+            }
+            out.push((rl.si, c.rate_bps, rl.tr));
+        }
+        out
+    }
+
+    #[test]
+    fn rp_fast_recovery_then_active_then_hyperactive_increase() {
+        let q = qcn(QcnParams {
+            randomize: 0.0,
+            ..QcnParams::default()
+        });
+        let mut rng = stream(0, "rp");
+        let mut c = core(10e9);
+        let mut rl = q.new_rl();
+        q.rp_on_create(&mut c, &mut rl, 0);
+        // qFb 63: decrease by 63/128 -> factor 0.5078, TR stays at line rate (SI was 0).
+        q.rp_on_feedback(
+            &mut c,
+            &mut rl,
+            &Feedback {
+                kind: FeedbackKind::Negative,
+                fb: 63.0,
+            },
+            0,
+            &mut rng,
+        );
+        assert!((c.rate_bps - 10e9 * (1.0 - 63.0 / 128.0)).abs() < 1.0);
+        assert_eq!(rl.tr, 10e9);
+        let cr0 = c.rate_bps;
+        // Another CNM before any increase: the 50% floor on one decrease.
+        q.rp_on_feedback(
+            &mut c,
+            &mut rl,
+            &Feedback {
+                kind: FeedbackKind::Negative,
+                fb: 200.0,
+            },
+            0,
+            &mut rng,
+        );
+        assert!((c.rate_bps - cr0 * 0.5).abs() < 1.0, "min decrease factor");
+        let cr1 = c.rate_bps;
+        // The TR/8 rule: the first increase with TR > 10 CR divides TR by 8.
+        let mut c2 = core(0.5e9);
+        let mut rl2 = QcnRl {
+            tr: 10e9,
+            ..QcnRl::default()
+        };
+        q.rp_on_transmit(&mut c2, &mut rl2, 1500, 0, &mut rng); // BC 0 -> cycle done, SI = 1
+        assert_eq!(rl2.si, 1);
+        assert!((rl2.tr - 10e9 / 8.0).abs() < 1.0, "TR/8 rule: tr {}", rl2.tr);
+        // Five fast-recovery cycles: TR fixed, CR halves the distance each time.
+        let h = cycles(&q, &mut c, &mut rl, 5, &mut rng);
+        let mut expect = cr1;
+        for (i, &(si, cr, tr)) in h.iter().enumerate() {
+            assert_eq!(si, i as u32 + 1);
+            assert_eq!(tr, 10e9);
+            expect = (expect + 10e9) / 2.0;
+            assert!((cr - expect).abs() < 1.0, "FR step {i}");
+        }
+        // Then active increase: TR grows by R_AI per cycle.
+        let h = cycles(&q, &mut c, &mut rl, 2, &mut rng);
+        assert_eq!(h[0].0, 6);
+        assert!((h[0].2 - (10e9 + 5e6)).abs() < 1.0);
+        assert!((h[1].2 - (10e9 + 10e6)).abs() < 1.0);
+        // Hyperactive only when both stages exceed FRThr.
+        let mut c3 = core(1e9);
+        let mut rl3 = QcnRl {
+            tr: 2e9,
+            si: 7,
+            ts: 5,
+            bc: 0.0,
+        };
+        q.rp_on_transmit(&mut c3, &mut rl3, 1, 0, &mut rng); // SI 8, TS 5: AI
+        assert!((rl3.tr - (2e9 + 5e6)).abs() < 1.0);
+        rl3.ts = 7;
+        rl3.bc = 0.0;
+        q.rp_on_transmit(&mut c3, &mut rl3, 1, 0, &mut rng); // SI 9, TS 7: HAI x (7 - 5)
+        assert!((rl3.tr - (2e9 + 5e6 + 2.0 * 50e6)).abs() < 1.0);
+    }
+
+    #[test]
+    fn rp_reaches_line_rate_and_respects_the_minimum_rate() {
+        let q = qcn(QcnParams {
+            randomize: 0.0,
+            ..QcnParams::default()
+        });
+        let mut rng = stream(0, "rp");
+        let mut c = core(10e9);
+        let mut rl = q.new_rl();
+        q.rp_on_create(&mut c, &mut rl, 0);
+        for _ in 0..50 {
+            q.rp_on_feedback(
+                &mut c,
+                &mut rl,
+                &Feedback {
+                    kind: FeedbackKind::Negative,
+                    fb: 63.0,
+                },
+                0,
+                &mut rng,
+            );
+        }
+        assert_eq!(c.rate_bps, 5e6);
+        // The TR/8 rule drops TR to 1.25 Gbit/s; active increase climbs from there.
+        let h = cycles(&q, &mut c, &mut rl, 3000, &mut rng);
+        assert!(h.windows(2).all(|w| w[1].1 >= w[0].1), "CR never falls without a CNM");
+        assert_eq!(c.rate_bps, 10e9, "back at line rate: the engine releases the RL");
+    }
+
+    #[test]
+    fn efr_off_keeps_the_stage_reset_stage_restarts_fast_recovery() {
+        let base = QcnParams {
+            randomize: 0.0,
+            timer_ps: 0,
+            hai: false,
+            r_ai_bps: 12e6,
+            bc_ai_bytes: 37_500.0,
+            ..QcnParams::default()
+        };
+        for (efr, expect_si) in [(Efr::Off, 8), (Efr::ResetStage, 0), (Efr::Standard, 0), (Efr::Tr8, 8)] {
+            let q = qcn(QcnParams { efr, ..base.clone() });
+            let mut rng = stream(0, "rp");
+            let mut c = core(5e9);
+            let mut rl = QcnRl {
+                tr: 6e9,
+                si: 8,
+                ts: 0,
+                bc: 100.0,
+            };
+            q.rp_on_feedback(
+                &mut c,
+                &mut rl,
+                &Feedback {
+                    kind: FeedbackKind::Negative,
+                    fb: 10.0,
+                },
+                0,
+                &mut rng,
+            );
+            assert_eq!(rl.si, expect_si, "{efr:?}");
+        }
+    }
+
+    #[test]
+    fn three_point_destination_reflects_marks_and_samples_refp() {
+        let q = Qcn3pt(qcn(QcnParams {
+            three_point: true,
+            ..QcnParams::default()
+        }));
+        let mut rng = stream(0, "sink");
+        let mut marked = Frame::data(0, 0, 1, 1500);
+        marked.cp_mark = 4;
+        marked.aux = 17;
+        assert_eq!(
+            q.sink_on_data(&marked, &mut rng),
+            Some((
+                Feedback {
+                    kind: FeedbackKind::Negative,
+                    fb: 17.0
+                },
+                4
+            ))
+        );
+        let mut plain = Frame::data(0, 0, 1, 1500);
+        plain.tag = 4;
+        let n = 100_000;
+        let zero: Vec<_> = (0..n).filter_map(|_| q.sink_on_data(&plain, &mut rng)).collect();
+        let share = zero.len() as f64 / n as f64;
+        assert!((share - 0.04).abs() < 0.003, "{share}");
+        assert!(zero.iter().all(|&(fb, cpid)| fb.fb == 0.0 && cpid == 4));
+        // fb0_action = increase: one increase event per qFb = 0 message.
+        let mut c = core(1e9);
+        let mut rl = QcnRl {
+            tr: 3e9,
+            ..QcnRl::default()
+        };
+        q.rp_on_feedback(&mut c, &mut rl, &zero[0].0, 0, &mut rng);
+        assert_eq!(rl.si, 1);
+        assert!((c.rate_bps - 2e9).abs() < 1.0);
+    }
+}
