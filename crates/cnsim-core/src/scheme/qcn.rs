@@ -134,7 +134,7 @@ impl Qcn {
         pos(p.bc_limit_bytes, "bc_limit_bytes")?;
         pos(p.bc_ai_bytes, "bc_ai_bytes")?;
         pos(p.min_rate_bps, "min_rate_mbps")?;
-        if !(p.w >= 0.0) {
+        if p.w.is_nan() || p.w < 0.0 {
             return err(format!("qcn.w: {} is not allowed; expected >= 0", p.w));
         }
         if !(0.0 < p.pmin && p.pmin <= p.pmax && p.pmax <= 1.0) {
