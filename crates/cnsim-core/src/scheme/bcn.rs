@@ -398,7 +398,7 @@ mod tests {
         let min = xs.iter().cloned().fold(f64::MAX, f64::min);
         let max = xs.iter().cloned().fold(0.0, f64::max);
         assert!((mean - 100_000.0).abs() < 100.0, "mean {mean}");
-        assert!(min >= 95_000.0 && min < 95_100.0 && max <= 105_000.0 && max > 104_900.0);
+        assert!((95_000.0..95_100.0).contains(&min) && max <= 105_000.0 && max > 104_900.0);
         // Uniform: variance (2j)^2 / 12.
         let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / xs.len() as f64;
         assert!((var.sqrt() - 10_000.0 / 12f64.sqrt()).abs() < 60.0);
@@ -493,7 +493,7 @@ mod tests {
                 &mut rng,
             )
             .unwrap();
-        assert!(t >= 1000 && t <= 1000 + 100 * PS_PER_US && c.stopped_until == t);
+        assert!((1000..=1000 + 100 * PS_PER_US).contains(&t) && c.stopped_until == t);
         let mut now = t;
         let mut next = b.rp_on_timer(&mut c, &mut rl, now, &mut rng).unwrap();
         assert_eq!(c.rate_bps, 1e9);
