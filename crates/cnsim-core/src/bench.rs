@@ -72,6 +72,7 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
         events,
         pause: PauseConfig::default(),
         trace_ports: vec!["B0->D".into()],
+        cp_ports: vec![],
         scheme: SchemeConfig::Nocm,
     }
 }
@@ -80,4 +81,81 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
 /// into one 10 Gbit/s sink link, 150 KB drop-tail buffers, no management.
 pub fn incast_config(duration_ps: Time) -> SimConfig {
     star_config(4, 0.49, duration_ps, 0)
+}
+
+/// The single-hop output-generated hotspot of scenarios.md section 5: ten
+/// hosts on one bridge (per-input 150 KB partitions), every host at 85%
+/// uniform over the others, H0's service rate `hot_rate_bps` from 100 to
+/// 500 ms of a 1 s run.
+pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, scheme: SchemeConfig) -> SimConfig {
+    let stations: Vec<StationConfig> = (0..10)
+        .map(|i| StationConfig {
+            name: format!("H{i}"),
+            load: 0.85,
+            dest: DestConfig::Uniform,
+            nic_buffer_bytes: 150_000,
+            rlq_bytes: 150_000,
+            processing_ps: PS_PER_US,
+        })
+        .collect();
+    let bridges = vec![BridgeConfig {
+        name: "SW".into(),
+        buffer_mode: BufferMode::PerInput,
+        buffer_bytes: 150_000,
+        latency_ps: PS_PER_US,
+        cp: true,
+    }];
+    let links = (0..10)
+        .map(|i| LinkConfig {
+            a: format!("H{i}"),
+            b: "SW".into(),
+            rate_bps: 10_000_000_000,
+            delay_ps: PS_PER_US / 2,
+        })
+        .collect();
+    let mut events: Vec<EventConfig> = (0..10)
+        .map(|i| EventConfig::Start {
+            at_ps: 0,
+            node: format!("H{i}"),
+        })
+        .collect();
+    let ms = crate::engine::PS_PER_MS;
+    events.push(EventConfig::LinkRate {
+        at_ps: 100 * ms,
+        from: "SW".into(),
+        to: "H0".into(),
+        rate_bps: hot_rate_bps,
+    });
+    events.push(EventConfig::LinkRate {
+        at_ps: 500 * ms,
+        from: "SW".into(),
+        to: "H0".into(),
+        rate_bps: 10_000_000_000,
+    });
+    SimConfig {
+        duration_ps,
+        bin_ps: 1000 * PS_PER_US,
+        windows: vec![WindowConfig {
+            name: "measure".into(),
+            start_ps: 0,
+            end_ps: duration_ps,
+        }],
+        frame_bytes: 1500,
+        control_frame_bytes: 64,
+        max_traced_flows: 0,
+        stations,
+        bridges,
+        links,
+        events,
+        pause: PauseConfig {
+            enabled: pause,
+            trigger: PauseTrigger::Auto,
+            xoff_bytes: 130_000,
+            xon_bytes: 110_000,
+            quanta: 65535,
+        },
+        trace_ports: vec!["SW->H0".into()],
+        cp_ports: vec![],
+        scheme,
+    }
 }

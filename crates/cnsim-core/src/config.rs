@@ -51,6 +51,10 @@ pub struct SimConfig {
     /// Ports (`"FROM->TO"`) whose queue length is recorded as a time series.
     #[serde(default)]
     pub trace_ports: Vec<String>,
+    /// When not empty: CP detection on exactly these bridge ports
+    /// (`"FROM->TO"`), overriding the bridges' `cp` flags.
+    #[serde(default)]
+    pub cp_ports: Vec<String>,
     pub scheme: SchemeConfig,
 }
 
@@ -109,7 +113,8 @@ pub enum DestConfig {
 pub enum BufferMode {
     /// Each output port owns `buffer_bytes`.
     PerOutput,
-    /// Each input port owns a partition of `buffer_bytes` wherever its frames queue.
+    /// Each output buffer is partitioned per input port: `buffer_bytes` for
+    /// every (output, input) pair (the CN-SIM bridge model).
     PerInput,
     /// The whole switch shares `buffer_bytes`.
     Shared,
@@ -170,12 +175,15 @@ impl EventConfig {
 #[serde(rename_all = "snake_case")]
 pub enum PauseTrigger {
     /// From the bridge's buffer mode: `output_queue` for per_output and
-    /// infinite, `ingress` for per_input and shared.
+    /// infinite, `partition` for per_input, `ingress` for shared.
     Auto,
     /// An output queue at XOFF pauses every ingress port with frames in it.
     OutputQueue,
     /// Bytes held per ingress port at XOFF pause that port.
     Ingress,
+    /// A per-input partition of an output buffer at XOFF pauses its input;
+    /// the input resumes when every partition holding it is back at XON.
+    Partition,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

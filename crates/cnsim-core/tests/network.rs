@@ -61,6 +61,7 @@ fn line(load: f64, duration_ps: u64, up: (u64, u64), down: (u64, u64), latency_p
         }],
         pause: PauseConfig::default(),
         trace_ports: vec!["B->D".into()],
+        cp_ports: vec![],
         scheme: SchemeConfig::Nocm,
     }
 }
@@ -313,13 +314,13 @@ fn print_baseline_pause_figures() {
 }
 
 #[test]
-fn ingress_trigger_pauses_per_input_partitions_without_loss() {
+fn partition_trigger_pauses_per_input_partitions_without_loss() {
     // The CN-SIM bridge model: each input owns 150 KB; PAUSE at 130 KB / 110 KB per input.
     let mut cfg = baseline(true);
     for b in &mut cfg.bridges {
         b.buffer_mode = BufferMode::PerInput;
     }
-    cfg.pause.trigger = PauseTrigger::Auto; // per_input -> ingress
+    cfg.pause.trigger = PauseTrigger::Auto; // per_input -> partition
     cfg.pause.xoff_bytes = 130_000;
     cfg.pause.xon_bytes = 110_000;
     let r = run(&cfg, 2);

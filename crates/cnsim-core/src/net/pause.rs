@@ -7,6 +7,8 @@
 //!   queue holds it.
 //! - `ingress`: bytes in the bridge that arrived through an ingress port;
 //!   XOFF pauses that port's upstream, XON releases it.
+//! - `partition`: a per-input partition of an output buffer (`per_input`
+//!   buffers) at XOFF holds its input paused; at XON it lets it go.
 //!
 //! A PAUSE frame is a control frame: queued ahead of data, never paused
 //! itself, and acted on when fully received (no bridge latency).
@@ -31,6 +33,12 @@ impl<S: Scheme> NetSim<S> {
                     self.send_xoff(ingress);
                 }
             }
+            PauseTrigger::Partition => {
+                let local = self.net.ports[ingress as usize].local as usize;
+                if self.net.ports[out as usize].bytes_by_ingress[local] >= xoff {
+                    self.hold(b, out, local);
+                }
+            }
             _ => {
                 let o = &mut self.net.ports[out as usize];
                 if o.oq_xoff {
@@ -38,8 +46,8 @@ impl<S: Scheme> NetSim<S> {
                     self.hold(b, out, local);
                 } else if o.data_bytes >= xoff {
                     o.oq_xoff = true;
-                    for local in 0..o.count_by_ingress.len() {
-                        if self.net.ports[out as usize].count_by_ingress[local] > 0 {
+                    for local in 0..o.bytes_by_ingress.len() {
+                        if self.net.ports[out as usize].bytes_by_ingress[local] > 0 {
                             self.hold(b, out, local);
                         }
                     }
@@ -56,6 +64,13 @@ impl<S: Scheme> NetSim<S> {
                 let p = &self.net.ports[ingress as usize];
                 if p.xoff_sent && p.in_bytes <= xon {
                     self.send_xon(ingress);
+                }
+            }
+            PauseTrigger::Partition => {
+                let local = self.net.ports[ingress as usize].local as usize;
+                let o = &self.net.ports[out as usize];
+                if o.holds[local] && o.bytes_by_ingress[local] <= xon {
+                    self.unhold(b, out, local);
                 }
             }
             _ => {
@@ -91,6 +106,21 @@ impl<S: Scheme> NetSim<S> {
         p.hold_count += 1;
         if p.hold_count == 1 {
             self.send_xoff(ing);
+        }
+    }
+
+    /// Output queue `out` lets the ingress with local index `local` go.
+    fn unhold(&mut self, b: u32, out: PortId, local: usize) {
+        let o = &mut self.net.ports[out as usize];
+        if !o.holds[local] {
+            return;
+        }
+        o.holds[local] = false;
+        let ing = self.net.nodes[self.net.bridges[b as usize].node as usize].ports[local];
+        let p = &mut self.net.ports[ing as usize];
+        p.hold_count -= 1;
+        if p.hold_count == 0 {
+            self.send_xon(ing);
         }
     }
 

@@ -85,8 +85,9 @@ pub struct Port {
 
     // --- the owner's output-queue trigger state (egress side) ---
     pub oq_xoff: bool,
-    /// Data frames in this queue per ingress (local index at the owner bridge).
-    pub count_by_ingress: Vec<u32>,
+    /// Data bytes in this queue per ingress (local index at the owner
+    /// bridge): the `per_input` partitions of this output buffer.
+    pub bytes_by_ingress: Vec<u64>,
     /// Ingress ports (local index) this queue holds paused.
     pub holds: Vec<bool>,
 
@@ -132,7 +133,7 @@ impl Port {
             xoff_sent: false,
             refresh_at: Time::MAX,
             oq_xoff: false,
-            count_by_ingress: Vec::new(),
+            bytes_by_ingress: Vec::new(),
             holds: Vec::new(),
             frames_sent: 0,
             pause_frames: 0,

@@ -73,13 +73,29 @@ impl<S: Scheme> NetSim<S> {
     pub fn new(cfg: &SimConfig, seed: u64, scheme: S) -> Result<NetSim<S>, ConfigError> {
         let mut net = Network::build(cfg, seed)?;
         let n_st = net.n_stations();
+        let mut cp_on: Vec<bool> = net
+            .ports
+            .iter()
+            .map(|p| matches!(net.nodes[p.owner as usize].kind, NodeKind::Bridge(b) if net.bridges[b as usize].cp))
+            .collect();
+        if !cfg.cp_ports.is_empty() {
+            cp_on.iter_mut().for_each(|x| *x = false);
+            for name in &cfg.cp_ports {
+                let p = name
+                    .split_once("->")
+                    .and_then(|(a, b)| net.port_by_name(a.trim(), b.trim()))
+                    .ok_or_else(|| ConfigError(format!("cp_ports: no link direction '{name}'")))?;
+                if !matches!(net.nodes[net.ports[p as usize].owner as usize].kind, NodeKind::Bridge(_)) {
+                    return err(format!("cp_ports: '{name}' is a station's port; CPs are bridge output ports"));
+                }
+                cp_on[p as usize] = true;
+            }
+        }
         let cps = net
             .ports
             .iter()
-            .map(|p| match net.nodes[p.owner as usize].kind {
-                NodeKind::Bridge(b) if net.bridges[b as usize].cp => Some(scheme.new_cp(stream(seed, &format!("{}/cp", p.name)))),
-                _ => None,
-            })
+            .zip(&cp_on)
+            .map(|(p, &on)| on.then(|| scheme.new_cp(stream(seed, &format!("{}/cp", p.name)))))
             .collect();
         let rps = (0..n_st)
             .map(|s| StationRp::new(n_st, stream(seed, &format!("{}/rp", net.station_name(s)))))
@@ -508,9 +524,10 @@ impl<S: Scheme> NetSim<S> {
         self.settle(out);
         let bridge = &mut self.net.bridges[b as usize];
         let ports = &mut self.net.ports;
+        let in_local = ports[ingress as usize].local as usize;
         let admitted = match bridge.buffer_mode {
             BufferMode::PerOutput => ports[out as usize].data_bytes + len <= bridge.buffer_bytes,
-            BufferMode::PerInput => ports[ingress as usize].in_bytes + len <= bridge.buffer_bytes,
+            BufferMode::PerInput => ports[out as usize].bytes_by_ingress[in_local] + len <= bridge.buffer_bytes,
             BufferMode::Shared => bridge.total_bytes + len <= bridge.buffer_bytes,
             BufferMode::Infinite => true,
         };
@@ -521,11 +538,10 @@ impl<S: Scheme> NetSim<S> {
         }
         f.in_port = ingress;
         bridge.total_bytes += len;
-        let in_local = ports[ingress as usize].local as usize;
         ports[ingress as usize].in_bytes += len;
         let o = &mut ports[out as usize];
         o.data_bytes += len;
-        o.count_by_ingress[in_local] += 1;
+        o.bytes_by_ingress[in_local] += len;
         // The CP sees the queue including this frame, and may mark it (QCN-3pt).
         if let Some(cp) = self.cps[out as usize].as_mut() {
             let q = o.data_bytes;
@@ -593,7 +609,7 @@ impl<S: Scheme> NetSim<S> {
         let ingress = f.in_port;
         let in_local = self.net.ports[ingress as usize].local as usize;
         self.net.ports[ingress as usize].in_bytes -= len;
-        self.net.ports[out as usize].count_by_ingress[in_local] -= 1;
+        self.net.ports[out as usize].bytes_by_ingress[in_local] -= len;
         if self.pause.enabled {
             self.pause_on_dequeue(b, out, ingress);
         }

@@ -196,7 +196,7 @@ impl Network {
             let _ = (WIRE_DATA, WIRE_CNM);
             if let NodeKind::Bridge(_) = nodes[ports[p].owner as usize].kind {
                 let k = nodes[ports[p].owner as usize].ports.len();
-                ports[p].count_by_ingress = vec![0; k];
+                ports[p].bytes_by_ingress = vec![0; k];
                 ports[p].holds = vec![false; k];
             }
         }
@@ -271,7 +271,8 @@ impl Network {
                 trigger: match cfg.pause.trigger {
                     PauseTrigger::Auto => match b.buffer_mode {
                         BufferMode::PerOutput | BufferMode::Infinite => PauseTrigger::OutputQueue,
-                        BufferMode::PerInput | BufferMode::Shared => PauseTrigger::Ingress,
+                        BufferMode::PerInput => PauseTrigger::Partition,
+                        BufferMode::Shared => PauseTrigger::Ingress,
                     },
                     t => t,
                 },
