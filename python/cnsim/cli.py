@@ -1,0 +1,262 @@
+"""The `cnsim` command line (interface.md). Exit status: 0 success, 2 bad
+scenario / option / value (one line naming the parameter), 1 anything else."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .errors import ScenarioError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="cnsim: packet-level simulator of congestion management in data-center Ethernet.",
+)
+out = Console()
+err = Console(stderr=True)
+
+
+def _fail(msg: str, code: int) -> None:
+    err.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@app.command("list")
+def list_cmd() -> None:
+    """Built-in scenarios and schemes, one line each."""
+    from .scenario import builtin_names, load
+    from .schemes import SCHEMES
+
+    t = Table("scenario", "description", box=None)
+    for n in builtin_names():
+        t.add_row(n, load(n).model.description)
+    out.print(t)
+    t = Table("scheme", "description", box=None)
+    for n, (_, d) in SCHEMES.items():
+        t.add_row(n, d)
+    out.print(t)
+
+
+@app.command()
+def show(
+    scenario: Annotated[str, typer.Argument(help="built-in name or path to a TOML file")],
+    scheme: Annotated[str | None, typer.Option(help="scheme whose defaults to show")] = None,
+) -> None:
+    """The scenario's full parameter set (TOML), every default filled in."""
+    from .scenario import load
+
+    sc = load(scenario, **({"scheme": scheme} if scheme else {}))
+    print(f"# {sc.name}: every parameter with its default; units in the names (docs/scenario-format.md)")
+    print(sc.to_toml(), end="")
+
+
+def _scenario(
+    scenario: str,
+    scheme: str | None,
+    pause: bool | None,
+    sets: list[str] | None,
+    seeds: int | None,
+    seed: int | None,
+    duration: float | None,
+) -> Any:
+    from .scenario import apply_sets, load
+
+    sc = load(scenario)
+    changes: dict[str, Any] = {}
+    if scheme is not None:
+        changes["scheme"] = scheme
+    if pause is not None:
+        changes["pause"] = pause
+    if seeds is not None and seed is not None:
+        raise ScenarioError("--seeds and --seed: give one of them")
+    if seeds is not None:
+        if seeds < 1:
+            raise ScenarioError(f"--seeds: {seeds} is not allowed; expected an integer >= 1")
+        changes["seeds"] = range(seeds)
+    if seed is not None:
+        if seed < 0:
+            raise ScenarioError(f"--seed: {seed} is not allowed; expected an integer >= 0")
+        changes["seeds"] = [seed]
+    if duration is not None:
+        if duration <= 0:
+            raise ScenarioError(f"--duration: {duration} is not allowed; expected > 0 ms")
+        changes["duration_ms"] = duration
+    if changes:
+        sc = sc.replace(**changes)
+    return apply_sets(sc, sets or [])
+
+
+@app.command()
+def run(
+    scenario: Annotated[str, typer.Argument(help="built-in name or path to a TOML file")],
+    scheme: Annotated[str | None, typer.Option(help="nocm, pause, bcn, bcn00, bcnmax, ecm, qcn, qcn2pt, qcn3pt")] = None,
+    pause: Annotated[bool | None, typer.Option("--pause/--no-pause", help="IEEE 802.3x PAUSE")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="KEY=VALUE override by dotted name")] = None,
+    seeds: Annotated[int | None, typer.Option(help="replications 0..N-1")] = None,
+    seed: Annotated[int | None, typer.Option(help="one replication with this seed")] = None,
+    duration: Annotated[float | None, typer.Option(help="run length (ms)")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="results directory")] = None,
+    jobs: Annotated[int | None, typer.Option(help="parallel replications (default: all cores)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the summary as one JSON object")] = False,
+    report: Annotated[bool, typer.Option(help="write report.html and plots")] = True,
+    backend: Annotated[str, typer.Option(help="local (dask: see the sweep issue)")] = "local",
+) -> None:
+    """Run replications, print the summary, write results."""
+    from .runner import run as run_scenario
+
+    if backend != "local":
+        raise ScenarioError(f"--backend: {backend!r} is not available yet; allowed: local")
+    if jobs is not None and jobs < 1:
+        raise ScenarioError(f"--jobs: {jobs} is not allowed; expected an integer >= 1")
+    sc = _scenario(scenario, scheme, pause, set_, seeds, seed, duration)
+    res = run_scenario(sc, jobs=jobs, progress=None if not as_json else False)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    target = out_dir or Path("results") / f"{sc.name}-{stamp}"
+    res.save(target, report=report)
+    summary = res.summary_dict()
+    if as_json:
+        print(json.dumps({**summary, "out": str(target)}))
+        return
+    t = Table("metric", "mean", "min", "max", title=f"{sc.name} / {sc.scheme}{' + PAUSE' if sc.pause else ''} / {len(sc.seeds)} seed(s)")
+    for k, v in summary["metrics"].items():
+        t.add_row(k, *(_fmt(v[x]) for x in ("mean", "min", "max")))
+    out.print(t)
+    e = summary["engine"]
+    out.print(
+        f"engine: {e['frames']:,} frames, {e['events']:,} events, {e['wall_s']:.2f} s, "
+        f"{(e['frames_delivered_per_s'] or 0) / 1e6:.2f} M delivered frames/s"
+    )
+    out.print(f"results: {target}" + (f"  report: {target / 'report.html'}" if report else ""))
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+@app.command()
+def bench(
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
+    duration_ms: Annotated[float, typer.Option(help="simulated time (ms)")] = 1000.0,
+) -> None:
+    """Engine speed: the 1-second 4-to-1 incast of performance.md (nocm, one seed, one core)."""
+    from . import _core
+
+    if duration_ms <= 0:
+        raise ScenarioError(f"--duration-ms: {duration_ms} is not allowed; expected > 0")
+    cfg = _core.incast_config_json(round(duration_ms * 1e9))
+    sim = _core.Simulation(cfg, 0)
+    t0 = time.perf_counter()
+    sim.run()
+    wall_total = time.perf_counter() - t0
+    r = json.loads(sim.results_json())
+    e = r["engine"]
+    fig = {
+        "workload": "4-to-1 incast, 4 x 4.9 Gbit/s into 10 Gbit/s, 150 KB buffers, nocm",
+        "simulated_s": duration_ms / 1000,
+        "frames": r["frames"]["generated"],
+        "frames_delivered": r["frames"]["delivered"],
+        "frames_delivered_per_s": e["frames_delivered_per_s"],
+        "events": e["events"],
+        "events_per_s": e["events_per_s"],
+        "wall_s": e["wall_s"],
+        "wall_s_with_results": wall_total,
+        "sim_speed": e["sim_speed"],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "version": _core.version(),
+    }
+    if as_json:
+        print(json.dumps(fig))
+        return
+    t = Table("figure", "value", title="cnsim bench")
+    t.add_row("frames generated", f"{fig['frames']:,}")
+    t.add_row("frames delivered", f"{fig['frames_delivered']:,}")
+    t.add_row("delivered frames per wall second", f"{fig['frames_delivered_per_s'] / 1e6:.2f} M")
+    t.add_row("events", f"{fig['events']:,}")
+    t.add_row("events per second", f"{fig['events_per_s'] / 1e6:.2f} M")
+    t.add_row("simulated seconds per wall second", f"{fig['sim_speed']:.2f}")
+    t.add_row("wall time (engine)", f"{fig['wall_s']:.3f} s")
+    t.add_row("peak memory", f"{fig['peak_rss_mb']:.0f} MB")
+    out.print(t)
+
+
+@app.command()
+def validate(
+    only: Annotated[str | None, typer.Option(help="run one study")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
+    jobs: Annotated[int | None, typer.Option(help="parallel replications")] = None,
+) -> None:
+    """Published figures vs this simulator, side by side; exit 1 if any is out of tolerance."""
+    from .validate import STUDIES
+
+    if only is not None and only not in STUDIES:
+        raise ScenarioError(f"--only: {only!r} is not a study; studies: {', '.join(STUDIES)}")
+    rows = []
+    for name, study in STUDIES.items():
+        if only is None or only == name:
+            rows.extend(study(jobs, not as_json and sys.stderr.isatty()))
+    bad = [r for r in rows if not r.ok]
+    if as_json:
+        print(json.dumps({"rows": [r.as_dict() for r in rows], "all_within": not bad}))
+    else:
+        t = Table("study", "figure", "published", "cnsim", "tolerance", "within?", title="cnsim validate")
+        for r in rows:
+            t.add_row(
+                r.study, r.figure, _fmt(r.published), _fmt(r.ours), r.tolerance,
+                "[green]yes[/]" if r.ok else "[red]NO[/]",
+            )
+        out.print(t)
+        out.print(f"{len(rows) - len(bad)} of {len(rows)} figures within tolerance")
+    if bad:
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    """Entry point: maps errors to exit codes, never shows a traceback for bad input."""
+    try:
+        app(standalone_mode=False)
+    except ScenarioError as e:
+        _print_error(str(e))
+        sys.exit(2)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        _print_error("interrupted")
+        sys.exit(130)
+    except Exception as e:  # noqa: BLE001
+        import click
+
+        if isinstance(e, click.exceptions.UsageError):
+            e.show()
+            sys.exit(2)
+        if isinstance(e, click.exceptions.ClickException):
+            e.show()
+            sys.exit(e.exit_code)
+        if os.environ.get("CNSIM_DEBUG"):
+            raise
+        _print_error(f"{type(e).__name__}: {e}")
+        sys.exit(1)
+    sys.exit(0)
+
+
+def _print_error(msg: str) -> None:
+    Console(stderr=True).print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
+
+
+if __name__ == "__main__":
+    main()

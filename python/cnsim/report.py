@@ -1,0 +1,203 @@
+"""Plots (matplotlib, PNG) and the HTML report of a run."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from .schemes import qeq_bytes  # noqa: E402
+
+_SMOOTH_MS = 1.0  # throughput curves are averaged over 1 ms for legibility
+
+
+def _series(res: Any, name: str, seed_index: int = 0) -> tuple[float, list[tuple[str, np.ndarray]]]:
+    run = res.runs[seed_index]
+    bin_ms = run.result["bin_ps"] / 1e9
+    return bin_ms, [(k, v) for (s, k, v) in run.series if s == name]
+
+
+def _smooth(v: np.ndarray, bin_ms: float) -> np.ndarray:
+    n = max(1, round(_SMOOTH_MS / bin_ms))
+    if n == 1 or len(v) < n:
+        return v
+    return np.convolve(v, np.ones(n) / n, mode="same")
+
+
+def plot_series(res: Any, name: str) -> Any:
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    bin_ms, ser = _series(res, name)
+    if not ser:
+        ax.text(0.5, 0.5, f"no series '{name}'", ha="center", transform=ax.transAxes)
+        return fig
+    for k, v in ser[:24]:
+        t = np.arange(len(v)) * bin_ms
+        y = _smooth(v, bin_ms) if name.endswith("throughput") or name == "rl_rate" else v
+        ax.plot(t, y, lw=1, label=k)
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel(name)
+    ax.grid(alpha=0.3)
+    if len(ser) <= 12:
+        ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def _throughput_fig(res: Any) -> Any:
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    bin_ms, flows = _series(res, "flow_throughput")
+    _, agg = _series(res, "aggregate_throughput")
+    if not flows:
+        _, flows = _series(res, "delivered_throughput")
+    for k, v in flows[:16]:
+        ax.plot(np.arange(len(v)) * bin_ms, _smooth(v, bin_ms), lw=1, label=k)
+    for _, v in agg:
+        ax.plot(np.arange(len(v)) * bin_ms, _smooth(v, bin_ms), lw=1.6, color="black", label="aggregate")
+    fair = res.scenario.model.fairness
+    if fair is not None:
+        ax.axhline(fair.target_gbps, ls="--", color="grey", lw=1, label="fair share")
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel("throughput (Gbit/s, 1 ms average)")
+    ax.set_title(f"Throughput, seed {res.runs[0].seed}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    return fig
+
+
+def _queue_fig(res: Any) -> Any | None:
+    bin_ms, qs = _series(res, "queue_bytes")
+    _, qmax = _series(res, "queue_bytes_max")
+    if not qs:
+        return None
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    maxes = dict(qmax)
+    for k, v in qs[:12]:
+        t = np.arange(len(v)) * bin_ms
+        (line,) = ax.plot(t, v / 1000, lw=1, label=f"{k} (bin end)")
+        if k in maxes:
+            ax.plot(t, maxes[k] / 1000, lw=0.6, alpha=0.5, color=line.get_color(), label=f"{k} (bin max)")
+    sc = res.scenario
+    q = qeq_bytes(sc.scheme, sc.table)
+    if q:
+        ax.axhline(q / 1000, ls="--", color="green", lw=1, label=f"Qeq {q / 1000:.1f} KB")
+    if sc.pause:
+        ax.axhline(sc.model.pause.xoff_bytes / 1000, ls=":", color="red", lw=1, label="XOFF")
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel("queue (KB)")
+    ax.set_title(f"CP queue, seed {res.runs[0].seed}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def _rl_fig(res: Any) -> Any | None:
+    bin_ms, rates = _series(res, "rl_rate")
+    if not rates:
+        return None
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    for k, v in rates[:16]:
+        ax.plot(np.arange(len(v)) * bin_ms, v, lw=1, label=k)
+    fair = res.scenario.model.fairness
+    if fair is not None:
+        ax.axhline(fair.target_gbps, ls="--", color="grey", lw=1, label="fair share")
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel("rate-limiter rate (Gbit/s, at bin end)")
+    ax.set_title(f"Reaction points, seed {res.runs[0].seed}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def _paused_fig(res: Any) -> Any | None:
+    bin_ms, ps = _series(res, "paused_fraction")
+    if not ps:
+        return None
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    for k, v in ps[:16]:
+        ax.plot(np.arange(len(v)) * bin_ms, _smooth(v, bin_ms), lw=1, label=k)
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel("fraction of time paused (1 ms average)")
+    ax.set_title(f"PAUSE, seed {res.runs[0].seed}")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def _fairness_fig(res: Any) -> Any | None:
+    if "jain" not in res.metrics or len(res.runs) < 2:
+        return None
+    fig, ax = plt.subplots(figsize=(9, 3.4))
+    jain = res.metric("jain")
+    ax.bar([str(s) for s in res.seeds], jain, color="steelblue")
+    ax.set_ylim(min(0.8, min(jain) - 0.02), 1.0)
+    ax.set_xlabel("seed")
+    ax.set_ylabel("Jain's index")
+    ax.set_title("Fairness per seed")
+    fig.tight_layout()
+    return fig
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "&ndash;"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return html.escape(str(v))
+
+
+def write_report(res: Any, out: Path) -> Path:
+    figs = {
+        "throughput.png": _throughput_fig(res),
+        "queue.png": _queue_fig(res),
+        "rl_rate.png": _rl_fig(res),
+        "paused.png": _paused_fig(res),
+        "fairness.png": _fairness_fig(res),
+    }
+    images = []
+    for name, fig in figs.items():
+        if fig is None:
+            continue
+        fig.savefig(out / name, dpi=110)
+        plt.close(fig)
+        images.append(name)
+    sc = res.scenario
+    rows = "".join(
+        f"<tr><td>{html.escape(k)}</td><td>{_fmt(v['mean'])}</td><td>{_fmt(v['min'])}</td>"
+        f"<td>{_fmt(v['max'])}</td></tr>"
+        for k, v in res.metrics.items()
+    )
+    eng = res.engine()
+    body = f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>cnsim: {html.escape(sc.name)}</title>
+<style>
+body {{ font-family: sans-serif; max-width: 1000px; margin: 2em auto; color: #222; }}
+table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ccc; padding: 3px 8px; text-align: right; }}
+td:first-child {{ text-align: left; }} img {{ max-width: 100%; }}
+pre {{ background: #f6f6f6; padding: 1em; overflow-x: auto; font-size: 80%; }}
+</style></head><body>
+<h1>{html.escape(sc.name)}: {html.escape(sc.scheme)}{" with PAUSE" if sc.pause else ""}</h1>
+<p>{html.escape(sc.model.description)}</p>
+<p>Seeds: {", ".join(str(s) for s in res.seeds)}. Engine: {eng["events"]:,} events,
+{eng["frames"]:,} frames, {eng["wall_s"]:.2f} s of engine time
+({(eng["frames_delivered_per_s"] or 0) / 1e6:.2f} M delivered frames per second), cnsim {eng["version"]}.</p>
+<h2>Summary over seeds</h2>
+<table><tr><th>metric</th><th>mean</th><th>min</th><th>max</th></tr>{rows}</table>
+{"".join(f'<h2>{html.escape(i[:-4])}</h2><img src="{i}" alt="{i}">' for i in images)}
+<h2>Scenario (resolved, re-runnable)</h2>
+<pre>{html.escape(sc.to_toml())}</pre>
+</body></html>
+"""
+    path = out / "report.html"
+    path.write_text(body)
+    return path
