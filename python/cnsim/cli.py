@@ -144,8 +144,12 @@ def run(
 def _fmt(v: Any) -> str:
     if v is None:
         return "-"
+    if isinstance(v, float) and abs(v) >= 1e4:
+        return f"{v:,.0f}"
     if isinstance(v, float):
         return f"{v:.4g}"
+    if isinstance(v, int):
+        return f"{v:,}"
     return str(v)
 
 

@@ -27,7 +27,9 @@ def _smooth(v: np.ndarray, bin_ms: float) -> np.ndarray:
     n = max(1, round(_SMOOTH_MS / bin_ms))
     if n == 1 or len(v) < n:
         return v
-    return np.convolve(v, np.ones(n) / n, mode="same")
+    k = np.ones(n)
+    # Normalise by the samples actually inside the window, so the edges do not sag.
+    return np.convolve(v, k, mode="same") / np.convolve(np.ones(len(v)), k, mode="same")
 
 
 def plot_series(res: Any, name: str) -> Any:

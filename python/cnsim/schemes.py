@@ -62,6 +62,9 @@ class BcnTable(_Table):
         15_000.0, gt=0, description="sampling interval while oversampling (bytes)"
     )
     min_rate_mbps: float = Field(1.0, gt=0, description="rate floor after a decrease (Mbit/s)")
+    sample_dropped: bool = Field(
+        True, description="[assumed] the sampler also sees frames the full queue drops"
+    )
 
     def engine(self) -> dict[str, Any]:
         return {
@@ -89,6 +92,7 @@ class BcnTable(_Table):
             "oversample_above_bytes": self.oversample_above_bytes,
             "sample_sev_bytes": self.sample_sev_bytes,
             "min_rate_bps": self.min_rate_mbps * 1e6,
+            "sample_dropped": self.sample_dropped,
         }
 
     def qeq_bytes(self) -> float:
@@ -135,6 +139,9 @@ class QcnTable(_Table):
     min_rate_mbps: float = Field(5.0, gt=0, description="minimum rate (Mbit/s)")
     efr: Literal["off", "reset_stage", "tr8", "standard"] = Field(
         "standard", description="Extra Fast Recovery reading (standard = reset_stage + tr8)"
+    )
+    sample_dropped: bool = Field(
+        True, description="[assumed] the sampler also sees frames the full queue drops"
     )
 
     def engine(self, three_point: bool) -> dict[str, Any]:

@@ -534,6 +534,16 @@ impl<S: Scheme> NetSim<S> {
         if !admitted {
             bridge.dropped_cp += 1;
             self.stats.count(self.now, 2);
+            // The CP's sampler sits at the queue's input: it may see the frame
+            // the full queue is about to drop (scheme option `sample_dropped`).
+            if let Some(cp) = self.cps[out as usize].as_mut() {
+                if self.scheme.cp_samples_dropped() {
+                    let q = self.net.ports[out as usize].data_bytes;
+                    if let Some(fb) = self.scheme.cp_on_enqueue(cp, &mut f, q, out as u16 + 1) {
+                        self.send_cnm(b, out, &f, fb);
+                    }
+                }
+            }
             return;
         }
         f.in_port = ingress;

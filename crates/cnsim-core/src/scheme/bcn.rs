@@ -52,6 +52,8 @@ pub struct BcnParams {
     pub sample_sev_bytes: f64,
     /// Floor of the rate after a decrease (bit/s).
     pub min_rate_bps: f64,
+    /// The sampler sees every arriving frame, also one the full queue drops.
+    pub sample_dropped: bool,
 }
 
 impl Default for BcnParams {
@@ -80,6 +82,7 @@ impl Default for BcnParams {
             oversample_above_bytes: 112_500.0,
             sample_sev_bytes: 15_000.0,
             min_rate_bps: 1e6,
+            sample_dropped: true,
         }
     }
 }
@@ -241,6 +244,10 @@ impl Scheme for Bcn {
 
     fn creates_rl(&self, fb: &Feedback) -> bool {
         matches!(fb.kind, FeedbackKind::Negative | FeedbackKind::Stop)
+    }
+
+    fn cp_samples_dropped(&self) -> bool {
+        self.p.sample_dropped
     }
 
     fn rp_on_create(&self, _core: &mut RlCore, rl: &mut BcnRl, now: Time) -> Option<Time> {

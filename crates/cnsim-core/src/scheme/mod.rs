@@ -93,6 +93,12 @@ pub trait Scheme: Send + 'static {
         None
     }
 
+    /// Whether the CP also samples frames that find the queue full (and are
+    /// dropped); `cp_on_enqueue` then sees the queue without them.
+    fn cp_samples_dropped(&self) -> bool {
+        false
+    }
+
     /// Whether `fb` creates an RL at a station that has none for its CP.
     fn creates_rl(&self, fb: &Feedback) -> bool;
 

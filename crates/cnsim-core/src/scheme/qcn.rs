@@ -88,6 +88,8 @@ pub struct QcnParams {
     pub min_dec_factor: f64,
     pub min_rate_bps: f64,
     pub efr: Efr,
+    /// The sampler sees every arriving frame, also one the full queue drops.
+    pub sample_dropped: bool,
 }
 
 impl Default for QcnParams {
@@ -113,6 +115,7 @@ impl Default for QcnParams {
             min_dec_factor: 0.5,
             min_rate_bps: 5e6,
             efr: Efr::Standard,
+            sample_dropped: true,
         }
     }
 }
@@ -312,6 +315,10 @@ impl Scheme for Qcn {
         fb.kind == FeedbackKind::Negative && fb.fb > 0.0
     }
 
+    fn cp_samples_dropped(&self) -> bool {
+        self.p.sample_dropped
+    }
+
     fn rp_on_create(&self, core: &mut RlCore, rl: &mut QcnRl, now: Time) -> Option<Time> {
         rl.tr = core.line_rate_bps;
         rl.bc = self.p.bc_limit_bytes;
@@ -409,6 +416,9 @@ impl Scheme for Qcn3pt {
     }
     fn creates_rl(&self, fb: &Feedback) -> bool {
         self.0.creates_rl(fb)
+    }
+    fn cp_samples_dropped(&self) -> bool {
+        self.0.cp_samples_dropped()
     }
     fn rp_on_create(&self, core: &mut RlCore, rl: &mut QcnRl, now: Time) -> Option<Time> {
         self.0.rp_on_create(core, rl, now)
