@@ -243,12 +243,8 @@ def main() -> None:
         _print_error("interrupted")
         sys.exit(130)
     except Exception as e:  # noqa: BLE001
-        import click
-
-        if isinstance(e, click.exceptions.UsageError):
-            e.show()
-            sys.exit(2)
-        if isinstance(e, click.exceptions.ClickException):
+        # Usage errors of typer's (vendored) click: they know how to show themselves.
+        if hasattr(e, "show") and isinstance(getattr(e, "exit_code", None), int):
             e.show()
             sys.exit(e.exit_code)
         if os.environ.get("CNSIM_DEBUG"):
