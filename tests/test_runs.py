@@ -3,10 +3,9 @@ determinism, the baseline with and without PAUSE, the results layout."""
 
 import json
 
+import cnsim
 import polars as pl
 import pytest
-
-import cnsim
 from cnsim.scenario import load
 
 
@@ -45,7 +44,19 @@ def test_same_seed_gives_byte_identical_results(tmp_path, cli):
     outs = []
     for i in range(2):
         out = tmp_path / f"r{i}"
-        r = cli("run", "baseline", "--scheme", "bcn", "--seed", "3", "--duration", "30", "--out", str(out), "--no-report")
+        r = cli(
+            "run",
+            "baseline",
+            "--scheme",
+            "bcn",
+            "--seed",
+            "3",
+            "--duration",
+            "30",
+            "--out",
+            str(out),
+            "--no-report",
+        )
         assert r.returncode == 0, r.stderr
         outs.append(out)
     a, b = ((o / "timeseries.parquet").read_bytes() for o in outs)
@@ -58,7 +69,19 @@ def test_same_seed_gives_byte_identical_results(tmp_path, cli):
             s["engine"].pop(k)
     assert sa == sb
     # A different seed differs.
-    r = cli("run", "baseline", "--scheme", "bcn", "--seed", "4", "--duration", "30", "--out", str(tmp_path / "r4"), "--no-report")
+    r = cli(
+        "run",
+        "baseline",
+        "--scheme",
+        "bcn",
+        "--seed",
+        "4",
+        "--duration",
+        "30",
+        "--out",
+        str(tmp_path / "r4"),
+        "--no-report",
+    )
     assert r.returncode == 0
     assert (tmp_path / "r4" / "timeseries.parquet").read_bytes() != a
 
@@ -120,14 +143,32 @@ def test_baseline_pause_with_published_thresholds_counts_every_drop():
 
 def test_results_layout(tmp_path, cli):
     out = tmp_path / "res"
-    r = cli("run", "baseline", "--scheme", "bcn", "--seeds", "2", "--duration", "40", "--out", str(out), "--json")
+    r = cli(
+        "run", "baseline", "--scheme", "bcn", "--seeds", "2", "--duration", "40", "--out", str(out), "--json"
+    )
     assert r.returncode == 0, r.stderr
     printed = json.loads(r.stdout)
-    for f in ("scenario.toml", "summary.json", "flows.parquet", "links.parquet", "timeseries.parquet", "report.html"):
+    for f in (
+        "scenario.toml",
+        "summary.json",
+        "flows.parquet",
+        "links.parquet",
+        "timeseries.parquet",
+        "report.html",
+    ):
         assert (out / f).is_file(), f
     s = json.loads((out / "summary.json").read_text())
-    assert s["scenario"] == "baseline" and s["scheme"] == "bcn" and s["pause"] is False and s["seeds"] == [0, 1]
-    assert set(s["engine"]) >= {"events", "frames", "wall_s", "events_per_s", "frames_delivered_per_s", "version"}
+    assert (
+        s["scenario"] == "baseline" and s["scheme"] == "bcn" and s["pause"] is False and s["seeds"] == [0, 1]
+    )
+    assert set(s["engine"]) >= {
+        "events",
+        "frames",
+        "wall_s",
+        "events_per_s",
+        "frames_delivered_per_s",
+        "version",
+    }
     for name in ("aggregate_throughput", "dropped_cp", "dropped_rp", "overhead_mbps", "jain", "dev_max"):
         m = s["metrics"][name]
         assert set(m) == {"mean", "min", "max", "per_seed"} and len(m["per_seed"]) == 2
@@ -135,7 +176,9 @@ def test_results_layout(tmp_path, cli):
     assert printed["metrics"] == s["metrics"]
     ts = pl.read_parquet(out / "timeseries.parquet")
     assert ts.columns == ["seed", "time_ms", "series", "key", "value"]
-    assert {"aggregate_throughput", "flow_throughput", "queue_bytes", "rl_rate", "rlq_bytes"} <= set(ts["series"].unique())
+    assert {"aggregate_throughput", "flow_throughput", "queue_bytes", "rl_rate", "rlq_bytes"} <= set(
+        ts["series"].unique()
+    )
     html = (out / "report.html").read_text()
     import re
 
@@ -152,7 +195,10 @@ def test_results_layout(tmp_path, cli):
     [
         (["run", "nosuch"], "unknown scenario 'nosuch'"),
         (["run", "baseline", "--set", "nosuch.key=1"], "unknown parameter 'nosuch'"),
-        (["run", "baseline", "--set", "defaults.link_rate_gbps=-10"], "defaults.link_rate_gbps: -10 is not allowed"),
+        (
+            ["run", "baseline", "--set", "defaults.link_rate_gbps=-10"],
+            "defaults.link_rate_gbps: -10 is not allowed",
+        ),
         (["run", "baseline", "--set", "nodes.S1.load=-0.2"], "nodes.S1.load: -0.2 is not allowed"),
         (["run", "baseline", "--scheme", "nosuch"], "'nosuch' is not a known scheme"),
         (["run", "baseline", "--seeds", "0"], "--seeds: 0 is not allowed"),
@@ -192,6 +238,14 @@ def test_list_show_and_bench(cli):
     r = cli("bench", "--json", "--duration-ms", "50")
     assert r.returncode == 0, r.stderr
     b = json.loads(r.stdout)
-    assert {"frames", "frames_delivered", "frames_delivered_per_s", "events", "events_per_s", "wall_s", "sim_speed"} <= set(b)
+    assert {
+        "frames",
+        "frames_delivered",
+        "frames_delivered_per_s",
+        "events",
+        "events_per_s",
+        "wall_s",
+        "sim_speed",
+    } <= set(b)
     # 50 ms of 4 x 4.9 Gbit/s: about 81,700 frames generated, half of them delivered.
     assert 80_000 < b["frames"] < 83_500 and 41_000 < b["frames_delivered"] < 42_000

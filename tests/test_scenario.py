@@ -3,9 +3,8 @@
 
 import json
 
-import pytest
-
 import cnsim
+import pytest
 from cnsim.scenario import apply_sets, load
 
 
@@ -20,7 +19,13 @@ def test_baseline_resolves_to_engine_units():
     assert s1["load"] == 0.49 and s1["dest"] == {"kind": "fixed", "node": "D"}
     assert s1["processing_ps"] == 2_000_000 and s1["rlq_bytes"] == 150_000
     b5 = next(b for b in cfg["bridges"] if b["name"] == "B5")
-    assert b5 == {"name": "B5", "buffer_mode": "per_output", "buffer_bytes": 150_000, "latency_ps": 1_000_000, "cp": True}
+    assert b5 == {
+        "name": "B5",
+        "buffer_mode": "per_output",
+        "buffer_bytes": 150_000,
+        "latency_ps": 1_000_000,
+        "cp": True,
+    }
     assert all(link["rate_bps"] == 10**10 and link["delay_ps"] == 500_000 for link in cfg["links"])
     starts = sorted(e["node"] for e in cfg["events"] if e["action"] == "start")
     stops = sorted((e["node"], e["at_ps"]) for e in cfg["events"] if e["action"] == "stop")
@@ -36,10 +41,17 @@ def test_scheme_tables_map_to_engine_parameters():
     assert s["name"] == "bcn" and s["bcn00"] is True and s["bcn_max"] is False
     assert s["qeq_pages"] == 375 and s["gi"] == 0.53 and s["ru_bps"] == 1e6 and s["tmax_ps"] == 100 * 10**6
     ecm = load("baseline", scheme="ecm").engine_config()["scheme"]
-    assert ecm["bcn_max"] and ecm["oversampling"] and ecm["sample_bytes"] == 75_000 and ecm["qmc_bytes"] == 1300 * 64
+    assert (
+        ecm["bcn_max"]
+        and ecm["oversampling"]
+        and ecm["sample_bytes"] == 75_000
+        and ecm["qmc_bytes"] == 1300 * 64
+    )
     q2 = load("singlehop_hotspot", scheme="qcn2pt").engine_config()["scheme"]
     assert q2["name"] == "qcn" and q2["three_point"] is False and q2["sampling"] == "bytes"
-    assert q2["r_ai_bps"] == 12e6 and q2["timer_ps"] == 0 and q2["hai"] is False and q2["qeq_bytes"] == 409 * 64
+    assert (
+        q2["r_ai_bps"] == 12e6 and q2["timer_ps"] == 0 and q2["hai"] is False and q2["qeq_bytes"] == 409 * 64
+    )
     q3 = load("singlehop_hotspot", scheme="qcn3pt").engine_config()["scheme"]
     assert q3["three_point"] is True and q3["refp"] == 0.04
     qf = load("singlehop_hotspot", scheme="qcn").engine_config()["scheme"]
@@ -62,7 +74,10 @@ def test_hotspot_becomes_two_link_rate_events_and_a_window():
 
 
 def test_set_overrides_nested_values_and_nodes_by_name():
-    sc = apply_sets(load("baseline"), ["pause.xoff_bytes=120000", "pause.xon_bytes=110000", "nodes.S1.load=0.3", "bcn.w=4"])
+    sc = apply_sets(
+        load("baseline"),
+        ["pause.xoff_bytes=120000", "pause.xon_bytes=110000", "nodes.S1.load=0.3", "bcn.w=4"],
+    )
     assert sc.model.pause.xoff_bytes == 120_000
     assert next(n for n in sc.model.nodes if n.name == "S1").load == 0.3
     assert sc.model.bcn.w == 4
@@ -103,7 +118,12 @@ def _raw():
         (lambda r: r["links"].pop(0), "nodes.S1: a station needs exactly one link"),
         (lambda r: r["nodes"][0].update(dest="Q"), "nodes.S1.dest: unknown node 'Q'"),
         (lambda r: r["nodes"][0].update(dest="S1"), "nodes.S1.dest: 'S1' is not another station"),
-        (lambda r: r["links"].__setitem__(8, {"a": "B5", "b": "B4"}) or r["links"].append({"a": "D", "b": "B4"}), "duplicate link"),
+        (
+            lambda r: (
+                r["links"].__setitem__(8, {"a": "B5", "b": "B4"}) or r["links"].append({"a": "D", "b": "B4"})
+            ),
+            "duplicate link",
+        ),
         (lambda r: r.update(trace={"ports": ["B5->S1"]}), "trace.ports: 'B5->S1' is not a link direction"),
         (lambda r: r["nodes"][0].update(colour="red"), "nodes.S1.colour: unknown parameter"),
     ],

@@ -101,7 +101,9 @@ def _scenario(
 @app.command()
 def run(
     scenario: Annotated[str, typer.Argument(help="built-in name or path to a TOML file")],
-    scheme: Annotated[str | None, typer.Option(help="nocm, pause, bcn, bcn00, bcnmax, ecm, qcn, qcn2pt, qcn3pt")] = None,
+    scheme: Annotated[
+        str | None, typer.Option(help="nocm, pause, bcn, bcn00, bcnmax, ecm, qcn, qcn2pt, qcn3pt")
+    ] = None,
     pause: Annotated[bool | None, typer.Option("--pause/--no-pause", help="IEEE 802.3x PAUSE")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="KEY=VALUE override by dotted name")] = None,
     seeds: Annotated[int | None, typer.Option(help="replications 0..N-1")] = None,
@@ -129,7 +131,13 @@ def run(
     if as_json:
         print(json.dumps({**summary, "out": str(target)}))
         return
-    t = Table("metric", "mean", "min", "max", title=f"{sc.name} / {sc.scheme}{' + PAUSE' if sc.pause else ''} / {len(sc.seeds)} seed(s)")
+    t = Table(
+        "metric",
+        "mean",
+        "min",
+        "max",
+        title=f"{sc.name} / {sc.scheme}{' + PAUSE' if sc.pause else ''} / {len(sc.seeds)} seed(s)",
+    )
     for k, v in summary["metrics"].items():
         t.add_row(k, *(_fmt(v[x]) for x in ("mean", "min", "max")))
     out.print(t)
@@ -221,7 +229,11 @@ def validate(
         t = Table("study", "figure", "published", "cnsim", "tolerance", "within?", title="cnsim validate")
         for r in rows:
             t.add_row(
-                r.study, r.figure, _fmt(r.published), _fmt(r.ours), r.tolerance,
+                r.study,
+                r.figure,
+                _fmt(r.published),
+                _fmt(r.ours),
+                r.tolerance,
                 "[green]yes[/]" if r.ok else "[red]NO[/]",
             )
         out.print(t)

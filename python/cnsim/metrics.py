@@ -55,9 +55,7 @@ def per_seed(result: dict[str, Any], scenario: Any) -> dict[str, float | int | N
             m["link_utilization"] = link["throughput_gbps"][w] / (link["rate_bps"] / 1e9)
     if model.hotspot is not None:
         hot = model.hotspot.node
-        m["hot_port_throughput"] = sum(
-            f["throughput_gbps"][0] for f in result["flows"] if f["dst"] == hot
-        )
+        m["hot_port_throughput"] = sum(f["throughput_gbps"][0] for f in result["flows"] if f["dst"] == hot)
         w = _window_index(result, "hotspot")
         if w is not None:
             rate = model.hotspot.rate_gbps

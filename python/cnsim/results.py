@@ -87,7 +87,13 @@ class Results:
                 )
         if not frames:
             return pl.DataFrame(
-                schema={"seed": pl.Int64, "time_ms": pl.Float64, "series": pl.Utf8, "key": pl.Utf8, "value": pl.Float64}
+                schema={
+                    "seed": pl.Int64,
+                    "time_ms": pl.Float64,
+                    "series": pl.Utf8,
+                    "key": pl.Utf8,
+                    "value": pl.Float64,
+                }
             )
         return pl.concat(frames)
 
@@ -96,8 +102,16 @@ class Results:
         for r in self.runs:
             names = [w["name"] for w in r.result["windows"]]
             for f in r.result["flows"]:
-                row = {"seed": r.seed, "src": f["src"], "dst": f["dst"], "generated": f["generated"], "delivered": f["delivered"]}
-                row.update({f"throughput_gbps_{n}": v for n, v in zip(names, f["throughput_gbps"], strict=True)})
+                row = {
+                    "seed": r.seed,
+                    "src": f["src"],
+                    "dst": f["dst"],
+                    "generated": f["generated"],
+                    "delivered": f["delivered"],
+                }
+                row.update(
+                    {f"throughput_gbps_{n}": v for n, v in zip(names, f["throughput_gbps"], strict=True)}
+                )
                 rows.append(row)
         return pl.DataFrame(rows, infer_schema_length=None)
 
@@ -108,7 +122,9 @@ class Results:
             for li in r.result["links"]:
                 row = {k: v for k, v in li.items() if k != "throughput_gbps"}
                 row["seed"] = r.seed
-                row.update({f"throughput_gbps_{n}": v for n, v in zip(names, li["throughput_gbps"], strict=True)})
+                row.update(
+                    {f"throughput_gbps_{n}": v for n, v in zip(names, li["throughput_gbps"], strict=True)}
+                )
                 rows.append(row)
         return pl.DataFrame(rows, infer_schema_length=None)
 

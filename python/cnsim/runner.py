@@ -31,9 +31,7 @@ class SeedRun:
         self.series = series
 
 
-def run_seed(
-    config_json: str, seed: int, advance: Callable[[float], None] | None = None
-) -> SeedRun:
+def run_seed(config_json: str, seed: int, advance: Callable[[float], None] | None = None) -> SeedRun:
     """Runs one replication; `advance(ms)` is called as simulated time passes."""
     try:
         sim = _core.Simulation(config_json, seed)

@@ -161,11 +161,11 @@ class ScenarioModel(_Model):
         [], description="CP detection on exactly these ports (default: bridges with cp = true)"
     )
     nocm: dict[str, Any] = {}
-    bcn: TABLES["bcn"] = TABLES["bcn"]()  # type: ignore[valid-type]
-    ecm: TABLES["ecm"] = TABLES["ecm"]()  # type: ignore[valid-type]
-    qcn: TABLES["qcn"] = TABLES["qcn"]()  # type: ignore[valid-type]
-    qcn2pt: TABLES["qcn2pt"] = TABLES["qcn2pt"]()  # type: ignore[valid-type]
-    qcn3pt: TABLES["qcn3pt"] = TABLES["qcn3pt"]()  # type: ignore[valid-type]
+    bcn: TABLES[bcn] = TABLES["bcn"]()  # type: ignore[valid-type]
+    ecm: TABLES[ecm] = TABLES["ecm"]()  # type: ignore[valid-type]
+    qcn: TABLES[qcn] = TABLES["qcn"]()  # type: ignore[valid-type]
+    qcn2pt: TABLES[qcn2pt] = TABLES["qcn2pt"]()  # type: ignore[valid-type]
+    qcn3pt: TABLES[qcn3pt] = TABLES["qcn3pt"]()  # type: ignore[valid-type]
 
 
 def _loc(loc: tuple[Any, ...], raw: dict[str, Any]) -> str:
@@ -227,9 +227,7 @@ class Scenario:
             raise ScenarioError(_one_line(e, raw)) from None
         scheme = scheme if scheme is not None else self.model.scheme
         if scheme not in SCHEMES:
-            raise ScenarioError(
-                f"scheme: {scheme!r} is not a known scheme; known: {', '.join(SCHEMES)}"
-            )
+            raise ScenarioError(f"scheme: {scheme!r} is not a known scheme; known: {', '.join(SCHEMES)}")
         self.scheme = scheme
         self.pause = bool(pause) if pause is not None else (self.model.pause.enabled or scheme == "pause")
         if scheme == "pause":
@@ -296,8 +294,7 @@ class Scenario:
             for end in (link.a, link.b):
                 if end not in names:
                     raise ScenarioError(
-                        f"links.{link.a}-{link.b}: unknown node '{end}'; nodes: "
-                        + ", ".join(names)
+                        f"links.{link.a}-{link.b}: unknown node '{end}'; nodes: " + ", ".join(names)
                     )
             if link.a == link.b:
                 raise ScenarioError(f"links.{link.a}-{link.b}: a link needs two different nodes")
@@ -317,15 +314,11 @@ class Scenario:
                 if d is None:
                     raise ScenarioError(f"nodes.{s.name}.dest: unknown node '{s.dest}'")
                 if d.kind != "station" or d.name == s.name:
-                    raise ScenarioError(
-                        f"nodes.{s.name}.dest: '{s.dest}' is not another station"
-                    )
+                    raise ScenarioError(f"nodes.{s.name}.dest: '{s.dest}' is not another station")
             elif isinstance(s.dest, dict):
                 for dn, w in s.dest.items():
                     if dn not in names or names[dn].kind != "station" or dn == s.name:
-                        raise ScenarioError(
-                            f"nodes.{s.name}.dest.{dn}: not another station of the scenario"
-                        )
+                        raise ScenarioError(f"nodes.{s.name}.dest.{dn}: not another station of the scenario")
                     if w < 0:
                         raise ScenarioError(f"nodes.{s.name}.dest.{dn}: weight {w} is negative")
         # Reachability through bridges (stations do not forward).
@@ -341,9 +334,7 @@ class Scenario:
             reach = _reachable(s.name, adj, names)
             for d in dests:
                 if d not in reach:
-                    raise ScenarioError(
-                        f"nodes.{s.name}.dest: {d} is not reachable (disconnected topology)"
-                    )
+                    raise ScenarioError(f"nodes.{s.name}.dest: {d} is not reachable (disconnected topology)")
         dur = m.duration_ms
         end = m.measure.end_ms if m.measure.end_ms is not None else dur
         if not (m.measure.start_ms < end <= dur):
@@ -371,9 +362,7 @@ class Scenario:
             if h.node not in names or names[h.node].kind != "station":
                 raise ScenarioError(f"hotspot.node: '{h.node}' is not a station of the scenario")
             if not (h.start_ms < h.end_ms):
-                raise ScenarioError(
-                    f"hotspot.end_ms: {h.end_ms} must be after hotspot.start_ms {h.start_ms}"
-                )
+                raise ScenarioError(f"hotspot.end_ms: {h.end_ms} must be after hotspot.start_ms {h.start_ms}")
         for i, ev in enumerate(m.events):
             if ev.action in ("start", "stop"):
                 if ev.node not in names or names[ev.node].kind != "station":
@@ -438,8 +427,7 @@ class Scenario:
                         if n.buffer_bytes is not None
                         else m.bridge.buffer_bytes,
                         "latency_ps": round(
-                            (n.latency_us if n.latency_us is not None else m.bridge.latency_us)
-                            * PS_PER_US
+                            (n.latency_us if n.latency_us is not None else m.bridge.latency_us) * PS_PER_US
                         ),
                         "cp": n.cp,
                     }
@@ -451,14 +439,25 @@ class Scenario:
             delay = link.delay_us if link.delay_us is not None else d.link_delay_us
             rate_of[(link.a, link.b)] = rate_of[(link.b, link.a)] = rate
             links.append(
-                {"a": link.a, "b": link.b, "rate_bps": round(rate * 1e9), "delay_ps": round(delay * PS_PER_US)}
+                {
+                    "a": link.a,
+                    "b": link.b,
+                    "rate_bps": round(rate * 1e9),
+                    "delay_ps": round(delay * PS_PER_US),
+                }
             )
         if m.hotspot:
             h = m.hotspot
             (up,) = [x for (x, y) in rate_of if y == h.node]
             for at, rate in ((h.start_ms, h.rate_gbps), (h.end_ms, rate_of[(up, h.node)])):
                 events.append(
-                    {"at_ps": ps(at), "action": "link_rate", "from": up, "to": h.node, "rate_bps": round(rate * 1e9)}
+                    {
+                        "at_ps": ps(at),
+                        "action": "link_rate",
+                        "from": up,
+                        "to": h.node,
+                        "rate_bps": round(rate * 1e9),
+                    }
                 )
         for ev in m.events:
             if ev.action == "link_rate":
@@ -480,7 +479,10 @@ class Scenario:
             trace = list(m.cp_ports)
         else:
             trace = [
-                f"{x}->{y}" for link in m.links for (x, y) in ((link.a, link.b), (link.b, link.a)) if x in cp_bridges
+                f"{x}->{y}"
+                for link in m.links
+                for (x, y) in ((link.a, link.b), (link.b, link.a))
+                if x in cp_bridges
             ]
         return {
             "duration_ps": ps(m.duration_ms),
@@ -593,9 +595,7 @@ def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
         raise ScenarioError(f"--set {key}: not a dotted parameter name")
     top = set(ScenarioModel.model_fields)
     if parts[0] not in top:
-        raise ScenarioError(
-            f"--set {key}: unknown parameter '{parts[0]}'; known: {', '.join(sorted(top))}"
-        )
+        raise ScenarioError(f"--set {key}: unknown parameter '{parts[0]}'; known: {', '.join(sorted(top))}")
     cur: Any = raw
     i = 0
     while i < len(parts) - 1:
@@ -603,11 +603,7 @@ def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
         if p in ("nodes", "links") and i == 0:
             items = cur.get(p, [])
             want = parts[i + 1]
-            match = [
-                it
-                for it in items
-                if it.get("name") == want or f"{it.get('a')}-{it.get('b')}" == want
-            ]
+            match = [it for it in items if it.get("name") == want or f"{it.get('a')}-{it.get('b')}" == want]
             if not match:
                 raise ScenarioError(f"--set {key}: no {p[:-1]} named '{want}'")
             cur = match[0]

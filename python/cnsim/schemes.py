@@ -39,9 +39,7 @@ class BcnTable(_Table):
     gd: float = Field(2.6e-4, ge=0, description="decrease gain Gd (per page of Fb)")
     ru_mbps: float = Field(1.0, gt=0, description="rate unit Ru (Mbit/s)")
     sample_bytes: float = Field(150_000.0, gt=0, description="mean sampling interval S (bytes)")
-    jitter_bytes: float = Field(
-        5_000.0, ge=0, description="each interval is S + U(-jitter, +jitter) (bytes)"
-    )
+    jitter_bytes: float = Field(5_000.0, ge=0, description="each interval is S + U(-jitter, +jitter) (bytes)")
     qoff_lo_qeq: float = Field(1.0, gt=0, description="Qoff clipped below at -lo x Qeq")
     qoff_hi_qeq: float = Field(1.0, gt=0, description="Qoff clipped above at +hi x Qeq")
     qdelta_range_qeq: float = Field(2.0, gt=0, description="Qdelta clipped to +-range x Qeq")

@@ -52,7 +52,16 @@ def baseline(jobs: int | None, progress: bool) -> list[Row]:
         _rel(s, "dev_rms, mean over 25 seeds", 0.144, m["dev_rms"]["mean"], 0.5),
     ]
     util = m["link_utilization"]["min"]
-    rows.append(Row(s, "downlink utilisation 10-80 ms, min over seeds", ">= 0.99", util, ">= 0.99", util is not None and util >= 0.99))
+    rows.append(
+        Row(
+            s,
+            "downlink utilisation 10-80 ms, min over seeds",
+            ">= 0.99",
+            util,
+            ">= 0.99",
+            util is not None and util >= 0.99,
+        )
+    )
     return rows
 
 
