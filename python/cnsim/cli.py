@@ -58,7 +58,6 @@ def show(
     from .scenario import load
 
     sc = load(scenario, **({"scheme": scheme} if scheme else {}))
-    print(f"# {sc.name}: every parameter with its default; units in the names (docs/scenario-format.md)")
     print(sc.to_toml(), end="")
 
 

@@ -91,6 +91,15 @@ def _queue_fig(res: Any) -> Any | None:
         ax.axhline(q / 1000, ls="--", color="green", lw=1, label=f"Qeq {q / 1000:.1f} KB")
     if sc.pause:
         ax.axhline(sc.model.pause.xoff_bytes / 1000, ls=":", color="red", lw=1, label="XOFF")
+    buffers = {
+        b["name"]: b["buffer_bytes"]
+        for b in sc.engine_config()["bridges"]
+        if b["buffer_mode"] == "per_output"
+    }
+    sizes = {buffers[k.partition("->")[0]] for k, _ in qs[:12] if k.partition("->")[0] in buffers}
+    if len(sizes) == 1:  # one buffer size for every plotted port: draw it
+        size = sizes.pop()
+        ax.axhline(size / 1000, ls="-.", color="grey", lw=1, label=f"buffer {size / 1000:g} KB")
     ax.set_xlabel("time (ms)")
     ax.set_ylabel("queue (KB)")
     ax.set_title(f"CP queue, seed {res.runs[0].seed}")

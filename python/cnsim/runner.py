@@ -8,15 +8,18 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import _core
 from .errors import ScenarioError
 from .scenario import Scenario
+
+if TYPE_CHECKING:
+    from .results import Results
 
 #: Chunks per run: how often a replication reports its simulated time.
 CHUNKS = 100
@@ -32,7 +35,8 @@ class SeedRun:
 
 
 def run_seed(config_json: str, seed: int, advance: Callable[[float], None] | None = None) -> SeedRun:
-    """Runs one replication; `advance(ms)` is called as simulated time passes."""
+    """Runs one replication in CHUNKS steps; `advance(ms)` is called with the
+    simulated time each step covered."""
     try:
         sim = _core.Simulation(config_json, seed)
     except ValueError as e:
@@ -41,73 +45,82 @@ def run_seed(config_json: str, seed: int, advance: Callable[[float], None] | Non
     step = max(dur // CHUNKS, 1)
     t = 0
     while True:
-        t = min(t + step, dur)
+        prev, t = t, min(t + step, dur)
         done = sim.run_until(t)
         if advance is not None:
-            advance(step / 1e9)
-        if done:
+            advance((t - prev) / 1e9)
+        if done or t >= dur:
             break
     result = json.loads(sim.results_json())
     series = [(s, k, np.frombuffer(b, dtype="<f8")) for (s, k, b) in sim.series()]
     return SeedRun(seed, result, series)
 
 
-def run(scenario: Scenario, *, jobs: int | None = None, progress: bool | None = None) -> Any:
-    """Runs every seed of `scenario` and returns its Results."""
+def run(
+    scenario: Scenario,
+    *,
+    seeds: int | Iterable[int] | None = None,
+    jobs: int | None = None,
+    progress: bool | None = None,
+) -> Results:
+    """Runs every seed of `scenario` (or `seeds`: a count or a list) on `jobs`
+    threads (default: all cores) and returns its Results, sorted by seed.
+    `progress`: a bar on stderr (simulated ms of all seeds, elapsed and
+    remaining time); None shows it when stderr is a terminal."""
     from .results import Results
 
+    if seeds is not None:
+        scenario = scenario.replace(seeds=seeds)
     config = scenario.engine_json()
-    seeds = scenario.seeds
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(seeds)))
+    order = sorted(scenario.seeds)
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(order)))
     show = sys.stderr.isatty() if progress is None else progress
     runs: dict[int, SeedRun] = {}
-    if show:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        total_ms = scenario.duration_ms * len(seeds)
-        lock = threading.Lock()
-        with Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            TextColumn("{task.fields[sim]} simulated"),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            transient=False,
-            console=_stderr_console(),
-        ) as bar:
-            task = bar.add_task(
-                f"{scenario.name} {scenario.scheme}{' +pause' if scenario.pause else ''}",
-                total=len(seeds),
-                sim="0 ms",
-            )
-            done_ms = [0.0]
-
-            def advance(ms: float) -> None:
-                with lock:
-                    done_ms[0] += ms
-                    bar.update(task, sim=f"{done_ms[0]:.0f}/{total_ms:.0f} ms")
-
-            def one(seed: int) -> SeedRun:
-                r = run_seed(config, seed, advance)
-                bar.advance(task)
-                return r
-
-            with ThreadPoolExecutor(jobs) as pool:
-                for r in pool.map(one, seeds):
-                    runs[r.seed] = r
-    else:
+    if not show:
         with ThreadPoolExecutor(jobs) as pool:
-            for r in pool.map(lambda s: run_seed(config, s), seeds):
+            for r in pool.map(lambda s: run_seed(config, s), order):
                 runs[r.seed] = r
-    return Results(scenario, [runs[s] for s in seeds])
+        return Results(scenario, [runs[s] for s in order])
+
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    total_ms = scenario.duration_ms * len(order)
+    pause = " + PAUSE" if scenario.pause else ""
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:,.0f}/{task.total:,.0f} simulated ms"),
+        TextColumn("{task.fields[seeds]}"),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+        console=_stderr_console(),
+    ) as bar:
+        task = bar.add_task(
+            f"{scenario.name} {scenario.scheme}{pause}",
+            total=total_ms,
+            seeds=f"0/{len(order)} seeds",
+        )
+        lock = threading.Lock()
+        finished = [0]
+
+        def one(seed: int) -> SeedRun:
+            r = run_seed(config, seed, lambda ms: bar.advance(task, ms))
+            with lock:
+                finished[0] += 1
+                bar.update(task, seeds=f"{finished[0]}/{len(order)} seeds")
+            return r
+
+        with ThreadPoolExecutor(jobs) as pool:
+            for r in pool.map(one, order):
+                runs[r.seed] = r
+    return Results(scenario, [runs[s] for s in order])
 
 
 def _stderr_console() -> Any:
