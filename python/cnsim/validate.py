@@ -83,3 +83,109 @@ STUDIES: dict[str, Callable[[int | None, bool], list[Row]]] = {
     "baseline": baseline,
     "calibration": calibration,
 }
+
+
+# --------------------------------------------------------------- singlehop
+
+#: references.md section 3: (rate, scheme, pause) -> (aggregate, hot port, paused %, dropped, overhead).
+SINGLEHOP: dict[tuple[float, str, bool], tuple[float, float, float, int, float]] = {
+    (2.0, "nocm", True): (62.79, 6.01, 31.86, 0, 0.0),
+    (2.0, "qcn2pt", True): (81.99, 5.49, 0.15, 0, 0.517),
+    (2.0, "qcn3pt", True): (82.28, 5.79, 0.04, 0, 140.36),
+    (2.0, "ecm", True): (82.44, 5.95, 0.0, 0, 4.83),
+    (0.5, "nocm", True): (57.33, 5.41, 37.9, 0, 0.0),
+    (0.5, "qcn2pt", True): (77.40, 4.09, 7.07, 0, 0.667),
+    (0.5, "qcn3pt", True): (78.65, 4.73, 4.55, 0, 134.80),
+    (0.5, "ecm", True): (81.81, 5.32, 0.0, 0, 4.51),
+    (0.0, "nocm", True): (55.53, 5.21, 39.91, 0, 0.0),
+    (0.0, "qcn2pt", True): (35.55, 2.57, 39.40, 0, 0.35),
+    (0.0, "qcn3pt", True): (51.53, 4.18, 36.57, 0, 87.81),
+    (0.0, "ecm", True): (55.54, 4.99, 34.30, 0, 4.81),
+    (2.0, "nocm", False): (82.41, 5.91, 0.0, 214569, 0.0),
+    (2.0, "qcn2pt", False): (82.02, 5.52, 0.0, 54, 0.500),
+    (2.0, "qcn3pt", False): (82.23, 5.73, 0.0, 37, 140.09),
+    (2.0, "ecm", False): (82.44, 5.95, 0.0, 0, 4.83),
+    (0.5, "nocm", False): (81.81, 5.31, 0.0, 264575, 0.0),
+    (0.5, "qcn2pt", False): (80.33, 3.82, 0.0, 665, 0.419),
+    (0.5, "qcn3pt", False): (81.03, 4.81, 0.0, 204, 139.1),
+    (0.5, "ecm", False): (81.81, 5.32, 0.0, 0, 4.51),
+    (0.0, "nocm", False): (81.61, 5.11, 0.0, 281219, 0.0),
+    (0.0, "qcn2pt", False): (80.71, 4.21, 0.0, 3509, 3.39),
+    (0.0, "qcn3pt", False): (81.15, 4.66, 0.0, 14537, 133.05),
+    (0.0, "ecm", False): (81.59, 5.10, 0.0, 3143, 27.18),
+}
+
+
+def _factor(study: str, figure: str, pub: float, ours: float | None, factor: float, floor: float) -> Row:
+    """Within a factor, or both below `floor` (drops: 100; overhead: exactly 0 when published 0)."""
+    if ours is None:
+        ok = False
+    elif pub < floor and ours < floor:
+        ok = True
+    elif pub == 0 or ours == 0:
+        ok = pub == ours
+    else:
+        ok = 1 / factor <= ours / pub <= factor
+    tol = f"x{factor:g}" + (f" or both < {floor:g}" if floor > 0 else "")
+    return Row(study, figure, pub, ours, tol, ok)
+
+
+def singlehop_results(jobs: int | None, progress: bool) -> dict[tuple[float, str, bool], dict[str, Any]]:
+    """Runs the 24 published configurations (one 1 s run each) in parallel."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    base = load("singlehop_hotspot", seeds=[0])
+
+    def one(key: tuple[float, str, bool]) -> tuple[tuple[float, str, bool], dict[str, Any]]:
+        rate, scheme, pause = key
+        sc = base.replace(scheme=scheme, pause=pause, **{"hotspot.rate_gbps": rate})
+        res = run(sc, jobs=1, progress=False)
+        return key, {k: v["mean"] for k, v in res.metrics.items()}
+
+    workers = max(1, jobs or os.cpu_count() or 1)
+    keys = list(SINGLEHOP)
+    out: dict[tuple[float, str, bool], dict[str, Any]] = {}
+    if progress:
+        from rich.progress import Progress
+
+        with Progress(transient=True) as bar, ThreadPoolExecutor(workers) as pool:
+            task = bar.add_task("singlehop_hotspot: 24 runs of 1 s", total=len(keys))
+            for key, m in pool.map(one, keys):
+                out[key] = m
+                bar.advance(task)
+    else:
+        with ThreadPoolExecutor(workers) as pool:
+            out = dict(pool.map(one, keys))
+    return out
+
+
+def singlehop(jobs: int | None, progress: bool) -> list[Row]:
+    """Reference 3: the July 2007 single-hop comparison (24 rows) and its orderings."""
+    got = singlehop_results(jobs, progress)
+    rows: list[Row] = []
+    for key, (agg, hot, paused, dropped, overhead) in SINGLEHOP.items():
+        rate, scheme, pause = key
+        s = f"singlehop {rate:g}G {scheme}{' +pause' if pause else ''}"
+        m = got[key]
+        rows.append(_rel(s, "aggregate (Gbit/s)", agg, m["aggregate_throughput"], 0.05))
+        rows.append(_rel(s, "hot port (Gbit/s)", hot, m["hot_port_throughput"], 0.15))
+        ours_paused = m["time_paused_pct"] or 0.0
+        rows.append(_abs(s, "time paused (%)", paused, ours_paused, 5.0))
+        rows.append(_factor(s, "dropped in the network", dropped, m["dropped_cp"], 3.0, 100))
+        rows.append(_factor(s, "overhead (Mbit/s)", overhead, m["overhead_mbps"], 3.0, 0))
+    # Orderings: ECM >= QCN-3pt >= QCN-2pt in aggregate and hot-port throughput, within 2%.
+    for rate in (2.0, 0.5, 0.0):
+        for pause in (True, False):
+            for metric, label in (("aggregate_throughput", "aggregate"), ("hot_port_throughput", "hot port")):
+                e, q3, q2 = (got[(rate, sch, pause)][metric] for sch in ("ecm", "qcn3pt", "qcn2pt"))
+                ok = e >= 0.98 * q3 and q3 >= 0.98 * q2
+                s = f"singlehop {rate:g}G{' +pause' if pause else ''}"
+                rows.append(
+                    Row(s, f"{label}: ECM >= QCN-3pt >= QCN-2pt", "holds", None, "within 2%", ok)
+                )
+                rows[-1].ours = f"{e:.2f} / {q3:.2f} / {q2:.2f}"  # type: ignore[assignment]
+    return rows
+
+
+STUDIES["singlehop"] = singlehop

@@ -351,3 +351,32 @@ fn output_queue_and_ingress_triggers_both_protect_a_shared_buffer() {
         assert!(r.metrics.time_paused_pct.unwrap() > 0.0, "{trigger:?}");
     }
 }
+
+#[test]
+fn per_input_partitions_never_exceed_their_size() {
+    // Two sources into one sink link at 2 Gbit/s, per-(output, input) partitions of 150 KB, no PAUSE.
+    let mut cfg = star_config(2, 0.5, 20 * PS_PER_MS, 0);
+    for b in &mut cfg.bridges {
+        b.buffer_mode = BufferMode::PerInput;
+    }
+    cfg.links.last_mut().unwrap().rate_bps = 2_000_000_000;
+    let r = run(&cfg, 1);
+    let q = r.series("queue_bytes_max", "B0->D").unwrap();
+    let peak = q.iter().cloned().fold(0.0, f64::max);
+    // Each input may hold at most 150 KB in the queue: 2 x 150 KB in all.
+    assert!(peak <= 300_000.0, "peak {peak}");
+    assert!(peak > 290_000.0, "both partitions fill: peak {peak}");
+    assert!(r.frames.dropped_cp > 0);
+    // With PAUSE at 130 / 110 KB per partition, nothing is lost.
+    cfg.pause = PauseConfig {
+        enabled: true,
+        trigger: PauseTrigger::Auto,
+        xoff_bytes: 130_000,
+        xon_bytes: 110_000,
+        quanta: 65535,
+    };
+    let r = run(&cfg, 1);
+    assert_eq!(r.frames.dropped_cp, 0);
+    let q = r.series("queue_bytes_max", "B0->D").unwrap();
+    assert!(q.iter().cloned().fold(0.0, f64::max) <= 300_000.0);
+}
