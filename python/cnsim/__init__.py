@@ -15,11 +15,11 @@ from importlib.metadata import PackageNotFoundError, version
 from .errors import ScenarioError
 from .results import Results
 from .runner import run
-from .scenario import Scenario, load
+from .scenario import Scenario, load, resolve
 
 try:
     __version__ = version("cnsim")
 except PackageNotFoundError:  # pragma: no cover
     __version__ = "0+unknown"
 
-__all__ = ["ScenarioError", "Results", "Scenario", "load", "run", "__version__"]
+__all__ = ["ScenarioError", "Results", "Scenario", "load", "resolve", "run", "__version__"]

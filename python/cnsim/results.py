@@ -129,6 +129,7 @@ class Results:
         return pl.DataFrame(rows, infer_schema_length=None)
 
     def nodes(self) -> pl.DataFrame:
+        """Per node and seed: frames generated, delivered, dropped_cp, dropped_rp."""
         return pl.DataFrame(
             [{"seed": r.seed, **n} for r in self.runs for n in r.result["nodes"]], infer_schema_length=None
         )
@@ -163,6 +164,7 @@ class Results:
         _atomic_write(out / "summary.json", json.dumps(self.summary_dict(), indent=2) + "\n")
         self.flows().write_parquet(out / "flows.parquet")
         self.links().write_parquet(out / "links.parquet")
+        self.nodes().write_parquet(out / "nodes.parquet")
         self.timeseries().write_parquet(out / "timeseries.parquet")
         if report:
             from .report import write_report
@@ -184,6 +186,9 @@ def _clean(x: Any) -> Any:
 
 def _atomic_write(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # like any new file, not mkstemp's 0600
     with os.fdopen(fd, "w") as f:
         f.write(text)
     os.replace(tmp, path)

@@ -673,7 +673,7 @@ def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = 
     windows = [{"name": "measure", "start_ps": _ps(m.measure.start_ms), "end_ps": _ps(end)}]
     for wn, w in m.windows.items():
         windows.append({"name": wn, "start_ps": _ps(w.start_ms), "end_ps": _ps(w.end_ms)})
-    if m.hotspot and "hotspot" not in m.windows:
+    if m.hotspot and "hotspot" not in m.windows and m.hotspot.start_ms < m.duration_ms:
         h = m.hotspot
         windows.append(
             {
@@ -1048,8 +1048,18 @@ def apply_sets(sc: Scenario, sets: Iterable[str]) -> Scenario:
         changes[key.strip()] = parse_value(val.strip())
     if not changes:
         return sc
+    raw = copy.deepcopy(sc.raw)
     try:
-        return sc.replace(**changes)
+        for key, value in changes.items():
+            set_dotted(raw, key, value)
+        if "duration_ms" in changes:
+            _fit_windows(raw)
+        return Scenario(raw, source=sc.source)
     except ScenarioError as e:
         msg = str(e)
-        raise ScenarioError(msg if msg.startswith("--set") else f"--set {msg}") from None
+        if msg.startswith("--set"):
+            raise
+        # Name what was set; and the parameter at fault when it is another one.
+        if not any(msg.startswith(k) for k in changes):
+            msg = f"{', '.join(changes)}: {msg}"
+        raise ScenarioError(f"--set {msg}") from None
