@@ -89,7 +89,10 @@ def _queue_fig(res: Any) -> Any | None:
     q = qeq_bytes(sc.scheme, sc.table)
     if q:
         ax.axhline(q / 1000, ls="--", color="green", lw=1, label=f"Qeq {q / 1000:.1f} KB")
-    if sc.pause:
+    trigger = sc.model.pause.trigger
+    if trigger == "auto":
+        trigger = "output_queue" if sc.model.bridge.buffer_mode in ("per_output", "infinite") else "other"
+    if sc.pause and trigger == "output_queue":  # XOFF watches this very queue
         ax.axhline(sc.model.pause.xoff_bytes / 1000, ls=":", color="red", lw=1, label="XOFF")
     buffers = {
         b["name"]: b["buffer_bytes"]

@@ -181,9 +181,7 @@ def singlehop(jobs: int | None, progress: bool) -> list[Row]:
                 e, q3, q2 = (got[(rate, sch, pause)][metric] for sch in ("ecm", "qcn3pt", "qcn2pt"))
                 ok = e >= 0.98 * q3 and q3 >= 0.98 * q2
                 s = f"singlehop {rate:g}G{' +pause' if pause else ''}"
-                rows.append(
-                    Row(s, f"{label}: ECM >= QCN-3pt >= QCN-2pt", "holds", None, "within 2%", ok)
-                )
+                rows.append(Row(s, f"{label}: ECM >= QCN-3pt >= QCN-2pt", "holds", None, "within 2%", ok))
                 rows[-1].ours = f"{e:.2f} / {q3:.2f} / {q2:.2f}"  # type: ignore[assignment]
     return rows
 

@@ -1,0 +1,133 @@
+"""The `cnsim` command line as a user runs it (a separate process): bad input
+exits with status 2 and one `error: ...` line naming the parameter, never a
+traceback; good runs are reproducible to the byte."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BAD_INPUTS = [
+    (["run", "nosuch"], "error: unknown scenario 'nosuch'; built-in scenarios: baseline"),
+    (["run", "baseline", "--set", "nosuch.key=1"], "error: --set nosuch.key: unknown parameter 'nosuch'"),
+    (
+        ["run", "baseline", "--set", "pause.nosuch=1"],
+        "error: --set pause.nosuch: unknown parameter; known: enabled",
+    ),
+    (
+        ["run", "baseline", "--set", "station.nic_buffer_bytes=-1"],
+        "error: --set station.nic_buffer_bytes: -1 is not allowed; expected an integer >= 1",
+    ),
+    (
+        ["run", "baseline", "--set", "pause.xoff_bytes=-5"],
+        "error: --set pause.xoff_bytes: -5 is not allowed; expected an integer >= 0",
+    ),
+    (
+        ["run", "baseline", "--set", "defaults.link_rate_gbps=-10"],
+        "error: --set defaults.link_rate_gbps: -10 is not allowed; expected a number > 0",
+    ),
+    (
+        ["run", "singlehop_hotspot", "--set", "hotspot.rate_gbps=-1"],
+        "error: --set hotspot.rate_gbps: -1 is not allowed; expected a number >= 0",
+    ),
+    (
+        ["run", "baseline", "--set", "hotspot.rate_gbps=0.5"],
+        "error: --set hotspot.rate_gbps: hotspot.node: required parameter is missing",
+    ),
+    (["run", "baseline", "--set", "nodes.S1.load=2"], "error: --set nodes.S1.load: 2 is not allowed"),
+    (["run", "baseline", "--set", "pause.xon_bytes=150000"], "error: --set pause.xon_bytes: 150000 is above"),
+    (["run", "baseline", "--set", "duration_ms"], "error: --set duration_ms: expected KEY=VALUE"),
+    (["run", "baseline", "--scheme", "nosuch"], "error: scheme: 'nosuch' is not a known scheme; known: nocm"),
+    (["run", "baseline", "--seed", "-1"], "error: --seed: -1 is not allowed"),
+    (["run", "baseline", "--seeds", "2", "--seed", "1"], "error: --seeds and --seed: give one of them"),
+    (["show", "nosuch"], "error: unknown scenario 'nosuch'"),
+    (["bench", "--duration-ms", "0"], "error: --duration-ms: 0.0 is not allowed"),
+]
+
+
+@pytest.mark.parametrize(("args", "line"), BAD_INPUTS, ids=[" ".join(a) for a, _ in BAD_INPUTS])
+def test_bad_input_exits_2_with_one_line(cli, args, line):
+    r = cli(*args)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    err = r.stderr.strip()
+    assert err.startswith(line), err
+    assert "\n" not in err, err
+    assert "Traceback" not in r.stderr + r.stdout
+
+
+def test_malformed_and_invalid_toml_files_exit_2(cli, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\nduration_ms = 100.0\n[[nodes]\n')
+    r = cli("run", str(bad))
+    assert r.returncode == 2
+    assert r.stderr.startswith(f"error: {bad}: malformed TOML: ") and r.stderr.count("\n") == 1
+    invalid = tmp_path / "invalid.toml"
+    invalid.write_text(
+        'duration_ms = 10.0\n[[nodes]]\nname = "S"\nkind = "station"\nload = 0.5\ndest = "D"\n'
+        '[[nodes]]\nname = "D"\nkind = "station"\n[[links]]\na = "S"\nb = "X"\n'
+    )
+    r = cli("run", str(invalid), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2
+    assert r.stderr.strip().startswith("error: links.S-X: unknown node 'X'")
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "o").exists()  # nothing written for a bad scenario
+
+
+def test_typer_usage_errors_keep_exit_2(cli):
+    r = cli("run", "baseline", "--seeds", "many")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    r = cli("frobnicate")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_console_script_exits_2_too():
+    script = Path(sys.executable).parent / "cnsim"
+    if not script.exists():
+        pytest.skip("the cnsim console script is not installed next to this Python")
+    r = subprocess.run([str(script), "run", "nosuch"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.startswith("error: unknown scenario 'nosuch'")
+
+
+def test_run_json_prints_one_object_and_writes_results(cli, tmp_path):
+    out = tmp_path / "r"
+    r = cli(
+        "run", "baseline", "--scheme", "pause", "--seeds", "2", "--duration", "12",
+        "--set", "pause.xoff_bytes=120000", "--set", "pause.xon_bytes=110000",
+        "--out", str(out), "--json", "--no-report",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)  # exactly one JSON document on stdout
+    assert s["scheme"] == "nocm" and s["pause"] is True and s["seeds"] == [0, 1]
+    assert s["out"] == str(out)
+    assert (out / "summary.json").is_file() and not (out / "report.html").exists()
+    shown = (out / "scenario.toml").read_text()
+    assert "xoff_bytes = 120000" in shown and "duration_ms = 12.0" in shown
+
+
+def _run(cli, out: Path, *extra: str) -> Path:
+    r = cli(
+        "run", "baseline", "--scheme", "nocm", "--pause", "--seeds", "2", "--duration", "25",
+        "--out", str(out), "--no-report", *extra,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def _without_wall_clock(summary: dict) -> dict:
+    for k in ("wall_s", "events_per_s", "frames_delivered_per_s", "sim_speed"):
+        summary["engine"].pop(k, None)
+    return summary
+
+
+def test_same_seeds_give_identical_files_whatever_the_number_of_jobs(cli, tmp_path):
+    a = _run(cli, tmp_path / "a", "--jobs", "1")
+    b = _run(cli, tmp_path / "b", "--jobs", "2")
+    for name in ("timeseries.parquet", "flows.parquet", "links.parquet", "scenario.toml"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    sa, sb = (_without_wall_clock(json.loads((d / "summary.json").read_text())) for d in (a, b))
+    assert sa == sb
+    assert sa["metrics"]["pause_frames"]["min"] > 0  # PAUSE really was on
