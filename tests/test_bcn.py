@@ -99,3 +99,14 @@ def test_validate_reports_both_studies_within_tolerance(cli):
         assert all(row["within"] for row in rows)
     r = cli("validate", "--only", "calibration")
     assert r.returncode == 0 and "calibration" in r.stdout and "baseline" not in r.stdout
+
+
+def test_cp_detection_is_switchable_per_bridge():
+    sc = load("baseline", scheme="bcn", seeds=[0]).replace(duration_ms=30.0)
+    on = cnsim.run(sc, progress=False)
+    assert on.metric("overhead_mbps")[0] > 0
+    assert on.timeseries("rl_rate").height > 0
+    off = cnsim.run(sc.replace(**{"nodes.B5.cp": False}), progress=False)
+    assert off.metric("overhead_mbps")[0] == 0
+    assert off.timeseries("rl_rate").height == 0
+    assert off.metric("dropped_cp")[0] > on.metric("dropped_cp")[0]

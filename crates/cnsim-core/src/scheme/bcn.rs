@@ -479,6 +479,29 @@ mod tests {
     }
 
     #[test]
+    fn oversampling_samples_more_often_above_its_threshold() {
+        let b = Bcn::new(BcnParams {
+            sample_bytes: 75_000.0,
+            jitter_bytes: 0.0,
+            oversampling: true,
+            oversample_above_bytes: 100_000.0,
+            sample_sev_bytes: 15_000.0,
+            ..BcnParams::default()
+        })
+        .unwrap();
+        let f = Frame::data(0, 0, 1, 1500);
+        let count = |q: u64| {
+            let mut cp = b.new_cp(stream(0, "cp"));
+            (0..3000)
+                .filter(|_| b.cp_on_enqueue(&mut cp, &mut f.clone(), q, 7).is_some())
+                .count()
+        };
+        // 3000 frames of 1500 B = 4.5 MB: 60 samples at 75 KB, 300 at 15 KB (all negative: Q far above Qeq).
+        assert_eq!(count(90_000), 60);
+        assert_eq!(count(120_000), 300);
+    }
+
+    #[test]
     fn bcn00_stops_then_restarts_at_rmin_and_drifts_to_line_rate() {
         let b = Bcn::new(BcnParams {
             bcn00: true,
