@@ -31,6 +31,7 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
             buffer_bytes: 150_000,
             latency_ps: PS_PER_US,
             cp: false,
+            ports: None,
         })
         .collect();
     bridges.push(BridgeConfig {
@@ -39,6 +40,7 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
         buffer_bytes: 150_000,
         latency_ps: PS_PER_US,
         cp: true,
+        ports: None,
     });
     let link = |a: String, b: String| LinkConfig {
         a,
@@ -73,6 +75,7 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
         pause: PauseConfig::default(),
         trace_ports: vec!["B0->D".into()],
         cp_ports: vec![],
+        routes: vec![],
         scheme: SchemeConfig::Nocm,
     }
 }
@@ -104,6 +107,7 @@ pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, schem
         buffer_bytes: 150_000,
         latency_ps: PS_PER_US,
         cp: true,
+        ports: None,
     }];
     let links = (0..10)
         .map(|i| LinkConfig {
@@ -156,6 +160,7 @@ pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, schem
         },
         trace_ports: vec!["SW->H0".into()],
         cp_ports: vec![],
+        routes: vec![],
         scheme,
     }
 }

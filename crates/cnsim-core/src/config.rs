@@ -51,6 +51,10 @@ pub struct SimConfig {
     /// Ports (`"FROM->TO"`) whose queue length is recorded as a time series.
     #[serde(default)]
     pub trace_ports: Vec<String>,
+    /// Explicit next hops that override shortest-path routing (a routing
+    /// function computed outside the engine, e.g. the fat tree's up-port rule).
+    #[serde(default)]
+    pub routes: Vec<RouteConfig>,
     /// When not empty: CP detection on exactly these bridge ports
     /// (`"FROM->TO"`), overriding the bridges' `cp` flags.
     #[serde(default)]
@@ -66,6 +70,15 @@ fn default_control_frame_bytes() -> u32 {
 }
 fn default_max_traced_flows() -> usize {
     64
+}
+
+/// At `bridge`, frames for station `dst` leave towards neighbour `via`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    pub bridge: String,
+    pub dst: String,
+    pub via: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -134,6 +147,9 @@ pub struct BridgeConfig {
     /// Congestion-point detection on this bridge's output ports.
     #[serde(default)]
     pub cp: bool,
+    /// Number of ports; more links than this is an error (None: unlimited).
+    #[serde(default)]
+    pub ports: Option<u32>,
 }
 
 /// A full-duplex link; both directions start at `rate_bps`.

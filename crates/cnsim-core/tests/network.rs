@@ -24,6 +24,7 @@ fn bridge(name: &str, mode: BufferMode, latency_ps: u64) -> BridgeConfig {
         buffer_bytes: 150_000,
         latency_ps,
         cp: true,
+        ports: None,
     }
 }
 
@@ -62,6 +63,7 @@ fn line(load: f64, duration_ps: u64, up: (u64, u64), down: (u64, u64), latency_p
         pause: PauseConfig::default(),
         trace_ports: vec!["B->D".into()],
         cp_ports: vec![],
+        routes: vec![],
         scheme: SchemeConfig::Nocm,
     }
 }

@@ -281,6 +281,14 @@ impl Network {
             })
             .collect();
 
+        for b in &cfg.bridges {
+            let n = node_by_name.get(&b.name).map(|&i| nodes[i as usize].ports.len()).unwrap_or(0);
+            if let Some(max) = b.ports {
+                if n > max as usize {
+                    return err(format!("nodes.{}: {n} links exceed its {max} ports", b.name));
+                }
+            }
+        }
         let mut net = Network {
             nodes,
             stations,
@@ -290,6 +298,21 @@ impl Network {
             node_by_name,
         };
         net.compute_routes();
+        for (i, r) in cfg.routes.iter().enumerate() {
+            let bad = |what: &str| ConfigError(format!("routes[{i}]: {what} (bridge {}, dst {}, via {})", r.bridge, r.dst, r.via));
+            let b = *net.node_by_name.get(&r.bridge).ok_or_else(|| bad("unknown bridge"))?;
+            let NodeKind::Bridge(bi) = net.nodes[b as usize].kind else {
+                return Err(bad("not a bridge"));
+            };
+            let d = *net.node_by_name.get(&r.dst).ok_or_else(|| bad("unknown destination"))?;
+            let NodeKind::Station(di) = net.nodes[d as usize].kind else {
+                return Err(bad("the destination is not a station"));
+            };
+            let p = net
+                .port_by_name(&r.bridge, &r.via)
+                .ok_or_else(|| bad("no link from the bridge to 'via'"))?;
+            net.route[bi as usize * n_st + di as usize] = p;
+        }
 
         // Every destination a loaded source can pick must be reachable.
         for s in 0..n_st {
