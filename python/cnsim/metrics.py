@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 #: Metrics whose value is a count (reported as integers).
 COUNTS = {"dropped_cp", "dropped_rp", "pause_frames", "frames", "frames_delivered"}
 
@@ -35,10 +37,27 @@ def _window_index(result: dict[str, Any], name: str) -> int | None:
     return None
 
 
-def per_seed(result: dict[str, Any], scenario: Any) -> dict[str, float | int | None]:
-    """Every scalar metric of one run (`result`: the engine's results JSON)."""
+def per_seed(
+    result: dict[str, Any], scenario: Any, series: list[tuple[str, str, Any]] | None = None
+) -> dict[str, float | int | None]:
+    """Every scalar metric of one run (`result`: the engine's results JSON,
+    `series`: its time series)."""
     m: dict[str, float | int | None] = dict(result["metrics"])
     model = scenario.model
+    if model.stability is not None and series is not None:
+        m.update(stability_metrics(result, scenario, series))
+    if model.innocent is not None:
+        sink = model.innocent.sink
+        got = sum(f["throughput_gbps"][0] for f in result["flows"] if f["dst"] == sink)
+        rate = {lk["from"]: lk["rate_bps"] / 1e9 for lk in result["links"]}
+        offered = sum(
+            n.load * rate.get(n.name, 0.0)
+            for n in model.nodes
+            if n.kind == "station" and n.load > 0 and n.dest == sink
+        )
+        m["innocent_throughput"] = got
+        m["innocent_offered"] = offered
+        m["innocent_share"] = got / offered if offered > 0 else None
     if model.fairness is not None:
         w = _window_index(result, model.fairness.window)
         if w is not None:
@@ -86,3 +105,102 @@ def summarize(per_seed_metrics: list[dict[str, Any]]) -> dict[str, dict[str, Any
             "per_seed": vals,
         }
     return out
+
+
+# ------------------------------------------------------- time to stability
+
+
+def time_to_stability(
+    q_max: np.ndarray, q_end: np.ndarray, bin_ms: float, threshold: float
+) -> tuple[float | None, float | None]:
+    """(onset, stable) times in ms from a binned queue trace: onset at the start
+    of the first bin whose maximum reaches `threshold`, stability at the end of
+    the first later bin that ends below it. None where it never happens."""
+    hit = np.flatnonzero(q_max >= threshold)
+    if hit.size == 0:
+        return None, None
+    onset = int(hit[0])
+    below = np.flatnonzero(q_end[onset:] < threshold)
+    if below.size == 0:
+        return onset * bin_ms, None
+    return onset * bin_ms, (onset + int(below[0]) + 1) * bin_ms
+
+
+def stability_metrics(
+    result: dict[str, Any], scenario: Any, series: list[tuple[str, str, Any]]
+) -> dict[str, Any]:
+    from .schemes import BcnTable, qeq_bytes
+
+    st = scenario.model.stability
+    qeq = qeq_bytes(scenario.scheme, scenario.table) or BcnTable().qeq_bytes()
+    threshold = st.factor * qeq
+    by = {(s, k): v for s, k, v in series}
+    q_max, q_end = by.get(("queue_bytes_max", st.port)), by.get(("queue_bytes", st.port))
+    if q_max is None or q_end is None:
+        return {}
+    onset, stable = time_to_stability(np.asarray(q_max), np.asarray(q_end), result["bin_ps"] / 1e9, threshold)
+    return {
+        "congestion_onset_ms": onset,
+        "time_to_stability_ms": stable,
+        "time_to_stability_since_onset_ms": None if stable is None or onset is None else stable - onset,
+    }
+
+
+# -------------------------------------------------------- transient duration
+
+
+def relative_change(x: np.ndarray) -> np.ndarray:
+    """rc(l) = (x(l) - x) / x, x(l) the mean with the first l bins deleted
+    (Jain 1991, initial data deletion), for l = 0 .. n - 1."""
+    n = len(x)
+    total = float(np.sum(x))
+    overall = total / n
+    tail_sums = total - np.concatenate(([0.0], np.cumsum(x)[:-1]))
+    means = tail_sums / (n - np.arange(n))
+    return (means - overall) / overall
+
+
+def knee(rc: np.ndarray, epsilon: float) -> int:
+    """The smallest l such that |rc(l') - rc(l)| <= epsilon for every l' from l to n/2."""
+    half = len(rc) // 2
+    for l_ in range(half + 1):
+        if np.all(np.abs(rc[l_ : half + 1] - rc[l_]) <= epsilon):
+            return l_
+    return half
+
+
+def transient(results: Any) -> dict[str, Any] | None:
+    """Transient duration of the aggregate throughput over all replications:
+    {transient_ms, transient_rtts, rtt_ms, epsilon, bin_ms, knee_bin, rc}."""
+    tr = results.scenario.model.transient
+    if tr is None:
+        return None
+    curves = []
+    for run in results.runs:
+        bin_ms = run.result["bin_ps"] / 1e9
+        agg = next((v for s, k, v in run.series if s == "aggregate_throughput"), None)
+        if agg is None:
+            return None
+        t = np.arange(len(agg)) * bin_ms
+        end = tr.end_ms if tr.end_ms is not None else len(agg) * bin_ms
+        per = max(1, round(tr.bin_ms / bin_ms))
+        sel = np.asarray(agg)[(t >= tr.onset_ms - 1e-9) & (t < end - 1e-9)]
+        sel = sel[: len(sel) // per * per]
+        curves.append(sel.reshape(-1, per).mean(axis=1))
+    n = min(len(c) for c in curves)
+    if n < 4:
+        return None
+    x = np.mean([c[:n] for c in curves], axis=0)
+    rc = relative_change(x)
+    k = knee(rc, tr.epsilon)
+    ms = k * tr.bin_ms
+    return {
+        "transient_ms": ms,
+        "transient_rtts": ms / tr.rtt_ms,
+        "rtt_ms": tr.rtt_ms,
+        "epsilon": tr.epsilon,
+        "bin_ms": tr.bin_ms,
+        "knee_bin": k,
+        "rc": rc.tolist(),
+        "mean_series": x.tolist(),
+    }

@@ -170,6 +170,29 @@ def _fmt(v: Any) -> str:
     return html.escape(str(v))
 
 
+def _transient_fig(res: Any) -> Any | None:
+    tr = res.transient()
+    if tr is None:
+        return None
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+    t = np.arange(len(tr["rc"])) * tr["bin_ms"]
+    a1.plot(t, tr["mean_series"], lw=1, color="black")
+    a1.set_ylabel("aggregate (Gbit/s), mean over seeds")
+    a2.plot(t, tr["rc"], lw=1)
+    k = tr["knee_bin"] * tr["bin_ms"]
+    for ax in (a1, a2):
+        ax.axvline(k, color="red", ls="--", lw=1)
+        ax.grid(alpha=0.3)
+    a2.set_ylabel("relative change rc(l)")
+    a2.set_xlabel("deleted (ms after the onset)")
+    a1.set_title(
+        f"Transient: {tr['transient_ms']:.0f} ms = {tr['transient_rtts']:.1f} RTTs "
+        f"(RTT {tr['rtt_ms']} ms, epsilon {tr['epsilon']})"
+    )
+    fig.tight_layout()
+    return fig
+
+
 def write_report(res: Any, out: Path) -> Path:
     figs = {
         "throughput.png": _throughput_fig(res),
@@ -177,6 +200,7 @@ def write_report(res: Any, out: Path) -> Path:
         "rl_rate.png": _rl_fig(res),
         "paused.png": _paused_fig(res),
         "fairness.png": _fairness_fig(res),
+        "transient.png": _transient_fig(res),
     }
     images = []
     for name, fig in figs.items():

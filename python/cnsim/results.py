@@ -28,7 +28,7 @@ class Results:
     def __init__(self, scenario: Scenario, runs: list[SeedRun]) -> None:
         self.scenario = scenario
         self.runs = runs
-        self.per_seed = [per_seed(r.result, scenario) for r in runs]
+        self.per_seed = [per_seed(r.result, scenario, r.series) for r in runs]
         self.metrics = summarize(self.per_seed)
 
     @property
@@ -140,6 +140,24 @@ class Results:
 
         return plot_series(self, name)
 
+    def transient(self) -> dict[str, Any] | None:
+        """Transient duration over the replications (metrics.md), with its rc(l) curve."""
+        if not hasattr(self, "_transient"):
+            from .metrics import transient
+
+            self._transient = transient(self)
+        return self._transient
+
+    def aggregates(self) -> dict[str, Any]:
+        """Metrics computed across seeds (null where they do not exist)."""
+        out: dict[str, Any] = {}
+        tr = self.transient()
+        if self.scenario.model.transient is not None:
+            out["transient_ms"] = tr["transient_ms"] if tr else None
+            out["transient_rtts"] = tr["transient_rtts"] if tr else None
+            out["transient_rtt_ms"] = self.scenario.model.transient.rtt_ms
+        return _clean(out)
+
     def summary_dict(self) -> dict[str, Any]:
         sc = self.scenario
         return {
@@ -148,7 +166,7 @@ class Results:
             "pause": sc.pause,
             "seeds": self.seeds,
             "metrics": _clean(self.metrics),
-            "aggregates": {},
+            "aggregates": self.aggregates(),
             "frames": {
                 k: sum(r.result["frames"][k] for r in self.runs)
                 for k in ("generated", "delivered", "dropped_cp", "dropped_rp", "in_flight")
@@ -166,6 +184,17 @@ class Results:
         self.links().write_parquet(out / "links.parquet")
         self.nodes().write_parquet(out / "nodes.parquet")
         self.timeseries().write_parquet(out / "timeseries.parquet")
+        tr = self.transient()
+        if tr is not None:
+            n = len(tr["rc"])
+            pl.DataFrame(
+                {
+                    "deleted_bins": np.arange(n, dtype=np.int64),
+                    "time_ms": np.arange(n, dtype=np.float64) * tr["bin_ms"],
+                    "rc": np.asarray(tr["rc"], dtype=np.float64),
+                    "mean_aggregate_gbps": np.asarray(tr["mean_series"], dtype=np.float64),
+                }
+            ).write_parquet(out / "transient.parquet")
         if report:
             from .report import write_report
 

@@ -28,6 +28,8 @@ from pydantic.fields import FieldInfo
 
 from .errors import ScenarioError
 from .schemes import SCHEMES, BcnTable, EcmTable, Qcn2007Table, QcnTable, engine_scheme
+from .topologies import expand as expand_topology
+from .topologies import routes_for
 
 PS_PER_US = 1_000_000
 PS_PER_MS = 1_000_000_000
@@ -119,7 +121,7 @@ class Hotspot(_Model):
 
 _STATION_ONLY = ("load", "dest", "start_ms", "stop_ms", "nic_buffer_bytes", "rlq_bytes")
 _STATION_ONLY += ("processing_us",)
-_BRIDGE_ONLY = ("cp", "buffer_mode", "buffer_bytes", "latency_us")
+_BRIDGE_ONLY = ("cp", "buffer_mode", "buffer_bytes", "latency_us", "ports")
 
 
 class Node(_Model):
@@ -143,6 +145,7 @@ class Node(_Model):
     buffer_mode: BufferMode | None = Field(None, description="buffer accounting")
     buffer_bytes: int | None = Field(None, ge=0, description="buffer size (B)")
     latency_us: float | None = Field(None, ge=0, description="store-and-forward latency (us)")
+    ports: int | None = Field(None, ge=1, description="number of ports; more links is an error")
 
 
 class Link(_Model):
@@ -181,6 +184,30 @@ class Trace(_Model):
     )
 
 
+class Stability(_Model):
+    """Time to stability (metrics.md): onset when the CP queue reaches
+    `factor` x Qeq, stability when it falls back below it."""
+
+    port: str = Field(..., description="the CP port FROM->TO whose queue is watched")
+    factor: float = Field(2.0, gt=0, description="threshold in units of the scheme's Qeq")
+
+
+class Innocent(_Model):
+    """Innocent-flow throughput: flows to `sink` against their offered load."""
+
+    sink: str = Field(..., description="the station the innocent flows go to")
+
+
+class Transient(_Model):
+    """Transient duration by initial data deletion (metrics.md, Jain 1991)."""
+
+    onset_ms: float = Field(..., ge=0, description="congestion onset: the series starts here (ms)")
+    end_ms: float | None = Field(None, gt=0, description="end of the analysed series (ms; default: run end)")
+    bin_ms: float = Field(1.0, gt=0, description="bin width of the analysed series (ms)")
+    epsilon: float = Field(0.01, gt=0, description="knee rule: largest |rc(l') - rc(l)| after the knee")
+    rtt_ms: float = Field(..., gt=0, description="the RTT the transient is expressed in (ms)")
+
+
 class NocmTable(_Model):
     """No congestion management: no parameters."""
 
@@ -213,6 +240,15 @@ class ScenarioModel(_Model):
     qcn: QcnTable = QcnTable()
     qcn2pt: Qcn2007Table = Qcn2007Table()
     qcn3pt: Qcn2007Table = Qcn2007Table()
+    topology: dict[str, Any] | None = Field(
+        None, description="a generated topology: generator = fattree (k, n) | innocent (variant, degree)"
+    )
+    routing: Literal["shortest_path", "fattree"] = Field(
+        "shortest_path", description="routing function (fattree: the up-port rule of scenarios.md)"
+    )
+    stability: Stability | None = None
+    innocent: Innocent | None = None
+    transient: Transient | None = None
     nodes: list[Node] = Field(..., description="stations and bridges ([[nodes]])")
     links: list[Link] = Field(..., description="full-duplex links ([[links]])")
     events: list[Event] = Field([], description="timed events ([[events]])")
@@ -419,10 +455,11 @@ class Scenario:
             _table(raw, "pause")["enabled"] = True
         self.raw = raw
         self.source = source
+        expanded = expand_topology(raw)
         try:
-            self.model = ScenarioModel.model_validate(raw)
+            self.model = ScenarioModel.model_validate(expanded)
         except ValidationError as e:
-            raise ScenarioError(_one_line(e, raw)) from None
+            raise ScenarioError(_one_line(e, expanded)) from None
         if self.model.scheme not in SCHEMES:
             raise ScenarioError(
                 f"scheme: {self.model.scheme!r} is not a known scheme; known: {', '.join(SCHEMES)}"
@@ -478,11 +515,22 @@ class Scenario:
         return Scenario(raw, scheme=scheme, pause=pause, seeds=seeds, source=self.source)
 
     def resolved_raw(self) -> dict[str, Any]:
-        """The full scenario with every default filled in (re-runnable)."""
+        """The full scenario with every default filled in (re-runnable). With a
+        generated topology only the file's own nodes and links are listed."""
         d = self.model.model_dump(by_alias=True, exclude_none=True)
         d["seeds"] = _seeds_value(self.seeds)
-        d["nodes"] = [_node_dump(n) for n in self.model.nodes]
-        d["links"] = [lk.model_dump(by_alias=True, exclude_none=True) for lk in self.model.links]
+        nodes, links = self.model.nodes, self.model.links
+        if self.model.topology is not None:
+            own = {nd.get("name") for nd in self.raw.get("nodes") or [] if isinstance(nd, dict)}
+            own_links = {
+                frozenset((lk.get("a"), lk.get("b")))
+                for lk in self.raw.get("links") or []
+                if isinstance(lk, dict)
+            }
+            nodes = [n for n in nodes if n.name in own]
+            links = [lk for lk in links if frozenset((lk.a, lk.b)) in own_links]
+        d["nodes"] = [_node_dump(n) for n in nodes]
+        d["links"] = [lk.model_dump(by_alias=True, exclude_none=True) for lk in links]
         d["events"] = [e.model_dump(by_alias=True, exclude_none=True) for e in self.model.events]
         return d
 
@@ -535,6 +583,9 @@ class Scenario:
             seen.add(key)
             adj[link.a].append(link.b)
             adj[link.b].append(link.a)
+        for n in m.nodes:
+            if n.kind == "bridge" and n.ports is not None and len(adj[n.name]) > n.ports:
+                raise ScenarioError(f"nodes.{n.name}: {len(adj[n.name])} links exceed its {n.ports} ports")
         for s in stations:
             if len(adj[s.name]) != 1:
                 raise ScenarioError(
@@ -718,6 +769,7 @@ def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = 
                     "buffer_bytes": _or(n.buffer_bytes, br.buffer_bytes),
                     "latency_ps": round(latency * PS_PER_US),
                     "cp": n.cp,
+                    "ports": n.ports,
                 }
             )
     links = []
@@ -785,6 +837,7 @@ def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = 
         },
         "trace_ports": trace,
         "cp_ports": list(m.cp_ports),
+        "routes": routes_for(m.routing, m.topology),
         "scheme": engine_scheme(scenario.scheme, scenario.table),
     }
 
@@ -927,7 +980,7 @@ def _commented_toml(d: dict[str, Any], sc: Scenario) -> str:
             _emit(lines, k, v, ScenarioModel)
     for k, v in tables.items():
         inner, container = _unwrap(fields[k].annotation)
-        if container:  # [windows.NAME]
+        if container and _is_model(inner):  # [windows.NAME]
             for wn, w in v.items():
                 _emit_table(lines, f"[{k}.{_toml_key(wn)}]", w, inner)
         else:

@@ -1,0 +1,226 @@
+"""Generators for parametric topology families, so that nobody hand-writes
+48 switches, and the routing functions that go with them.
+
+A scenario asks for one with a `[topology]` table (docs/scenario-format.md):
+
+    [topology]
+    generator = "fattree"      # k-ary n-tree: k**n hosts H0.., n levels of k**(n-1) switches
+    k = 4
+    n = 3
+    load = 0.85                # every host's offered load
+    dest = "uniform"           # every host's destinations
+    cp = true                  # CP detection on every switch port
+
+    [topology]
+    generator = "innocent"     # innocent-flows study, topology A / B / C
+    variant = "A"
+    degree = 6
+
+The generated nodes and links come first; `[[nodes]]` and `[[links]]` of the
+file add to them, and a `[[nodes]]` entry with a generated node's name
+changes that node (e.g. `load` of one host).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from .errors import ScenarioError
+
+# ------------------------------------------------------------------ fat tree
+
+
+def _digits(x: int, k: int, n: int) -> tuple[int, ...]:
+    """x in base k, most significant digit first, n digits."""
+    out = []
+    for _ in range(n):
+        out.append(x % k)
+        x //= k
+    return tuple(reversed(out))
+
+
+def fattree_switch(level: int, w: tuple[int, ...], n: int) -> str:
+    """Switch names: L, M, R + digits for the 3-level tree of scenarios.md
+    (L(a, b), M(a, c), R(x, c)); S<level>_<digits> for other depths."""
+    digits = "".join(str(d) for d in w)
+    if n == 3:
+        return "LMR"[level] + digits
+    return f"S{level}_{digits}"
+
+
+def fattree(k: int, n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A k-ary n-tree: k**n hosts H0..; n levels of k**(n-1) switches with 2k
+    ports (the roots use k). Host d = (d0 .. d_{n-1}) in base k sits on leaf
+    (d0 .. d_{n-2}); a switch (w, l) connects to (w', l + 1) when w and w'
+    differ at most in digit n - 2 - l."""
+    if k < 2 or n < 2:
+        raise ScenarioError(f"topology: a fat tree needs k >= 2 and n >= 2 (got k = {k}, n = {n})")
+    if k**n > 4096:
+        raise ScenarioError(f"topology: k = {k}, n = {n} gives {k**n} hosts; at most 4096")
+    words = list(itertools.product(range(k), repeat=n - 1))
+    nodes: list[dict[str, Any]] = [{"name": f"H{d}", "kind": "station"} for d in range(k**n)]
+    for level in range(n):
+        for w in words:
+            nodes.append({"name": fattree_switch(level, w, n), "kind": "bridge", "ports": 2 * k})
+    links: list[dict[str, Any]] = []
+    for d in range(k**n):
+        dig = _digits(d, k, n)
+        links.append({"a": f"H{d}", "b": fattree_switch(0, dig[:-1], n)})
+    for level in range(n - 1):
+        pos = n - 2 - level
+        for w in words:
+            for c in range(k):
+                up = w[:pos] + (c,) + w[pos + 1 :]
+                links.append({"a": fattree_switch(level, w, n), "b": fattree_switch(level + 1, up, n)})
+    return nodes, links
+
+
+def fattree_routes(k: int, n: int) -> list[dict[str, str]]:
+    """The up-port rule of scenarios.md: go up only as far as the nearest
+    common ancestor, choosing the up-port by the destination (at level l set
+    digit n - 2 - l to the destination's digit n - 1 - l: leaf -> M(s0, d2),
+    middle -> R(d1, d2)), then down. Every down link then carries the
+    traffic of exactly one destination."""
+    words = list(itertools.product(range(k), repeat=n - 1))
+    routes = []
+    for level in range(n):
+        for w in words:
+            here = fattree_switch(level, w, n)
+            for d in range(k**n):
+                dig = _digits(d, k, n)
+                prefix = n - 1 - level  # an ancestor of d matches d's first n-1-level digits
+                if w[:prefix] == dig[:prefix]:
+                    if level == 0:
+                        via = f"H{d}"
+                    else:  # down: set digit n-1-level to the destination's
+                        pos = n - 1 - level
+                        child = w[:pos] + (dig[pos],) + w[pos + 1 :]
+                        via = fattree_switch(level - 1, child, n)
+                else:  # up
+                    pos = n - 2 - level
+                    parent = w[:pos] + (dig[n - 1 - level],) + w[pos + 1 :]
+                    via = fattree_switch(level + 1, parent, n)
+                routes.append({"bridge": here, "dst": f"H{d}", "via": via})
+    return routes
+
+
+# ------------------------------------------------------------ innocent flows
+
+#: Contending (and innocent) sources per edge switch, by topology.
+INNOCENT_K = {"A": 1, "B": 5, "C": 10}
+
+
+def innocent(
+    variant: str, degree: int, congesting_gbps: float, innocent_gbps: float, rate_gbps: float
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """scenarios.md section 3: a core switch C with the hot sink H and the
+    cold sink R; E = degree / k edge switches E0.., each with one uplink to C,
+    k contending sources X<e>_<j> (to H) and k innocent sources Y<e>_<j> (to R).
+    Severity is constant: the contending sources share `congesting_gbps`,
+    the innocent ones `innocent_gbps`."""
+    if variant not in INNOCENT_K:
+        raise ScenarioError(f"topology.variant: {variant!r} is not allowed; expected one of A, B, C")
+    k = INNOCENT_K[variant]
+    edges = degree // k
+    if degree % k or edges * rate_gbps < congesting_gbps + innocent_gbps or edges < 1:
+        need = max(k, -(-int(congesting_gbps + innocent_gbps) // int(rate_gbps)) * k)
+        raise ScenarioError(
+            f"topology.degree: {degree} is not allowed; topology {variant} needs a multiple of {k}, "
+            f"at least {need} (each uplink carries {congesting_gbps + innocent_gbps:g} / E Gbit/s)"
+        )
+    hot = congesting_gbps / degree / rate_gbps
+    cold = innocent_gbps / degree / rate_gbps
+    nodes: list[dict[str, Any]] = [
+        {"name": "H", "kind": "station"},
+        {"name": "R", "kind": "station"},
+        {"name": "C", "kind": "bridge", "buffer_mode": "infinite", "cp": True},
+    ]
+    links: list[dict[str, Any]] = [{"a": "C", "b": "H"}, {"a": "C", "b": "R"}]
+    for e in range(edges):
+        nodes.append({"name": f"E{e}", "kind": "bridge"})
+        links.append({"a": f"E{e}", "b": "C"})
+        for j in range(k):
+            nodes.append({"name": f"X{e}_{j}", "kind": "station", "load": hot, "dest": "H"})
+            nodes.append({"name": f"Y{e}_{j}", "kind": "station", "load": cold, "dest": "R"})
+            links.append({"a": f"X{e}_{j}", "b": f"E{e}"})
+            links.append({"a": f"Y{e}_{j}", "b": f"E{e}"})
+    return nodes, links
+
+
+# ------------------------------------------------------------------ expand
+
+
+def expand(raw: dict[str, Any]) -> dict[str, Any]:
+    """The scenario with its `[topology]` generated into nodes and links
+    (merged with the file's own); `raw` itself is left as it is."""
+    topo = raw.get("topology")
+    if not isinstance(topo, dict):
+        return raw
+    gen = topo.get("generator")
+    params = {k: v for k, v in topo.items() if k != "generator"}
+    try:
+        if gen == "fattree":
+            _only(params, {"k", "n", "load", "dest", "cp"})
+            nodes, links = fattree(int(params.get("k", 4)), int(params.get("n", 3)))
+            for nd in nodes:
+                if nd["kind"] == "station":
+                    nd["load"] = params.get("load", 0.0)
+                    nd["dest"] = params.get("dest", "uniform")
+                else:
+                    nd["cp"] = bool(params.get("cp", True))
+        elif gen == "innocent":
+            _only(params, {"variant", "degree", "congesting_gbps", "innocent_gbps", "start_ms"})
+            rate = float((raw.get("defaults") or {}).get("link_rate_gbps", 10.0))
+            nodes, links = innocent(
+                str(params.get("variant", "A")),
+                int(params.get("degree", 3)),
+                float(params.get("congesting_gbps", 20.0)),
+                float(params.get("innocent_gbps", 5.0)),
+                rate,
+            )
+            for nd in nodes:
+                if nd["kind"] == "station" and nd.get("load"):
+                    nd["start_ms"] = float(params.get("start_ms", 0.0))
+        else:
+            raise ScenarioError(f"topology.generator: {gen!r} is not allowed; expected fattree or innocent")
+    except (TypeError, ValueError) as e:
+        raise ScenarioError(f"topology: {e}") from None
+    out = dict(raw)
+    by_name = {nd["name"]: dict(nd) for nd in nodes}
+    extra_nodes = []
+    for nd in raw.get("nodes") or []:
+        if isinstance(nd, dict) and nd.get("name") in by_name:
+            by_name[nd["name"]].update(nd)
+        else:
+            extra_nodes.append(nd)
+    out["nodes"] = list(by_name.values()) + extra_nodes
+    pairs = {frozenset((lk["a"], lk["b"])): dict(lk) for lk in links}
+    extra_links = []
+    for lk in raw.get("links") or []:
+        key = frozenset((lk.get("a"), lk.get("b"))) if isinstance(lk, dict) else None
+        if key in pairs:
+            pairs[key].update(lk)
+        else:
+            extra_links.append(lk)
+    out["links"] = list(pairs.values()) + extra_links
+    if gen == "fattree" and "routing" not in raw:
+        out["routing"] = "fattree"
+    return out
+
+
+def _only(params: dict[str, Any], allowed: set[str]) -> None:
+    for key in params:
+        if key not in allowed:
+            raise ScenarioError(f"topology.{key}: unknown parameter; known: {', '.join(sorted(allowed))}")
+
+
+def routes_for(routing: str, topology: dict[str, Any] | None) -> list[dict[str, str]]:
+    """Explicit routes of a named routing function ([] for shortest paths)."""
+    if routing == "shortest_path":
+        return []
+    if routing == "fattree":
+        if not topology or topology.get("generator") != "fattree":
+            raise ScenarioError("routing: 'fattree' needs a [topology] with generator = \"fattree\"")
+        return fattree_routes(int(topology.get("k", 4)), int(topology.get("n", 3)))
+    raise ScenarioError(f"routing: {routing!r} is not allowed; expected shortest_path or fattree")

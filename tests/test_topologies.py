@@ -1,0 +1,165 @@
+"""Generated topologies, routing functions, the multi-run metrics (transient
+duration, time to stability) and every built-in scenario with every scheme."""
+
+import cnsim
+import numpy as np
+import polars as pl
+import pytest
+from cnsim.metrics import knee, relative_change, time_to_stability
+from cnsim.scenario import builtin_names, load
+from cnsim.schemes import SCHEMES
+from cnsim.topologies import fattree, fattree_routes
+
+
+def _path(routes: dict, leaf_of: dict, src: int, dst: int) -> list[str]:
+    node = leaf_of[f"H{src}"]
+    path = [f"H{src}", node]
+    while node != f"H{dst}":
+        node = routes[(node, f"H{dst}")]
+        path.append(node)
+        assert len(path) < 20, "routing loop"
+    return path
+
+
+def test_fattree_shape_and_up_port_routing():
+    nodes, links = fattree(4, 3)
+    assert sum(n["kind"] == "station" for n in nodes) == 64
+    assert sum(n["kind"] == "bridge" for n in nodes) == 48
+    degree: dict[str, int] = {}
+    for lk in links:
+        for end in (lk["a"], lk["b"]):
+            degree[end] = degree.get(end, 0) + 1
+    assert all(degree[f"L{a}{b}"] == 8 for a in range(4) for b in range(4))
+    assert all(degree[f"M{a}{c}"] == 8 for a in range(4) for c in range(4))
+    assert all(degree[f"R{x}{c}"] == 4 for x in range(4) for c in range(4))
+    routes = {(r["bridge"], r["dst"]): r["via"] for r in fattree_routes(4, 3)}
+    leaf_of = {lk["a"]: lk["b"] for lk in links if lk["a"].startswith("H")}
+    hops = {}
+    for s in range(64):
+        for d in range(64):
+            if s == d:
+                continue
+            p = _path(routes, leaf_of, s, d)
+            links_used = len(p) - 1
+            same_leaf = s // 4 == d // 4
+            same_pod = s // 16 == d // 16
+            expect = 2 if same_leaf else 4 if same_pod else 6
+            assert links_used == expect, (s, d, p)
+            hops[links_used] = hops.get(links_used, 0) + 1
+            if not same_leaf:  # the up-port is chosen by the destination
+                assert p[2] == f"M{s // 16}{d % 4}"
+            if not same_pod:
+                assert p[3] == f"R{(d // 4) % 4}{d % 4}"
+    assert hops == {2: 64 * 3, 4: 64 * 12, 6: 64 * 48}
+
+
+def test_fattree_uniform_traffic_loads_the_up_links_evenly():
+    sc = load("fattree_hotspot", scheme="nocm", seeds=[0]).replace(
+        duration_ms=40.0, **{"hotspot.start_ms": 39.0}
+    )
+    res = cnsim.run(sc, progress=False)
+    links = res.links()
+    up = links.filter(pl.col("from").str.starts_with("L") & pl.col("to").str.starts_with("M"))
+    assert up.height == 64
+    # Measure before the hotspot (window 0-40 ms, hotspot starts at 39 ms: negligible).
+    rates = up["throughput_gbps_measure"].to_numpy()
+    assert np.all(np.abs(rates - rates.mean()) <= 0.05 * rates.mean()), rates
+    up2 = links.filter(pl.col("from").str.starts_with("M") & pl.col("to").str.starts_with("R"))
+    rates2 = up2["throughput_gbps_measure"].to_numpy()
+    assert np.all(np.abs(rates2 - rates2.mean()) <= 0.05 * rates2.mean())
+    # 3/4 of a host's 8.5 Gbit/s leaves its leaf, shared by 4 up-links per leaf: 6.4 Gbit/s each.
+    assert abs(rates.mean() - 8.5 * 60 / 63) < 0.3
+
+
+def test_innocent_generator_holds_severity_constant_and_checks_the_degree():
+    for variant, degree in (("A", 3), ("B", 15), ("C", 30)):
+        sc = load("innocent").replace(**{"topology.variant": variant, "topology.degree": degree})
+        hot = [n for n in sc.model.nodes if n.kind == "station" and n.dest == "H"]
+        cold = [n for n in sc.model.nodes if n.kind == "station" and n.dest == "R"]
+        assert len(hot) == len(cold) == degree
+        assert sum(n.load for n in hot) * 10 == pytest.approx(20.0)
+        assert sum(n.load for n in cold) * 10 == pytest.approx(5.0)
+    with pytest.raises(
+        cnsim.ScenarioError, match="topology.degree: 7 is not allowed; topology B needs a multiple of 5"
+    ):
+        load("innocent").replace(**{"topology.variant": "B", "topology.degree": 7})
+
+
+def test_innocent_flows_keep_their_throughput_and_stability_is_reported():
+    res = cnsim.run(load("innocent", seeds=[0]), progress=False)
+    m = res.metrics
+    assert m["innocent_share"]["mean"] > 0.97
+    assert m["congestion_onset_ms"]["mean"] is not None
+    # Either a time to stability after the onset, or null: never NaN.
+    t = m["time_to_stability_ms"]["per_seed"][0]
+    assert t is None or t > m["congestion_onset_ms"]["mean"]
+
+
+def test_knee_of_a_series_with_a_known_knee():
+    x = np.concatenate([np.linspace(2.0, 9.0, 30), np.full(170, 10.0)])
+    rc = relative_change(x)
+    assert rc[0] == 0.0
+    k = knee(rc, 0.01)
+    assert 20 <= k <= 30
+    assert np.all(np.abs(rc[k:101] - rc[k]) <= 0.01)
+    assert knee(relative_change(np.full(100, 5.0)), 0.01) == 0
+
+
+def test_time_to_stability_on_a_synthetic_queue():
+    q = np.array([0, 10, 60, 90, 80, 40, 30, 70, 20], dtype=float)
+    onset, stable = time_to_stability(q, q, 1.0, 50.0)
+    assert (onset, stable) == (2.0, 6.0)
+    onset, stable = time_to_stability(np.array([0, 60, 70.0]), np.array([0, 60, 70.0]), 1.0, 50.0)
+    assert (onset, stable) == (1.0, None)
+    assert time_to_stability(np.zeros(5), np.zeros(5), 1.0, 50.0) == (None, None)
+
+
+def test_transient_is_shorter_with_bcn_max_and_with_more_sampling():
+    base = load("multihop_transient", seeds=[0, 1, 2, 3])
+    t = {
+        "bcn": cnsim.run(base, progress=False).aggregates()["transient_ms"],
+        "bcnmax": cnsim.run(base.replace(scheme="bcnmax"), progress=False).aggregates()["transient_ms"],
+        "bcn10": cnsim.run(base.replace(**{"bcn.sample_bytes": 15_000.0}), progress=False).aggregates()[
+            "transient_ms"
+        ],
+    }
+    assert t["bcn"] > 0 and t["bcn"] >= 3 * t["bcnmax"], t
+    assert t["bcn10"] < t["bcn"], t
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_every_builtin_scenario_runs_with_every_scheme(name):
+    base = load(name, seeds=[0]).replace(duration_ms=8.0)
+    for scheme in SCHEMES:
+        for pause in (False, True):
+            res = cnsim.run(base.replace(scheme=scheme, pause=pause), progress=False)
+            f = res.runs[0].result["frames"]
+            assert f["generated"] > 0, (name, scheme)
+            assert f["generated"] == f["delivered"] + f["dropped_cp"] + f["dropped_rp"] + f["in_flight"]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "needle"),
+    [
+        (
+            lambda r: (
+                r["nodes"].append({"name": "B9", "kind": "bridge", "ports": 1})
+                or r["links"].extend([{"a": "B9", "b": "B5"}, {"a": "B9", "b": "B1"}])
+            ),
+            "nodes.B9: 2 links exceed its 1 ports",
+        ),
+        (lambda r: r["links"].append({"a": "B1", "b": "Z"}), "unknown node 'Z'"),
+        (lambda r: r["nodes"][0].update(load=-0.1), "nodes.S1.load"),
+        (lambda r: r["links"].append({"a": "B1", "b": "B2", "rate_gbps": 0.0}), "links.B1-B2.rate_gbps: 0"),
+    ],
+)
+def test_bad_scenario_files_exit_2_naming_the_node_or_link(tmp_path, cli, mutate, needle):
+    import tomli_w
+
+    raw = load("baseline").raw
+    mutate(raw)
+    path = tmp_path / "bad.toml"
+    path.write_text(tomli_w.dumps(raw))
+    r = cli("run", str(path), "--duration", "1")
+    assert r.returncode == 2, r.stderr
+    assert needle in r.stderr and "Traceback" not in r.stderr
