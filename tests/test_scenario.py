@@ -25,6 +25,7 @@ def test_baseline_resolves_to_engine_units():
         "buffer_bytes": 150_000,
         "latency_ps": 1_000_000,
         "cp": True,
+        "ports": None,
     }
     assert all(link["rate_bps"] == 10**10 and link["delay_ps"] == 500_000 for link in cfg["links"])
     starts = sorted(e["node"] for e in cfg["events"] if e["action"] == "start")

@@ -6,6 +6,7 @@ Ethernet (IEEE 802.3x PAUSE, 802.1Qau BCN / ECM / QCN).
     res = cnsim.run(sc)
     res.summary            # one row per seed
     res.save("results/x")  # the on-disk layout of interface.md
+    df = cnsim.sweep("baseline", grid={"bcn.w": [2, 4]}, seeds=4, out="results/w")
 """
 
 from __future__ import annotations
@@ -16,10 +17,21 @@ from .errors import ScenarioError
 from .results import Results
 from .runner import run
 from .scenario import Scenario, load, resolve
+from .sweep import load_sweep, sweep
 
 try:
     __version__ = version("cnsim")
 except PackageNotFoundError:  # pragma: no cover
     __version__ = "0+unknown"
 
-__all__ = ["ScenarioError", "Results", "Scenario", "load", "resolve", "run", "__version__"]
+__all__ = [
+    "ScenarioError",
+    "Results",
+    "Scenario",
+    "load",
+    "resolve",
+    "run",
+    "sweep",
+    "load_sweep",
+    "__version__",
+]

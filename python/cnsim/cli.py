@@ -148,6 +148,119 @@ def run(
     out.print(f"results: {target}" + (f"  report: {target / 'report.html'}" if report else ""))
 
 
+@app.command()
+def sweep(
+    scenario: Annotated[str, typer.Argument(help="built-in name or path to a TOML file")],
+    grid: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="KEY=V1,V2,...: a swept parameter (dotted --set name, scheme or pause) and its values; "
+            "repeat for a cartesian product"
+        ),
+    ] = None,
+    scheme: Annotated[
+        str | None, typer.Option(help="nocm, pause, bcn, bcn00, bcnmax, ecm, qcn, qcn2pt, qcn3pt")
+    ] = None,
+    pause: Annotated[bool | None, typer.Option("--pause/--no-pause", help="IEEE 802.3x PAUSE")] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="KEY=VALUE override of every point, by dotted name")
+    ] = None,
+    seeds: Annotated[int | None, typer.Option(help="replications 0..N-1 of every point")] = None,
+    seed: Annotated[int | None, typer.Option(help="one replication with this seed")] = None,
+    duration: Annotated[float | None, typer.Option(help="run length (ms)")] = None,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option("--out", help="sweep directory; rerun with the same one to resume"),
+    ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            help="parallel replications: threads (local) or LocalCluster workers (dask); default all cores"
+        ),
+    ] = None,
+    backend: Annotated[
+        str | None, typer.Option(help="local (default) or dask (a LocalCluster, or --address)")
+    ] = None,
+    address: Annotated[
+        str | None, typer.Option(help="tcp://HOST:PORT of a running Dask scheduler (implies --backend dask)")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option(help="discard another sweep's results in --out instead of refusing")
+    ] = False,
+    report: Annotated[
+        bool, typer.Option(help="write each point's report and the sweep's report.html")
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="print what was done as one JSON object")] = False,
+) -> None:
+    """Run a scenario over the cartesian product of parameter grids x seeds: one results
+    directory per point, DIR/sweep.parquet, DIR/report.html; resumable."""
+    import signal
+
+    from .sweep import parse_grid, run_sweep
+
+    if backend is None:
+        backend = "dask" if address is not None else "local"
+    sc = _scenario(scenario, scheme, pause, set_, seeds, seed, duration)
+    g = parse_grid(grid or [])
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    target = out_dir or Path("results") / f"{sc.name}-sweep-{stamp}"
+
+    def _terminated(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt  # finished points are on disk; stop the rest cleanly
+
+    old = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        res = run_sweep(
+            sc,
+            g,
+            backend=backend,
+            out=target,
+            jobs=jobs,
+            address=address,
+            force=force,
+            report=report,
+            progress=None if not as_json else False,
+        )
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    info = {
+        "out": str(target),
+        "points": res.points,
+        "seeds": len(sc.seeds),
+        "ran": res.ran,
+        "skipped": res.skipped,
+        "rows": res.frame.height,
+    }
+    if as_json:
+        print(json.dumps(info))
+        return
+    done = f"{res.ran} run" + (f", {res.skipped} already finished" if res.skipped else "")
+    out.print(f"sweep: {res.points} point(s) x {len(sc.seeds)} seed(s): {done}")
+    out.print(
+        f"results: {target}  table: {target / 'sweep.parquet'}"
+        + (f"  report: {target / 'report.html'}" if report else "")
+    )
+
+
+@app.command("report")
+def report_cmd(
+    directory: Annotated[Path, typer.Argument(help="a sweep directory or a run's results directory")],
+) -> None:
+    """Write DIR/report.html: a sweep's metrics against each swept parameter (mean and
+    min-max band over seeds), or a run's plots again from its files."""
+    from .report import rebuild_report, write_sweep_report
+    from .sweep import SWEEP_JSON, read_meta, sweep_frame
+
+    if not directory.is_dir():
+        raise ScenarioError(f"report: {directory} is not a directory")
+    if (directory / SWEEP_JSON).is_file():
+        meta = read_meta(directory)
+        path = write_sweep_report(directory, meta, sweep_frame(directory, meta))
+    else:
+        path = rebuild_report(directory)
+    out.print(f"report: {path}")
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "-"

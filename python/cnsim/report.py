@@ -239,3 +239,234 @@ pre {{ background: #f6f6f6; padding: 1em; overflow-x: auto; font-size: 80%; }}
     path = out / "report.html"
     path.write_text(body)
     return path
+
+
+# ------------------------------------------------- a run's report from its files
+
+
+class _SavedRun:
+    def __init__(self, seed: int, bin_ps: int, series: list[tuple[str, str, np.ndarray]]) -> None:
+        self.seed = seed
+        self.result = {"bin_ps": bin_ps}
+        self.series = series
+
+
+class _SavedResults:
+    """What write_report needs of a Results, read back from a results
+    directory (scenario.toml, summary.json, timeseries.parquet)."""
+
+    def __init__(self, out: Path) -> None:
+        import json
+
+        import polars as pl
+
+        from .scenario import load
+
+        self.scenario = load(out / "scenario.toml")
+        self._summary = json.loads((out / "summary.json").read_text())
+        self.metrics = self._summary["metrics"]
+        ts = pl.read_parquet(out / "timeseries.parquet")
+        bin_ps = round(self.scenario.model.bin_us * 1e6)
+        self.runs = []
+        for seed in self._summary["seeds"]:
+            part = ts.filter(pl.col("seed") == seed)
+            series = [
+                (g["series"][0], g["key"][0], g["value"].to_numpy())
+                for g in part.partition_by(["series", "key"], maintain_order=True)
+            ]
+            self.runs.append(_SavedRun(seed, bin_ps, series))
+
+    @property
+    def seeds(self) -> list[int]:
+        return list(self._summary["seeds"])
+
+    def metric(self, name: str) -> list[Any]:
+        return list(self.metrics[name]["per_seed"])
+
+    def engine(self) -> dict[str, Any]:
+        return self._summary["engine"]
+
+    def aggregates(self) -> dict[str, Any]:
+        return self._summary.get("aggregates") or {}
+
+    def summary_dict(self) -> dict[str, Any]:
+        return self._summary
+
+    def transient(self) -> None:
+        return None  # its knee is not kept on disk: transient.png is left as it is
+
+
+def rebuild_report(out: Path) -> Path:
+    """Writes report.html and its plots again from a results directory's files."""
+    need = [n for n in ("scenario.toml", "summary.json", "timeseries.parquet") if not (out / n).is_file()]
+    if need:
+        from .errors import ScenarioError
+
+        raise ScenarioError(
+            f"report: {out} is neither a sweep (no sweep.json) nor a run's results (no {', '.join(need)})"
+        )
+    return write_report(_SavedResults(out), out)
+
+
+# ------------------------------------------------------------ a sweep's report
+
+
+def _numeric(values: list[Any]) -> bool:
+    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+
+
+def _label(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _safe(name: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._=-]", "_", name)
+
+
+def _sweep_fig(frame: Any, metric: str, key: str, grid: dict[str, list[Any]]) -> Any:
+    """`metric` against grid key `key`: the mean over seeds with the min-max
+    band, one line per combination of the other swept keys (at most 8; more
+    are pooled into one line)."""
+    import polars as pl
+
+    others = [k for k, v in grid.items() if k != key and len(v) > 1]
+    combos = frame.select(others).unique(maintain_order=True).rows() if others else [()]
+    pooled = len(combos) > 8
+    if pooled:
+        combos = [()]
+        others = []
+    xs = list(grid[key])
+    numeric = _numeric(xs)
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for combo in combos:
+        sub = frame
+        for k, v in zip(others, combo, strict=True):
+            sub = sub.filter(pl.col(k) == v) if v is not None else sub.filter(pl.col(k).is_null())
+        agg = sub.group_by(key, maintain_order=True).agg(
+            pl.col(metric).mean().alias("mean"),
+            pl.col(metric).min().alias("min"),
+            pl.col(metric).max().alias("max"),
+        )
+        by = {r[key]: r for r in agg.iter_rows(named=True)}
+        order = (
+            sorted(by, key=float) if numeric else [x for x in xs if x in by] + [x for x in by if x not in xs]
+        )
+        pos = (
+            [float(x) for x in order]
+            if numeric
+            else [xs.index(x) if x in xs else i for i, x in enumerate(order)]
+        )
+        mean = np.array([np.nan if by[x]["mean"] is None else by[x]["mean"] for x in order], dtype=float)
+        lo = np.array([np.nan if by[x]["min"] is None else by[x]["min"] for x in order], dtype=float)
+        hi = np.array([np.nan if by[x]["max"] is None else by[x]["max"] for x in order], dtype=float)
+        label = ", ".join(f"{k}={_label(v)}" for k, v in zip(others, combo, strict=True)) or None
+        if numeric:
+            (line,) = ax.plot(pos, mean, marker="o", ms=3, lw=1.2, label=label)
+            ax.fill_between(pos, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
+        else:  # categories: a mean marker with a min-max bar, groups side by side
+            shift = (combos.index(combo) - (len(combos) - 1) / 2) * 0.08
+            err = np.vstack([mean - lo, hi - mean])
+            ax.errorbar(np.array(pos) + shift, mean, yerr=err, fmt="o", ms=4, capsize=3, label=label)
+    if numeric:
+        vals = [float(x) for x in xs]
+        if min(vals) > 0 and max(vals) / min(vals) >= 50:
+            ax.set_xscale("log")
+    else:
+        ax.set_xticks(range(len(xs)), [_label(x) for x in xs])
+        ax.set_xlim(-0.5, len(xs) - 0.5)
+    ax.set_xlabel(key)
+    ax.set_ylabel(metric)
+    title = f"{metric} vs {key}: mean over seeds, min-max band"
+    ax.set_title(title + (" (other parameters pooled)" if pooled else ""), fontsize=9)
+    ax.grid(alpha=0.3)
+    if len(combos) > 1:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def write_sweep_report(out: Path, meta: dict[str, Any], frame: Any) -> Path:
+    """DIR/report.html of a sweep: every metric against every swept parameter,
+    and a table of the points (mean over seeds)."""
+    import polars as pl
+
+    out = Path(out)
+    grid: dict[str, list[Any]] = meta.get("grid") or {}
+    keys = list(grid)
+    swept = [k for k, v in grid.items() if len(v) > 1] or keys
+    metrics = [c for c in frame.columns if c not in ("point", "seed", *keys)]
+    metrics = [m for m in metrics if frame[m].dtype.is_numeric() and frame[m].null_count() < len(frame)]
+    for old in out.glob("sweep-*.png"):
+        old.unlink()
+    images = []
+    if len(frame):
+        for m in metrics:
+            for k in swept:
+                fig = _sweep_fig(frame, m, k, grid)
+                name = f"sweep-{_safe(m)}-vs-{_safe(k)}.png"
+                fig.savefig(out / name, dpi=90)
+                plt.close(fig)
+                images.append((m, k, name))
+    points = meta.get("points") or []
+    done = frame["point"].unique(maintain_order=True).to_list() if len(frame) else []
+    means = (
+        frame.group_by("point", maintain_order=True).agg([pl.col(m).mean() for m in metrics])
+        if len(frame)
+        else None
+    )
+    by_point = {r["point"]: r for r in means.iter_rows(named=True)} if means is not None else {}
+    head = "".join(f"<th>{html.escape(k)}</th>" for k in keys) + "".join(
+        f"<th>{html.escape(m)}</th>" for m in metrics
+    )
+    body_rows = []
+    for p in points:
+        pid = p["id"]
+        link = (
+            f'<a href="{html.escape(pid)}/report.html">{html.escape(pid)}</a>'
+            if (out / pid / "report.html").is_file()
+            else html.escape(pid)
+        )
+        cells = "".join(f"<td>{_fmt(p['values'].get(k))}</td>" for k in keys)
+        r = by_point.get(pid)
+        cells += "".join(f"<td>{_fmt(r[m]) if r else '&ndash;'}</td>" for m in metrics)
+        body_rows.append(f"<tr><td>{link}{'' if r else ' (not run)'}</td>{cells}</tr>")
+    grid_rows = "".join(
+        f"<tr><td>{html.escape(k)}</td><td>{html.escape(', '.join(_label(v) for v in vals))}</td></tr>"
+        for k, vals in grid.items()
+    )
+    figs = "".join(
+        f'<h3>{html.escape(m)} vs {html.escape(k)}</h3><img src="{n}" alt="{html.escape(n)}">'
+        for m, k, n in images
+    )
+    name = html.escape(str(meta.get("scenario", "")))
+    body = f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>cnsim sweep: {name}</title>
+<style>
+body {{ font-family: sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }}
+table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ccc; padding: 3px 8px; text-align: right; }}
+td:first-child {{ text-align: left; }} img {{ max-width: 100%; }}
+.wide {{ overflow-x: auto; }}
+pre {{ background: #f6f6f6; padding: 1em; overflow-x: auto; font-size: 80%; }}
+</style></head><body>
+<h1>Sweep of {name}</h1>
+<p>{len(done)} of {len(points)} points finished, seeds {", ".join(str(s) for s in meta.get("seeds") or [])};
+each point's own report is linked from the table. cnsim {html.escape(str(meta.get("cnsim_version", "")))}.</p>
+<h2>Grid</h2>
+<table><tr><th>parameter</th><th>values</th></tr>{grid_rows}</table>
+<h2>Points (mean over seeds)</h2>
+<div class="wide"><table><tr><th>point</th>{head}</tr>{"".join(body_rows)}</table></div>
+<h2>Metrics against the swept parameters</h2>
+{figs or "<p>No finished point yet.</p>"}
+<h2>Base scenario (resolved)</h2>
+<pre>{html.escape(str(meta.get("scenario_toml", "")))}</pre>
+</body></html>
+"""
+    path = out / "report.html"
+    tmp = out / ".report.html.tmp"
+    tmp.write_text(body)
+    tmp.replace(path)
+    return path

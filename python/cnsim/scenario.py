@@ -874,7 +874,7 @@ def _node_dump(n: Node) -> dict[str, Any]:
         keys: tuple[str, ...] = ("stop_ms", "nic_buffer_bytes", "rlq_bytes", "processing_us")
     else:
         d["cp"] = n.cp
-        keys = ("buffer_mode", "buffer_bytes", "latency_us")
+        keys = ("buffer_mode", "buffer_bytes", "latency_us", "ports")
     for k in keys:
         v = getattr(n, k)
         if v is not None:

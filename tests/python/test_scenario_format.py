@@ -316,6 +316,7 @@ def test_resolve_shape_and_units():
         "pause",
         "trace_ports",
         "cp_ports",
+        "routes",
         "scheme",
     }
     assert cfg["duration_ps"] == 12_500_000_000 and cfg["bin_ps"] == 250_000_000
@@ -334,7 +335,14 @@ def test_resolve_shape_and_units():
     }
     assert cfg["stations"][1]["dest"] == {"kind": "uniform"}
     assert cfg["bridges"] == [
-        {"name": "B", "buffer_mode": "infinite", "buffer_bytes": 99_000, "latency_ps": 750_000, "cp": True}
+        {
+            "name": "B",
+            "buffer_mode": "infinite",
+            "buffer_bytes": 99_000,
+            "latency_ps": 750_000,
+            "cp": True,
+            "ports": None,
+        }
     ]
     assert cfg["links"] == [
         {"a": "S", "b": "B", "rate_bps": 2_500_000_000, "delay_ps": 123_457},
