@@ -193,6 +193,26 @@ def _transient_fig(res: Any) -> Any | None:
     return fig
 
 
+def _pause_table(res: Any) -> str:
+    """Per-link PAUSE of the first seed: every link direction paused at least once."""
+    links = [lk for lk in res.runs[0].result["links"] if lk["paused_ever"] or lk["pause_frames"]]
+    if not links:
+        return ""
+    links.sort(key=lambda lk: (-lk["time_paused_pct"], lk["name"]))
+    rows = "".join(
+        f"<tr><td>{html.escape(lk['name'])}</td><td>{lk['time_paused_pct']:.2f}</td>"
+        f"<td>{lk['pause_frames']:,}</td><td>{lk['throughput_gbps'][0]:.3f}</td></tr>"
+        for lk in links[:64]
+    )
+    more = f"<p>{len(links) - 64} more in links.parquet.</p>" if len(links) > 64 else ""
+    return (
+        f"<h2>PAUSE per link (seed {res.runs[0].seed})</h2>"
+        "<table><tr><th>link (sender->receiver)</th><th>time paused (%)</th>"
+        "<th>PAUSE frames it sent</th><th>throughput (Gbit/s)</th></tr>"
+        f"{rows}</table>{more}"
+    )
+
+
 def write_report(res: Any, out: Path) -> Path:
     figs = {
         "throughput.png": _throughput_fig(res),
@@ -231,6 +251,7 @@ pre {{ background: #f6f6f6; padding: 1em; overflow-x: auto; font-size: 80%; }}
 ({(eng["frames_delivered_per_s"] or 0) / 1e6:.2f} M delivered frames per second), cnsim {eng["version"]}.</p>
 <h2>Summary over seeds</h2>
 <table><tr><th>metric</th><th>mean</th><th>min</th><th>max</th></tr>{rows}</table>
+{_pause_table(res)}
 {"".join(f'<h2>{html.escape(i[:-4])}</h2><img src="{i}" alt="{i}">' for i in images)}
 <h2>Scenario (resolved, re-runnable)</h2>
 <pre>{html.escape(sc.to_toml())}</pre>
@@ -245,10 +266,31 @@ pre {{ background: #f6f6f6; padding: 1em; overflow-x: auto; font-size: 80%; }}
 
 
 class _SavedRun:
-    def __init__(self, seed: int, bin_ps: int, series: list[tuple[str, str, np.ndarray]]) -> None:
+    def __init__(self, seed: int, result: dict[str, Any], series: list[tuple[str, str, np.ndarray]]) -> None:
         self.seed = seed
-        self.result = {"bin_ps": bin_ps}
+        self.result = result
         self.series = series
+
+
+def _saved_rows(out: Path, name: str, seed: int) -> list[dict[str, Any]]:
+    """Rows of DIR/NAME.parquet for one seed as the engine's result entries
+    (the `throughput_gbps_<window>` columns back into one list)."""
+    import polars as pl
+
+    path = out / f"{name}.parquet"
+    if not path.is_file():
+        return []
+    df = pl.read_parquet(path)
+    if "seed" not in df.columns:
+        return []
+    rows = []
+    for r in df.filter(pl.col("seed") == seed).iter_rows(named=True):
+        tp = [v for k, v in r.items() if k.startswith("throughput_gbps_")]
+        row = {k: v for k, v in r.items() if k != "seed" and not k.startswith("throughput_gbps_")}
+        if tp:
+            row["throughput_gbps"] = tp
+        rows.append(row)
+    return rows
 
 
 class _SavedResults:
@@ -274,7 +316,14 @@ class _SavedResults:
                 (g["series"][0], g["key"][0], g["value"].to_numpy())
                 for g in part.partition_by(["series", "key"], maintain_order=True)
             ]
-            self.runs.append(_SavedRun(seed, bin_ps, series))
+            result = {
+                "seed": seed,
+                "bin_ps": bin_ps,
+                "flows": _saved_rows(out, "flows", seed),
+                "links": _saved_rows(out, "links", seed),
+                "nodes": _saved_rows(out, "nodes", seed),
+            }
+            self.runs.append(_SavedRun(seed, result, series))
 
     @property
     def seeds(self) -> list[int]:

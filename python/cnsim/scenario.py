@@ -177,10 +177,14 @@ class Event(_Model):
 
 
 class Trace(_Model):
-    """Ports whose queue_bytes time series are recorded."""
+    """Ports whose queue_bytes time series, and rate limiters whose rate and
+    RLQ series, are recorded."""
 
     ports: list[str] | None = Field(
         None, description="ports FROM->TO (default: every output port of a cp = true bridge)"
+    )
+    rate_limiters: list[str] | None = Field(
+        None, description="rate limiters STATION|FROM->TO (station and CP port; default: all, at most 256)"
     )
 
 
@@ -836,6 +840,7 @@ def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = 
             "quanta": m.pause.quanta,
         },
         "trace_ports": trace,
+        "trace_rls": m.trace.rate_limiters,
         "cp_ports": list(m.cp_ports),
         "routes": routes_for(m.routing, m.topology),
         "scheme": engine_scheme(scenario.scheme, scenario.table),

@@ -317,6 +317,7 @@ def test_resolve_shape_and_units():
         "trace_ports",
         "cp_ports",
         "routes",
+        "trace_rls",
         "scheme",
     }
     assert cfg["duration_ps"] == 12_500_000_000 and cfg["bin_ps"] == 250_000_000

@@ -76,6 +76,7 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
         trace_ports: vec!["B0->D".into()],
         cp_ports: vec![],
         routes: vec![],
+        trace_rls: None,
         scheme: SchemeConfig::Nocm,
     }
 }
@@ -161,6 +162,7 @@ pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, schem
         trace_ports: vec!["SW->H0".into()],
         cp_ports: vec![],
         routes: vec![],
+        trace_rls: None,
         scheme,
     }
 }

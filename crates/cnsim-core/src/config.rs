@@ -51,6 +51,10 @@ pub struct SimConfig {
     /// Ports (`"FROM->TO"`) whose queue length is recorded as a time series.
     #[serde(default)]
     pub trace_ports: Vec<String>,
+    /// Rate limiters (`"STATION|FROM->TO"`, the station and its CP port) whose
+    /// rate and RLQ series are recorded; `None`: every one (at most 256).
+    #[serde(default)]
+    pub trace_rls: Option<Vec<String>>,
     /// Explicit next hops that override shortest-path routing (a routing
     /// function computed outside the engine, e.g. the fat tree's up-port rule).
     #[serde(default)]

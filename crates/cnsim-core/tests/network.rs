@@ -64,6 +64,7 @@ fn line(load: f64, duration_ps: u64, up: (u64, u64), down: (u64, u64), latency_p
         trace_ports: vec!["B->D".into()],
         cp_ports: vec![],
         routes: vec![],
+        trace_rls: None,
         scheme: SchemeConfig::Nocm,
     }
 }

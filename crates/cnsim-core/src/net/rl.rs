@@ -237,6 +237,11 @@ impl<S: Scheme> NetSim<S> {
         if let Some(&i) = self.rl_trace_index.get(&key) {
             return Some(i);
         }
+        if let Some(only) = &self.trace_rls {
+            if !only.contains(&key) {
+                return None;
+            }
+        }
         if self.rl_traces.len() >= MAX_RL_TRACES {
             return None;
         }
