@@ -114,7 +114,12 @@ impl<S: Scheme> NetSim<S> {
             net.ports[p].lazy_ok = match net.nodes[owner].kind {
                 NodeKind::Station(_) => true,
                 NodeKind::Bridge(b) => {
-                    !cfg.pause.enabled && matches!(net.bridges[b as usize].buffer_mode, BufferMode::PerOutput | BufferMode::Infinite)
+                    // Admission then reads only this port's own accounting, which `settle` brings up to date.
+                    !cfg.pause.enabled
+                        && matches!(
+                            net.bridges[b as usize].buffer_mode,
+                            BufferMode::PerOutput | BufferMode::PerInput | BufferMode::Infinite
+                        )
                 }
             };
         }
