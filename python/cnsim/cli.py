@@ -185,7 +185,7 @@ def sweep(
         str | None, typer.Option(help="tcp://HOST:PORT of a running Dask scheduler (implies --backend dask)")
     ] = None,
     force: Annotated[
-        bool, typer.Option(help="discard another sweep's results in --out instead of refusing")
+        bool, typer.Option("--force", help="discard another sweep's results in --out instead of refusing")
     ] = False,
     report: Annotated[
         bool, typer.Option(help="write each point's report and the sweep's report.html")
@@ -357,7 +357,12 @@ def validate(
 def main() -> None:
     """Entry point: maps errors to exit codes, never shows a traceback for bad input."""
     try:
-        app(standalone_mode=False)
+        # Not standalone: typer returns the code of a `typer.Exit` (and 130 for Ctrl-C) instead of exiting.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            if code == 130:
+                _print_error("interrupted")
+            sys.exit(code)
     except ScenarioError as e:
         _print_error(str(e))
         sys.exit(2)

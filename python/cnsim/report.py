@@ -438,6 +438,13 @@ def _sweep_fig(frame: Any, metric: str, key: str, grid: dict[str, list[Any]]) ->
     return fig
 
 
+def _constant_note(frame: Any, constant: list[str]) -> str:
+    if not constant or not len(frame):
+        return ""
+    items = ", ".join(f"{html.escape(m)} = {_fmt(frame[m].drop_nulls()[0])}" for m in constant)
+    return f"<p>The same at every point and seed (not plotted): {items}.</p>"
+
+
 def write_sweep_report(out: Path, meta: dict[str, Any], frame: Any) -> Path:
     """DIR/report.html of a sweep: every metric against every swept parameter,
     and a table of the points (mean over seeds)."""
@@ -449,11 +456,14 @@ def write_sweep_report(out: Path, meta: dict[str, Any], frame: Any) -> Path:
     swept = [k for k, v in grid.items() if len(v) > 1] or keys
     metrics = [c for c in frame.columns if c not in ("point", "seed", *keys)]
     metrics = [m for m in metrics if frame[m].dtype.is_numeric() and frame[m].null_count() < len(frame)]
+    # A metric with one value over the whole sweep has nothing to plot: it is listed instead.
+    constant = [m for m in metrics if frame[m].drop_nulls().n_unique() <= 1]
+    plotted = [m for m in metrics if m not in constant]
     for old in out.glob("sweep-*.png"):
         old.unlink()
     images = []
     if len(frame):
-        for m in metrics:
+        for m in plotted:
             for k in swept:
                 fig = _sweep_fig(frame, m, k, grid)
                 name = f"sweep-{_safe(m)}-vs-{_safe(k)}.png"
@@ -510,6 +520,7 @@ each point's own report is linked from the table. cnsim {html.escape(str(meta.ge
 <div class="wide"><table><tr><th>point</th>{head}</tr>{"".join(body_rows)}</table></div>
 <h2>Metrics against the swept parameters</h2>
 {figs or "<p>No finished point yet.</p>"}
+{_constant_note(frame, constant)}
 <h2>Base scenario (resolved)</h2>
 <pre>{html.escape(str(meta.get("scenario_toml", "")))}</pre>
 </body></html>

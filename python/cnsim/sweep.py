@@ -493,6 +493,9 @@ class _LocalBackend:
     def as_completed(self, futures: list[Any]) -> Iterator[Any]:
         return _futures_completed(futures)
 
+    def result(self, fut: Future[SeedRun]) -> SeedRun:
+        return fut.result()
+
     def close(self, cancel: bool) -> None:
         if cancel:
             self.stop.set()
@@ -749,7 +752,7 @@ def _run_points(
                 futures[backend.submit(p.config, seed, adv)] = (p, seed)
             for fut in backend.as_completed(list(futures)):
                 p, seed = futures.pop(fut)
-                run = backend.result(fut) if hasattr(backend, "result") else fut.result()
+                run = backend.result(fut)
                 if not backend.streams_progress():
                     bar.advance(p.scenario.duration_ms)
                 got = pending[p.index]
