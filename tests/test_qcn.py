@@ -51,3 +51,18 @@ def test_without_pause_nocm_drops_the_hot_excess_and_cm_schemes_few():
     assert 200_000 < nocm.metric("dropped_cp")[0] < 230_000
     assert nocm.metric("aggregate_throughput")[0] > 81
     assert q2.metric("dropped_cp")[0] < 1000
+
+
+def test_bench_times_the_single_hop_workload(cli):
+    import json
+
+    r = cli(
+        "bench", "--workload", "singlehop", "--scheme", "qcn2pt", "--pause", "--duration-ms", "20", "--json"
+    )
+    assert r.returncode == 0, r.stderr
+    b = json.loads(r.stdout)
+    assert "singlehop_hotspot, qcn2pt + PAUSE" in b["workload"]
+    # 10 hosts x 8.5 Gbit/s for 20 ms: about 141,700 frames of 1500 B.
+    assert 138_000 < b["frames"] < 145_000 and b["events"] > b["frames"]
+    bad = cli("bench", "--workload", "nosuch")
+    assert bad.returncode == 2 and "--workload: 'nosuch' is not allowed" in bad.stderr

@@ -273,26 +273,73 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+#: `cnsim bench --workload`: built-in scenarios timed as one seed on one core.
+BENCH_SCENARIOS = {
+    "singlehop": "singlehop_hotspot",
+    "fattree": "fattree_hotspot",
+    "multihop": "multihop_hotspot",
+}
+
+
 @app.command()
 def bench(
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
-    duration_ms: Annotated[float, typer.Option(help="simulated time (ms)")] = 1000.0,
+    duration_ms: Annotated[
+        float | None, typer.Option(help="simulated time (ms; default: the workload's, 1000 for the incast)")
+    ] = None,
+    workload: Annotated[
+        str,
+        typer.Option(help="incast (performance.md), or a built-in benchmark: singlehop, multihop, fattree"),
+    ] = "incast",
+    scheme: Annotated[
+        str | None, typer.Option(help="scheme of a scenario workload (default: the scenario's)")
+    ] = None,
+    pause: Annotated[
+        bool | None, typer.Option("--pause/--no-pause", help="PAUSE for a scenario workload")
+    ] = None,
 ) -> None:
-    """Engine speed: the 1-second 4-to-1 incast of performance.md (nocm, one seed, one core)."""
+    """Engine speed, one seed on one core: by default the 1-second 4-to-1 incast of
+    performance.md (nocm); `--workload singlehop|multihop|fattree` times a 1 s benchmark scenario."""
     from . import _core
 
-    if duration_ms <= 0:
+    if duration_ms is not None and duration_ms <= 0:
         raise ScenarioError(f"--duration-ms: {duration_ms} is not allowed; expected > 0")
-    cfg = _core.incast_config_json(round(duration_ms * 1e9))
-    sim = _core.Simulation(cfg, 0)
+    if workload == "incast":
+        if scheme is not None or pause is not None:
+            raise ScenarioError("--scheme / --pause: the incast workload is nocm without PAUSE")
+        ms = duration_ms or 1000.0
+        cfg = _core.incast_config_json(round(ms * 1e9))
+        label = "4-to-1 incast, 4 x 4.9 Gbit/s into 10 Gbit/s, 150 KB buffers, nocm"
+    elif workload in BENCH_SCENARIOS:
+        from .scenario import load
+
+        changes: dict[str, Any] = {"seeds": [0]}
+        if scheme is not None:
+            changes["scheme"] = scheme
+        if pause is not None:
+            changes["pause"] = pause
+        if duration_ms is not None:
+            changes["duration_ms"] = duration_ms
+        sc = load(BENCH_SCENARIOS[workload]).replace(**changes)
+        ms = sc.duration_ms
+        cfg = sc.engine_json()
+        label = f"{sc.name}, {sc.scheme}{' + PAUSE' if sc.pause else ''}, seed 0"
+    else:
+        raise ScenarioError(
+            f"--workload: {workload!r} is not allowed; expected incast, " + ", ".join(BENCH_SCENARIOS)
+        )
+    try:
+        sim = _core.Simulation(cfg, 0)
+    except ValueError as e:
+        raise ScenarioError(str(e)) from None
     t0 = time.perf_counter()
     sim.run()
     wall_total = time.perf_counter() - t0
     r = json.loads(sim.results_json())
     e = r["engine"]
     fig = {
-        "workload": "4-to-1 incast, 4 x 4.9 Gbit/s into 10 Gbit/s, 150 KB buffers, nocm",
-        "simulated_s": duration_ms / 1000,
+        "workload": label,
+        "simulated_s": ms / 1000,
         "frames": r["frames"]["generated"],
         "frames_delivered": r["frames"]["delivered"],
         "frames_delivered_per_s": e["frames_delivered_per_s"],
@@ -307,7 +354,7 @@ def bench(
     if as_json:
         print(json.dumps(fig))
         return
-    t = Table("figure", "value", title="cnsim bench")
+    t = Table("figure", "value", title=f"cnsim bench: {fig['workload']}")
     t.add_row("frames generated", f"{fig['frames']:,}")
     t.add_row("frames delivered", f"{fig['frames_delivered']:,}")
     t.add_row("delivered frames per wall second", f"{fig['frames_delivered_per_s'] / 1e6:.2f} M")
