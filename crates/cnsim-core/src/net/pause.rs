@@ -78,16 +78,7 @@ impl<S: Scheme> NetSim<S> {
                 if o.oq_xoff && o.data_bytes <= xon {
                     o.oq_xoff = false;
                     for local in 0..o.holds.len() {
-                        let o = &mut self.net.ports[out as usize];
-                        if o.holds[local] {
-                            o.holds[local] = false;
-                            let ing = self.net.nodes[self.net.bridges[b as usize].node as usize].ports[local];
-                            let p = &mut self.net.ports[ing as usize];
-                            p.hold_count -= 1;
-                            if p.hold_count == 0 {
-                                self.send_xon(ing);
-                            }
-                        }
+                        self.unhold(b, out, local);
                     }
                 }
             }
