@@ -1,44 +1,25 @@
 //! Baseline with BCN: per-seed fairness over 20-80 ms (quick calibration look).
 //! `cargo run --release --example baseline_bcn [seeds]`
-use cnsim_core::bench::star_config;
+use cnsim_core::bench::baseline_config;
 use cnsim_core::config::*;
-use cnsim_core::engine::PS_PER_MS;
 use cnsim_core::scheme::bcn::BcnParams;
 use cnsim_core::Sim;
 
 fn main() {
     let seeds: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(5);
-    let mut cfg = star_config(4, 0.49, 100 * PS_PER_MS, 5 * PS_PER_MS);
-    cfg.events.push(EventConfig::Stop {
-        at_ps: 80 * PS_PER_MS,
-        node: "S3".into(),
-    });
-    cfg.events.push(EventConfig::Stop {
-        at_ps: 80 * PS_PER_MS,
-        node: "S4".into(),
-    });
-    cfg.windows.push(WindowConfig {
-        name: "fairness".into(),
-        start_ps: 20 * PS_PER_MS,
-        end_ps: 80 * PS_PER_MS,
-    });
-    cfg.windows.push(WindowConfig {
-        name: "utilization".into(),
-        start_ps: 10 * PS_PER_MS,
-        end_ps: 80 * PS_PER_MS,
-    });
+    let mut cfg = baseline_config(false);
     cfg.scheme = SchemeConfig::Bcn(BcnParams::default());
     let mut jains = vec![];
     for seed in 0..seeds {
         let r = Sim::new(&cfg, seed).unwrap().run().unwrap();
-        let rates: Vec<f64> = r.flows.iter().map(|f| f.throughput_gbps[1]).collect();
+        let rates: Vec<f64> = r.flows.iter().map(|f| f.throughput_gbps[2]).collect();
         let t = 2.5;
         let x: Vec<f64> = rates.iter().map(|r| r / t).collect();
         let jain = x.iter().sum::<f64>().powi(2) / (x.len() as f64 * x.iter().map(|v| v * v).sum::<f64>());
         let dev_max = rates.iter().map(|r| (r - t).abs() / t).fold(0.0, f64::max);
         let dev_rms = (rates.iter().map(|r| (r - t).powi(2)).sum::<f64>() / rates.len() as f64).sqrt() / t;
         jains.push(jain);
-        let down = r.link("B0->D").unwrap().throughput_gbps[2];
+        let down = r.link("B0->D").unwrap().throughput_gbps[1];
         let after: Vec<f64> = ["S1", "S2"]
             .iter()
             .map(|s| {

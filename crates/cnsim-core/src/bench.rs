@@ -81,6 +81,29 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
     }
 }
 
+/// The baseline of scenarios.md section 1 (no management, PAUSE as asked):
+/// S3 and S4 stop at 80 ms; windows: measure (whole run), utilization
+/// (10-80 ms), fairness (20-80 ms). The CP is `B0->D`.
+pub fn baseline_config(pause: bool) -> SimConfig {
+    let ms = crate::engine::PS_PER_MS;
+    let mut cfg = star_config(4, 0.49, 100 * ms, 5 * ms);
+    for node in ["S3", "S4"] {
+        cfg.events.push(EventConfig::Stop {
+            at_ps: 80 * ms,
+            node: node.into(),
+        });
+    }
+    for (name, a, b) in [("utilization", 10, 80), ("fairness", 20, 80)] {
+        cfg.windows.push(WindowConfig {
+            name: name.into(),
+            start_ps: a * ms,
+            end_ps: b * ms,
+        });
+    }
+    cfg.pause.enabled = pause;
+    cfg
+}
+
 /// The 1-second 4-to-1 incast of performance.md: four sources at 4.9 Gbit/s
 /// into one 10 Gbit/s sink link, 150 KB drop-tail buffers, no management.
 pub fn incast_config(duration_ps: Time) -> SimConfig {

@@ -136,22 +136,7 @@ fn same_seed_same_results_different_seed_different_results() {
 
 /// The baseline of scenarios.md section 1 (nocm): S3 and S4 stop at 80 ms.
 fn baseline(pause: bool) -> SimConfig {
-    let mut cfg = star_config(4, 0.49, 100 * PS_PER_MS, 5 * PS_PER_MS);
-    cfg.events.push(EventConfig::Stop {
-        at_ps: 80 * PS_PER_MS,
-        node: "S3".into(),
-    });
-    cfg.events.push(EventConfig::Stop {
-        at_ps: 80 * PS_PER_MS,
-        node: "S4".into(),
-    });
-    cfg.windows.push(WindowConfig {
-        name: "utilization".into(),
-        start_ps: 10 * PS_PER_MS,
-        end_ps: 80 * PS_PER_MS,
-    });
-    cfg.pause.enabled = pause;
-    cfg
+    cnsim_core::bench::baseline_config(pause)
 }
 
 #[test]
