@@ -363,3 +363,17 @@ def test_report_of_a_sweep_and_of_a_run_directory(tmp_path):
     assert sorted(p.name for p in run.glob("*.png")) == pngs
     r = _cli("report", str(tmp_path))
     assert r.returncode == 2 and r.stderr.startswith("error: report: ") and "neither a sweep" in r.stderr
+
+
+def test_run_on_dask_gives_the_same_results_as_local(tmp_path):
+    pytest.importorskip("distributed")
+    from cnsim.scenario import load
+
+    sc = load("baseline", scheme="bcn", seeds=[0, 1]).replace(duration_ms=10.0)
+    local = cnsim.run(sc, progress=False)
+    remote = cnsim.run(sc, backend="dask", jobs=2, progress=False)
+    assert local.summary.equals(remote.summary)
+    a, b = tmp_path / "a", tmp_path / "b"
+    local.save(a, report=False)
+    remote.save(b, report=False)
+    assert (a / "timeseries.parquet").read_bytes() == (b / "timeseries.parquet").read_bytes()

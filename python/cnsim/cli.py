@@ -112,17 +112,24 @@ def run(
     jobs: Annotated[int | None, typer.Option(help="parallel replications (default: all cores)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as one JSON object")] = False,
     report: Annotated[bool, typer.Option(help="write report.html and plots")] = True,
-    backend: Annotated[str, typer.Option(help="local (dask: see the sweep issue)")] = "local",
+    backend: Annotated[str, typer.Option(help="local (threads) or dask (one task per seed)")] = "local",
+    address: Annotated[
+        str | None, typer.Option(help="tcp://HOST:PORT of a running Dask scheduler (implies --backend dask)")
+    ] = None,
 ) -> None:
     """Run replications, print the summary, write results."""
     from .runner import run as run_scenario
 
-    if backend != "local":
-        raise ScenarioError(f"--backend: {backend!r} is not available yet; allowed: local")
+    if address is not None:
+        backend = "dask"
+    if backend not in ("local", "dask"):
+        raise ScenarioError(f"--backend: {backend!r} is not allowed; expected local or dask")
     if jobs is not None and jobs < 1:
         raise ScenarioError(f"--jobs: {jobs} is not allowed; expected an integer >= 1")
     sc = _scenario(scenario, scheme, pause, set_, seeds, seed, duration)
-    res = run_scenario(sc, jobs=jobs, progress=None if not as_json else False)
+    res = run_scenario(
+        sc, jobs=jobs, progress=None if not as_json else False, backend=backend, address=address
+    )
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     target = out_dir or Path("results") / f"{sc.name}-{stamp}"
     res.save(target, report=report)

@@ -62,17 +62,29 @@ def run(
     seeds: int | Iterable[int] | None = None,
     jobs: int | None = None,
     progress: bool | None = None,
+    backend: str = "local",
+    address: str | None = None,
+    client: Any | None = None,
 ) -> Results:
     """Runs every seed of `scenario` (or `seeds`: a count or a list) on `jobs`
     threads (default: all cores) and returns its Results, sorted by seed.
     `progress`: a bar on stderr (simulated ms of all seeds, elapsed and
-    remaining time); None shows it when stderr is a terminal."""
+    remaining time); None shows it when stderr is a terminal.
+    `backend="dask"` runs one task per seed on a Dask cluster: the scheduler
+    at `address`, an open `client`, or a LocalCluster of `jobs` workers
+    started for the run; the results are the same bit for bit."""
     from .results import Results
 
     if seeds is not None:
         scenario = scenario.replace(seeds=seeds)
     config = scenario.engine_json()
     order = sorted(scenario.seeds)
+    if address is not None or client is not None:
+        backend = "dask"
+    if backend == "dask":
+        return Results(scenario, _run_dask(config, order, jobs, address, client))
+    if backend != "local":
+        raise ScenarioError(f"backend: {backend!r} is not allowed; expected local or dask")
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(order)))
     show = sys.stderr.isatty() if progress is None else progress
     runs: dict[int, SeedRun] = {}
@@ -127,3 +139,20 @@ def _stderr_console() -> Any:
     from rich.console import Console
 
     return Console(stderr=True)
+
+
+def _run_dask(
+    config: str, seeds: list[int], jobs: int | None, address: str | None, client: Any
+) -> list[SeedRun]:
+    """Every seed as one Dask task (retried if its worker dies), in seed order."""
+    from .sweep import _DaskBackend
+
+    be = _DaskBackend(jobs, address, client)
+    ok = False
+    try:
+        futures = [be.submit(config, s, None) for s in seeds]
+        runs = [be.result(f) for f in futures]
+        ok = True
+        return runs
+    finally:
+        be.close(cancel=not ok)
