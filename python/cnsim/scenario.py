@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic.fields import FieldInfo
 
 from .errors import ScenarioError
-from .schemes import SCHEMES, BcnTable, EcmTable, Qcn2007Table, QcnTable, engine_scheme
+from .schemes import SCHEMES, BcnTable, DcqcnTable, EcmTable, Qcn2007Table, QcnTable, engine_scheme
 from .topologies import expand as expand_topology
 from .topologies import routes_for
 
@@ -244,6 +244,7 @@ class ScenarioModel(_Model):
     qcn: QcnTable = QcnTable()
     qcn2pt: Qcn2007Table = Qcn2007Table()
     qcn3pt: Qcn2007Table = Qcn2007Table()
+    dcqcn: DcqcnTable = DcqcnTable()
     topology: dict[str, Any] | None = Field(
         None, description="a generated topology: generator = fattree (k, n) | innocent (variant, degree)"
     )

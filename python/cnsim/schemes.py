@@ -173,6 +173,40 @@ class Qcn2007Table(QcnTable):
     )
 
 
+class DcqcnTable(_Table):
+    """DCQCN parameters (schemes.md "DCQCN"); run it with PAUSE (PFC) on."""
+
+    kmin_bytes: float = Field(5_000.0, ge=0, description="ECN marking starts above Kmin (bytes)")
+    kmax_bytes: float = Field(
+        200_000.0, gt=0, description="marking probability Pmax at Kmax, 1 above (bytes)"
+    )
+    pmax: float = Field(0.01, gt=0, le=1, description="marking probability at Kmax")
+    cnp_interval_us: float = Field(50.0, ge=0, description="at most one CNP per flow per interval (us)")
+    g: float = Field(1 / 256, gt=0, lt=1, description="alpha gain g")
+    timer_us: float = Field(55.0, gt=0, description="alpha-decay and rate-increase timer (us)")
+    bc_bytes: float = Field(10e6, gt=0, description="rate-increase byte counter (bytes)")
+    fr_thr: int = Field(5, ge=1, description="fast-recovery threshold F (stages)")
+    r_ai_mbps: float = Field(40.0, ge=0, description="additive-increase step R_AI (Mbit/s)")
+    r_hai_mbps: float = Field(100.0, ge=0, description="[assumed] hyper-increase step R_HAI (Mbit/s)")
+    min_rate_mbps: float = Field(10.0, gt=0, description="[assumed] rate floor (Mbit/s)")
+
+    def engine(self) -> dict[str, Any]:
+        return {
+            "name": "dcqcn",
+            "kmin_bytes": self.kmin_bytes,
+            "kmax_bytes": self.kmax_bytes,
+            "pmax": self.pmax,
+            "cnp_interval_ps": round(self.cnp_interval_us * PS_PER_US),
+            "g": self.g,
+            "timer_ps": round(self.timer_us * PS_PER_US),
+            "bc_bytes": self.bc_bytes,
+            "fr_thr": self.fr_thr,
+            "r_ai_bps": self.r_ai_mbps * 1e6,
+            "r_hai_bps": self.r_hai_mbps * 1e6,
+            "min_rate_bps": self.min_rate_mbps * 1e6,
+        }
+
+
 #: Parameter tables by name, as they appear in scenario files (`[bcn]`, ...).
 TABLES: dict[str, type[_Table]] = {
     "bcn": BcnTable,
@@ -180,6 +214,7 @@ TABLES: dict[str, type[_Table]] = {
     "qcn": QcnTable,
     "qcn2pt": Qcn2007Table,
     "qcn3pt": Qcn2007Table,
+    "dcqcn": DcqcnTable,
 }
 
 #: Scheme name -> (parameter table, one-line description).
@@ -193,6 +228,7 @@ SCHEMES: dict[str, tuple[str | None, str]] = {
     "qcn": ("qcn", "Quantized Congestion Notification, final 802.1Qau"),
     "qcn2pt": ("qcn2pt", "QCN two-point, July 2007 proposal"),
     "qcn3pt": ("qcn3pt", "QCN three-point (reflection at the destination), July 2007"),
+    "dcqcn": ("dcqcn", "DCQCN (RoCEv2, 2015): ECN marking, CNPs, per-flow rate limiters; use --pause (PFC)"),
 }
 
 
@@ -209,6 +245,9 @@ def engine_scheme(name: str, table: _Table | None) -> dict[str, Any]:
         if name == "bcnmax":
             d["bcn_max"] = True
         return d
+    if name == "dcqcn":
+        assert isinstance(table, DcqcnTable)
+        return table.engine()
     assert isinstance(table, QcnTable)
     return table.engine(three_point=name == "qcn3pt")
 

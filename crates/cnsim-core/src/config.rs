@@ -244,6 +244,8 @@ pub enum SchemeConfig {
     Bcn(crate::scheme::bcn::BcnParams),
     /// QCN: the final 802.1Qau standard and the 2007 two- and three-point proposals.
     Qcn(crate::scheme::qcn::QcnParams),
+    /// DCQCN (RoCEv2 congestion control, 2015), normally with PAUSE (PFC).
+    Dcqcn(crate::scheme::dcqcn::DcqcnParams),
 }
 
 impl SimConfig {

@@ -233,7 +233,11 @@ impl<S: Scheme> NetSim<S> {
     }
 
     fn rl_trace_for(&mut self, s: usize, cpid: u16) -> Option<usize> {
-        let key = format!("{}|{}", self.net.station_name(s), self.net.ports[cpid as usize - 1].name);
+        let key = if S::RL_PER_FLOW {
+            format!("{}|{}", self.net.station_name(s), self.net.station_name(cpid as usize - 1))
+        } else {
+            format!("{}|{}", self.net.station_name(s), self.net.ports[cpid as usize - 1].name)
+        };
         if let Some(&i) = self.rl_trace_index.get(&key) {
             return Some(i);
         }

@@ -45,6 +45,8 @@ pub struct NetSim<S: Scheme> {
     pub(crate) rl_traces: Vec<RlTrace>,
     pub(crate) rl_trace_index: BTreeMap<String, usize>,
     pub(crate) trace_rls: Option<Vec<String>>,
+    /// When each destination last notified each source (reflection points), dst * n + src.
+    pub(crate) np_last: Vec<Time>,
     pub(crate) n_stations: usize,
     pub(crate) now: Time,
     pub(crate) duration: Time,
@@ -200,6 +202,7 @@ impl<S: Scheme> NetSim<S> {
             rl_traces: Vec::new(),
             rl_trace_index: BTreeMap::new(),
             trace_rls: cfg.trace_rls.clone(),
+            np_last: Vec::new(),
             n_stations: n_st,
             now: 0,
             duration: cfg.duration_ps,
@@ -383,7 +386,14 @@ impl<S: Scheme> NetSim<S> {
                 None => return,
             }
         } else {
-            p.data.pop_front().expect("non-empty")
+            let mut f = p.data.pop_front().expect("non-empty");
+            if S::CP_ON_DEQUEUE {
+                let q = p.data_bytes;
+                if let Some(cp) = self.cps[port as usize].as_mut() {
+                    self.scheme.cp_on_dequeue(cp, &mut f, q, port as u16 + 1);
+                }
+            }
+            f
         };
         let more_waiting = limited && self.rps[owner].has_queued();
         let p = &mut self.net.ports[port as usize];
@@ -588,8 +598,13 @@ impl<S: Scheme> NetSim<S> {
 
     /// A reflection point (the destination station `s`) answers a data frame.
     fn reflect(&mut self, s: usize, f: &Frame) {
+        let n_st = self.n_stations;
+        if self.np_last.is_empty() {
+            self.np_last = vec![Time::MAX; n_st * n_st];
+        }
         let rp = &mut self.rps[s];
-        if let Some((fb, cpid)) = self.scheme.sink_on_data(f, &mut rp.rng) {
+        let last = &mut self.np_last[s * n_st + f.src as usize];
+        if let Some((fb, cpid)) = self.scheme.sink_on_data(f, self.now, last, &mut rp.rng) {
             let port = self.net.stations[s].port;
             self.net.ports[port as usize].cnm_frames += 1;
             self.emit_cnm(port, f, fb, cpid);

@@ -13,6 +13,7 @@
 //! path has no dynamic dispatch.
 
 pub mod bcn;
+pub mod dcqcn;
 pub mod nocm;
 pub mod qcn;
 
@@ -73,6 +74,11 @@ pub trait Scheme: Send + 'static {
     /// Data frames arriving at their destination are events (reflection
     /// points); otherwise the engine counts them when they are sent.
     const SINK_EVENTS: bool = false;
+    /// The CP also sees every data frame as it leaves the queue (`cp_on_dequeue`).
+    const CP_ON_DEQUEUE: bool = false;
+    /// Rate limiters are per flow: a CPID names the flow's destination
+    /// (station index + 1) rather than a CP port.
+    const RL_PER_FLOW: bool = false;
 
     fn new_cp(&self, rng: Stream) -> Self::Cp;
     fn new_rl(&self) -> Self::Rl;
@@ -81,9 +87,15 @@ pub trait Scheme: Send + 'static {
     /// it). `cpid` identifies this CP in tags.
     fn cp_on_enqueue(&self, cp: &mut Self::Cp, frame: &mut Frame, q_bytes: u64, cpid: u16) -> Option<Feedback>;
 
-    /// A data frame reached its destination (only with `SINK_EVENTS`): the
-    /// destination may answer its source with feedback for RL `cpid`.
-    fn sink_on_data(&self, _frame: &Frame, _rng: &mut Stream) -> Option<(Feedback, u16)> {
+    /// A data frame leaves a CP queue that holds `q_bytes` (including it);
+    /// the CP may mark it. Only with `CP_ON_DEQUEUE`.
+    fn cp_on_dequeue(&self, _cp: &mut Self::Cp, _frame: &mut Frame, _q_bytes: u64, _cpid: u16) {}
+
+    /// A data frame reached its destination (only with `SINK_EVENTS`) at
+    /// `now`: the destination may answer its source with feedback for RL
+    /// `cpid`. `last_sent` is when this destination last notified this
+    /// source (`Time::MAX`: never); the scheme updates it when it answers.
+    fn sink_on_data(&self, _frame: &Frame, _now: Time, _last_sent: &mut Time, _rng: &mut Stream) -> Option<(Feedback, u16)> {
         None
     }
 
@@ -122,5 +134,6 @@ pub fn build(cfg: &SimConfig, seed: u64) -> Result<Box<dyn Run>, ConfigError> {
         SchemeConfig::Bcn(p) => Box::new(NetSim::new(cfg, seed, bcn::Bcn::new(p.clone())?)?),
         SchemeConfig::Qcn(p) if p.three_point => Box::new(NetSim::new(cfg, seed, qcn::Qcn3pt(qcn::Qcn::new(p.clone())?))?),
         SchemeConfig::Qcn(p) => Box::new(NetSim::new(cfg, seed, qcn::Qcn::new(p.clone())?)?),
+        SchemeConfig::Dcqcn(p) => Box::new(NetSim::new(cfg, seed, dcqcn::Dcqcn::new(p.clone())?)?),
     })
 }

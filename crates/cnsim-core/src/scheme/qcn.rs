@@ -393,7 +393,7 @@ impl Scheme for Qcn3pt {
     fn cp_on_enqueue(&self, cp: &mut QcnCp, frame: &mut Frame, q_bytes: u64, cpid: u16) -> Option<Feedback> {
         self.0.cp_on_enqueue(cp, frame, q_bytes, cpid)
     }
-    fn sink_on_data(&self, frame: &Frame, rng: &mut Stream) -> Option<(Feedback, u16)> {
+    fn sink_on_data(&self, frame: &Frame, _now: Time, _last: &mut Time, rng: &mut Stream) -> Option<(Feedback, u16)> {
         if frame.cp_mark != 0 {
             return Some((
                 Feedback {
@@ -679,7 +679,7 @@ mod tests {
         marked.cp_mark = 4;
         marked.aux = 17;
         assert_eq!(
-            q.sink_on_data(&marked, &mut rng),
+            q.sink_on_data(&marked, 0, &mut Time::MAX.clone(), &mut rng),
             Some((
                 Feedback {
                     kind: FeedbackKind::Negative,
@@ -691,7 +691,9 @@ mod tests {
         let mut plain = Frame::data(0, 0, 1, 1500);
         plain.tag = 4;
         let n = 100_000;
-        let zero: Vec<_> = (0..n).filter_map(|_| q.sink_on_data(&plain, &mut rng)).collect();
+        let zero: Vec<_> = (0..n)
+            .filter_map(|_| q.sink_on_data(&plain, 0, &mut Time::MAX.clone(), &mut rng))
+            .collect();
         let share = zero.len() as f64 / n as f64;
         assert!((share - 0.04).abs() < 0.003, "{share}");
         assert!(zero.iter().all(|&(fb, cpid)| fb.fb == 0.0 && cpid == 4));
