@@ -58,26 +58,8 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
         })
         .collect();
     SimConfig {
-        duration_ps,
-        bin_ps: 100 * PS_PER_US,
-        windows: vec![WindowConfig {
-            name: "measure".into(),
-            start_ps: 0,
-            end_ps: duration_ps,
-        }],
-        frame_bytes: 1500,
-        control_frame_bytes: 64,
-        max_traced_flows: 64,
-        stations,
-        bridges,
-        links,
-        events,
-        pause: PauseConfig::default(),
         trace_ports: vec!["B0->D".into()],
-        cp_ports: vec![],
-        routes: vec![],
-        trace_rls: None,
-        scheme: SchemeConfig::Nocm,
+        ..SimConfig::new(duration_ps, stations, bridges, links, events)
     }
 }
 
@@ -161,20 +143,8 @@ pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, schem
         rate_bps: 10_000_000_000,
     });
     SimConfig {
-        duration_ps,
         bin_ps: 1000 * PS_PER_US,
-        windows: vec![WindowConfig {
-            name: "measure".into(),
-            start_ps: 0,
-            end_ps: duration_ps,
-        }],
-        frame_bytes: 1500,
-        control_frame_bytes: 64,
         max_traced_flows: 0,
-        stations,
-        bridges,
-        links,
-        events,
         pause: PauseConfig {
             enabled: pause,
             trigger: PauseTrigger::Auto,
@@ -183,9 +153,7 @@ pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, schem
             quanta: 65535,
         },
         trace_ports: vec!["SW->H0".into()],
-        cp_ports: vec![],
-        routes: vec![],
-        trace_rls: None,
         scheme,
+        ..SimConfig::new(duration_ps, stations, bridges, links, events)
     }
 }

@@ -249,6 +249,40 @@ pub enum SchemeConfig {
 }
 
 impl SimConfig {
+    /// A config of this topology with the engine's defaults: 100 us bins, the
+    /// whole run as the measure window, 1500 / 64-byte frames, PAUSE off, no
+    /// traces or explicit routes, no congestion management.
+    pub fn new(
+        duration_ps: Time,
+        stations: Vec<StationConfig>,
+        bridges: Vec<BridgeConfig>,
+        links: Vec<LinkConfig>,
+        events: Vec<EventConfig>,
+    ) -> SimConfig {
+        SimConfig {
+            duration_ps,
+            bin_ps: 100 * crate::engine::PS_PER_US,
+            windows: vec![WindowConfig {
+                name: "measure".into(),
+                start_ps: 0,
+                end_ps: duration_ps,
+            }],
+            frame_bytes: default_frame_bytes(),
+            control_frame_bytes: default_control_frame_bytes(),
+            max_traced_flows: default_max_traced_flows(),
+            stations,
+            bridges,
+            links,
+            events,
+            pause: PauseConfig::default(),
+            trace_ports: vec![],
+            trace_rls: None,
+            routes: vec![],
+            cp_ports: vec![],
+            scheme: SchemeConfig::Nocm,
+        }
+    }
+
     /// Parse the JSON produced by the Python resolver.
     pub fn from_json(s: &str) -> Result<Self, ConfigError> {
         serde_json::from_str(s).map_err(|e| ConfigError(format!("engine config: {e}")))

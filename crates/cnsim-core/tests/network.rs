@@ -40,32 +40,20 @@ fn link(a: &str, b: &str, rate_bps: u64, delay_ps: u64) -> LinkConfig {
 /// S -> B -> D with the given rates and delays; S starts at 0.
 fn line(load: f64, duration_ps: u64, up: (u64, u64), down: (u64, u64), latency_ps: u64) -> SimConfig {
     SimConfig {
-        duration_ps,
-        bin_ps: 100 * PS_PER_US,
-        windows: vec![WindowConfig {
-            name: "measure".into(),
-            start_ps: 0,
-            end_ps: duration_ps,
-        }],
-        frame_bytes: 1500,
-        control_frame_bytes: 64,
-        max_traced_flows: 64,
-        stations: vec![
-            station("S", load, DestConfig::Fixed { node: "D".into() }),
-            station("D", 0.0, DestConfig::Uniform),
-        ],
-        bridges: vec![bridge("B", BufferMode::Infinite, latency_ps)],
-        links: vec![link("S", "B", up.0, up.1), link("B", "D", down.0, down.1)],
-        events: vec![EventConfig::Start {
-            at_ps: 0,
-            node: "S".into(),
-        }],
-        pause: PauseConfig::default(),
         trace_ports: vec!["B->D".into()],
-        cp_ports: vec![],
-        routes: vec![],
-        trace_rls: None,
-        scheme: SchemeConfig::Nocm,
+        ..SimConfig::new(
+            duration_ps,
+            vec![
+                station("S", load, DestConfig::Fixed { node: "D".into() }),
+                station("D", 0.0, DestConfig::Uniform),
+            ],
+            vec![bridge("B", BufferMode::Infinite, latency_ps)],
+            vec![link("S", "B", up.0, up.1), link("B", "D", down.0, down.1)],
+            vec![EventConfig::Start {
+                at_ps: 0,
+                node: "S".into(),
+            }],
+        )
     }
 }
 
