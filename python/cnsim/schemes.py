@@ -63,6 +63,11 @@ class BcnTable(_Table):
     sample_dropped: bool = Field(
         True, description="[assumed] the sampler also sees frames the full queue drops"
     )
+    positive_untagged: bool = Field(
+        False,
+        description="positive messages also for untagged sampled frames (not the spec; "
+        "shows what the published ECM overhead counts, docs/calibration.md)",
+    )
 
     def engine(self) -> dict[str, Any]:
         return {
@@ -91,6 +96,7 @@ class BcnTable(_Table):
             "sample_sev_bytes": self.sample_sev_bytes,
             "min_rate_bps": self.min_rate_mbps * 1e6,
             "sample_dropped": self.sample_dropped,
+            "positive_untagged": self.positive_untagged,
         }
 
     def qeq_bytes(self) -> float:

@@ -19,6 +19,9 @@ class Row:
     ours: float | None
     tolerance: str
     ok: bool
+    #: For a figure out of tolerance whose disagreement is explained in
+    #: docs/calibration.md: the name of that explanation.
+    known: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -28,6 +31,7 @@ class Row:
             "cnsim": self.ours,
             "tolerance": self.tolerance,
             "within": self.ok,
+            "known_disagreement": self.known or None,
         }
 
 
@@ -116,6 +120,37 @@ SINGLEHOP: dict[tuple[float, str, bool], tuple[float, float, float, int, float]]
 }
 
 
+#: Published single-hop figures that no faithful reading of the spec reproduces,
+#: each with the name of its explanation in docs/calibration.md section 3
+#: ("Figures out of tolerance"). Figure index: 0 aggregate, 1 hot port,
+#: 2 paused, 3 dropped, 4 overhead. Marked only when actually out of tolerance.
+KNOWN_SINGLEHOP: dict[tuple[float, str, bool], dict[int, str]] = {
+    (0.0, "qcn2pt", True): {0: "cold-traffic bound", 1: "cold-traffic bound"},
+    (0.0, "qcn3pt", True): {0: "fb0 readings bracket", 1: "fb0 readings bracket"},
+    (2.0, "qcn3pt", False): {3: "reflection through the hot queue"},
+    (0.5, "qcn3pt", False): {3: "reflection through the hot queue"},
+    (0.0, "qcn3pt", False): {3: "reflection through the hot queue"},
+    (0.0, "qcn2pt", False): {4: "every port a CP"},
+    (0.0, "ecm", False): {4: "every port a CP"},
+    (0.5, "qcn2pt", True): {0: "QCN-2pt at 0.5G", 1: "QCN-2pt at 0.5G", 2: "QCN-2pt at 0.5G"},
+    (0.5, "qcn2pt", False): {1: "QCN-2pt at 0.5G", 3: "QCN-2pt at 0.5G"},
+    **{
+        (r, "ecm", p): {4: "ECM message per sample"}
+        for r in (2.0, 0.5, 0.0)
+        for p in (True, False)
+        if (r, p) != (0.0, False)
+    },
+}
+#: Orderings (rate, pause, metric) that follow from the explained figures.
+KNOWN_ORDERINGS: dict[tuple[float, bool, str], str] = {
+    (0.5, True, "aggregate_throughput"): "QCN-2pt at 0.5G",
+    (0.5, True, "hot_port_throughput"): "QCN-2pt at 0.5G",
+    (0.0, True, "hot_port_throughput"): "fb0 readings bracket",
+    (0.0, False, "hot_port_throughput"): "ECM recovery from the floor",
+    (0.0, False, "aggregate_throughput"): "ECM recovery from the floor",
+}
+
+
 def _factor(study: str, figure: str, pub: float, ours: float | None, factor: float, floor: float) -> Row:
     """Within a factor, or both below `floor` (drops: 100; overhead: exactly 0 when published 0)."""
     if ours is None:
@@ -174,6 +209,10 @@ def singlehop(jobs: int | None, progress: bool) -> list[Row]:
         rows.append(_abs(s, "time paused (%)", paused, ours_paused, 5.0))
         rows.append(_factor(s, "dropped in the network", dropped, m["dropped_cp"], 3.0, 100))
         rows.append(_factor(s, "overhead (Mbit/s)", overhead, m["overhead_mbps"], 3.0, 0))
+        for i, why in KNOWN_SINGLEHOP.get(key, {}).items():
+            row = rows[-5 + i]
+            if not row.ok:
+                row.known = why
     # Orderings: ECM >= QCN-3pt >= QCN-2pt in aggregate and hot-port throughput, within 2%.
     for rate in (2.0, 0.5, 0.0):
         for pause in (True, False):
@@ -182,6 +221,8 @@ def singlehop(jobs: int | None, progress: bool) -> list[Row]:
                 ok = e >= 0.98 * q3 and q3 >= 0.98 * q2
                 s = f"singlehop {rate:g}G{' +pause' if pause else ''}"
                 rows.append(Row(s, f"{label}: ECM >= QCN-3pt >= QCN-2pt", "holds", None, "within 2%", ok))
+                if not ok:
+                    rows[-1].known = KNOWN_ORDERINGS.get((rate, pause, metric), "")
                 rows[-1].ours = f"{e:.2f} / {q3:.2f} / {q2:.2f}"  # type: ignore[assignment]
     return rows
 

@@ -54,6 +54,10 @@ pub struct BcnParams {
     pub min_rate_bps: f64,
     /// The sampler sees every arriving frame, also one the full queue drops.
     pub sample_dropped: bool,
+    /// Rule 4 without the tag test: a positive message for every sample with
+    /// Fb > 0 (the RP ignores it unless it has an RL for this CP). Off in
+    /// the spec; kept to show what the published ECM overheads count.
+    pub positive_untagged: bool,
 }
 
 impl Default for BcnParams {
@@ -83,6 +87,7 @@ impl Default for BcnParams {
             sample_sev_bytes: 15_000.0,
             min_rate_bps: 1e6,
             sample_dropped: true,
+            positive_untagged: false,
         }
     }
 }
@@ -232,7 +237,7 @@ impl Scheme for Bcn {
                 kind: FeedbackKind::Negative,
                 fb: fb as f32,
             })
-        } else if fb > 0.0 && frame.tag == cpid {
+        } else if fb > 0.0 && (frame.tag == cpid || p.positive_untagged) {
             Some(Feedback {
                 kind: FeedbackKind::Positive,
                 fb: fb as f32,
@@ -443,6 +448,18 @@ mod tests {
             .collect();
         assert_eq!(pos.len(), 10);
         assert!(pos.iter().all(|fb| fb.kind == FeedbackKind::Positive && fb.fb > 0.0));
+        // Without the tag test (not the spec) every positive sample is a message.
+        let any = Bcn::new(BcnParams {
+            positive_untagged: true,
+            ..b.params().clone()
+        })
+        .unwrap();
+        let mut cp = any.new_cp(stream(0, "cp"));
+        let n = (0..100)
+            .filter_map(|_| any.cp_on_enqueue(&mut cp, &mut f.clone(), 1500, 7))
+            .filter(|fb| fb.kind == FeedbackKind::Positive)
+            .count();
+        assert_eq!(n, 10);
         // BCN-Max wins over BCN(0,0), which wins over a plain negative.
         let both = Bcn::new(BcnParams {
             sample_bytes: 1500.0,
