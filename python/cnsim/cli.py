@@ -414,6 +414,53 @@ def validate(
         raise typer.Exit(1)
 
 
+@app.command()
+def fluid(
+    scenario: Annotated[
+        str, typer.Argument(help="built-in name or TOML file with one bottleneck (baseline, calibration)")
+    ],
+    scheme: Annotated[str | None, typer.Option(help="nocm, bcn, bcnmax, ecm, qcn, qcn2pt")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="KEY=VALUE override by dotted name")] = None,
+    seeds: Annotated[
+        int | None, typer.Option(help="packet replications 0..N-1 (default: the scenario's)")
+    ] = None,
+    duration: Annotated[float | None, typer.Option(help="run length (ms)")] = None,
+    step_us: Annotated[float, typer.Option(help="integration step (us)")] = 0.1,
+    packet: Annotated[bool, typer.Option(help="also run the packet simulator and compare")] = True,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="results directory")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Fluid model of BCN / QCN on one bottleneck, beside the packet simulator (same axes)."""
+    from .fluid import compare, plot_comparison, run_fluid
+
+    sc = _scenario(scenario, scheme, None, set_, seeds, None, duration)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    target = out_dir or Path("results") / f"{sc.name}-fluid-{stamp}"
+    target.mkdir(parents=True, exist_ok=True)
+    if packet:
+        c = compare(sc, step_us)
+        fl = c.fluid
+        summary = {"scenario": sc.name, "scheme": sc.scheme, "seeds": list(sc.seeds), **c.as_dict()}
+        plot_comparison(c, target / "fluid.png")
+        c.packet.save(target / "packet", report=False)
+    else:
+        fl = run_fluid(sc, step_us)
+        summary = {"scenario": sc.name, "scheme": sc.scheme, "fluid_wall_s": fl.wall_s}
+    fl.timeseries().write_parquet(target / "fluid.parquet")
+    (target / "fluid.json").write_text(json.dumps(summary, indent=1))
+    if as_json:
+        print(json.dumps({**summary, "out": str(target)}))
+        return
+    if packet:
+        lo, hi = summary["window_ms"]
+        t = Table("figure", "fluid", "packet", title=f"{sc.name} / {sc.scheme}: means over {lo:g}-{hi:g} ms")
+        for row in summary["rows"]:
+            t.add_row(row["figure"], _fmt(row["fluid"]), _fmt(row["packet"]))
+        out.print(t)
+    out.print(f"fluid model: {fl.config['flows'].__len__()} flows, integrated in {fl.wall_s * 1e3:.0f} ms")
+    out.print(f"results: {target}" + (f"  plot: {target / 'fluid.png'}" if packet else ""))
+
+
 def main() -> None:
     """Entry point: maps errors to exit codes, never shows a traceback for bad input."""
     try:

@@ -10,11 +10,13 @@
 //! - [`scheme`]: congestion-management schemes (CP and RP roles), one file each.
 //! - [`stats`]: statistics recorded in fixed bins and windows, and the
 //!   [`RunResult`] computed from them at the end of a run.
+//! - [`fluid`]: mean-field fluid models of BCN and QCN on one bottleneck.
 //! - [`bench`]: the reference workloads of `cnsim bench` and criterion.
 
 pub mod bench;
 pub mod config;
 pub mod engine;
+pub mod fluid;
 pub mod net;
 pub mod scheme;
 pub mod stats;

@@ -92,6 +92,17 @@ fn incast_config_json(duration_ps: u64) -> String {
     cnsim_core::bench::incast_config(duration_ps).to_json()
 }
 
+/// Integrates a fluid model (`cnsim_core::fluid`, config JSON) with the GIL
+/// released; returns its bin means as JSON.
+#[pyfunction]
+fn fluid_json(py: Python<'_>, config_json: &str) -> PyResult<String> {
+    let cfg = cnsim_core::fluid::FluidConfig::from_json(config_json).map_err(|e| PyValueError::new_err(e.0))?;
+    let res = py
+        .allow_threads(|| cnsim_core::fluid::integrate(&cfg))
+        .map_err(|e| PyValueError::new_err(e.0))?;
+    Ok(res.to_json())
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     cnsim_core::VERSION
@@ -102,5 +113,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(incast_config_json, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(fluid_json, m)?)?;
     Ok(())
 }

@@ -1,0 +1,497 @@
+//! Fluid models of BCN and QCN (schemes.md, "Fluid models"): one bottleneck
+//! of capacity C fed by N flows, the queue `dq/dt = sum x_i(t - tau_f) - C`,
+//! the CP's feedback computed from q and dq/dt, and each flow's rate moved by
+//! the expected effect of the messages it receives after the feedback delay
+//! `tau_b`. A mean-field cross-check of the packet model: it integrates in
+//! milliseconds and shows the mean trajectories and whether they settle.
+//! The equations and what they leave out are in docs/fluid.md.
+//!
+//! Integration: explicit Euler with a fixed step (default 0.1 us, well
+//! below the 8 us loop of the baseline); delays are whole steps, read from
+//! ring buffers of the past queue and rates.
+
+use crate::config::{err, ConfigError, SchemeConfig};
+use crate::engine::{Time, PS_PER_US};
+use crate::scheme::bcn::BcnParams;
+use crate::scheme::qcn::{Efr, QcnParams, Sampling, SAMPLE_TABLE_KB};
+use serde::{Deserialize, Serialize};
+
+/// One flow: a source sending `offered_bps` to the bottleneck while it is on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FluidFlow {
+    pub name: String,
+    pub offered_bps: f64,
+    /// The source's link rate: an RL starts here.
+    pub line_rate_bps: f64,
+    pub start_ps: Time,
+    pub stop_ps: Time,
+    /// Source to the CP queue (propagation, serialisation, bridge latency).
+    pub forward_delay_ps: Time,
+    /// CP to the source's RL, including the station's processing time.
+    pub feedback_delay_ps: Time,
+}
+
+/// The bottleneck, its flows and the scheme (the engine's scheme table).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FluidConfig {
+    pub capacity_bps: f64,
+    /// Capacity changes: (time, new capacity).
+    #[serde(default)]
+    pub capacity_changes: Vec<(Time, f64)>,
+    pub buffer_bytes: f64,
+    pub duration_ps: Time,
+    /// Output bin width.
+    pub bin_ps: Time,
+    #[serde(default = "default_step")]
+    pub step_ps: Time,
+    pub frame_bytes: f64,
+    pub flows: Vec<FluidFlow>,
+    pub scheme: SchemeConfig,
+}
+
+fn default_step() -> Time {
+    PS_PER_US / 10
+}
+
+/// Bin means of the trajectories.
+#[derive(Debug, Clone, Serialize)]
+pub struct FluidResult {
+    pub bin_ps: Time,
+    /// Queue at the CP (bytes).
+    pub queue_bytes: Vec<f64>,
+    /// Per flow: the rate it sends at (bit/s), min(RL rate, offered) while on.
+    pub sent_bps: Vec<Vec<f64>>,
+    /// Per flow: the RL's rate (bit/s; the line rate when no RL is active).
+    pub rl_bps: Vec<Vec<f64>>,
+    /// Fluid lost to a full queue (bytes).
+    pub dropped_bytes: f64,
+    pub steps: u64,
+}
+
+enum Law {
+    Nocm,
+    Bcn(BcnParams),
+    Qcn(QcnParams),
+}
+
+/// Per-flow RP state.
+#[derive(Clone)]
+struct Rp {
+    active: bool,
+    /// Current rate (BCN: the RL rate).
+    cr: f64,
+    /// QCN target rate.
+    tr: f64,
+}
+
+/// A ring buffer holding the last `len` values of a signal, one per step.
+struct History {
+    buf: Vec<f64>,
+    head: usize,
+}
+
+impl History {
+    fn new(len: usize, init: f64) -> History {
+        History {
+            buf: vec![init; len.max(1)],
+            head: 0,
+        }
+    }
+    fn push(&mut self, v: f64) {
+        self.head = (self.head + 1) % self.buf.len();
+        self.buf[self.head] = v;
+    }
+    /// The value `d` steps ago (d < len).
+    fn ago(&self, d: usize) -> f64 {
+        let n = self.buf.len();
+        self.buf[(self.head + n - d % n) % n]
+    }
+}
+
+/// Rate of completed counter cycles of length `t_cycle` seconds when resets
+/// (CNMs) arrive as a Poisson stream of rate `m` per second: each attempt
+/// succeeds with probability exp(-m T), so one success takes
+/// (exp(m T) - 1) / m on average.
+fn cycle_rate(t_cycle: f64, m: f64) -> f64 {
+    if !t_cycle.is_finite() || t_cycle <= 0.0 {
+        return 0.0;
+    }
+    let x = m * t_cycle;
+    if x < 1e-9 {
+        1.0 / t_cycle
+    } else if x > 700.0 {
+        0.0
+    } else {
+        m / x.exp_m1()
+    }
+}
+
+impl FluidConfig {
+    pub fn from_json(s: &str) -> Result<Self, ConfigError> {
+        serde_json::from_str(s).map_err(|e| ConfigError(format!("fluid config: {e}")))
+    }
+}
+
+impl FluidResult {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("fluid result serialises")
+    }
+}
+
+/// Integrates the model over `cfg.duration_ps`.
+pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
+    let law = match &cfg.scheme {
+        SchemeConfig::Nocm => Law::Nocm,
+        SchemeConfig::Bcn(p) if p.bcn00 => return err("fluid: scheme.bcn00: BCN(0,0) stop messages have no fluid model here"),
+        SchemeConfig::Bcn(p) => Law::Bcn(p.clone()),
+        SchemeConfig::Qcn(p) if p.three_point => {
+            return err("fluid: scheme.three_point: the three-point reflection has no fluid model here; use qcn or qcn2pt")
+        }
+        SchemeConfig::Qcn(p) => Law::Qcn(p.clone()),
+        SchemeConfig::Dcqcn(_) => return err("fluid: scheme 'dcqcn' has no fluid model here"),
+    };
+    let positive = |v: f64| v > 0.0 && v.is_finite();
+    if !positive(cfg.capacity_bps) || !positive(cfg.buffer_bytes) || !positive(cfg.frame_bytes) {
+        return err("fluid: capacity_bps, buffer_bytes and frame_bytes must be > 0");
+    }
+    if cfg.step_ps == 0 || cfg.bin_ps < cfg.step_ps || cfg.duration_ps < cfg.bin_ps {
+        return err("fluid: need 0 < step_ps <= bin_ps <= duration_ps");
+    }
+    if cfg.flows.is_empty() {
+        return err("fluid: no flows");
+    }
+    for f in &cfg.flows {
+        if !(positive(f.offered_bps) || f.offered_bps == 0.0) || !positive(f.line_rate_bps) {
+            return err(format!("fluid: flow {}: offered_bps must be >= 0 and line_rate_bps > 0", f.name));
+        }
+    }
+    let dt = cfg.step_ps as f64 * 1e-12;
+    let steps_of = |t: Time| (t / cfg.step_ps) as usize;
+    let n = cfg.flows.len();
+    let fwd: Vec<usize> = cfg.flows.iter().map(|f| steps_of(f.forward_delay_ps)).collect();
+    let fbd: Vec<usize> = cfg.flows.iter().map(|f| steps_of(f.feedback_delay_ps)).collect();
+    let hist_len = fwd.iter().chain(fbd.iter()).copied().max().unwrap_or(0) + 2;
+    // Past of each flow's sending rate, and of the CP's per-flow message
+    // rate and feedback (the RP reads them tau_b later).
+    let mut sent_h: Vec<History> = (0..n).map(|_| History::new(hist_len, 0.0)).collect();
+    let mut msg_h: Vec<History> = (0..n).map(|_| History::new(hist_len, 0.0)).collect();
+    let mut fb_h = History::new(hist_len, 0.0);
+    let mut rp: Vec<Rp> = cfg
+        .flows
+        .iter()
+        .map(|f| Rp {
+            active: false,
+            cr: f.line_rate_bps,
+            tr: f.line_rate_bps,
+        })
+        .collect();
+
+    let total_steps = cfg.duration_ps / cfg.step_ps;
+    let steps_per_bin = (cfg.bin_ps / cfg.step_ps).max(1);
+    let n_bins = (cfg.duration_ps / cfg.bin_ps) as usize;
+    let mut out = FluidResult {
+        bin_ps: cfg.bin_ps,
+        queue_bytes: vec![0.0; n_bins],
+        sent_bps: vec![vec![0.0; n_bins]; n],
+        rl_bps: vec![vec![0.0; n_bins]; n],
+        dropped_bytes: 0.0,
+        steps: total_steps,
+    };
+    let mut changes = cfg.capacity_changes.clone();
+    changes.sort_by_key(|c| c.0);
+    let mut next_change = 0;
+    let mut capacity = cfg.capacity_bps;
+    let mut q = 0.0_f64; // bytes
+    let mut sent = vec![0.0_f64; n];
+
+    for step in 0..total_steps {
+        let now = step * cfg.step_ps;
+        while next_change < changes.len() && changes[next_change].0 <= now {
+            capacity = changes[next_change].1;
+            next_change += 1;
+        }
+        // Sources: what each flow sends now.
+        for (i, f) in cfg.flows.iter().enumerate() {
+            let on = now >= f.start_ps && now < f.stop_ps;
+            sent[i] = if on { f.offered_bps.min(rp[i].cr) } else { 0.0 };
+            sent_h[i].push(sent[i]);
+        }
+        // The CP queue: what arrives now left the sources tau_f ago.
+        let arriving: Vec<f64> = (0..n).map(|i| sent_h[i].ago(fwd[i])).collect();
+        let a_bps: f64 = arriving.iter().sum();
+        let mut qdot = (a_bps - capacity) / 8.0; // bytes/s
+        let mut q_next = q + qdot * dt;
+        if q_next < 0.0 {
+            q_next = 0.0;
+        } else if q_next > cfg.buffer_bytes {
+            out.dropped_bytes += q_next - cfg.buffer_bytes;
+            q_next = cfg.buffer_bytes;
+        }
+        qdot = (q_next - q) / dt;
+        q = q_next;
+
+        // The CP: sampling rate and feedback for the arriving fluid.
+        let (fb, interval_bytes) = match &law {
+            Law::Nocm => (0.0, f64::INFINITY),
+            Law::Bcn(p) => bcn_feedback(p, q, qdot, a_bps),
+            Law::Qcn(p) => qcn_feedback(p, q, qdot, a_bps),
+        };
+        fb_h.push(fb);
+        for i in 0..n {
+            // Samples hit flow i in proportion to its share of the arrivals.
+            let samples = if interval_bytes.is_finite() {
+                arriving[i] / (8.0 * interval_bytes)
+            } else {
+                0.0
+            };
+            msg_h[i].push(samples);
+        }
+
+        // The RPs: messages sent tau_b ago arrive now.
+        for i in 0..n {
+            let line = cfg.flows[i].line_rate_bps;
+            let m = msg_h[i].ago(fbd[i]);
+            let fb = fb_h.ago(fbd[i]);
+            let r = &mut rp[i];
+            match &law {
+                Law::Nocm => {}
+                Law::Bcn(p) => bcn_rp(p, r, m, fb, line, dt),
+                Law::Qcn(p) => qcn_rp(p, r, m, fb, sent[i], line, dt),
+            }
+        }
+
+        // Bin means.
+        let b = (step / steps_per_bin) as usize;
+        if b < n_bins {
+            let w = 1.0 / steps_per_bin as f64;
+            out.queue_bytes[b] += q * w;
+            for i in 0..n {
+                out.sent_bps[i][b] += sent[i] * w;
+                out.rl_bps[i][b] += rp[i].cr * w;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// BCN's Fb (pages) and sampling interval (bytes) for the arriving fluid.
+fn bcn_feedback(p: &BcnParams, q: f64, qdot: f64, a_bps: f64) -> (f64, f64) {
+    let interval = if p.oversampling && q >= p.oversample_above_bytes {
+        p.sample_sev_bytes
+    } else {
+        p.sample_bytes
+    };
+    if a_bps <= 0.0 {
+        return (0.0, f64::INFINITY);
+    }
+    if p.bcn_max && q > p.qmc_bytes {
+        return (-(p.qoff_hi_qeq + p.w * p.qdelta_range_qeq) * p.qeq_pages, interval);
+    }
+    // Qdelta: the change of the queue between two samples, 8 S / A apart.
+    let between = 8.0 * interval / a_bps;
+    let qeq = p.qeq_pages;
+    let qoff = ((q / 64.0) - qeq).clamp(-p.qoff_lo_qeq * qeq, p.qoff_hi_qeq * qeq);
+    let qdelta = (qdot * between / 64.0).clamp(-p.qdelta_range_qeq * qeq, p.qdelta_range_qeq * qeq);
+    (-(qoff + p.w * qdelta), interval)
+}
+
+/// BCN's RP: the expected effect of `m` messages per second carrying `fb`.
+fn bcn_rp(p: &BcnParams, r: &mut Rp, m: f64, fb: f64, line: f64, dt: f64) {
+    if m <= 0.0 {
+        return;
+    }
+    if fb < 0.0 {
+        // Each message multiplies R by (1 + Gd Fb): log-linear in the count.
+        r.active = true;
+        let factor = (1.0 + p.gd * fb).max(1e-6);
+        r.cr = (r.cr * (m * dt * factor.ln()).exp()).max(p.min_rate_bps);
+    } else if fb > 0.0 && r.active {
+        // Positive messages reach only frames tagged by an active RL.
+        r.cr = (r.cr + p.gi * fb * p.ru_bps * m * dt).min(line);
+        if r.cr >= line {
+            r.active = false;
+        }
+    }
+}
+
+/// QCN's qFb (continuous in [0, 63], floored like the 6-bit value) and the
+/// sampling interval (bytes).
+fn qcn_feedback(p: &QcnParams, q: f64, qdot: f64, a_bps: f64) -> (f64, f64) {
+    if a_bps <= 0.0 {
+        return (0.0, f64::INFINITY);
+    }
+    let interval_of = |qfb: f64| match p.sampling {
+        Sampling::Table => SAMPLE_TABLE_KB[((qfb / 8.0) as usize).min(7)] * 1000.0,
+        Sampling::Bytes | Sampling::Frames => 1500.0 / (p.pmin + (p.pmax - p.pmin) * qfb / 63.0),
+    };
+    // Qdelta is the change since the previous sample; iterate once so the
+    // interval used for it matches the qFb it gives.
+    let fb_max = p.qeq_bytes * (2.0 * p.w + 1.0);
+    let mut interval = interval_of(0.0);
+    let mut qfb = 0.0;
+    for _ in 0..2 {
+        let between = 8.0 * interval / a_bps;
+        let fb = -((q - p.qeq_bytes) + p.w * qdot * between);
+        qfb = if fb >= 0.0 { 0.0 } else { (-fb * 63.0 / fb_max).floor().min(63.0) };
+        interval = interval_of(qfb);
+    }
+    (qfb, interval)
+}
+
+/// QCN's RP: decreases by the CNMs (`m` per second carrying `qfb`, only
+/// when qfb > 0), increases by completed byte-counter (and timer) cycles.
+fn qcn_rp(p: &QcnParams, r: &mut Rp, samples: f64, qfb: f64, sent: f64, line: f64, dt: f64) {
+    let m = if qfb > 0.0 { samples } else { 0.0 };
+    if m > 0.0 {
+        if !r.active {
+            r.active = true;
+            r.cr = line;
+            r.tr = line;
+        }
+        // A CNM sets TR = CR; with EFR (reset_stage, standard) only if a
+        // byte-counter cycle completed since the previous CNM, which for
+        // Poisson CNMs happens with probability exp(-m T_cycle).
+        let t_fr = if sent > 0.0 { 8.0 * p.bc_limit_bytes / sent } else { f64::INFINITY };
+        let p_tr = match p.efr {
+            Efr::ResetStage | Efr::Standard => (-m * t_fr).exp(),
+            Efr::Off | Efr::Tr8 => 1.0,
+        };
+        r.tr -= (r.tr - r.cr) * (m * dt * p_tr).min(1.0);
+        let factor = (1.0 - p.gd * qfb).max(p.min_dec_factor);
+        r.cr = (r.cr * (m * dt * factor.ln()).exp()).max(p.min_rate_bps);
+    }
+    if !r.active {
+        return;
+    }
+    // Increases: byte-counter cycles at the rate the RL sends (BC_LIMIT in
+    // fast recovery, the active-increase count after FRThr clean cycles),
+    // and timer cycles when there is a timer; each cycle moves CR halfway
+    // to TR, and a cycle in active increase first raises TR by R_AI.
+    let tx = sent.max(0.0);
+    let t_fr = if tx > 0.0 { 8.0 * p.bc_limit_bytes / tx } else { f64::INFINITY };
+    let t_ai = if tx > 0.0 { 8.0 * p.bc_ai_bytes / tx } else { f64::INFINITY };
+    let p_ai = if t_fr.is_finite() {
+        (-m * p.fr_thr as f64 * t_fr).exp()
+    } else {
+        0.0
+    };
+    let mut events = (1.0 - p_ai) * cycle_rate(t_fr, m) + p_ai * cycle_rate(t_ai, m);
+    let mut ai_events = p_ai * cycle_rate(t_ai, m);
+    if p.timer_ps > 0 {
+        let t = p.timer_ps as f64 * 1e-12;
+        let p_ai_t = (-m * p.fr_thr as f64 * t).exp();
+        let e = (1.0 - p_ai_t) * cycle_rate(t, m) + p_ai_t * cycle_rate(t / 2.0, m);
+        events += e;
+        ai_events += p_ai_t * cycle_rate(t / 2.0, m);
+    }
+    r.tr = (r.tr + p.r_ai_bps * ai_events * dt).min(line);
+    r.cr = (r.cr + (r.tr - r.cr) * (0.5 * events * dt).min(1.0)).min(line);
+    if r.cr >= line * (1.0 - 1e-9) {
+        r.active = false;
+        r.cr = line;
+        r.tr = line;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::PS_PER_MS;
+
+    fn flows(n: usize, offered: f64, start: Time, stop: Time) -> Vec<FluidFlow> {
+        (0..n)
+            .map(|i| FluidFlow {
+                name: format!("S{}", i + 1),
+                offered_bps: offered,
+                line_rate_bps: 10e9,
+                start_ps: start,
+                stop_ps: stop,
+                forward_delay_ps: 4 * PS_PER_US,
+                feedback_delay_ps: 4 * PS_PER_US,
+            })
+            .collect()
+    }
+
+    fn baseline(scheme: SchemeConfig, dur_ms: u64) -> FluidConfig {
+        FluidConfig {
+            capacity_bps: 10e9,
+            capacity_changes: vec![],
+            buffer_bytes: 150_000.0,
+            duration_ps: dur_ms * PS_PER_MS,
+            bin_ps: 100 * PS_PER_US,
+            step_ps: default_step(),
+            frame_bytes: 1500.0,
+            flows: flows(4, 4.9e9, 5 * PS_PER_MS, Time::MAX),
+            scheme,
+        }
+    }
+
+    fn mean(v: &[f64]) -> f64 {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+
+    #[test]
+    fn without_management_the_queue_fills_and_the_excess_is_lost() {
+        let r = integrate(&baseline(SchemeConfig::Nocm, 20)).unwrap();
+        assert!((r.queue_bytes[199] - 150_000.0).abs() < 1.0);
+        // 19.6 - 10 Gbit/s of excess for 15 ms, less the 150 KB buffer.
+        let expect = 9.6e9 / 8.0 * 15e-3 - 150_000.0;
+        assert!((r.dropped_bytes - expect).abs() < 0.01 * expect, "{}", r.dropped_bytes);
+    }
+
+    #[test]
+    fn bcn_settles_at_qeq_and_the_fair_share() {
+        let r = integrate(&baseline(SchemeConfig::Bcn(BcnParams::default()), 100)).unwrap();
+        let late = 800..1000; // 80-100 ms
+        let q = mean(&r.queue_bytes[late.clone()]);
+        assert!((q - 24_000.0).abs() < 0.1 * 24_000.0, "queue {q}");
+        for f in &r.sent_bps {
+            let x = mean(&f[late.clone()]);
+            assert!((x - 2.5e9).abs() < 0.02 * 2.5e9, "rate {x}");
+        }
+    }
+
+    #[test]
+    fn qcn_fills_the_link_and_holds_the_queue_near_qeq() {
+        let r = integrate(&baseline(SchemeConfig::Qcn(QcnParams::default()), 100)).unwrap();
+        let late = 500..1000;
+        let total: f64 = r.sent_bps.iter().map(|f| mean(&f[late.clone()])).sum();
+        assert!((total - 10e9).abs() < 0.03 * 10e9, "total {total}");
+        let q = mean(&r.queue_bytes[late.clone()]);
+        assert!(q > 0.2 * 26_000.0 && q < 3.0 * 26_000.0, "queue {q}");
+        for f in &r.sent_bps {
+            let x = mean(&f[late.clone()]);
+            assert!((x - 2.5e9).abs() < 0.05 * 2.5e9, "rate {x}");
+        }
+    }
+
+    #[test]
+    fn a_long_feedback_delay_makes_bcn_oscillate() {
+        let swing = |delay_us: u64| {
+            let mut c = baseline(SchemeConfig::Bcn(BcnParams::default()), 100);
+            for f in &mut c.flows {
+                f.feedback_delay_ps = delay_us * PS_PER_US;
+            }
+            let r = integrate(&c).unwrap();
+            let late = &r.queue_bytes[600..1000];
+            late.iter().cloned().fold(f64::MIN, f64::max) - late.iter().cloned().fold(f64::MAX, f64::min)
+        };
+        let short = swing(4);
+        let long = swing(2000);
+        assert!(long > 10.0 * short.max(100.0), "swing {short} -> {long}");
+    }
+
+    #[test]
+    fn models_that_do_not_exist_are_refused() {
+        let mut c = baseline(SchemeConfig::Qcn(QcnParams::default()), 1);
+        if let SchemeConfig::Qcn(p) = &mut c.scheme {
+            p.three_point = true;
+        }
+        assert!(integrate(&c).unwrap_err().to_string().contains("three_point"));
+        c.flows.clear();
+        c.scheme = SchemeConfig::Nocm;
+        assert!(integrate(&c).is_err());
+    }
+}

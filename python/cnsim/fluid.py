@@ -1,0 +1,290 @@
+"""Fluid models of BCN and QCN beside the packet simulator (schemes.md,
+"Fluid models"; equations in docs/fluid.md).
+
+`fluid_config(scenario)` reads one bottleneck out of a scenario: every
+loaded station sends to the same destination, the CP is the port into it.
+`run_fluid(scenario)` integrates the model (Rust, GIL released) and
+`compare(scenario)` runs the packet simulator on the same scenario and
+draws both on the same axes."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from . import _core
+from .scenario import PS_PER_US, Scenario, ScenarioError
+
+DEFAULT_STEP_US = 0.1
+
+
+@dataclass
+class FluidRun:
+    """Bin means of one integration."""
+
+    config: dict[str, Any]
+    bin_ms: float
+    queue_bytes: np.ndarray
+    sent_gbps: dict[str, np.ndarray]
+    rl_gbps: dict[str, np.ndarray]
+    dropped_bytes: float
+    wall_s: float
+
+    @property
+    def time_ms(self) -> np.ndarray:
+        return np.arange(len(self.queue_bytes)) * self.bin_ms
+
+    def timeseries(self) -> pl.DataFrame:
+        """Long format like a run's timeseries: time_ms, series, key, value."""
+        t = self.time_ms
+        frames = [_long(t, "queue_bytes", self.config["cp_port"], self.queue_bytes)]
+        frames += [_long(t, "sent_gbps", k, v) for k, v in self.sent_gbps.items()]
+        frames += [_long(t, "rl_rate_gbps", k, v) for k, v in self.rl_gbps.items()]
+        return pl.concat(frames)
+
+
+def _long(t: np.ndarray, series: str, key: str, v: np.ndarray) -> pl.DataFrame:
+    n = len(v)
+    return pl.DataFrame({"time_ms": t, "series": [series] * n, "key": [key] * n, "value": v})
+
+
+def _path(adj: dict[str, list[str]], src: str, dst: str) -> list[str] | None:
+    prev: dict[str, str | None] = {src: None}
+    todo = deque([src])
+    while todo:
+        u = todo.popleft()
+        if u == dst:
+            break
+        for v in adj.get(u, []):
+            if v not in prev:
+                prev[v] = u
+                todo.append(v)
+    if dst not in prev:
+        return None
+    out = [dst]
+    while prev[out[-1]] is not None:
+        out.append(prev[out[-1]])  # type: ignore[arg-type]
+    return out[::-1]
+
+
+def fluid_config(sc: Scenario, step_us: float = DEFAULT_STEP_US) -> dict[str, Any]:
+    """The fluid model's configuration for scenario `sc` (engine units)."""
+    cfg = sc.engine_config()
+    loaded = [s for s in cfg["stations"] if s["load"] > 0]
+    dests = {s["dest"].get("node") if s["dest"]["kind"] == "fixed" else None for s in loaded}
+    if not loaded or None in dests or len(dests) != 1:
+        raise ScenarioError(
+            f"fluid: scenario '{sc.name}' is not one bottleneck; the fluid model needs every "
+            "loaded station to send to one fixed destination (e.g. baseline, calibration)"
+        )
+    dst = dests.pop()
+    if not step_us > 0:
+        raise ScenarioError(f"--step-us: {step_us} is not allowed; expected > 0")
+    links = {(lk["a"], lk["b"]): lk for lk in cfg["links"]}
+    adj: dict[str, list[str]] = {}
+    for a, b in links:
+        adj.setdefault(a, []).append(b)
+        adj.setdefault(b, []).append(a)
+    bridges = {b["name"]: b for b in cfg["bridges"]}
+    frame_bits = 8 * cfg["frame_bytes"]
+    ctrl_bits = 8 * cfg["control_frame_bytes"]
+
+    def link(a: str, b: str) -> dict[str, Any]:
+        return links.get((a, b)) or links[(b, a)]
+
+    flows = []
+    cp_bridge = None
+    events = cfg["events"]
+    for s in loaded:
+        p = _path(adj, s["name"], dst)
+        if p is None or len(p) < 3:
+            raise ScenarioError(f"fluid: no bridge between '{s['name']}' and '{dst}'")
+        if cp_bridge is None:
+            cp_bridge = p[-2]
+        elif p[-2] != cp_bridge:
+            raise ScenarioError(f"fluid: '{dst}' is reached through more than one bridge")
+        hops = list(zip(p[:-2], p[1:-1], strict=True))  # the links up to the CP bridge
+        fwd = sum(link(a, b)["delay_ps"] + round(frame_bits / link(a, b)["rate_bps"] * 1e12) for a, b in hops)
+        fwd += sum(bridges[n]["latency_ps"] for n in p[1:-1])
+        back = sum(link(a, b)["delay_ps"] + round(ctrl_bits / link(a, b)["rate_bps"] * 1e12) for a, b in hops)
+        back += sum(bridges[n]["latency_ps"] for n in p[1:-2]) + s["processing_ps"]
+        rate = link(p[0], p[1])["rate_bps"]
+        start = [e["at_ps"] for e in events if e["action"] == "start" and e["node"] == s["name"]]
+        stop = [e["at_ps"] for e in events if e["action"] == "stop" and e["node"] == s["name"]]
+        flows.append(
+            {
+                "name": s["name"],
+                "offered_bps": s["load"] * rate,
+                "line_rate_bps": rate,
+                "start_ps": min(start) if start else 0,
+                "stop_ps": min(stop) if stop else 2**64 - 1,
+                "forward_delay_ps": fwd,
+                "feedback_delay_ps": back,
+            }
+        )
+    assert cp_bridge is not None
+    bottleneck = link(cp_bridge, dst)
+    br = bridges[cp_bridge]
+    mode = br["buffer_mode"]
+    if mode == "per_input":
+        buffer = br["buffer_bytes"] * len(flows)
+    elif mode == "infinite":
+        buffer = 1e15
+    else:
+        buffer = br["buffer_bytes"]
+    changes = [
+        [e["at_ps"], e["rate_bps"]]
+        for e in events
+        if e["action"] == "link_rate" and (e["from"], e["to"]) == (cp_bridge, dst)
+    ]
+    return {
+        "capacity_bps": bottleneck["rate_bps"],
+        "capacity_changes": changes,
+        "buffer_bytes": float(buffer),
+        "duration_ps": cfg["duration_ps"],
+        "bin_ps": cfg["bin_ps"],
+        "step_ps": max(1, round(step_us * PS_PER_US)),
+        "frame_bytes": float(cfg["frame_bytes"]),
+        "flows": flows,
+        "scheme": cfg["scheme"],
+        "cp_port": f"{cp_bridge}->{dst}",
+    }
+
+
+def run_fluid(sc: Scenario, step_us: float = DEFAULT_STEP_US) -> FluidRun:
+    """Integrates the fluid model of scenario `sc`."""
+    cfg = fluid_config(sc, step_us)
+    engine = {k: v for k, v in cfg.items() if k != "cp_port"}
+    t0 = time.perf_counter()
+    try:
+        out = json.loads(_core.fluid_json(json.dumps(engine)))
+    except ValueError as e:
+        raise ScenarioError(str(e)) from None
+    wall = time.perf_counter() - t0
+    names = [f["name"] for f in cfg["flows"]]
+    return FluidRun(
+        config=cfg,
+        bin_ms=out["bin_ps"] / 1e9,
+        queue_bytes=np.asarray(out["queue_bytes"]),
+        sent_gbps={n: np.asarray(v) / 1e9 for n, v in zip(names, out["sent_bps"], strict=True)},
+        rl_gbps={n: np.asarray(v) / 1e9 for n, v in zip(names, out["rl_bps"], strict=True)},
+        dropped_bytes=out["dropped_bytes"],
+        wall_s=wall,
+    )
+
+
+def _window(sc: Scenario) -> tuple[float, float]:
+    for w in sc.engine_config()["windows"]:
+        if w["name"] == "fairness":
+            return w["start_ps"] / 1e9, w["end_ps"] / 1e9
+    m = sc.engine_config()["windows"][0]
+    return m["start_ps"] / 1e9, m["end_ps"] / 1e9
+
+
+@dataclass
+class Comparison:
+    fluid: FluidRun
+    packet: Any  # Results
+    window_ms: tuple[float, float]
+    #: rows: figure, fluid, packet (mean over seeds)
+    rows: list[tuple[str, float, float | None]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "window_ms": list(self.window_ms),
+            "fluid_wall_s": self.fluid.wall_s,
+            "fluid_dropped_bytes": self.fluid.dropped_bytes,
+            "rows": [{"figure": f, "fluid": a, "packet": b} for f, a, b in self.rows],
+        }
+
+
+def _packet_series(res: Any, series: str, key: str) -> np.ndarray | None:
+    vals = [v for r in res.runs for (s, k, v) in r.series if s == series and k == key]
+    return np.mean(vals, axis=0) if vals else None
+
+
+def compare(sc: Scenario, step_us: float = DEFAULT_STEP_US, jobs: int | None = None) -> Comparison:
+    """Fluid model and packet simulator (every seed of `sc`) on the same scenario."""
+    from .runner import run
+
+    fl = run_fluid(sc, step_us)
+    res = run(sc, jobs=jobs, progress=False)
+    lo, hi = _window(sc)
+    t = fl.time_ms
+    sel = (t >= lo) & (t < hi)
+    rows: list[tuple[str, float, float | None]] = []
+    q = _packet_series(res, "queue_bytes", fl.config["cp_port"])
+    rows.append(
+        (
+            "mean CP queue (KB)",
+            float(fl.queue_bytes[sel].mean()) / 1e3,
+            None if q is None else float(q[sel].mean()) / 1e3,
+        )
+    )
+    total_f, total_p = 0.0, 0.0
+    for f in fl.config["flows"]:
+        name = f["name"]
+        up = _uplink(sc, name)
+        p = _packet_series(res, "link_throughput", up) if up else None
+        a = float(fl.sent_gbps[name][sel].mean())
+        b = None if p is None else float(p[sel].mean())
+        total_f += a
+        total_p += b or 0.0
+        rows.append((f"{name} rate (Gbit/s)", a, b))
+    rows.append(("total (Gbit/s)", total_f, total_p))
+    return Comparison(fl, res, (lo, hi), rows)
+
+
+def _uplink(sc: Scenario, station: str) -> str | None:
+    for lk in sc.engine_config()["links"]:
+        if lk["a"] == station:
+            return f"{station}->{lk['b']}"
+        if lk["b"] == station:
+            return f"{station}->{lk['a']}"
+    return None
+
+
+def plot_comparison(c: Comparison, path: str | Path) -> Path:
+    """Queue and per-flow rates, packet (thin, mean over seeds) and fluid (dashed), same axes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .report import _smooth
+
+    fl, res = c.fluid, c.packet
+    t = fl.time_ms
+    fig, (ax_q, ax_r) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+    q = _packet_series(res, "queue_bytes", fl.config["cp_port"])
+    if q is not None:
+        ax_q.plot(t[: len(q)], q / 1e3, lw=0.7, color="tab:blue", alpha=0.7, label="packet (mean over seeds)")
+    ax_q.plot(t, fl.queue_bytes / 1e3, lw=2, ls="--", color="black", label="fluid")
+    ax_q.set_ylabel(f"queue at {fl.config['cp_port']} (KB)")
+    ax_q.legend(loc="upper right")
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    bin_ms = fl.bin_ms
+    for i, f in enumerate(fl.config["flows"]):
+        name, col = f["name"], colors[i % len(colors)]
+        up = _uplink(res.scenario, name)
+        p = _packet_series(res, "link_throughput", up) if up else None
+        if p is not None:
+            ax_r.plot(t[: len(p)], _smooth(p, bin_ms), lw=0.8, color=col, alpha=0.7, label=f"{name} packet")
+        ax_r.plot(t, fl.sent_gbps[name], lw=2, ls="--", color=col, label=f"{name} fluid")
+    ax_r.set_ylabel("rate (Gbit/s)")
+    ax_r.set_xlabel("time (ms)")
+    ax_r.legend(loc="upper right", fontsize=7, ncol=2)
+    scheme = res.scenario.scheme
+    fig.suptitle(f"{res.scenario.name}, {scheme}: packet simulator and fluid model")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

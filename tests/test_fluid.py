@@ -1,0 +1,92 @@
+"""Fluid models (schemes.md "Fluid models"): the mean-field trajectories
+agree with the packet simulator on the baseline, and the CLI draws both."""
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+from cnsim.fluid import compare, fluid_config, run_fluid
+from cnsim.scenario import ScenarioError, load
+
+
+@pytest.fixture(scope="module")
+def bcn():
+    return compare(load("baseline", scheme="bcn", seeds=[0, 1, 2, 3]))
+
+
+def test_the_baseline_becomes_four_flows_into_one_10g_bottleneck():
+    cfg = fluid_config(load("baseline", scheme="bcn"))
+    assert cfg["capacity_bps"] == 10e9 and cfg["buffer_bytes"] == 150_000 and cfg["cp_port"] == "B5->D"
+    assert [f["offered_bps"] for f in cfg["flows"]] == [4.9e9] * 4
+    assert [f["stop_ps"] == 80 * 10**9 for f in cfg["flows"]] == [False, False, True, True]
+    for f in cfg["flows"]:
+        # Source -> B_i -> B5: two links (0.5 us + 1.2 us frame) and two bridges (1 us);
+        # back: one link and one bridge less, a 64-byte frame, 2 us of processing.
+        assert f["forward_delay_ps"] == 2 * (500_000 + 1_200_000) + 2 * 1_000_000
+        assert f["feedback_delay_ps"] == 2 * (500_000 + 51_200) + 1_000_000 + 2_000_000
+
+
+def test_bcn_fluid_and_packet_agree_on_the_baseline(bcn):
+    rows = {f: (a, b) for f, a, b in bcn.rows}
+    fq, pq = rows["mean CP queue (KB)"]
+    assert abs(fq - 24.0) < 1.0 and abs(pq - fq) < 0.2 * fq
+    ft, pt = rows["total (Gbit/s)"]
+    assert abs(ft - 10) < 0.05 and abs(pt - ft) < 0.01 * ft
+    per_flow = [b for f, (a, b) in rows.items() if f.startswith("S")]
+    assert abs(np.mean(per_flow) - 2.5) < 0.05
+    # After S3 and S4 stop at 80 ms both recover S1 and S2 to their offered 4.9 Gbit/s.
+    t = bcn.fluid.time_ms
+    late = (t >= 90) & (t < 100)
+    assert bcn.fluid.sent_gbps["S1"][late].mean() > 4.8
+    ts = bcn.packet.timeseries("link_throughput").filter(
+        (pl.col("key") == "S1->B1") & (pl.col("time_ms") >= 90) & (pl.col("time_ms") < 100)
+    )
+    assert ts["value"].mean() > 4.6
+
+
+def test_bcn_fluid_and_packet_overflow_alike_at_the_start(bcn):
+    # The 150 KB buffer fills before feedback acts; both stay full for ~3 ms.
+    t = bcn.fluid.time_ms
+    full = lambda q: float(np.sum(q[(t >= 5) & (t < 15)] > 140_000) * bcn.fluid.bin_ms)  # noqa: E731
+    packet_q = np.mean([v for r in bcn.packet.runs for s, k, v in r.series if s == "queue_bytes"], axis=0)
+    assert 1.5 < full(bcn.fluid.queue_bytes) < 5
+    assert abs(full(packet_q) - full(bcn.fluid.queue_bytes)) < 1.0
+
+
+def test_qcn_fluid_and_packet_fill_the_link_around_qeq():
+    c = compare(load("baseline", scheme="qcn", seeds=[0, 1]))
+    rows = {f: (a, b) for f, a, b in c.rows}
+    ft, pt = rows["total (Gbit/s)"]
+    assert abs(ft - 10) < 0.05 and abs(pt - ft) < 0.02 * ft
+    fq, pq = rows["mean CP queue (KB)"]
+    for q in (fq, pq):
+        assert 0.5 * 26 < q < 2 * 26
+
+
+def test_fluid_integrates_a_100_ms_run_in_well_under_a_second():
+    r = run_fluid(load("baseline", scheme="qcn"))
+    assert len(r.queue_bytes) == 1000 and r.dropped_bytes > 0
+    assert r.wall_s < 1.0  # a million steps; not a benchmark, a sanity bound
+
+
+def test_only_single_bottleneck_scenarios_and_modelled_schemes():
+    with pytest.raises(ScenarioError, match="not one bottleneck"):
+        fluid_config(load("singlehop_hotspot"))
+    with pytest.raises(ScenarioError, match="three_point"):
+        run_fluid(load("baseline", scheme="qcn3pt"))
+    with pytest.raises(ScenarioError, match="--step-us"):
+        fluid_config(load("baseline"), step_us=0)
+
+
+def test_cli_writes_the_fluid_series_the_comparison_and_the_plot(cli, tmp_path):
+    r = cli("fluid", "baseline", "--seeds", "1", "--out", str(tmp_path / "f"), "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["scheme"] == "bcn" and s["window_ms"] == [20.0, 80.0]
+    for name in ("fluid.parquet", "fluid.png", "fluid.json", "packet/summary.json"):
+        assert (tmp_path / "f" / name).exists(), name
+    ts = pl.read_parquet(tmp_path / "f" / "fluid.parquet")
+    assert set(ts["series"].unique()) == {"queue_bytes", "sent_gbps", "rl_rate_gbps"}
+    bad = cli("fluid", "innocent")
+    assert bad.returncode == 2 and "not one bottleneck" in bad.stderr and "Traceback" not in bad.stderr
