@@ -90,3 +90,22 @@ def test_cli_writes_the_fluid_series_the_comparison_and_the_plot(cli, tmp_path):
     assert set(ts["series"].unique()) == {"queue_bytes", "sent_gbps", "rl_rate_gbps"}
     bad = cli("fluid", "innocent")
     assert bad.returncode == 2 and "not one bottleneck" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_1_ms_loop_makes_bcn_oscillate_in_both_models():
+    # 250 us per link: a loop of about 1.5 ms instead of 9 us. The fluid model
+    # predicts a limit cycle that empties the queue and loses throughput; the
+    # packet simulator does the same.
+    base = load("baseline", scheme="bcn", seeds=[0, 1])
+    assert run_fluid(base).stability(20, 80)["settled"]
+    c = compare(base.replace(**{"defaults.link_delay_us": 250.0}))
+    st = c.fluid.stability(20, 80)
+    assert not st["settled"] and st["queue_swing_kb"] > 100
+    rows = {f: (a, b) for f, a, b in c.rows}
+    ft, pt = rows["total (Gbit/s)"]
+    assert ft < 9.5 and pt < 9.5 and abs(ft - pt) < 0.05 * ft
+    t = c.fluid.time_ms
+    q = np.mean([v for r in c.packet.runs for s, k, v in r.series if s == "queue_bytes"], axis=0)
+    sel = (t >= 20) & (t < 80)
+    # The packet queue swings between empty and near full as well.
+    assert q[sel].max() > 100_000 and q[sel].min() < 5_000

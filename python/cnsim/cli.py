@@ -431,6 +431,7 @@ def fluid(
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
     """Fluid model of BCN / QCN on one bottleneck, beside the packet simulator (same axes)."""
+    from .fluid import _window as _fluid_window
     from .fluid import compare, plot_comparison, run_fluid
 
     sc = _scenario(scenario, scheme, None, set_, seeds, None, duration)
@@ -445,7 +446,14 @@ def fluid(
         c.packet.save(target / "packet", report=False)
     else:
         fl = run_fluid(sc, step_us)
-        summary = {"scenario": sc.name, "scheme": sc.scheme, "fluid_wall_s": fl.wall_s}
+        lo, hi = _fluid_window(sc)
+        summary = {
+            "scenario": sc.name,
+            "scheme": sc.scheme,
+            "window_ms": [lo, hi],
+            "fluid_stability": fl.stability(lo, hi),
+            "fluid_wall_s": fl.wall_s,
+        }
     fl.timeseries().write_parquet(target / "fluid.parquet")
     (target / "fluid.json").write_text(json.dumps(summary, indent=1))
     if as_json:
@@ -457,7 +465,14 @@ def fluid(
         for row in summary["rows"]:
             t.add_row(row["figure"], _fmt(row["fluid"]), _fmt(row["packet"]))
         out.print(t)
-    out.print(f"fluid model: {fl.config['flows'].__len__()} flows, integrated in {fl.wall_s * 1e3:.0f} ms")
+    st = summary["fluid_stability"]
+    lo, hi = summary["window_ms"]
+    out.print(
+        f"fluid model: {len(fl.config['flows'])} flows, integrated in {fl.wall_s * 1e3:.0f} ms; "
+        + ("settled" if st["settled"] else "not settled")
+        + f" by the last fifth of {lo:g}-{hi:g} ms (queue swing {st['queue_swing_kb']:.1f} KB, "
+        f"rate swing {st['rate_swing_gbps']:.3f} Gbit/s)"
+    )
     out.print(f"results: {target}" + (f"  plot: {target / 'fluid.png'}" if packet else ""))
 
 

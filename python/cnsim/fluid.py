@@ -41,6 +41,25 @@ class FluidRun:
     def time_ms(self) -> np.ndarray:
         return np.arange(len(self.queue_bytes)) * self.bin_ms
 
+    def stability(self, lo_ms: float, hi_ms: float) -> dict[str, Any]:
+        """Whether the trajectories have settled by the last fifth of [lo, hi):
+        the queue's swing (max - min) there at most one frame, every flow's
+        rate swing at most 1% of the bottleneck capacity."""
+        t = self.time_ms
+        tail = (t >= hi_ms - (hi_ms - lo_ms) / 5) & (t < hi_ms)
+        q = self.queue_bytes[tail]
+        q_swing = float(q.max() - q.min()) if q.size else 0.0
+        r_swing = max(
+            (float(v[tail].max() - v[tail].min()) for v in self.sent_gbps.values() if v[tail].size),
+            default=0.0,
+        )
+        cap = self.config["capacity_bps"] / 1e9
+        return {
+            "queue_swing_kb": q_swing / 1e3,
+            "rate_swing_gbps": r_swing,
+            "settled": q_swing <= self.config["frame_bytes"] and r_swing <= 0.01 * cap,
+        }
+
     def timeseries(self) -> pl.DataFrame:
         """Long format like a run's timeseries: time_ms, series, key, value."""
         t = self.time_ms
@@ -199,6 +218,7 @@ class Comparison:
     def as_dict(self) -> dict[str, Any]:
         return {
             "window_ms": list(self.window_ms),
+            "fluid_stability": self.fluid.stability(*self.window_ms),
             "fluid_wall_s": self.fluid.wall_s,
             "fluid_dropped_bytes": self.fluid.dropped_bytes,
             "rows": [{"figure": f, "fluid": a, "packet": b} for f, a, b in self.rows],
