@@ -31,7 +31,7 @@ def test_bcn_fluid_and_packet_agree_on_the_baseline(bcn):
     rows = {f: (a, b) for f, a, b in bcn.rows}
     fq, pq = rows["mean CP queue (KB)"]
     assert abs(fq - 24.0) < 1.0 and abs(pq - fq) < 0.2 * fq
-    ft, pt = rows["total (Gbit/s)"]
+    ft, pt = rows["total into D (Gbit/s)"]
     assert abs(ft - 10) < 0.05 and abs(pt - ft) < 0.01 * ft
     per_flow = [b for f, (a, b) in rows.items() if f.startswith("S")]
     assert abs(np.mean(per_flow) - 2.5) < 0.05
@@ -57,7 +57,7 @@ def test_bcn_fluid_and_packet_overflow_alike_at_the_start(bcn):
 def test_qcn_fluid_and_packet_fill_the_link_around_qeq():
     c = compare(load("baseline", scheme="qcn", seeds=[0, 1]))
     rows = {f: (a, b) for f, a, b in c.rows}
-    ft, pt = rows["total (Gbit/s)"]
+    ft, pt = rows["total into D (Gbit/s)"]
     assert abs(ft - 10) < 0.05 and abs(pt - ft) < 0.02 * ft
     fq, pq = rows["mean CP queue (KB)"]
     for q in (fq, pq):
@@ -72,7 +72,7 @@ def test_fluid_integrates_a_100_ms_run_in_well_under_a_second():
 
 def test_only_single_bottleneck_scenarios_and_modelled_schemes():
     with pytest.raises(ScenarioError, match="not one bottleneck"):
-        fluid_config(load("singlehop_hotspot"))
+        fluid_config(load("innocent"))
     with pytest.raises(ScenarioError, match="three_point"):
         run_fluid(load("baseline", scheme="qcn3pt"))
     with pytest.raises(ScenarioError, match="--step-us"):
@@ -102,10 +102,49 @@ def test_a_1_ms_loop_makes_bcn_oscillate_in_both_models():
     st = c.fluid.stability(20, 80)
     assert not st["settled"] and st["queue_swing_kb"] > 100
     rows = {f: (a, b) for f, a, b in c.rows}
-    ft, pt = rows["total (Gbit/s)"]
+    ft, pt = rows["total into D (Gbit/s)"]
     assert ft < 9.5 and pt < 9.5 and abs(ft - pt) < 0.05 * ft
     t = c.fluid.time_ms
     q = np.mean([v for r in c.packet.runs for s, k, v in r.series if s == "queue_bytes"], axis=0)
     sel = (t >= 20) & (t < 80)
     # The packet queue swings between empty and near full as well.
     assert q[sel].max() > 100_000 and q[sel].min() < 5_000
+
+
+def _into(c, dst, lo, hi):
+    t = c.fluid.time_ms
+    sel = (t >= lo) & (t < hi)
+    packet = c.packet.timeseries("delivered_throughput").filter(
+        (pl.col("key") == dst) & (pl.col("time_ms") >= lo) & (pl.col("time_ms") < hi)
+    )
+    return float(sum(c.fluid.sent_gbps.values())[sel].mean()), float(packet["value"].mean())
+
+
+def test_the_single_hop_hotspot_is_the_flows_into_the_hot_node():
+    sc = load("singlehop_hotspot", scheme="qcn2pt", pause=False, seeds=[0])
+    cfg = fluid_config(sc)
+    assert cfg["dest"] == "H0" and cfg["cp_port"] == "SW->H0" and len(cfg["flows"]) == 9
+    # Each host sends 8.5 Gbit/s uniformly over the 9 others; partitions: 9 x 150 KB.
+    assert all(abs(f["offered_bps"] - 8.5e9 / 9) < 1 for f in cfg["flows"])
+    assert cfg["buffer_bytes"] == 9 * 150_000
+    assert cfg["capacity_changes"] == [[100 * 10**9, 2e9], [500 * 10**9, 10e9]]
+    c = compare(sc)
+    fluid, packet = _into(c, "H0", 150, 500)
+    assert abs(fluid - 2.0) < 0.05 and abs(packet - fluid) < 0.05 * fluid
+    t = c.fluid.time_ms
+    q = np.mean([v for r in c.packet.runs for s, k, v in r.series if s == "queue_bytes"], axis=0)
+    onset = (t >= 100) & (t < 110)
+    peak_f, peak_p = c.fluid.queue_bytes[onset].max(), q[onset].max()
+    assert peak_f > 400_000 and abs(peak_p - peak_f) < 0.25 * peak_f
+
+
+def test_mean_field_ecm_recovers_at_once_the_packet_ecm_does_not():
+    # docs/calibration.md "ECM recovery from the floor": a packet RL rises only
+    # when one of its own tagged frames is sampled; the mean field raises all.
+    c = compare(load("singlehop_hotspot", scheme="ecm", pause=False, seeds=[0]).replace(**{"hotspot.rate_gbps": 0.5}))
+    fluid, packet = _into(c, "H0", 510, 560)
+    assert fluid > 8.3 and packet < 7.5
+    with pytest.raises(ScenarioError, match="no PAUSE"):
+        fluid_config(load("singlehop_hotspot", pause=True))
+    with pytest.raises(ScenarioError, match="--dest"):
+        fluid_config(load("baseline"), dest="nosuch")

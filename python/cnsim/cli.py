@@ -417,15 +417,25 @@ def validate(
 @app.command()
 def fluid(
     scenario: Annotated[
-        str, typer.Argument(help="built-in name or TOML file with one bottleneck (baseline, calibration)")
+        str, typer.Argument(help="built-in name or TOML file (one destination, or a hotspot node)")
     ],
     scheme: Annotated[str | None, typer.Option(help="nocm, bcn, bcnmax, ecm, qcn, qcn2pt")] = None,
+    pause: Annotated[
+        bool | None,
+        typer.Option("--pause/--no-pause", help="PAUSE (not in the fluid model: --pause is refused)"),
+    ] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="KEY=VALUE override by dotted name")] = None,
     seeds: Annotated[
         int | None, typer.Option(help="packet replications 0..N-1 (default: the scenario's)")
     ] = None,
     duration: Annotated[float | None, typer.Option(help="run length (ms)")] = None,
     step_us: Annotated[float, typer.Option(help="integration step (us)")] = 0.1,
+    dest: Annotated[
+        str | None,
+        typer.Option(
+            help="model the flows into this station (default: the only destination, else the hotspot node)"
+        ),
+    ] = None,
     packet: Annotated[bool, typer.Option(help="also run the packet simulator and compare")] = True,
     out_dir: Annotated[Path | None, typer.Option("--out", help="results directory")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
@@ -434,18 +444,18 @@ def fluid(
     from .fluid import _window as _fluid_window
     from .fluid import compare, plot_comparison, run_fluid
 
-    sc = _scenario(scenario, scheme, None, set_, seeds, None, duration)
+    sc = _scenario(scenario, scheme, pause, set_, seeds, None, duration)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     target = out_dir or Path("results") / f"{sc.name}-fluid-{stamp}"
     target.mkdir(parents=True, exist_ok=True)
     if packet:
-        c = compare(sc, step_us)
+        c = compare(sc, step_us, dest=dest)
         fl = c.fluid
         summary = {"scenario": sc.name, "scheme": sc.scheme, "seeds": list(sc.seeds), **c.as_dict()}
         plot_comparison(c, target / "fluid.png")
         c.packet.save(target / "packet", report=False)
     else:
-        fl = run_fluid(sc, step_us)
+        fl = run_fluid(sc, step_us, dest)
         lo, hi = _fluid_window(sc)
         summary = {
             "scenario": sc.name,

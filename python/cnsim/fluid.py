@@ -93,17 +93,46 @@ def _path(adj: dict[str, list[str]], src: str, dst: str) -> list[str] | None:
     return out[::-1]
 
 
-def fluid_config(sc: Scenario, step_us: float = DEFAULT_STEP_US) -> dict[str, Any]:
-    """The fluid model's configuration for scenario `sc` (engine units)."""
+def _share(station: dict[str, Any], dst: str, names: list[str]) -> float:
+    """The fraction of `station`'s traffic that goes to `dst`."""
+    d = station["dest"]
+    if d["kind"] == "fixed":
+        return 1.0 if d["node"] == dst else 0.0
+    if d["kind"] == "uniform":
+        return 1.0 / (len(names) - 1) if station["name"] != dst else 0.0
+    weights = {name: w for name, w in d["weights"]}
+    return weights.get(dst, 0.0) / sum(weights.values())
+
+
+def fluid_config(sc: Scenario, step_us: float = DEFAULT_STEP_US, dest: str | None = None) -> dict[str, Any]:
+    """The fluid model's configuration for scenario `sc` (engine units): the
+    flows into destination `dest` (default: the only destination of every
+    loaded station, else the hotspot node) and the queue of the port that
+    feeds it."""
     cfg = sc.engine_config()
+    if cfg["pause"]["enabled"]:
+        raise ScenarioError("fluid: the fluid model has no PAUSE; run it with --no-pause")
     loaded = [s for s in cfg["stations"] if s["load"] > 0]
-    dests = {s["dest"].get("node") if s["dest"]["kind"] == "fixed" else None for s in loaded}
-    if not loaded or None in dests or len(dests) != 1:
-        raise ScenarioError(
-            f"fluid: scenario '{sc.name}' is not one bottleneck; the fluid model needs every "
-            "loaded station to send to one fixed destination (e.g. baseline, calibration)"
-        )
-    dst = dests.pop()
+    names = [s["name"] for s in cfg["stations"]]
+    if dest is None:
+        fixed = {s["dest"].get("node") if s["dest"]["kind"] == "fixed" else None for s in loaded}
+        if loaded and len(fixed) == 1 and None not in fixed:
+            dest = fixed.pop()
+        elif sc.model.hotspot is not None:
+            dest = sc.model.hotspot.node
+        else:
+            raise ScenarioError(
+                f"fluid: scenario '{sc.name}' is not one bottleneck; the fluid model needs every "
+                "loaded station to send to one fixed destination (e.g. baseline, calibration), "
+                "a hotspot node, or --dest NODE"
+            )
+    elif dest not in names:
+        raise ScenarioError(f"--dest: '{dest}' is not allowed; expected a station of the scenario")
+    dst = dest
+    shares = {s["name"]: _share(s, dst, names) for s in loaded}
+    loaded = [s for s in loaded if shares[s["name"]] > 0]
+    if not loaded:
+        raise ScenarioError(f"fluid: no loaded station sends to '{dst}'")
     if not step_us > 0:
         raise ScenarioError(f"--step-us: {step_us} is not allowed; expected > 0")
     links = {(lk["a"], lk["b"]): lk for lk in cfg["links"]}
@@ -140,7 +169,8 @@ def fluid_config(sc: Scenario, step_us: float = DEFAULT_STEP_US) -> dict[str, An
         flows.append(
             {
                 "name": s["name"],
-                "offered_bps": s["load"] * rate,
+                "offered_bps": s["load"] * rate * shares[s["name"]],
+                "share": shares[s["name"]],
                 "line_rate_bps": rate,
                 "start_ps": min(start) if start else 0,
                 "stop_ps": min(stop) if stop else 2**64 - 1,
@@ -174,13 +204,15 @@ def fluid_config(sc: Scenario, step_us: float = DEFAULT_STEP_US) -> dict[str, An
         "flows": flows,
         "scheme": cfg["scheme"],
         "cp_port": f"{cp_bridge}->{dst}",
+        "dest": dst,
     }
 
 
-def run_fluid(sc: Scenario, step_us: float = DEFAULT_STEP_US) -> FluidRun:
-    """Integrates the fluid model of scenario `sc`."""
-    cfg = fluid_config(sc, step_us)
-    engine = {k: v for k, v in cfg.items() if k != "cp_port"}
+def run_fluid(sc: Scenario, step_us: float = DEFAULT_STEP_US, dest: str | None = None) -> FluidRun:
+    """Integrates the fluid model of scenario `sc` (see `fluid_config`)."""
+    cfg = fluid_config(sc, step_us, dest)
+    engine = {k: v for k, v in cfg.items() if k not in ("cp_port", "dest")}
+    engine["flows"] = [{k: v for k, v in f.items() if k != "share"} for f in cfg["flows"]]
     t0 = time.perf_counter()
     try:
         out = json.loads(_core.fluid_json(json.dumps(engine)))
@@ -200,11 +232,10 @@ def run_fluid(sc: Scenario, step_us: float = DEFAULT_STEP_US) -> FluidRun:
 
 
 def _window(sc: Scenario) -> tuple[float, float]:
-    for w in sc.engine_config()["windows"]:
-        if w["name"] == "fairness":
-            return w["start_ps"] / 1e9, w["end_ps"] / 1e9
-    m = sc.engine_config()["windows"][0]
-    return m["start_ps"] / 1e9, m["end_ps"] / 1e9
+    """The fairness window, else the hotspot window, else the measurement window (ms)."""
+    windows = {w["name"]: w for w in sc.engine_config()["windows"]}
+    w = windows.get("fairness") or windows.get("hotspot") or sc.engine_config()["windows"][0]
+    return w["start_ps"] / 1e9, w["end_ps"] / 1e9
 
 
 @dataclass
@@ -230,11 +261,13 @@ def _packet_series(res: Any, series: str, key: str) -> np.ndarray | None:
     return np.mean(vals, axis=0) if vals else None
 
 
-def compare(sc: Scenario, step_us: float = DEFAULT_STEP_US, jobs: int | None = None) -> Comparison:
+def compare(
+    sc: Scenario, step_us: float = DEFAULT_STEP_US, jobs: int | None = None, dest: str | None = None
+) -> Comparison:
     """Fluid model and packet simulator (every seed of `sc`) on the same scenario."""
     from .runner import run
 
-    fl = run_fluid(sc, step_us)
+    fl = run_fluid(sc, step_us, dest)
     res = run(sc, jobs=jobs, progress=False)
     lo, hi = _window(sc)
     t = fl.time_ms
@@ -248,18 +281,34 @@ def compare(sc: Scenario, step_us: float = DEFAULT_STEP_US, jobs: int | None = N
             None if q is None else float(q[sel].mean()) / 1e3,
         )
     )
-    total_f, total_p = 0.0, 0.0
-    for f in fl.config["flows"]:
-        name = f["name"]
-        up = _uplink(sc, name)
-        p = _packet_series(res, "link_throughput", up) if up else None
-        a = float(fl.sent_gbps[name][sel].mean())
-        b = None if p is None else float(p[sel].mean())
-        total_f += a
-        total_p += b or 0.0
-        rows.append((f"{name} rate (Gbit/s)", a, b))
-    rows.append(("total (Gbit/s)", total_f, total_p))
+    flows = fl.config["flows"]
+    if all(f["share"] >= 1.0 for f in flows):
+        for f in flows:
+            p = _packet_flow(res, f)
+            a = float(fl.sent_gbps[f["name"]][sel].mean())
+            rows.append((f"{f['name']} rate (Gbit/s)", a, None if p is None else float(p[sel].mean())))
+    else:
+        # Sources that also send elsewhere: no packet series of one flow; the
+        # mean-field flows are alike (up to their offered share).
+        a = float(np.mean([v[sel].mean() for v in fl.sent_gbps.values()]))
+        rows.append((f"mean of the {len(flows)} flows into {fl.config['dest']} (Gbit/s)", a, None))
+    total_f = float(sum(fl.sent_gbps.values())[sel].mean())
+    into = _packet_series(res, "delivered_throughput", fl.config["dest"])
+    rows.append(
+        (
+            f"total into {fl.config['dest']} (Gbit/s)",
+            total_f,
+            None if into is None else float(into[sel].mean()),
+        )
+    )
     return Comparison(fl, res, (lo, hi), rows)
+
+
+def _packet_flow(res: Any, flow: dict[str, Any]) -> np.ndarray | None:
+    if flow["share"] < 1.0:
+        return None
+    up = _uplink(res.scenario, flow["name"])
+    return _packet_series(res, "link_throughput", up) if up else None
 
 
 def _uplink(sc: Scenario, station: str) -> str | None:
@@ -291,13 +340,33 @@ def plot_comparison(c: Comparison, path: str | Path) -> Path:
     ax_q.legend(loc="upper right")
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     bin_ms = fl.bin_ms
-    for i, f in enumerate(fl.config["flows"]):
-        name, col = f["name"], colors[i % len(colors)]
-        up = _uplink(res.scenario, name)
-        p = _packet_series(res, "link_throughput", up) if up else None
-        if p is not None:
-            ax_r.plot(t[: len(p)], _smooth(p, bin_ms), lw=0.8, color=col, alpha=0.7, label=f"{name} packet")
-        ax_r.plot(t, fl.sent_gbps[name], lw=2, ls="--", color=col, label=f"{name} fluid")
+    flows = fl.config["flows"]
+    if all(f["share"] >= 1.0 for f in flows):
+        for i, f in enumerate(flows):
+            name, col = f["name"], colors[i % len(colors)]
+            p = _packet_flow(res, f)
+            if p is not None:
+                ax_r.plot(
+                    t[: len(p)], _smooth(p, bin_ms), lw=0.8, color=col, alpha=0.7, label=f"{name} packet"
+                )
+            ax_r.plot(t, fl.sent_gbps[name], lw=2, ls="--", color=col, label=f"{name} fluid")
+    else:
+        # Sources that also send elsewhere: the total into the destination.
+        dst = fl.config["dest"]
+        into = _packet_series(res, "delivered_throughput", dst)
+        if into is not None:
+            ax_r.plot(
+                t[: len(into)],
+                _smooth(into, bin_ms),
+                lw=0.8,
+                color=colors[0],
+                alpha=0.8,
+                label=f"into {dst}, packet",
+            )
+        ax_r.plot(t, sum(fl.sent_gbps.values()), lw=2, ls="--", color="black", label=f"into {dst}, fluid")
+        ax_r.plot(
+            t, next(iter(fl.sent_gbps.values())), lw=1.2, ls=":", color=colors[1], label="one flow, fluid"
+        )
     ax_r.set_ylabel("rate (Gbit/s)")
     ax_r.set_xlabel("time (ms)")
     ax_r.legend(loc="upper right", fontsize=7, ncol=2)
