@@ -141,7 +141,9 @@ def test_the_single_hop_hotspot_is_the_flows_into_the_hot_node():
 def test_mean_field_ecm_recovers_at_once_the_packet_ecm_does_not():
     # docs/calibration.md "ECM recovery from the floor": a packet RL rises only
     # when one of its own tagged frames is sampled; the mean field raises all.
-    c = compare(load("singlehop_hotspot", scheme="ecm", pause=False, seeds=[0]).replace(**{"hotspot.rate_gbps": 0.5}))
+    c = compare(
+        load("singlehop_hotspot", scheme="ecm", pause=False, seeds=[0]).replace(**{"hotspot.rate_gbps": 0.5})
+    )
     fluid, packet = _into(c, "H0", 510, 560)
     assert fluid > 8.3 and packet < 7.5
     with pytest.raises(ScenarioError, match="no PAUSE"):
