@@ -65,7 +65,9 @@ def test_qcn_fluid_and_packet_fill_the_link_around_qeq():
 
 
 def test_fluid_integrates_a_100_ms_run_in_well_under_a_second():
-    r = run_fluid(load("baseline", scheme="qcn"))
+    import cnsim
+
+    r = cnsim.fluid.run_fluid(cnsim.load("baseline").replace(scheme="qcn"))
     assert len(r.queue_bytes) == 1000 and r.dropped_bytes > 0
     assert r.wall_s < 1.0  # a million steps; not a benchmark, a sanity bound
 

@@ -7,12 +7,14 @@ Ethernet (IEEE 802.3x PAUSE, 802.1Qau BCN / ECM / QCN).
     res.summary            # one row per seed
     res.save("results/x")  # the on-disk layout of interface.md
     df = cnsim.sweep("baseline", grid={"bcn.w": [2, 4]}, seeds=4, out="results/w")
+    c = cnsim.fluid.compare(cnsim.load("baseline"))   # fluid model beside the packet runs
 """
 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from . import fluid
 from .errors import ScenarioError
 from .results import Results
 from .runner import run
@@ -33,5 +35,6 @@ __all__ = [
     "run",
     "sweep",
     "load_sweep",
+    "fluid",
     "__version__",
 ]
