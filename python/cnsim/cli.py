@@ -441,8 +441,7 @@ def fluid(
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
     """Fluid model of BCN / QCN on one bottleneck, beside the packet simulator (same axes)."""
-    from .fluid import _window as _fluid_window
-    from .fluid import compare, plot_comparison, run_fluid
+    from .fluid import compare, comparison_window, plot_comparison, run_fluid
 
     sc = _scenario(scenario, scheme, pause, set_, seeds, None, duration)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -456,7 +455,7 @@ def fluid(
         c.packet.save(target / "packet", report=False)
     else:
         fl = run_fluid(sc, step_us, dest)
-        lo, hi = _fluid_window(sc)
+        lo, hi = comparison_window(sc.engine_config())
         summary = {
             "scenario": sc.name,
             "scheme": sc.scheme,

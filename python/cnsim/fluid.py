@@ -1,8 +1,9 @@
 """Fluid models of BCN and QCN beside the packet simulator (schemes.md,
 "Fluid models"; equations in docs/fluid.md).
 
-`fluid_config(scenario)` reads one bottleneck out of a scenario: every
-loaded station sends to the same destination, the CP is the port into it.
+`fluid_config(scenario)` reads one congestion point out of a scenario: the
+flows into one destination (the only one of every source, the hotspot node,
+or `dest`) and the port that feeds it.
 `run_fluid(scenario)` integrates the model (Rust, GIL released) and
 `compare(scenario)` runs the packet simulator on the same scenario and
 draws both on the same axes."""
@@ -231,10 +232,11 @@ def run_fluid(sc: Scenario, step_us: float = DEFAULT_STEP_US, dest: str | None =
     )
 
 
-def _window(sc: Scenario) -> tuple[float, float]:
-    """The fairness window, else the hotspot window, else the measurement window (ms)."""
-    windows = {w["name"]: w for w in sc.engine_config()["windows"]}
-    w = windows.get("fairness") or windows.get("hotspot") or sc.engine_config()["windows"][0]
+def comparison_window(engine: dict[str, Any]) -> tuple[float, float]:
+    """The fairness window, else the hotspot window, else the measurement
+    window (ms) of a resolved scenario."""
+    windows = {w["name"]: w for w in engine["windows"]}
+    w = windows.get("fairness") or windows.get("hotspot") or engine["windows"][0]
     return w["start_ps"] / 1e9, w["end_ps"] / 1e9
 
 
@@ -269,7 +271,8 @@ def compare(
 
     fl = run_fluid(sc, step_us, dest)
     res = run(sc, jobs=jobs, progress=False)
-    lo, hi = _window(sc)
+    engine = sc.engine_config()
+    lo, hi = comparison_window(engine)
     t = fl.time_ms
     sel = (t >= lo) & (t < hi)
     rows: list[tuple[str, float, float | None]] = []
@@ -284,7 +287,7 @@ def compare(
     flows = fl.config["flows"]
     if all(f["share"] >= 1.0 for f in flows):
         for f in flows:
-            p = _packet_flow(res, f)
+            p = _packet_flow(res, engine, f)
             a = float(fl.sent_gbps[f["name"]][sel].mean())
             rows.append((f"{f['name']} rate (Gbit/s)", a, None if p is None else float(p[sel].mean())))
     else:
@@ -304,15 +307,16 @@ def compare(
     return Comparison(fl, res, (lo, hi), rows)
 
 
-def _packet_flow(res: Any, flow: dict[str, Any]) -> np.ndarray | None:
+def _packet_flow(res: Any, engine: dict[str, Any], flow: dict[str, Any]) -> np.ndarray | None:
+    """A flow's packet rate: its source's uplink, when the source sends nowhere else."""
     if flow["share"] < 1.0:
         return None
-    up = _uplink(res.scenario, flow["name"])
+    up = _uplink(engine, flow["name"])
     return _packet_series(res, "link_throughput", up) if up else None
 
 
-def _uplink(sc: Scenario, station: str) -> str | None:
-    for lk in sc.engine_config()["links"]:
+def _uplink(engine: dict[str, Any], station: str) -> str | None:
+    for lk in engine["links"]:
         if lk["a"] == station:
             return f"{station}->{lk['b']}"
         if lk["b"] == station:
@@ -342,9 +346,10 @@ def plot_comparison(c: Comparison, path: str | Path) -> Path:
     bin_ms = fl.bin_ms
     flows = fl.config["flows"]
     if all(f["share"] >= 1.0 for f in flows):
+        engine = res.scenario.engine_config()
         for i, f in enumerate(flows):
             name, col = f["name"], colors[i % len(colors)]
-            p = _packet_flow(res, f)
+            p = _packet_flow(res, engine, f)
             if p is not None:
                 ax_r.plot(
                     t[: len(p)], _smooth(p, bin_ms), lw=0.8, color=col, alpha=0.7, label=f"{name} packet"

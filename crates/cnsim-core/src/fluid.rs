@@ -12,8 +12,8 @@
 
 use crate::config::{err, ConfigError, SchemeConfig};
 use crate::engine::{Time, PS_PER_US};
-use crate::scheme::bcn::BcnParams;
-use crate::scheme::qcn::{Efr, QcnParams, Sampling, SAMPLE_TABLE_KB};
+use crate::scheme::bcn::{Bcn, BcnParams};
+use crate::scheme::qcn::{Efr, Qcn, QcnParams};
 use serde::{Deserialize, Serialize};
 
 /// One flow: a source sending `offered_bps` to the bottleneck while it is on.
@@ -70,10 +70,12 @@ pub struct FluidResult {
     pub steps: u64,
 }
 
+/// The scheme, with the packet model's own CP formulas (Fb, quantisation,
+/// sampling intervals) so that both models compute feedback the same way.
 enum Law {
     Nocm,
-    Bcn(BcnParams),
-    Qcn(QcnParams),
+    Bcn(Bcn),
+    Qcn(Qcn),
 }
 
 /// Per-flow RP state.
@@ -145,11 +147,11 @@ pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
     let law = match &cfg.scheme {
         SchemeConfig::Nocm => Law::Nocm,
         SchemeConfig::Bcn(p) if p.bcn00 => return err("fluid: scheme.bcn00: BCN(0,0) stop messages have no fluid model here"),
-        SchemeConfig::Bcn(p) => Law::Bcn(p.clone()),
+        SchemeConfig::Bcn(p) => Law::Bcn(Bcn::new(p.clone())?),
         SchemeConfig::Qcn(p) if p.three_point => {
             return err("fluid: scheme.three_point: the three-point reflection has no fluid model here; use qcn or qcn2pt")
         }
-        SchemeConfig::Qcn(p) => Law::Qcn(p.clone()),
+        SchemeConfig::Qcn(p) => Law::Qcn(Qcn::new(p.clone())?),
         SchemeConfig::Dcqcn(_) => return err("fluid: scheme 'dcqcn' has no fluid model here"),
     };
     let positive = |v: f64| v > 0.0 && v.is_finite();
@@ -205,6 +207,7 @@ pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
     let mut capacity = cfg.capacity_bps;
     let mut q = 0.0_f64; // bytes
     let mut sent = vec![0.0_f64; n];
+    let mut arriving = vec![0.0_f64; n];
 
     for step in 0..total_steps {
         let now = step * cfg.step_ps;
@@ -219,7 +222,9 @@ pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
             sent_h[i].push(sent[i]);
         }
         // The CP queue: what arrives now left the sources tau_f ago.
-        let arriving: Vec<f64> = (0..n).map(|i| sent_h[i].ago(fwd[i])).collect();
+        for (i, a) in arriving.iter_mut().enumerate() {
+            *a = sent_h[i].ago(fwd[i]);
+        }
         let a_bps: f64 = arriving.iter().sum();
         let mut qdot = (a_bps - capacity) / 8.0; // bytes/s
         let mut q_next = q + qdot * dt;
@@ -235,8 +240,8 @@ pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
         // The CP: sampling rate and feedback for the arriving fluid.
         let (fb, interval_bytes) = match &law {
             Law::Nocm => (0.0, f64::INFINITY),
-            Law::Bcn(p) => bcn_feedback(p, q, qdot, a_bps),
-            Law::Qcn(p) => qcn_feedback(p, q, qdot, a_bps),
+            Law::Bcn(b) => bcn_feedback(b, q, qdot, a_bps),
+            Law::Qcn(c) => qcn_feedback(c, q, qdot, a_bps),
         };
         fb_h.push(fb);
         for i in 0..n {
@@ -257,8 +262,8 @@ pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
             let r = &mut rp[i];
             match &law {
                 Law::Nocm => {}
-                Law::Bcn(p) => bcn_rp(p, r, m, fb, line, dt),
-                Law::Qcn(p) => qcn_rp(p, r, m, fb, sent[i], line, dt),
+                Law::Bcn(b) => bcn_rp(b.params(), r, m, fb, line, dt),
+                Law::Qcn(c) => qcn_rp(c.params(), r, m, fb, sent[i], line, dt),
             }
         }
 
@@ -277,24 +282,18 @@ pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
 }
 
 /// BCN's Fb (pages) and sampling interval (bytes) for the arriving fluid.
-fn bcn_feedback(p: &BcnParams, q: f64, qdot: f64, a_bps: f64) -> (f64, f64) {
-    let interval = if p.oversampling && q >= p.oversample_above_bytes {
-        p.sample_sev_bytes
-    } else {
-        p.sample_bytes
-    };
+fn bcn_feedback(b: &Bcn, q: f64, qdot: f64, a_bps: f64) -> (f64, f64) {
     if a_bps <= 0.0 {
         return (0.0, f64::INFINITY);
     }
+    let p = b.params();
+    let interval = b.mean_interval(q);
     if p.bcn_max && q > p.qmc_bytes {
-        return (-(p.qoff_hi_qeq + p.w * p.qdelta_range_qeq) * p.qeq_pages, interval);
+        return (b.fb_max_negative(), interval);
     }
-    // Qdelta: the change of the queue between two samples, 8 S / A apart.
-    let between = 8.0 * interval / a_bps;
-    let qeq = p.qeq_pages;
-    let qoff = ((q / 64.0) - qeq).clamp(-p.qoff_lo_qeq * qeq, p.qoff_hi_qeq * qeq);
-    let qdelta = (qdot * between / 64.0).clamp(-p.qdelta_range_qeq * qeq, p.qdelta_range_qeq * qeq);
-    (-(qoff + p.w * qdelta), interval)
+    // Qold: the queue one sampling interval (8 S / A seconds) ago.
+    let qold = q - qdot * 8.0 * interval / a_bps;
+    (b.feedback(q as u64, qold / 64.0), interval)
 }
 
 /// BCN's RP: the expected effect of `m` messages per second carrying `fb`.
@@ -316,28 +315,19 @@ fn bcn_rp(p: &BcnParams, r: &mut Rp, m: f64, fb: f64, line: f64, dt: f64) {
     }
 }
 
-/// QCN's qFb (continuous in [0, 63], floored like the 6-bit value) and the
-/// sampling interval (bytes).
-fn qcn_feedback(p: &QcnParams, q: f64, qdot: f64, a_bps: f64) -> (f64, f64) {
+/// QCN's qFb (the packet model's 6-bit value) and the sampling interval (bytes).
+fn qcn_feedback(c: &Qcn, q: f64, qdot: f64, a_bps: f64) -> (f64, f64) {
     if a_bps <= 0.0 {
         return (0.0, f64::INFINITY);
     }
-    let interval_of = |qfb: f64| match p.sampling {
-        Sampling::Table => SAMPLE_TABLE_KB[((qfb / 8.0) as usize).min(7)] * 1000.0,
-        Sampling::Bytes | Sampling::Frames => 1500.0 / (p.pmin + (p.pmax - p.pmin) * qfb / 63.0),
-    };
     // Qdelta is the change since the previous sample; iterate once so the
     // interval used for it matches the qFb it gives.
-    let fb_max = p.qeq_bytes * (2.0 * p.w + 1.0);
-    let mut interval = interval_of(0.0);
-    let mut qfb = 0.0;
+    let mut qfb = 0;
     for _ in 0..2 {
-        let between = 8.0 * interval / a_bps;
-        let fb = -((q - p.qeq_bytes) + p.w * qdot * between);
-        qfb = if fb >= 0.0 { 0.0 } else { (-fb * 63.0 / fb_max).floor().min(63.0) };
-        interval = interval_of(qfb);
+        let between = 8.0 * c.interval_bytes(qfb) / a_bps;
+        qfb = c.quantize(c.feedback(q, q - qdot * between));
     }
-    (qfb, interval)
+    (qfb as f64, c.interval_bytes(qfb))
 }
 
 /// QCN's RP: decreases by the CNMs (`m` per second carrying `qfb`, only

@@ -158,13 +158,19 @@ impl Bcn {
         -(p.qoff_hi_qeq * p.qeq_pages + p.w * p.qdelta_range_qeq * p.qeq_pages)
     }
 
-    fn next_interval(&self, q_bytes: u64, rng: &mut Stream) -> f64 {
+    /// Mean bytes to the next sample with `q_bytes` queued (oversampling or not).
+    pub fn mean_interval(&self, q_bytes: f64) -> f64 {
         let p = &self.p;
-        let s = if p.oversampling && q_bytes as f64 >= p.oversample_above_bytes {
+        if p.oversampling && q_bytes >= p.oversample_above_bytes {
             p.sample_sev_bytes
         } else {
             p.sample_bytes
-        };
+        }
+    }
+
+    fn next_interval(&self, q_bytes: u64, rng: &mut Stream) -> f64 {
+        let p = &self.p;
+        let s = self.mean_interval(q_bytes as f64);
         let j = if p.jitter_bytes > 0.0 {
             rng.gen_range(-p.jitter_bytes..=p.jitter_bytes)
         } else {
