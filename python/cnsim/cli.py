@@ -446,11 +446,11 @@ def fluid(
     sc = _scenario(scenario, scheme, pause, set_, seeds, None, duration)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     target = out_dir or Path("results") / f"{sc.name}-fluid-{stamp}"
-    target.mkdir(parents=True, exist_ok=True)
     if packet:
         c = compare(sc, step_us, dest=dest)
         fl = c.fluid
         summary = {"scenario": sc.name, "scheme": sc.scheme, "seeds": list(sc.seeds), **c.as_dict()}
+        target.mkdir(parents=True, exist_ok=True)
         plot_comparison(c, target / "fluid.png")
         c.packet.save(target / "packet", report=False)
     else:
@@ -463,6 +463,7 @@ def fluid(
             "fluid_stability": fl.stability(lo, hi),
             "fluid_wall_s": fl.wall_s,
         }
+        target.mkdir(parents=True, exist_ok=True)
     fl.timeseries().write_parquet(target / "fluid.parquet")
     (target / "fluid.json").write_text(json.dumps(summary, indent=1))
     if as_json:
