@@ -147,6 +147,14 @@ def run(
     for k, v in summary["metrics"].items():
         t.add_row(k, *(_fmt(v[x]) for x in ("mean", "min", "max")))
     out.print(t)
+    agg = summary["aggregates"]
+    if "transient_ms" in agg:
+        rtt = agg["transient_rtt_ms"]
+        parts = []
+        for name, key in (("transient (knee)", "transient"), ("settling time", "settling")):
+            ms = agg.get(f"{key}_ms")
+            parts.append(f"{name} " + ("not reached" if ms is None else f"{ms:g} ms = {ms / rtt:.1f} RTTs"))
+        out.print(f"{'; '.join(parts)} (over {len(sc.seeds)} seeds, RTT {rtt:g} ms)")
     e = summary["engine"]
     out.print(
         f"engine: {e['frames']:,} frames, {e['events']:,} events, {e['wall_s']:.2f} s, "

@@ -169,6 +169,38 @@ def knee(rc: np.ndarray, epsilon: float) -> int:
     return half
 
 
+def smooth(x: np.ndarray, width: int) -> np.ndarray:
+    """Centred moving average over `width` bins; near the ends the window is
+    cut to the bins that exist."""
+    width = max(1, int(width))
+    if width == 1 or len(x) == 0:
+        return np.asarray(x, dtype=float)
+    c = np.concatenate(([0.0], np.cumsum(x, dtype=float)))
+    n = len(x)
+    lo = np.clip(np.arange(n) - (width - 1) // 2, 0, n)
+    hi = np.clip(np.arange(n) + width // 2 + 1, 0, n)
+    return (c[hi] - c[lo]) / (hi - lo)
+
+
+def settling(x: np.ndarray, band: float, width: int) -> tuple[int | None, float]:
+    """Settling time of a series (in bins from its start): the first bin after
+    which the series, smoothed over `width` bins, stays within `band` (a
+    fraction) of its steady mean, the mean of its second half. Returns
+    (bin, steady mean); the bin is None when the last smoothed value is
+    still outside the band (not settled by the end)."""
+    x = np.asarray(x, dtype=float)
+    n = len(x)
+    if n == 0:
+        return None, float("nan")
+    steady = float(np.mean(x[n // 2 :]))
+    s = smooth(x, width)
+    outside = np.flatnonzero(np.abs(s - steady) > band * abs(steady))
+    if outside.size == 0:
+        return 0, steady
+    last = int(outside[-1])
+    return (None if last == n - 1 else last + 1), steady
+
+
 def transient(results: Any) -> dict[str, Any] | None:
     """Transient duration of the aggregate throughput over all replications:
     {transient_ms, transient_rtts, rtt_ms, epsilon, bin_ms, knee_bin, rc}."""
@@ -194,13 +226,22 @@ def transient(results: Any) -> dict[str, Any] | None:
     rc = relative_change(x)
     k = knee(rc, tr.epsilon)
     ms = k * tr.bin_ms
+    width = max(1, round(tr.settle_smooth_ms / tr.bin_ms))
+    settle_bin, steady = settling(x, tr.settle_band, width)
+    settle_ms = None if settle_bin is None else settle_bin * tr.bin_ms
     return {
         "transient_ms": ms,
         "transient_rtts": ms / tr.rtt_ms,
+        "settling_ms": settle_ms,
+        "settling_rtts": None if settle_ms is None else settle_ms / tr.rtt_ms,
+        "steady_gbps": steady,
+        "settle_band": tr.settle_band,
+        "settle_smooth_ms": tr.settle_smooth_ms,
         "rtt_ms": tr.rtt_ms,
         "epsilon": tr.epsilon,
         "bin_ms": tr.bin_ms,
         "knee_bin": k,
         "rc": rc.tolist(),
         "mean_series": x.tolist(),
+        "smoothed_series": smooth(x, width).tolist(),
     }

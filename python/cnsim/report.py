@@ -174,20 +174,28 @@ def _transient_fig(res: Any) -> Any | None:
     tr = res.transient()
     if tr is None:
         return None
-    fig, (a1, a2) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
     t = np.arange(len(tr["rc"])) * tr["bin_ms"]
-    a1.plot(t, tr["mean_series"], lw=1, color="black")
-    a1.set_ylabel("aggregate (Gbit/s), mean over seeds")
+    steady, band = tr["steady_gbps"], tr["settle_band"]
+    a1.plot(t, tr["mean_series"], lw=0.6, color="0.6", label="mean over seeds")
+    a1.plot(t, tr["smoothed_series"], lw=1.2, color="black", label=f"smoothed ({tr['settle_smooth_ms']:g} ms)")
+    a1.axhspan(steady * (1 - band), steady * (1 + band), color="tab:green", alpha=0.15, label=f"steady mean +-{band:.0%}")
+    a1.set_ylabel("aggregate (Gbit/s)")
     a2.plot(t, tr["rc"], lw=1)
     k = tr["knee_bin"] * tr["bin_ms"]
     for ax in (a1, a2):
-        ax.axvline(k, color="red", ls="--", lw=1)
+        ax.axvline(k, color="red", ls="--", lw=1, label="knee (transient)")
+        if tr["settling_ms"] is not None:
+            ax.axvline(tr["settling_ms"], color="tab:green", ls=":", lw=1.5, label="settling time")
         ax.grid(alpha=0.3)
+    a1.legend(fontsize=8, loc="lower right")
     a2.set_ylabel("relative change rc(l)")
-    a2.set_xlabel("deleted (ms after the onset)")
+    a2.set_xlabel("ms after the onset (bins deleted)")
+    settle = "not settled" if tr["settling_ms"] is None else f"{tr['settling_ms']:.0f} ms = {tr['settling_rtts']:.1f} RTTs"
     a1.set_title(
-        f"Transient: {tr['transient_ms']:.0f} ms = {tr['transient_rtts']:.1f} RTTs "
-        f"(RTT {tr['rtt_ms']} ms, epsilon {tr['epsilon']})"
+        f"Transient (knee): {tr['transient_ms']:.0f} ms = {tr['transient_rtts']:.1f} RTTs; settling: {settle}\n"
+        f"(RTT {tr['rtt_ms']} ms, epsilon {tr['epsilon']}, band +-{band:.0%})",
+        fontsize=10,
     )
     fig.tight_layout()
     return fig

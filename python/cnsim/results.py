@@ -153,8 +153,8 @@ class Results:
         out: dict[str, Any] = {}
         tr = self.transient()
         if self.scenario.model.transient is not None:
-            out["transient_ms"] = tr["transient_ms"] if tr else None
-            out["transient_rtts"] = tr["transient_rtts"] if tr else None
+            for k in ("transient_ms", "transient_rtts", "settling_ms", "settling_rtts"):
+                out[k] = tr[k] if tr else None
             out["transient_rtt_ms"] = self.scenario.model.transient.rtt_ms
         return _clean(out)
 
@@ -193,6 +193,7 @@ class Results:
                     "time_ms": np.arange(n, dtype=np.float64) * tr["bin_ms"],
                     "rc": np.asarray(tr["rc"], dtype=np.float64),
                     "mean_aggregate_gbps": np.asarray(tr["mean_series"], dtype=np.float64),
+                    "smoothed_aggregate_gbps": np.asarray(tr["smoothed_series"], dtype=np.float64),
                 }
             ).write_parquet(out / "transient.parquet")
         if report:

@@ -95,6 +95,16 @@ class StationDefaults(_Model):
     nic_buffer_bytes: int = Field(150_000, ge=1, description="NIC transmit buffer (B)")
     rlq_bytes: int = Field(150_000, ge=1, description="capacity of each rate-limiter queue (B)")
     processing_us: float = Field(2.0, ge=0, description="reaction time to a notification (us)")
+    rl_scope: Literal["flow", "cp"] = Field(
+        "flow",
+        description="[derived] which rate limiter a notification acts on: flow (one RL per flow, "
+        "slowed by every CP on its path) | cp (one RL per CPID, the flow follows the newest CP)",
+    )
+    nic_full: Literal["defer", "drop"] = Field(
+        "defer",
+        description="[derived] a frame for a full NIC FIFO (PAUSE holds the link): defer (not "
+        "generated, counted in frames_deferred) | drop (dropped_rp, as dropped_nic)",
+    )
 
 
 class Pause(_Model):
@@ -210,6 +220,15 @@ class Transient(_Model):
     bin_ms: float = Field(1.0, gt=0, description="bin width of the analysed series (ms)")
     epsilon: float = Field(0.01, gt=0, description="knee rule: largest |rc(l') - rc(l)| after the knee")
     rtt_ms: float = Field(..., gt=0, description="the RTT the transient is expressed in (ms)")
+    settle_band: float = Field(
+        0.05,
+        gt=0,
+        lt=1,
+        description="settling time: the band around the steady mean, as a fraction of it",
+    )
+    settle_smooth_ms: float = Field(
+        10.0, gt=0, description="settling time: width of the centred moving average (ms)"
+    )
 
 
 class NocmTable(_Model):
@@ -759,6 +778,8 @@ def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = 
                     "nic_buffer_bytes": _or(n.nic_buffer_bytes, st.nic_buffer_bytes),
                     "rlq_bytes": _or(n.rlq_bytes, st.rlq_bytes),
                     "processing_ps": round(processing * PS_PER_US),
+                    "rl_scope": st.rl_scope,
+                    "nic_full": st.nic_full,
                 }
             )
             if n.load > 0:

@@ -59,9 +59,16 @@ class BcnTable(_Table):
     sample_sev_bytes: float = Field(
         15_000.0, gt=0, description="sampling interval while oversampling (bytes)"
     )
-    min_rate_mbps: float = Field(1.0, gt=0, description="rate floor after a decrease (Mbit/s)")
+    min_rate_mbps: float = Field(
+        5.0, gt=0, description="[derived] rate floor after a decrease (Mbit/s; docs/calibration.md)"
+    )
     sample_dropped: bool = Field(
         True, description="[assumed] the sampler also sees frames the full queue drops"
+    )
+    notify_below_qeq: bool = Field(
+        False,
+        description="[derived] negative feedback also at or below Qeq, from the derivative term "
+        "alone (the literal rule; off: only a queue above Qeq slows sources)",
     )
     positive_untagged: bool = Field(
         False,
@@ -96,6 +103,7 @@ class BcnTable(_Table):
             "sample_sev_bytes": self.sample_sev_bytes,
             "min_rate_bps": self.min_rate_mbps * 1e6,
             "sample_dropped": self.sample_dropped,
+            "notify_below_qeq": self.notify_below_qeq,
             "positive_untagged": self.positive_untagged,
         }
 
@@ -146,6 +154,11 @@ class QcnTable(_Table):
     )
     sample_dropped: bool = Field(
         True, description="[assumed] the sampler also sees frames the full queue drops"
+    )
+    notify_below_qeq: bool = Field(
+        False,
+        description="[derived] a CNM (or mark) also at or below Qeq, from the derivative term "
+        "alone (the literal rule; off: only a queue above Qeq slows sources)",
     )
 
     def engine(self, three_point: bool) -> dict[str, Any]:

@@ -14,6 +14,8 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
             nic_buffer_bytes: 150_000,
             rlq_bytes: 150_000,
             processing_ps: 2 * PS_PER_US,
+            rl_scope: RlScope::default(),
+            nic_full: NicFull::default(),
         })
         .collect();
     stations.push(StationConfig {
@@ -23,6 +25,8 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
         nic_buffer_bytes: 150_000,
         rlq_bytes: 150_000,
         processing_ps: 2 * PS_PER_US,
+        rl_scope: RlScope::default(),
+        nic_full: NicFull::default(),
     });
     let mut bridges: Vec<BridgeConfig> = (1..=n)
         .map(|i| BridgeConfig {
@@ -105,6 +109,8 @@ pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, schem
             nic_buffer_bytes: 150_000,
             rlq_bytes: 150_000,
             processing_ps: PS_PER_US,
+            rl_scope: RlScope::default(),
+            nic_full: NicFull::default(),
         })
         .collect();
     let bridges = vec![BridgeConfig {

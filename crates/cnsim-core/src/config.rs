@@ -110,6 +110,36 @@ pub struct StationConfig {
     pub rlq_bytes: u64,
     /// Delay before a received notification is applied.
     pub processing_ps: Time,
+    /// Which rate limiter a notification acts on (one per flow, or one per CP).
+    #[serde(default)]
+    pub rl_scope: RlScope,
+    /// What the source does with a frame for the NIC FIFO when it is full
+    /// (which only PAUSE or a stopped link makes happen).
+    #[serde(default)]
+    pub nic_full: NicFull,
+}
+
+/// Which rate limiter a notification acts on (docs/calibration.md, "Multi-hop
+/// congestion under PAUSE").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RlScope {
+    /// One RL per flow (source, destination), fed by every CP on its path.
+    #[default]
+    Flow,
+    /// One RL per CPID; a flow follows the CP that last slowed it.
+    Cp,
+}
+
+/// What a source does with a frame for a full NIC FIFO.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NicFull {
+    /// The generator defers: the frame is not generated (counted as deferred); nothing is lost.
+    #[default]
+    Defer,
+    /// The NIC drops the frame (an RP drop, counted as `dropped_nic`).
+    Drop,
 }
 
 /// How a source picks each frame's destination.

@@ -293,7 +293,11 @@ fn bcn_feedback(b: &Bcn, q: f64, qdot: f64, a_bps: f64) -> (f64, f64) {
     }
     // Qold: the queue one sampling interval (8 S / A seconds) ago.
     let qold = q - qdot * 8.0 * interval / a_bps;
-    (b.feedback(q as u64, qold / 64.0), interval)
+    let fb = b.feedback(q as u64, qold / 64.0);
+    if fb < 0.0 && !b.negative_allowed(q) {
+        return (0.0, interval);
+    }
+    (fb, interval)
 }
 
 /// BCN's RP: the expected effect of `m` messages per second carrying `fb`.
@@ -325,7 +329,7 @@ fn qcn_feedback(c: &Qcn, q: f64, qdot: f64, a_bps: f64) -> (f64, f64) {
     let mut qfb = 0;
     for _ in 0..2 {
         let between = 8.0 * c.interval_bytes(qfb) / a_bps;
-        qfb = c.quantize(c.feedback(q, q - qdot * between));
+        qfb = c.sample_qfb(q, q - qdot * between);
     }
     (qfb as f64, c.interval_bytes(qfb))
 }

@@ -74,7 +74,11 @@ pub struct Stats {
     pub generated: u64,
     pub delivered: u64,
     pub dropped_cp: u64,
-    pub dropped_rp: u64,
+    /// RP drops: at a full RLQ, and at a full NIC FIFO (`nic_full = drop`).
+    pub dropped_rl: u64,
+    pub dropped_nic: u64,
+    /// Frames a source held back because its NIC FIFO was full (`nic_full = defer`).
+    pub deferred: u64,
     /// Delivered bytes per bin, all destinations.
     pub agg_bins: Vec<u64>,
     /// Delivered bytes per (destination, bin).
@@ -92,11 +96,18 @@ pub struct Stats {
     pub link_win_bytes: Vec<u64>,
     pub queue_traces: Vec<QueueTrace>,
     pub n_ports: usize,
-    /// Frame counts per window: generated, delivered, dropped_cp, dropped_rp.
-    pub win_counts: Vec<[u64; 4]>,
+    /// Frame counts per window: generated, delivered, dropped_cp, dropped_rp, deferred.
+    pub win_counts: Vec<[u64; 5]>,
 }
 
 pub const NO_SLOT: u32 = u32::MAX;
+
+/// What [`Stats::count`] counts.
+pub const GENERATED: usize = 0;
+pub const DROPPED_CP: usize = 2;
+pub const DROPPED_RL: usize = 3;
+pub const DROPPED_NIC: usize = 4;
+pub const DEFERRED: usize = 5;
 
 impl Stats {
     pub fn new(
@@ -126,7 +137,9 @@ impl Stats {
             generated: 0,
             delivered: 0,
             dropped_cp: 0,
-            dropped_rp: 0,
+            dropped_rl: 0,
+            dropped_nic: 0,
+            deferred: 0,
             agg_bins: vec![0; n_bins],
             dest_bins: vec![0; n_stations * n_bins],
             flow_slot,
@@ -139,7 +152,7 @@ impl Stats {
             link_win_bytes: vec![0; nw * n_ports],
             queue_traces: Vec::new(),
             n_ports,
-            win_counts: vec![[0; 4]; nw],
+            win_counts: vec![[0; 5]; nw],
         }
     }
 
@@ -189,19 +202,42 @@ impl Stats {
         }
     }
 
-    /// Counts a frame event (0 generated, 2 dropped_cp, 3 dropped_rp) at `t` in its windows.
+    /// Counts a frame event (`GENERATED`, `DROPPED_CP`, `DROPPED_RL`,
+    /// `DROPPED_NIC`, `DEFERRED`) at `t` in its windows.
     #[inline]
     pub fn count(&mut self, t: Time, what: usize) {
-        match what {
-            0 => self.generated += 1,
-            2 => self.dropped_cp += 1,
-            _ => self.dropped_rp += 1,
-        }
+        let col = match what {
+            GENERATED => {
+                self.generated += 1;
+                0
+            }
+            DROPPED_CP => {
+                self.dropped_cp += 1;
+                2
+            }
+            DROPPED_RL => {
+                self.dropped_rl += 1;
+                3
+            }
+            DROPPED_NIC => {
+                self.dropped_nic += 1;
+                3
+            }
+            _ => {
+                self.deferred += 1;
+                4
+            }
+        };
         for (w, &(a, e)) in self.windows.iter().enumerate() {
             if t >= a && t < e {
-                self.win_counts[w][what] += 1;
+                self.win_counts[w][col] += 1;
             }
         }
+    }
+
+    /// Frames dropped at reaction points (RLQ and NIC).
+    pub fn dropped_rp(&self) -> u64 {
+        self.dropped_rl + self.dropped_nic
     }
 
     /// A frame of `len` bytes starts transmission on `port` at `t`.
@@ -261,6 +297,11 @@ pub struct FrameCounts {
     pub delivered: u64,
     pub dropped_cp: u64,
     pub dropped_rp: u64,
+    /// RP drops split: at a full RLQ, at a full NIC FIFO.
+    pub dropped_rl: u64,
+    pub dropped_nic: u64,
+    /// Frames sources held back at a full NIC FIFO (never generated, never lost).
+    pub deferred: u64,
     pub in_flight: u64,
     /// Largest generation-to-reception delay of a delivered frame (ps).
     pub delay_max_ps: Time,
@@ -280,11 +321,12 @@ pub struct WindowResult {
     pub name: String,
     pub start_ps: Time,
     pub end_ps: Time,
-    /// Frames generated, delivered, dropped at CPs and at RPs inside the window.
+    /// Frames generated, delivered, dropped at CPs and at RPs, and deferred, inside the window.
     pub generated: u64,
     pub delivered: u64,
     pub dropped_cp: u64,
     pub dropped_rp: u64,
+    pub deferred: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -320,6 +362,11 @@ pub struct NodeResult {
     pub delivered: u64,
     pub dropped_cp: u64,
     pub dropped_rp: u64,
+    pub dropped_rl: u64,
+    pub dropped_nic: u64,
+    pub deferred: u64,
+    /// Stations: congestion notifications received.
+    pub notifications: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -327,6 +374,9 @@ pub struct Metrics {
     pub aggregate_throughput: f64,
     pub dropped_cp: u64,
     pub dropped_rp: u64,
+    pub dropped_rl: u64,
+    pub dropped_nic: u64,
+    pub frames_deferred: u64,
     pub time_paused_pct: Option<f64>,
     pub time_paused_pct_all: f64,
     pub time_paused_pct_max: f64,

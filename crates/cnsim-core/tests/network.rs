@@ -14,6 +14,8 @@ fn station(name: &str, load: f64, dest: DestConfig) -> StationConfig {
         nic_buffer_bytes: 150_000,
         rlq_bytes: 150_000,
         processing_ps: 2 * PS_PER_US,
+        rl_scope: RlScope::default(),
+        nic_full: NicFull::default(),
     }
 }
 
@@ -179,9 +181,26 @@ fn pause_with_enough_headroom_is_lossless_and_keeps_the_downlink_busy() {
     }
     assert!(r.metrics.time_paused_pct.unwrap() > 0.0);
     assert!(r.metrics.pause_frames > 0);
-    // Back-pressure reaches the sources, whose NICs then overflow.
+    // Back-pressure reaches the sources: their generators defer (the
+    // default), so no frame is lost anywhere.
     assert!(r.link("S1->B1").unwrap().paused_ever);
-    assert!(r.frames.dropped_rp > 0);
+    assert_eq!((r.frames.dropped_rp, r.frames.dropped_nic, r.frames.dropped_rl), (0, 0, 0));
+    assert!(r.frames.deferred > 0, "the paused sources held frames back");
+    let held: u64 = r.nodes.iter().map(|n| n.deferred).sum();
+    assert_eq!(held, r.frames.deferred);
+    assert_eq!(r.windows.iter().map(|w| w.dropped_rp).sum::<u64>(), 0);
+
+    // The other reading: a full NIC drops what the source generates.
+    for st in &mut cfg.stations {
+        st.nic_full = NicFull::Drop;
+    }
+    let d = run(&cfg, 3);
+    assert_eq!(d.frames.dropped_cp, 0);
+    assert_eq!(d.frames.deferred, 0);
+    assert!(d.frames.dropped_nic > 0 && d.frames.dropped_rp == d.frames.dropped_nic);
+    // Same slots, same deliveries: deferring only changes what is counted.
+    assert_eq!(d.frames.delivered, r.frames.delivered);
+    assert_eq!(d.frames.generated, r.frames.generated + r.frames.deferred);
 }
 
 #[test]

@@ -1,27 +1,43 @@
-//! Rate limiters at the reaction point (schemes.md, "Station"): created by
-//! feedback, one per CP (CPID) per station, flows mapped by destination. An
-//! RL holds its frames in its own queue (RLQ) and releases the head frame at
-//! its current rate; the station's link serves the unlimited NIC FIFO and the
-//! RLQs round-robin. Frames leaving an RL carry its CPID. An RL back at line
-//! rate with an empty queue is released. What moves the rate is the scheme's.
+//! Rate limiters at the reaction point (schemes.md, "Station"). An RL holds
+//! its frames in its own queue (RLQ) and releases the head frame at its
+//! current rate; the station's link serves the unlimited NIC FIFO and the
+//! RLQs round-robin. Frames leaving an RL carry its tag (a CPID). An RL back
+//! at line rate with an empty queue is released. What moves the rate is the
+//! scheme's.
+//!
+//! Which RL a notification acts on is the station's `rl_scope`
+//! (docs/calibration.md, "Multi-hop congestion under PAUSE"):
+//!
+//! - `flow` (default): one RL per flow (source, destination). A notification
+//!   from any CP about a flow acts on that flow's RL, so every congested
+//!   point a flow crosses throttles it; the RL's tag is the CPID of the last
+//!   negative notification (the CP that may raise it again, BCN rule 4).
+//! - `cp`: one RL per CPID, flows mapped by destination to the RL of the CP
+//!   that last sent them negative feedback (the BCN proposal's reading).
+//!
+//! RLs live in one slab shared by all stations; their ids index timer events.
 
 use super::frame::{Frame, NO_NODE};
 use super::port::PortId;
 use super::sim::{NetSim, EV_RL_TIMER, EV_WAKE};
+use crate::config::RlScope;
 use crate::engine::rng::Stream;
 use crate::engine::Time;
 use crate::scheme::{Feedback, FeedbackKind, RlCore, Scheme};
 use crate::stats::QueueTrace;
 use std::collections::VecDeque;
 
-/// Rate limiters per station at most (slots; event indices are station * MAX_RL + slot).
-pub const MAX_RL: usize = 16;
-pub const NO_RL: u8 = u8::MAX;
 /// At most this many RLs get rate / RLQ time series.
 pub const MAX_RL_TRACES: usize = 256;
+/// CPID of a notification that names no congestion point.
+pub const NO_CPID: u16 = 0;
 
 pub struct RateLimiter<R> {
-    pub cpid: u16,
+    pub station: u32,
+    /// What the RL is keyed by: the flow's destination (`flow` scope) or a CPID (`cp` scope).
+    pub key: u16,
+    /// CPID carried by the frames leaving this RL.
+    pub tag: u16,
     pub core: RlCore,
     pub state: R,
     pub queue: VecDeque<Frame>,
@@ -35,35 +51,90 @@ pub struct RateLimiter<R> {
     pub trace: Option<usize>,
 }
 
-/// The reaction-point side of one station.
-pub struct StationRp<R> {
-    pub rls: Vec<Option<RateLimiter<R>>>,
-    /// Destination station -> RL slot, or NO_RL.
-    pub flow_rl: Vec<u8>,
-    pub active: usize,
-    /// Round-robin position: 0 = NIC FIFO, 1 + k = RL slot k.
-    pub rr: usize,
-    /// Scheme randomness of this station's RLs.
-    pub rng: Stream,
-}
+/// A small map from a 16-bit key to an RL id, sorted by key: the few RLs a
+/// station has make a binary search over a flat vector the cheapest lookup.
+#[derive(Default)]
+pub struct RlMap(Vec<(u16, u32)>);
 
-impl<R> StationRp<R> {
-    pub fn new(n_stations: usize, rng: Stream) -> Self {
-        StationRp {
-            rls: (0..MAX_RL).map(|_| None).collect(),
-            flow_rl: vec![NO_RL; n_stations],
-            active: 0,
-            rr: 0,
-            rng,
+impl RlMap {
+    #[inline]
+    pub fn get(&self, key: u16) -> Option<u32> {
+        self.0.binary_search_by_key(&key, |e| e.0).ok().map(|i| self.0[i].1)
+    }
+
+    pub fn insert(&mut self, key: u16, id: u32) {
+        match self.0.binary_search_by_key(&key, |e| e.0) {
+            Ok(i) => self.0[i].1 = id,
+            Err(i) => self.0.insert(i, (key, id)),
         }
     }
 
-    pub fn frames_queued(&self) -> u64 {
-        self.rls.iter().flatten().map(|rl| rl.queue.len() as u64).sum()
+    pub fn remove_id(&mut self, id: u32) {
+        self.0.retain(|e| e.1 != id);
     }
 
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The reaction-point side of one station.
+pub struct StationRp {
+    pub scope: RlScope,
+    /// Live RLs (ids into the slab) in creation order: the round-robin ring.
+    pub live: Vec<u32>,
+    /// RL by key (destination or CPID).
+    pub by_key: RlMap,
+    /// `cp` scope: destination -> RL the flow is mapped to.
+    pub flow_map: RlMap,
+    /// Round-robin position: 0 = NIC FIFO, 1 + i = `live[i]`.
+    pub rr: usize,
+    /// Frames waiting in this station's RLQs.
+    pub queued: u64,
+    /// Scheme randomness of this station's RLs.
+    pub rng: Stream,
+    /// Notifications received (CNMs, CNPs, reflections).
+    pub notifications: u64,
+}
+
+impl StationRp {
+    pub fn new(scope: RlScope, rng: Stream) -> Self {
+        StationRp {
+            scope,
+            live: Vec::new(),
+            by_key: RlMap::default(),
+            flow_map: RlMap::default(),
+            rr: 0,
+            queued: 0,
+            rng,
+            notifications: 0,
+        }
+    }
+
+    #[inline]
+    pub fn active(&self) -> bool {
+        !self.live.is_empty()
+    }
+
+    #[inline]
     pub fn has_queued(&self) -> bool {
-        self.active > 0 && self.rls.iter().flatten().any(|rl| !rl.queue.is_empty())
+        self.queued > 0
+    }
+
+    /// The RL that limits the flow to `dst`, if any.
+    #[inline]
+    pub fn rl_of(&self, dst: u16) -> Option<u32> {
+        if self.live.is_empty() {
+            return None;
+        }
+        match self.scope {
+            RlScope::Flow => self.by_key.get(dst),
+            RlScope::Cp => self.flow_map.get(dst),
+        }
     }
 }
 
@@ -81,31 +152,28 @@ pub struct RlTrace {
 }
 
 impl<S: Scheme> NetSim<S> {
-    /// A generated data frame of station `s` to `dst`: into its flow's RLQ if
-    /// the flow is rate limited. Returns the frame back if it goes to the NIC FIFO.
     #[inline]
-    pub(crate) fn rl_admit(&mut self, s: usize, frame: Frame) -> Option<Frame> {
-        let rp = &mut self.rps[s];
-        if rp.active == 0 {
-            return Some(frame);
-        }
-        let k = rp.flow_rl[frame.dst as usize];
-        if k == NO_RL {
-            return Some(frame);
-        }
-        let cap = self.net.stations[s].rlq_bytes;
-        let rl = rp.rls[k as usize].as_mut().expect("mapped flows point at live RLs");
-        if rl.bytes + frame.len as u64 > cap {
-            self.net.stations[s].dropped_rp += 1;
-            self.stats.count(self.now, 3);
-            return None;
+    fn rl(&mut self, id: u32) -> &mut RateLimiter<S::Rl> {
+        self.rls[id as usize].as_mut().expect("live RL ids point at RLs")
+    }
+
+    /// Queues a generated frame in RL `id`, or drops it (an RP drop) when the
+    /// RLQ is full. Returns whether it was queued.
+    pub(crate) fn rl_enqueue(&mut self, id: u32, frame: Frame) -> bool {
+        let now = self.now;
+        let rl = self.rls[id as usize].as_mut().expect("live");
+        let s = rl.station as usize;
+        if rl.bytes + frame.len as u64 > self.net.stations[s].rlq_bytes {
+            self.net.stations[s].dropped_rl += 1;
+            self.stats.count(now, crate::stats::DROPPED_RL);
+            return false;
         }
         rl.bytes += frame.len as u64;
         rl.queue.push_back(frame);
-        let tr = rl.trace;
-        let bytes = rl.bytes;
+        let (tr, bytes) = (rl.trace, rl.bytes);
+        self.rps[s].queued += 1;
         self.trace_rl_bytes(tr, bytes);
-        None
+        true
     }
 
     /// Picks the next data frame of station `s` round-robin over the NIC FIFO
@@ -113,19 +181,21 @@ impl<S: Scheme> NetSim<S> {
     /// earliest RL that may leave later.
     pub(crate) fn station_next_data(&mut self, s: usize, port: PortId) -> Option<Frame> {
         let now = self.now;
-        let rp = &mut self.rps[s];
-        let n = MAX_RL + 1;
+        let n = self.rps[s].live.len() + 1;
+        let start = self.rps[s].rr % n;
         let mut earliest = Time::MAX;
         for i in 0..n {
-            let idx = (rp.rr + i) % n;
+            let idx = (start + i) % n;
             if idx == 0 {
                 if let Some(f) = self.net.ports[port as usize].data.pop_front() {
-                    rp.rr = 1;
+                    self.rps[s].rr = 1;
                     return Some(f);
                 }
                 continue;
             }
-            let Some(rl) = rp.rls[idx - 1].as_mut() else { continue };
+            let id = self.rps[s].live[idx - 1];
+            let rp = &mut self.rps[s];
+            let rl = self.rls[id as usize].as_mut().expect("live");
             if rl.queue.is_empty() {
                 continue;
             }
@@ -135,8 +205,9 @@ impl<S: Scheme> NetSim<S> {
                 continue;
             }
             let mut f = rl.queue.pop_front().expect("non-empty");
+            rp.queued -= 1;
             rl.bytes -= f.len as u64;
-            f.tag = rl.cpid;
+            f.tag = rl.tag;
             rl.last_release = now;
             rl.last_len = f.len;
             let rate_before = rl.core.rate_bps;
@@ -148,14 +219,14 @@ impl<S: Scheme> NetSim<S> {
             // The frame now occupies the NIC like any frame being sent.
             self.net.ports[port as usize].data_bytes += f.len as u64;
             self.trace_rl_bytes(tr, bytes);
-            self.set_rl_timer(s, idx - 1, timer);
+            self.set_rl_timer(id, timer);
             if rate_changed {
                 if let Some(t) = tr {
                     let b = self.stats.bin_now();
                     self.rl_traces[t].rate.update(b, rate as u64);
                 }
             }
-            self.maybe_release(s, idx - 1);
+            self.maybe_release(id);
             return Some(f);
         }
         if earliest != Time::MAX {
@@ -172,39 +243,46 @@ impl<S: Scheme> NetSim<S> {
         }
     }
 
-    /// A CNM reached station `s` (after its processing time).
+    /// A notification reached station `s` (after its processing time).
     pub(crate) fn rp_receive(&mut self, s: usize, cnm: &Frame) {
         let fb = Feedback {
             kind: FeedbackKind::from_u8(cnm.aux),
             fb: cnm.value,
         };
         let cpid = cnm.tag;
+        let negative = matches!(fb.kind, FeedbackKind::Negative | FeedbackKind::Stop);
         let now = self.now;
-        let slot = match self.rps[s].rls.iter().position(|r| r.as_ref().is_some_and(|r| r.cpid == cpid)) {
-            Some(k) => k,
+        self.rps[s].notifications += 1;
+        let key = match self.rps[s].scope {
+            RlScope::Flow if cnm.flow_dst == NO_NODE => return, // names no flow: nothing to act on
+            RlScope::Flow => cnm.flow_dst,
+            RlScope::Cp => cpid,
+        };
+        let id = match self.rps[s].by_key.get(key) {
+            Some(id) => id,
             None => {
                 if !self.scheme.creates_rl(&fb) {
                     return;
                 }
-                match self.create_rl(s, cpid) {
-                    Some(k) => k,
-                    None => return, // every slot busy: the notification is ignored
-                }
+                self.create_rl(s, key, cpid)
             }
         };
-        if matches!(fb.kind, FeedbackKind::Negative | FeedbackKind::Stop) && cnm.flow_dst != NO_NODE {
-            // Map (or re-map to the newer CP) the flow the notification is about.
-            self.rps[s].flow_rl[cnm.flow_dst as usize] = slot as u8;
+        if negative {
+            // The CP that last slowed the RL is the one that may raise it (BCN rule 4).
+            self.rl(id).tag = cpid;
+            if self.rps[s].scope == RlScope::Cp && cnm.flow_dst != NO_NODE {
+                // Map (or re-map to the newer CP) the flow the notification is about.
+                self.rps[s].flow_map.insert(cnm.flow_dst, id);
+            }
         }
         let rp = &mut self.rps[s];
-        let rl = rp.rls[slot].as_mut().expect("live");
+        let rl = self.rls[id as usize].as_mut().expect("live");
         let timer = self.scheme.rp_on_feedback(&mut rl.core, &mut rl.state, &fb, now, &mut rp.rng);
-        self.after_rate_change(s, slot, timer);
+        self.after_rate_change(id, timer);
     }
 
-    fn create_rl(&mut self, s: usize, cpid: u16) -> Option<usize> {
+    fn create_rl(&mut self, s: usize, key: u16, cpid: u16) -> u32 {
         let now = self.now;
-        let k = self.rps[s].rls.iter().position(|r| r.is_none())?;
         let port = self.net.stations[s].port;
         let line = self.net.ports[port as usize].nominal_rate_bps as f64;
         let mut core = RlCore {
@@ -214,9 +292,11 @@ impl<S: Scheme> NetSim<S> {
         };
         let mut state = self.scheme.new_rl();
         let timer = self.scheme.rp_on_create(&mut core, &mut state, now);
-        let trace = self.rl_trace_for(s, cpid);
-        self.rps[s].rls[k] = Some(RateLimiter {
-            cpid,
+        let trace = self.rl_trace_for(s, key);
+        let rl = RateLimiter {
+            station: s as u32,
+            key,
+            tag: cpid,
             core,
             state,
             queue: VecDeque::new(),
@@ -226,18 +306,31 @@ impl<S: Scheme> NetSim<S> {
             last_len: 0,
             timer_at: Time::MAX,
             trace,
-        });
-        self.rps[s].active += 1;
-        self.set_rl_timer(s, k, timer);
-        Some(k)
+        };
+        let id = match self.free_rls.pop() {
+            Some(id) => {
+                self.rls[id as usize] = Some(rl);
+                id
+            }
+            None => {
+                self.rls.push(Some(rl));
+                (self.rls.len() - 1) as u32
+            }
+        };
+        let rp = &mut self.rps[s];
+        rp.live.push(id);
+        rp.by_key.insert(key, id);
+        self.set_rl_timer(id, timer);
+        id
     }
 
-    fn rl_trace_for(&mut self, s: usize, cpid: u16) -> Option<usize> {
-        let key = if S::RL_PER_FLOW {
-            format!("{}|{}", self.net.station_name(s), self.net.station_name(cpid as usize - 1))
-        } else {
-            format!("{}|{}", self.net.station_name(s), self.net.ports[cpid as usize - 1].name)
+    fn rl_trace_for(&mut self, s: usize, key: u16) -> Option<usize> {
+        let target = match self.rps[s].scope {
+            RlScope::Flow => self.net.station_name(key as usize).to_string(),
+            RlScope::Cp if key == NO_CPID => "-".to_string(),
+            RlScope::Cp => self.net.ports[key as usize - 1].name.clone(),
         };
+        let key = format!("{}|{}", self.net.station_name(s), target);
         if let Some(&i) = self.rl_trace_index.get(&key) {
             return Some(i);
         }
@@ -272,64 +365,71 @@ impl<S: Scheme> NetSim<S> {
         }
     }
 
-    fn set_rl_timer(&mut self, s: usize, k: usize, timer: Option<Time>) {
+    fn set_rl_timer(&mut self, id: u32, timer: Option<Time>) {
         let Some(at) = timer else { return };
-        let rl = self.rps[s].rls[k].as_mut().expect("live");
-        rl.timer_at = at;
+        self.rl(id).timer_at = at;
         if at != Time::MAX {
-            self.q.push(at, EV_RL_TIMER, (s * MAX_RL + k) as u32);
+            self.q.push(at, EV_RL_TIMER, id);
         }
     }
 
-    pub(crate) fn on_rl_timer(&mut self, index: u32) {
-        let (s, k) = (index as usize / MAX_RL, index as usize % MAX_RL);
+    pub(crate) fn on_rl_timer(&mut self, id: u32) {
         let now = self.now;
-        let rp = &mut self.rps[s];
-        let Some(rl) = rp.rls[k].as_mut() else { return };
+        let Some(rl) = self.rls[id as usize].as_mut() else { return };
         if rl.timer_at != now {
-            return;
+            return; // stale: superseded, cancelled, or the RL was released
         }
         rl.timer_at = Time::MAX;
+        let rp = &mut self.rps[rl.station as usize];
         let timer = self.scheme.rp_on_timer(&mut rl.core, &mut rl.state, now, &mut rp.rng);
-        self.after_rate_change(s, k, timer);
+        self.after_rate_change(id, timer);
     }
 
-    /// The scheme changed RL k of station s: re-pace its head frame, record
-    /// the rate, release it if it is back at line rate and empty, and let
-    /// the link pick up whatever is now eligible.
-    fn after_rate_change(&mut self, s: usize, k: usize, timer: Option<Time>) {
-        self.set_rl_timer(s, k, timer);
-        let rl = self.rps[s].rls[k].as_mut().expect("live");
+    /// The scheme changed RL `id`: re-pace its head frame, record the rate,
+    /// release it if it is back at line rate and empty, and let the link pick
+    /// up whatever is now eligible.
+    fn after_rate_change(&mut self, id: u32, timer: Option<Time>) {
+        self.set_rl_timer(id, timer);
+        let rl = self.rl(id);
         rl.next_release = rl.last_release + pace_ps(rl.last_len, rl.core.rate_bps);
-        let (tr, rate) = (rl.trace, rl.core.rate_bps);
+        let (tr, rate, s) = (rl.trace, rl.core.rate_bps, rl.station as usize);
         if let Some(t) = tr {
             let b = self.stats.bin_now();
             self.rl_traces[t].rate.update(b, rate as u64);
         }
-        self.maybe_release(s, k);
+        self.maybe_release(id);
         let port = self.net.stations[s].port;
         self.try_start(port);
     }
 
-    fn maybe_release(&mut self, s: usize, k: usize) {
-        let rp = &mut self.rps[s];
-        let Some(rl) = rp.rls[k].as_ref() else { return };
-        if rl.core.rate_bps < rl.core.line_rate_bps || !rl.queue.is_empty() || rl.core.stopped_until > self.now {
+    fn maybe_release(&mut self, id: u32) {
+        let now = self.now;
+        let rl = self.rl(id);
+        if rl.core.rate_bps < rl.core.line_rate_bps || !rl.queue.is_empty() || rl.core.stopped_until > now {
             return;
         }
-        let (tr, line) = (rl.trace, rl.core.line_rate_bps);
-        rp.rls[k] = None;
-        rp.active -= 1;
-        for m in rp.flow_rl.iter_mut() {
-            if *m == k as u8 {
-                *m = NO_RL;
-            }
+        let (tr, line, s) = (rl.trace, rl.core.line_rate_bps, rl.station as usize);
+        self.rls[id as usize] = None;
+        self.free_rls.push(id);
+        let rp = &mut self.rps[s];
+        let pos = rp.live.iter().position(|&x| x == id).expect("a live RL is in its station's ring");
+        rp.live.remove(pos);
+        // Keep the round robin where it was: the entries after `pos` moved down one.
+        if rp.rr > pos + 1 {
+            rp.rr -= 1;
         }
+        rp.by_key.remove_id(id);
+        rp.flow_map.remove_id(id);
         if let Some(t) = tr {
             let b = self.stats.bin_now();
             self.rl_traces[t].rate.update(b, line as u64);
             self.rl_traces[t].bytes.update(b, 0);
         }
+    }
+
+    /// Frames waiting in every RLQ.
+    pub(crate) fn rl_frames_queued(&self) -> u64 {
+        self.rls.iter().flatten().map(|rl| rl.queue.len() as u64).sum()
     }
 }
 
@@ -341,9 +441,12 @@ mod tests {
     use crate::scheme::bcn::{Bcn, BcnParams};
     use crate::scheme::FeedbackKind;
 
-    fn sim() -> NetSim<Bcn> {
-        let mut cfg = star_config(2, 0.5, 10 * PS_PER_MS, 0);
+    fn sim(scope: RlScope) -> NetSim<Bcn> {
+        let mut cfg = star_config(3, 0.5, 10 * PS_PER_MS, 0);
         cfg.scheme = crate::config::SchemeConfig::Bcn(BcnParams::default());
+        for st in &mut cfg.stations {
+            st.rl_scope = scope;
+        }
         NetSim::new(&cfg, 0, Bcn::new(BcnParams::default()).unwrap()).unwrap()
     }
 
@@ -358,78 +461,111 @@ mod tests {
         f
     }
 
-    #[test]
-    fn negative_feedback_creates_a_mapped_rl_whose_frames_leave_tagged_and_paced() {
-        let mut s = sim();
-        let d = 2u16; // stations S1, S2, D
-        let cpid = 9;
-        // Positive feedback for an unknown CP does nothing.
-        s.rp_receive(0, &cnm(FeedbackKind::Positive, 100.0, cpid, d));
-        assert_eq!(s.rps[0].active, 0);
-        s.rp_receive(0, &cnm(FeedbackKind::Negative, -1875.0, cpid, d));
-        assert_eq!(s.rps[0].active, 1);
-        let k = s.rps[0].flow_rl[d as usize] as usize;
-        let rl = s.rps[0].rls[k].as_ref().unwrap();
-        assert_eq!(rl.cpid, cpid);
-        assert!((rl.core.rate_bps - 0.5125 * 10e9).abs() < 1.0);
-        // Frames of the mapped flow queue in the RLQ...
-        for i in 0..3 {
-            assert!(s.rl_admit(0, Frame::data(i, 0, d, 1500)).is_none());
+    fn rl_of(s: &NetSim<Bcn>, st: usize, dst: u16) -> &RateLimiter<<Bcn as Scheme>::Rl> {
+        let id = s.rps[st].rl_of(dst).expect("the flow is rate limited");
+        s.rls[id as usize].as_ref().unwrap()
+    }
+
+    fn admit(s: &mut NetSim<Bcn>, st: usize, f: Frame) -> bool {
+        match s.rps[st].rl_of(f.dst) {
+            Some(id) => s.rl_enqueue(id, f),
+            None => false,
         }
-        assert_eq!(s.rps[0].rls[k].as_ref().unwrap().bytes, 4500);
+    }
+
+    #[test]
+    fn negative_feedback_creates_a_flow_rl_whose_frames_leave_tagged_and_paced() {
+        let mut s = sim(RlScope::Flow);
+        let d = 3u16; // stations S1, S2, S3, D
+        let cpid = 9;
+        // Positive feedback for a flow without an RL does nothing.
+        s.rp_receive(0, &cnm(FeedbackKind::Positive, 100.0, cpid, d));
+        assert!(!s.rps[0].active());
+        s.rp_receive(0, &cnm(FeedbackKind::Negative, -1875.0, cpid, d));
+        assert_eq!(s.rps[0].live.len(), 1);
+        let rl = rl_of(&s, 0, d);
+        assert_eq!((rl.key, rl.tag), (d, cpid));
+        assert!((rl.core.rate_bps - 0.5125 * 10e9).abs() < 1.0);
+        assert!(s.rps[0].rl_of(1).is_none(), "other flows stay unlimited");
+        // Frames of the flow queue in the RLQ...
+        for i in 0..3 {
+            assert!(admit(&mut s, 0, Frame::data(i, 0, d, 1500)));
+        }
+        assert_eq!(rl_of(&s, 0, d).bytes, 4500);
+        assert_eq!(s.rps[0].queued, 3);
         // ... and leave tagged with the CPID, one per 8 x 1500 / R.
         let port = s.net.stations[0].port;
         let f = s.station_next_data(0, port).unwrap();
         assert_eq!(f.tag, cpid);
         assert!(s.station_next_data(0, port).is_none(), "the next frame waits for its pacing time");
-        let gap = s.rps[0].rls[k].as_ref().unwrap().next_release - s.now;
+        let gap = rl_of(&s, 0, d).next_release - s.now;
         assert_eq!(gap, (1500.0f64 * 8e12 / (0.5125 * 10e9)).ceil() as Time);
         s.now += gap;
         assert_eq!(s.station_next_data(0, port).unwrap().tag, cpid);
     }
 
     #[test]
-    fn an_rl_back_at_line_rate_with_an_empty_queue_is_released() {
-        let mut s = sim();
-        let d = 2u16;
-        s.rp_receive(1, &cnm(FeedbackKind::Negative, -100.0, 5, d));
-        assert_eq!(s.rps[1].active, 1);
-        for _ in 0..20 {
-            s.rp_receive(1, &cnm(FeedbackKind::Positive, 1875.0, 5, d));
-        }
-        assert_eq!(s.rps[1].active, 0);
-        assert_eq!(s.rps[1].flow_rl[d as usize], NO_RL);
-        // Unmapped again: frames go to the NIC FIFO.
-        assert!(s.rl_admit(1, Frame::data(0, 1, d, 1500)).is_some());
+    fn every_cp_on_a_flows_path_acts_on_its_one_rl() {
+        let mut s = sim(RlScope::Flow);
+        let d = 3u16;
+        s.rp_receive(0, &cnm(FeedbackKind::Negative, -1875.0, 5, d));
+        let r1 = rl_of(&s, 0, d).core.rate_bps;
+        s.rp_receive(0, &cnm(FeedbackKind::Negative, -1875.0, 6, d));
+        assert_eq!(s.rps[0].live.len(), 1, "a second CP does not create a second RL for the flow");
+        let rl = rl_of(&s, 0, d);
+        assert!((rl.core.rate_bps - r1 * 0.5125).abs() < 1.0, "both decreases compound");
+        assert_eq!(rl.tag, 6, "the last CP to slow the flow tags its frames");
+        // Positive feedback from either CP raises it (the tag test is the CP's, rule 4).
+        s.rp_receive(0, &cnm(FeedbackKind::Positive, 100.0, 5, d));
+        assert!(rl_of(&s, 0, d).core.rate_bps > r1 * 0.5125);
     }
 
     #[test]
-    fn a_newer_cp_takes_over_the_flow_and_the_rlq_drops_when_full() {
-        let mut s = sim();
-        let d = 2u16;
+    fn an_rl_back_at_line_rate_with_an_empty_queue_is_released() {
+        for scope in [RlScope::Flow, RlScope::Cp] {
+            let mut s = sim(scope);
+            let d = 3u16;
+            s.rp_receive(1, &cnm(FeedbackKind::Negative, -100.0, 5, d));
+            assert!(s.rps[1].active());
+            for _ in 0..20 {
+                s.rp_receive(1, &cnm(FeedbackKind::Positive, 1875.0, 5, d));
+            }
+            assert!(!s.rps[1].active(), "{scope:?}");
+            assert!(s.rps[1].rl_of(d).is_none());
+            assert_eq!(s.free_rls.len(), 1, "the slot is free for the next RL");
+        }
+    }
+
+    #[test]
+    fn cp_scope_maps_flows_to_the_newest_cp_and_the_rlq_drops_when_full() {
+        let mut s = sim(RlScope::Cp);
+        let d = 3u16;
         s.rp_receive(0, &cnm(FeedbackKind::Negative, -1875.0, 5, d));
-        let first = s.rps[0].flow_rl[d as usize];
+        let first = s.rps[0].rl_of(d).unwrap();
         s.rp_receive(0, &cnm(FeedbackKind::Negative, -1875.0, 6, d));
-        let second = s.rps[0].flow_rl[d as usize];
+        let second = s.rps[0].rl_of(d).unwrap();
         assert_ne!(first, second);
-        assert_eq!(s.rps[0].rls[second as usize].as_ref().unwrap().cpid, 6);
+        assert_eq!(s.rps[0].live.len(), 2);
+        assert_eq!(s.rls[second as usize].as_ref().unwrap().key, 6);
+        // The RL of CP 5 limits another flow it slows, not this one any more.
+        s.rp_receive(0, &cnm(FeedbackKind::Negative, -1875.0, 5, 1));
+        assert_eq!(s.rps[0].rl_of(1), Some(first));
         let cap = s.net.stations[0].rlq_bytes / 1500;
         for i in 0..cap + 5 {
-            s.rl_admit(0, Frame::data(i, 0, d, 1500));
+            admit(&mut s, 0, Frame::data(i, 0, d, 1500));
         }
-        assert_eq!(s.stats.dropped_rp, 5);
-        assert_eq!(s.net.stations[0].dropped_rp, 5);
+        assert_eq!(s.stats.dropped_rp(), 5);
+        assert_eq!(s.net.stations[0].dropped_rl, 5);
     }
 
     #[test]
     fn bcn00_stop_holds_the_rl_until_its_random_restart() {
-        let mut s = sim();
-        let d = 2u16;
+        let mut s = sim(RlScope::Flow);
+        let d = 3u16;
         s.rp_receive(0, &cnm(FeedbackKind::Stop, 0.0, 5, d));
-        let k = s.rps[0].flow_rl[d as usize] as usize;
-        let until = s.rps[0].rls[k].as_ref().unwrap().core.stopped_until;
+        let until = rl_of(&s, 0, d).core.stopped_until;
         assert!(until <= 100 * PS_PER_US);
-        s.rl_admit(0, Frame::data(0, 0, d, 1500));
+        admit(&mut s, 0, Frame::data(0, 0, d, 1500));
         let port = s.net.stations[0].port;
         if until > 0 {
             assert!(s.station_next_data(0, port).is_none());

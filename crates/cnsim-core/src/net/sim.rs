@@ -4,9 +4,9 @@
 
 use super::frame::{Frame, FrameKind};
 use super::port::{PortId, WIRE_CNM, WIRE_DATA, WIRE_MAC};
-use super::rl::{RlTrace, StationRp, MAX_RL};
+use super::rl::{RateLimiter, RlTrace, StationRp};
 use super::topology::{Dest, Network, NodeKind, NO_ROUTE};
-use crate::config::{err, BufferMode, ConfigError, EventConfig, PauseConfig, SimConfig};
+use crate::config::{err, BufferMode, ConfigError, EventConfig, NicFull, PauseConfig, SimConfig};
 use crate::engine::queue::EventQueue;
 use crate::engine::rng::stream;
 use crate::engine::time::to_secs;
@@ -40,8 +40,11 @@ pub struct NetSim<S: Scheme> {
     pub(crate) scheme: S,
     /// CP state per port (bridges with CP detection on).
     pub(crate) cps: Vec<Option<S::Cp>>,
-    /// Reaction points per station.
-    pub(crate) rps: Vec<StationRp<S::Rl>>,
+    /// Reaction points per station, and the slab of their rate limiters
+    /// (ids index RL timer events; freed ids are reused).
+    pub(crate) rps: Vec<StationRp>,
+    pub(crate) rls: Vec<Option<RateLimiter<S::Rl>>>,
+    pub(crate) free_rls: Vec<u32>,
     pub(crate) rl_traces: Vec<RlTrace>,
     pub(crate) rl_trace_index: BTreeMap<String, usize>,
     pub(crate) trace_rls: Option<Vec<String>>,
@@ -101,9 +104,11 @@ impl<S: Scheme> NetSim<S> {
             .map(|(p, &on)| on.then(|| scheme.new_cp(stream(seed, &format!("{}/cp", p.name)))))
             .collect();
         let rps = (0..n_st)
-            .map(|s| StationRp::new(n_st, stream(seed, &format!("{}/rp", net.station_name(s)))))
+            .map(|s| StationRp::new(net.stations[s].rl_scope, stream(seed, &format!("{}/rp", net.station_name(s)))))
             .collect();
-        if n_st * MAX_RL > crate::engine::queue::MAX_INDEX as usize || net.ports.len() >= u16::MAX as usize {
+        // RL ids index timer events: at most one RL per (station, destination) or (station, port).
+        let max_rls = n_st * (n_st + net.ports.len());
+        if max_rls > crate::engine::queue::MAX_INDEX as usize || net.ports.len() >= u16::MAX as usize {
             return err(format!(
                 "nodes: {n_st} stations / {} ports is more than the engine indexes",
                 net.ports.len()
@@ -199,6 +204,8 @@ impl<S: Scheme> NetSim<S> {
             scheme,
             cps,
             rps,
+            rls: Vec::new(),
+            free_rls: Vec::new(),
             rl_traces: Vec::new(),
             rl_trace_index: BTreeMap::new(),
             trace_rls: cfg.trace_rls.clone(),
@@ -317,32 +324,54 @@ impl<S: Scheme> NetSim<S> {
                 stations[i]
             }
         };
-        st.generated += 1;
         let gap = geometric_gap(st.load, st.inv_ln_q, &mut st.rng);
         st.next_gen = now.saturating_add((gap + 1).saturating_mul(st.slot_ps));
         let next = st.next_gen;
         let port = st.port;
         let cap = st.nic_buffer_bytes;
+        let nic_full = st.nic_full;
         self.q.push(next, EV_GENERATE, s);
 
-        self.stats.count(now, 0);
-        self.stats.flow_generated[s as usize * n_st + dst as usize] += 1;
         let frame = Frame::data(now, s as u16, dst, self.frame_bytes as u16);
-        let Some(frame) = self.rl_admit(s as usize, frame) else {
-            self.try_start(port);
-            return;
-        };
-        self.settle(port);
-        let p = &mut self.net.ports[port as usize];
-        if p.data_bytes + frame.len as u64 > cap {
-            self.net.stations[s as usize].dropped_rp += 1;
-            self.stats.count(self.now, 3);
+        if let Some(id) = self.rps[s as usize].rl_of(dst) {
+            // A rate-limited flow: into its RLQ, or dropped there when full.
+            self.count_generated(s, dst);
+            if self.rl_enqueue(id, frame) {
+                self.try_start(port);
+            }
             return;
         }
+        self.settle(port);
+        if self.net.ports[port as usize].data_bytes + frame.len as u64 > cap {
+            // Only PAUSE (or a stopped link) fills the NIC FIFO.
+            let st = &mut self.net.stations[s as usize];
+            match nic_full {
+                NicFull::Defer => {
+                    st.deferred += 1;
+                    self.stats.count(now, stats::DEFERRED);
+                }
+                NicFull::Drop => {
+                    st.dropped_nic += 1;
+                    self.count_generated(s, dst);
+                    self.stats.count(now, stats::DROPPED_NIC);
+                }
+            }
+            return;
+        }
+        self.count_generated(s, dst);
+        let p = &mut self.net.ports[port as usize];
         p.data_bytes += frame.len as u64;
         p.data.push_back(frame);
         self.queue_changed(port);
         self.try_start(port);
+    }
+
+    #[inline]
+    fn count_generated(&mut self, s: u32, dst: u16) {
+        let n_st = self.n_stations;
+        self.net.stations[s as usize].generated += 1;
+        self.stats.count(self.now, stats::GENERATED);
+        self.stats.flow_generated[s as usize * n_st + dst as usize] += 1;
     }
 
     // -------------------------------------------------------------- ports
@@ -369,7 +398,7 @@ impl<S: Scheme> NetSim<S> {
             return;
         }
         let owner = p.owner as usize;
-        let limited = owner < self.n_stations && self.rps[owner].active > 0;
+        let limited = owner < self.n_stations && self.rps[owner].active();
         let frame = if let Some(f) = p.ctrl.pop_front() {
             f
         } else if p.data.is_empty() && !(limited && self.rps[owner].has_queued()) {
@@ -528,7 +557,7 @@ impl<S: Scheme> NetSim<S> {
             // the network is built; count rather than lose anything else.
             if f.is_data() {
                 bridge.dropped_cp += 1;
-                self.stats.count(self.now, 2);
+                self.stats.count(self.now, stats::DROPPED_CP);
             }
             return;
         }
@@ -550,7 +579,7 @@ impl<S: Scheme> NetSim<S> {
         };
         if !admitted {
             bridge.dropped_cp += 1;
-            self.stats.count(self.now, 2);
+            self.stats.count(self.now, stats::DROPPED_CP);
             // The CP's sampler sits at the queue's input: it may see the frame
             // the full queue is about to drop (scheme option `sample_dropped`).
             if let Some(cp) = self.cps[out as usize].as_mut() {
@@ -660,18 +689,22 @@ impl<S: Scheme> NetSim<S> {
         for t in &mut self.stats.queue_traces {
             t.finish();
         }
-        let in_flight: u64 =
-            self.net.ports.iter().map(|p| p.data_frames_in_flight()).sum::<u64>() + self.rps.iter().map(|r| r.frames_queued()).sum::<u64>();
+        let in_flight: u64 = self.net.ports.iter().map(|p| p.data_frames_in_flight()).sum::<u64>() + self.rl_frames_queued();
         for t in &mut self.rl_traces {
             t.rate.finish();
             t.bytes.finish();
         }
         let s = &self.stats;
-        let accounted = s.delivered + s.dropped_cp + s.dropped_rp + in_flight;
+        let accounted = s.delivered + s.dropped_cp + s.dropped_rp() + in_flight;
         if s.generated != accounted {
             return Err(format!(
                 "frame conservation violated (seed {}): generated {} != delivered {} + dropped_cp {} + dropped_rp {} + in flight {}",
-                self.seed, s.generated, s.delivered, s.dropped_cp, s.dropped_rp, in_flight
+                self.seed,
+                s.generated,
+                s.delivered,
+                s.dropped_cp,
+                s.dropped_rp(),
+                in_flight
             ));
         }
         Ok(self.build_result(in_flight))
@@ -754,7 +787,11 @@ impl<S: Scheme> NetSim<S> {
                         generated: st.generated,
                         delivered: st.delivered,
                         dropped_cp: 0,
-                        dropped_rp: st.dropped_rp,
+                        dropped_rp: st.dropped_rl + st.dropped_nic,
+                        dropped_rl: st.dropped_rl,
+                        dropped_nic: st.dropped_nic,
+                        deferred: st.deferred,
+                        notifications: self.rps[i as usize].notifications,
                     }
                 }
                 NodeKind::Bridge(i) => {
@@ -766,6 +803,10 @@ impl<S: Scheme> NetSim<S> {
                         delivered: 0,
                         dropped_cp: b.dropped_cp,
                         dropped_rp: 0,
+                        dropped_rl: 0,
+                        dropped_nic: 0,
+                        deferred: 0,
+                        notifications: 0,
                     }
                 }
             })
@@ -781,7 +822,10 @@ impl<S: Scheme> NetSim<S> {
         let metrics = stats::Metrics {
             aggregate_throughput: Stats::gbps(s.agg_win_bytes[0], mlen),
             dropped_cp: s.dropped_cp,
-            dropped_rp: s.dropped_rp,
+            dropped_rp: s.dropped_rp(),
+            dropped_rl: s.dropped_rl,
+            dropped_nic: s.dropped_nic,
+            frames_deferred: s.deferred,
             time_paused_pct: mean(&paused_pcts),
             time_paused_pct_all: mean(&all_pcts).unwrap_or(0.0),
             time_paused_pct_max: all_pcts.iter().cloned().fold(0.0, f64::max),
@@ -802,7 +846,10 @@ impl<S: Scheme> NetSim<S> {
                 generated: s.generated,
                 delivered: s.delivered,
                 dropped_cp: s.dropped_cp,
-                dropped_rp: s.dropped_rp,
+                dropped_rp: s.dropped_rp(),
+                dropped_rl: s.dropped_rl,
+                dropped_nic: s.dropped_nic,
+                deferred: s.deferred,
                 in_flight,
                 delay_max_ps: s.delay_max_ps,
             },
@@ -835,6 +882,7 @@ impl<S: Scheme> NetSim<S> {
                 delivered: c[1],
                 dropped_cp: c[2],
                 dropped_rp: c[3],
+                deferred: c[4],
             })
             .collect()
     }

@@ -2,7 +2,7 @@
 //! direction, and static shortest-path routes with deterministic tie-breaking.
 
 use super::port::{Port, PortId, WIRE_CNM, WIRE_DATA, WIRE_MAC};
-use crate::config::{err, BufferMode, ConfigError, DestConfig, PauseTrigger, SimConfig};
+use crate::config::{err, BufferMode, ConfigError, DestConfig, NicFull, PauseTrigger, RlScope, SimConfig};
 use crate::engine::queue::MAX_INDEX;
 use crate::engine::rng::{stream, Stream};
 use crate::engine::time::serialization_ps;
@@ -52,7 +52,11 @@ pub struct Station {
     pub rng: Stream,
     pub generated: u64,
     pub delivered: u64,
-    pub dropped_rp: u64,
+    pub dropped_rl: u64,
+    pub dropped_nic: u64,
+    pub deferred: u64,
+    pub rl_scope: RlScope,
+    pub nic_full: NicFull,
 }
 
 pub struct Bridge {
@@ -254,7 +258,11 @@ impl Network {
                 rng: stream(seed, &s.name),
                 generated: 0,
                 delivered: 0,
-                dropped_rp: 0,
+                dropped_rl: 0,
+                dropped_nic: 0,
+                deferred: 0,
+                rl_scope: s.rl_scope,
+                nic_full: s.nic_full,
             });
         }
 

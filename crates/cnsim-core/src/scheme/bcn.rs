@@ -54,6 +54,11 @@ pub struct BcnParams {
     pub min_rate_bps: f64,
     /// The sampler sees every arriving frame, also one the full queue drops.
     pub sample_dropped: bool,
+    /// Rule 3 also below Qeq: a CP whose queue is at or below Qeq still sends
+    /// negative feedback when the derivative term alone makes Fb < 0 (the
+    /// literal Fb rule). Off by default: negative feedback needs Q > Qeq
+    /// (docs/calibration.md, "Multi-hop congestion under PAUSE").
+    pub notify_below_qeq: bool,
     /// Rule 4 without the tag test: a positive message for every sample with
     /// Fb > 0 (the RP ignores it unless it has an RL for this CP). Off in
     /// the spec; kept to show what the published ECM overheads count.
@@ -85,8 +90,9 @@ impl Default for BcnParams {
             oversampling: false,
             oversample_above_bytes: 112_500.0,
             sample_sev_bytes: 15_000.0,
-            min_rate_bps: 1e6,
+            min_rate_bps: 5e6,
             sample_dropped: true,
+            notify_below_qeq: false,
             positive_untagged: false,
         }
     }
@@ -150,6 +156,12 @@ impl Bcn {
         let range = p.qdelta_range_qeq * p.qeq_pages;
         let qdelta = (q - qold_pages).clamp(-range, range);
         -(qoff + p.w * qdelta)
+    }
+
+    /// Whether a CP holding `q_bytes` may send negative feedback (rule 3):
+    /// only above Qeq unless `notify_below_qeq`.
+    pub fn negative_allowed(&self, q_bytes: f64) -> bool {
+        self.p.notify_below_qeq || q_bytes > self.p.qeq_pages * 64.0
     }
 
     /// The most negative Fb the clipping ranges allow.
@@ -238,7 +250,7 @@ impl Scheme for Bcn {
                 kind: FeedbackKind::Stop,
                 fb: 0.0,
             })
-        } else if fb < 0.0 {
+        } else if fb < 0.0 && self.negative_allowed(q) {
             Some(Feedback {
                 kind: FeedbackKind::Negative,
                 fb: fb as f32,
@@ -345,6 +357,37 @@ mod tests {
     }
 
     #[test]
+    fn negative_feedback_needs_the_queue_above_qeq_unless_notify_below_qeq() {
+        let mut rng = stream(0, "t");
+        // Qeq 375 pages = 24,000 B. A queue rising from 5,000 to 20,000 B
+        // has Fb = -(Qoff + W Qdelta) = -(-62.5 + 2 x 234.4) < 0 below Qeq.
+        let p = BcnParams {
+            sample_bytes: 1500.0,
+            jitter_bytes: 0.0,
+            ..BcnParams::default()
+        };
+        for (below, expect) in [(false, None), (true, Some(FeedbackKind::Negative))] {
+            let b = Bcn::new(BcnParams {
+                notify_below_qeq: below,
+                ..p.clone()
+            })
+            .unwrap();
+            let mut cp = b.new_cp(stream(0, "cp"));
+            let mut f = Frame::data(0, 0, 1, 1500);
+            b.cp_on_enqueue(&mut cp, &mut f, 5_000, 1);
+            assert!(b.feedback(20_000, cp.qold_pages) < 0.0);
+            let got = b.cp_on_enqueue(&mut cp, &mut f, 20_000, 1).map(|fb| fb.kind);
+            assert_eq!(got, expect, "notify_below_qeq = {below}");
+            // Above Qeq both readings slow the source.
+            assert_eq!(
+                b.cp_on_enqueue(&mut cp, &mut f, 40_000, 1).map(|fb| fb.kind),
+                Some(FeedbackKind::Negative)
+            );
+        }
+        let _ = &mut rng;
+    }
+
+    #[test]
     fn maximal_feedback_halves_or_adds_a_tenth_of_line_rate() {
         let b = Bcn::new(BcnParams::default()).unwrap();
         let mut rng = stream(0, "t");
@@ -386,7 +429,7 @@ mod tests {
                 &mut rng,
             );
         }
-        assert_eq!(c.rate_bps, 1e6);
+        assert_eq!(c.rate_bps, BcnParams::default().min_rate_bps);
         for _ in 0..100 {
             b.rp_on_feedback(
                 &mut c,

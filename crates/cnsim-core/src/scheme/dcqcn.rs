@@ -141,7 +141,6 @@ impl Scheme for Dcqcn {
     type Rl = DcqcnRl;
     const SINK_EVENTS: bool = true;
     const CP_ON_DEQUEUE: bool = true;
-    const RL_PER_FLOW: bool = true;
 
     fn new_cp(&self, rng: Stream) -> DcqcnCp {
         DcqcnCp { rng }
@@ -177,13 +176,13 @@ impl Scheme for Dcqcn {
             return None;
         }
         *last_sent = now;
-        // The CNP names the flow: RL "CPID" = destination index + 1.
+        // A CNP names the flow (the RP keys its RL by the flow), not a CP.
         Some((
             Feedback {
                 kind: FeedbackKind::Negative,
                 fb: 1.0,
             },
-            frame.dst + 1,
+            crate::net::rl::NO_CPID,
         ))
     }
 
@@ -275,7 +274,11 @@ mod tests {
             .collect();
         assert_eq!(sent, vec![0, 50 * PS_PER_US, 120 * PS_PER_US]);
         let (fb, id) = d.sink_on_data(&f, 500 * PS_PER_US, &mut last, &mut rng).unwrap();
-        assert_eq!((fb.kind, id), (FeedbackKind::Negative, 8), "the CNP names the flow's destination");
+        assert_eq!(
+            (fb.kind, id),
+            (FeedbackKind::Negative, crate::net::rl::NO_CPID),
+            "a CNP names no CP"
+        );
         f.cp_mark = 0;
         assert!(d.sink_on_data(&f, 1_000 * PS_PER_US, &mut last, &mut rng).is_none());
     }

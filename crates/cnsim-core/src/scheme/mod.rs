@@ -76,9 +76,6 @@ pub trait Scheme: Send + 'static {
     const SINK_EVENTS: bool = false;
     /// The CP also sees every data frame as it leaves the queue (`cp_on_dequeue`).
     const CP_ON_DEQUEUE: bool = false;
-    /// Rate limiters are per flow: a CPID names the flow's destination
-    /// (station index + 1) rather than a CP port.
-    const RL_PER_FLOW: bool = false;
 
     fn new_cp(&self, rng: Stream) -> Self::Cp;
     fn new_rl(&self) -> Self::Rl;

@@ -90,6 +90,10 @@ pub struct QcnParams {
     pub efr: Efr,
     /// The sampler sees every arriving frame, also one the full queue drops.
     pub sample_dropped: bool,
+    /// A CP at or below Qeq still notifies when the derivative term alone
+    /// makes Fb < 0 (the literal rule). Off by default: qFb > 0 needs Q > Qeq
+    /// (docs/calibration.md, "Multi-hop congestion under PAUSE").
+    pub notify_below_qeq: bool,
 }
 
 impl Default for QcnParams {
@@ -116,6 +120,7 @@ impl Default for QcnParams {
             min_rate_bps: 5e6,
             efr: Efr::Standard,
             sample_dropped: true,
+            notify_below_qeq: false,
         }
     }
 }
@@ -180,6 +185,15 @@ impl Qcn {
     /// Fb (bytes) of a queue of `q` bytes after `qold`.
     pub fn feedback(&self, q: f64, qold: f64) -> f64 {
         -((q - self.p.qeq_bytes) + self.p.w * (q - qold))
+    }
+
+    /// The quantised feedback a CP sends for a sample of a queue of `q`
+    /// bytes after `qold`: 0 (nothing) at or below Qeq unless `notify_below_qeq`.
+    pub fn sample_qfb(&self, q: f64, qold: f64) -> u8 {
+        if !self.p.notify_below_qeq && q <= self.p.qeq_bytes {
+            return 0;
+        }
+        self.quantize(self.feedback(q, qold))
     }
 
     /// 2007 sampling probability at `qfb`.
@@ -290,7 +304,7 @@ impl Scheme for Qcn {
     fn cp_on_enqueue(&self, cp: &mut QcnCp, frame: &mut Frame, q_bytes: u64, cpid: u16) -> Option<Feedback> {
         let q = q_bytes as f64;
         if self.p.sampling == Sampling::Frames {
-            let qfb = self.quantize(self.feedback(q, cp.qold));
+            let qfb = self.sample_qfb(q, cp.qold);
             if cp.rng.gen::<f64>() >= self.probability(qfb) {
                 return None;
             }
@@ -305,7 +319,7 @@ impl Scheme for Qcn {
         if cp.time_to_mark >= 0.0 {
             return None;
         }
-        let qfb = self.quantize(self.feedback(q, cp.qold));
+        let qfb = self.sample_qfb(q, cp.qold);
         cp.qold = q;
         cp.time_to_mark = self.interval_bytes(qfb) * self.jitter(&mut cp.rng);
         self.notify(frame, qfb, cpid)
@@ -488,11 +502,22 @@ mod tests {
         });
         let mut cp = q.new_cp(stream(0, "cp"));
         let mut f = Frame::data(0, 0, 1, 1500);
-        // Below Qeq and steady: samples every 150 KB; only the first sample
-        // (Qold still 0, so Qdelta = +10,000) sends anything.
+        // Below Qeq and steady: samples every 150 KB and sends nothing, not
+        // even for the first sample, whose Qdelta (Qold still 0) is +10,000.
         let sent = (0..1000).filter(|_| q.cp_on_enqueue(&mut cp, &mut f, 10_000, 3).is_some()).count();
-        assert_eq!(sent, 1);
+        assert_eq!(sent, 0);
         assert_eq!(cp.qold, 10_000.0);
+        // The literal rule (notify_below_qeq) lets the derivative term alone notify.
+        let lit = qcn(QcnParams {
+            randomize: 0.0,
+            notify_below_qeq: true,
+            ..QcnParams::default()
+        });
+        let mut lcp = lit.new_cp(stream(0, "cp"));
+        let sent = (0..1000)
+            .filter(|_| lit.cp_on_enqueue(&mut lcp, &mut f, 10_000, 3).is_some())
+            .count();
+        assert_eq!(sent, 1);
         // Far above: qFb = 63 -> samples every 18.5 KB.
         let sent: Vec<_> = (0..1000).filter_map(|_| q.cp_on_enqueue(&mut cp, &mut f, 200_000, 3)).collect();
         assert!(sent.len() >= 70 && sent.len() <= 82, "{}", sent.len());
