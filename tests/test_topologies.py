@@ -5,7 +5,7 @@ import cnsim
 import numpy as np
 import polars as pl
 import pytest
-from cnsim.metrics import knee, relative_change, time_to_stability
+from cnsim.metrics import knee, relative_change, settling, smooth, time_to_stability
 from cnsim.scenario import builtin_names, load
 from cnsim.schemes import SCHEMES
 from cnsim.topologies import fattree, fattree_routes
@@ -105,6 +105,39 @@ def test_knee_of_a_series_with_a_known_knee():
     assert knee(relative_change(np.full(100, 5.0)), 0.01) == 0
 
 
+def test_smoothing_is_a_centred_moving_average_cut_at_the_ends():
+    x = np.array([0.0, 0.0, 3.0, 0.0, 0.0])
+    assert np.allclose(smooth(x, 3), [0.0, 1.0, 1.0, 1.0, 0.0])
+    assert np.allclose(smooth(x, 1), x)
+    assert np.allclose(smooth(np.full(7, 4.0), 4), 4.0)
+
+
+def test_settling_time_of_a_dip():
+    # 20 bins at half the level, then flat: settles where the smoothed dip
+    # (a 5-bin average) is back inside the 5% band: the first bin whose
+    # window holds at most the last dip bin at 5 against 4 at 10 (9.0, 10%
+    # low) is still out; bin 22 (window 20..24) is flat.
+    x = np.concatenate([np.full(20, 5.0), np.full(180, 10.0)])
+    at, steady = settling(x, 0.05, 5)
+    assert steady == 10.0 and at == 22
+    # Unsmoothed, the dip ends exactly at bin 20.
+    assert settling(x, 0.05, 1)[0] == 20
+    # The knee rule, with a shallow short dip, sees nothing.
+    assert knee(relative_change(np.concatenate([np.full(3, 9.0), np.full(197, 10.0)])), 0.01) == 0
+    assert settling(np.concatenate([np.full(3, 9.0), np.full(197, 10.0)]), 0.05, 1)[0] == 3
+
+
+def test_settling_time_of_a_ramp_and_a_plateau():
+    # A ramp from 0 to 10 over 100 bins, then flat: within 5% once above 9.5.
+    x = np.concatenate([np.linspace(0.0, 10.0, 101), np.full(300, 10.0)])
+    at, _ = settling(x, 0.05, 1)
+    assert at == 95  # x[94] = 9.4 is outside; x[95] = 9.5, on the edge, is inside
+    # A plateau is settled from the start.
+    assert settling(np.full(50, 3.0), 0.05, 5) == (0, 3.0)
+    # Still outside the band at the end: not settled.
+    assert settling(np.concatenate([np.full(50, 10.0), np.full(50, 10.0), [20.0]]), 0.05, 1)[0] is None
+
+
 def test_time_to_stability_on_a_synthetic_queue():
     q = np.array([0, 10, 60, 90, 80, 40, 30, 70, 20], dtype=float)
     onset, stable = time_to_stability(q, q, 1.0, 50.0)
@@ -116,6 +149,7 @@ def test_time_to_stability_on_a_synthetic_queue():
 
 def test_transient_is_shorter_with_bcn_max_and_with_more_sampling():
     base = load("multihop_transient", seeds=[0, 1, 2, 3])
+    assert base.pause, "the transient study runs with PAUSE (scenarios.md section 4)"
     t = {
         "bcn": cnsim.run(base, progress=False).aggregates()["transient_ms"],
         "bcnmax": cnsim.run(base.replace(scheme="bcnmax"), progress=False).aggregates()["transient_ms"],
@@ -123,7 +157,7 @@ def test_transient_is_shorter_with_bcn_max_and_with_more_sampling():
             "transient_ms"
         ],
     }
-    assert t["bcn"] > 0 and t["bcn"] >= 3 * t["bcnmax"], t
+    assert t["bcn"] > 0 and t["bcn"] >= 5 * t["bcnmax"], t
     assert t["bcn10"] < t["bcn"], t
 
 
@@ -136,6 +170,7 @@ def test_every_builtin_scenario_runs_with_every_scheme(name):
             f = res.runs[0].result["frames"]
             assert f["generated"] > 0, (name, scheme)
             assert f["generated"] == f["delivered"] + f["dropped_cp"] + f["dropped_rp"] + f["in_flight"]
+            assert f["dropped_rp"] == f["dropped_rl"] + f["dropped_nic"]
 
 
 @pytest.mark.parametrize(

@@ -194,7 +194,9 @@ class Trace(_Model):
         None, description="ports FROM->TO (default: every output port of a cp = true bridge)"
     )
     rate_limiters: list[str] | None = Field(
-        None, description="rate limiters STATION|FROM->TO (station and CP port; default: all, at most 256)"
+        None,
+        description="rate limiters STATION|DEST (per-flow RLs) or STATION|FROM->TO (per-CP RLs); "
+        "default: all, at most 256",
     )
 
 

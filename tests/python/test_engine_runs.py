@@ -155,9 +155,19 @@ def test_baseline_pause_with_the_published_thresholds(baseline_nocm):
         per = nodes.filter(pl.col("seed") == seed)
         assert per["dropped_cp"].sum() == cp and per["dropped_rp"].sum() == rp
         assert per.filter(pl.col("kind") == "station")["dropped_cp"].sum() == 0
-    # PAUSE moves the loss from the CP to the sources.
+    # PAUSE moves the loss from the CP back to the sources, whose generators
+    # defer while their NICs are full (station.nic_full = "defer"): nothing
+    # is dropped there; with "drop" the NICs drop instead.
     assert sum(res.metric("dropped_cp")) < sum(baseline_nocm.metric("dropped_cp")) / 100
-    assert min(res.metric("dropped_rp")) > 0
+    assert max(res.metric("dropped_rp")) == 0 and min(res.metric("frames_deferred")) > 0
+    drop = cnsim.run(
+        load("baseline", scheme="nocm", pause=True).replace(**{"station.nic_full": "drop"}),
+        seeds=1,
+        jobs=1,
+        progress=False,
+    )
+    assert drop.metric("dropped_nic")[0] > 0 and drop.metric("frames_deferred")[0] == 0
+    assert drop.metric("frames_delivered")[0] == res.metric("frames_delivered")[0]
     assert_conserved(res)
 
 

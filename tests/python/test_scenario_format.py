@@ -333,6 +333,8 @@ def test_resolve_shape_and_units():
         "nic_buffer_bytes": 150_000,
         "rlq_bytes": 1234,
         "processing_ps": 1_500_000,
+        "rl_scope": "flow",
+        "nic_full": "defer",
     }
     assert cfg["stations"][1]["dest"] == {"kind": "uniform"}
     assert cfg["bridges"] == [

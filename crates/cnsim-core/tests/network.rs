@@ -375,3 +375,72 @@ fn per_input_partitions_never_exceed_their_size() {
     let q = r.series("queue_bytes_max", "B0->D").unwrap();
     assert!(q.iter().cloned().fold(0.0, f64::max) <= 300_000.0);
 }
+
+/// Two tiers: S1..S3 on edge E1, whose uplink to core C is paused by C while
+/// the hot station H drains at 0.5 Gbit/s; L on C competes directly. The
+/// sources two hops behind the paused uplink receive feedback and their RLs
+/// for H fall below 0.5 Gbit/s (4x their fair share) within 5 ms of the onset.
+#[test]
+fn a_source_behind_a_paused_uplink_is_slowed_within_5_ms() {
+    use cnsim_core::scheme::qcn::{QcnParams, Sampling};
+    let ms = PS_PER_MS;
+    let to_h = || DestConfig::Fixed { node: "H".into() };
+    let mut stations: Vec<StationConfig> = ["S1", "S2", "S3", "L"].iter().map(|n| station(n, 0.2, to_h())).collect();
+    stations.push(station("H", 0.0, DestConfig::Uniform));
+    let mut e1 = bridge("E1", BufferMode::PerInput, PS_PER_US);
+    let mut c = bridge("C", BufferMode::PerInput, PS_PER_US);
+    e1.buffer_bytes = 150_000;
+    c.buffer_bytes = 150_000;
+    let g = 10_000_000_000;
+    let links = vec![
+        link("S1", "E1", g, PS_PER_US / 2),
+        link("S2", "E1", g, PS_PER_US / 2),
+        link("S3", "E1", g, PS_PER_US / 2),
+        link("E1", "C", g, PS_PER_US / 2),
+        link("L", "C", g, PS_PER_US / 2),
+        link("C", "H", g, PS_PER_US / 2),
+    ];
+    let mut events: Vec<EventConfig> = ["S1", "S2", "S3", "L"]
+        .iter()
+        .map(|n| EventConfig::Start { at_ps: 0, node: (*n).into() })
+        .collect();
+    events.push(EventConfig::LinkRate {
+        at_ps: 10 * ms,
+        from: "C".into(),
+        to: "H".into(),
+        rate_bps: 500_000_000,
+    });
+    let mut cfg = SimConfig::new(40 * ms, stations, vec![e1, c], links, events);
+    cfg.bin_ps = ms;
+    cfg.pause = PauseConfig {
+        enabled: true,
+        xoff_bytes: 130_000,
+        xon_bytes: 110_000,
+        ..PauseConfig::default()
+    };
+    // QCN two-point as compared in July 2007 (schemes.md), every port a CP.
+    cfg.scheme = SchemeConfig::Qcn(QcnParams {
+        qeq_bytes: 409.0 * 64.0,
+        sampling: Sampling::Bytes,
+        bc_ai_bytes: 37_500.0,
+        timer_ps: 0,
+        r_ai_bps: 12e6,
+        hai: false,
+        efr: cnsim_core::scheme::qcn::Efr::ResetStage,
+        ..QcnParams::default()
+    });
+    let r = run(&cfg, 1);
+    let up = r.link("E1->C").unwrap();
+    assert!(up.paused_ever, "the uplink is paused: the premise of the test");
+    for s in ["S1", "S2", "S3"] {
+        let node = r.nodes.iter().find(|n| n.name == s).unwrap();
+        assert!(node.notifications > 0, "{s} received feedback");
+        let rate = r.series("rl_rate", &format!("{s}|H")).expect("an RL for the flow to H");
+        // rl_rate is in Gbit/s at each 1 ms bin's end; bin 29 ends at 30 ms.
+        // rl_rate is in Gbit/s at each 1 ms bin's end: unlimited (line rate)
+        // before the onset at 10 ms, below 0.5 Gbit/s 5 ms after it.
+        assert_eq!(rate[8], 10.0, "{s} had no RL before the hotspot");
+        assert!(rate[14] <= 0.5, "{s}'s RL for H at 15 ms: {} Gbit/s", rate[14]);
+    }
+    assert_eq!(r.frames.dropped_cp, 0, "lossless");
+}

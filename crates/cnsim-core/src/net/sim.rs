@@ -1050,3 +1050,66 @@ impl Sim {
         self.inner.duration()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::star_config;
+    use crate::config::SchemeConfig;
+    use crate::engine::{PS_PER_MS, PS_PER_US};
+    use crate::scheme::bcn::{Bcn, BcnParams};
+    use crate::scheme::FeedbackKind;
+
+    /// A notification is a control frame: it leaves a paused port at once,
+    /// ahead of the data waiting there, and reaches its source at exactly the
+    /// sum of serialisation, propagation, bridge latency and processing time.
+    #[test]
+    fn a_notification_crosses_a_paused_port_without_delay() {
+        // S1 - B1 - B0 - D, 10 Gbit/s, 0.5 us links, 1 us bridges, 2 us processing.
+        let mut cfg = star_config(1, 0.0, 10 * PS_PER_MS, 0);
+        cfg.pause.enabled = true;
+        cfg.scheme = SchemeConfig::Bcn(BcnParams::default());
+        // D floods S1 from t = 0: its frames queue at B0 behind the paused port.
+        let d = cfg.stations.iter_mut().find(|s| s.name == "D").unwrap();
+        d.load = 1.0;
+        d.dest = crate::config::DestConfig::Fixed { node: "S1".into() };
+        cfg.events.push(EventConfig::Start { at_ps: 0, node: "D".into() });
+        let mut sim = NetSim::new(&cfg, 0, Bcn::new(BcnParams::default()).unwrap()).unwrap();
+        let back = sim.net.port_by_name("B0", "B1").unwrap();
+        let cp = sim.net.port_by_name("B0", "D").unwrap();
+        let b0 = match sim.net.nodes[*sim.net.node_by_name.get("B0").unwrap() as usize].kind {
+            NodeKind::Bridge(b) => b,
+            NodeKind::Station(_) => unreachable!(),
+        };
+        // B1 pauses B0's port towards it for the full 65,535 quanta (3.36 ms).
+        sim.receive_pause(back, u16::MAX);
+        let pause_end = sim.net.ports[back as usize].pause_end;
+        assert!(pause_end > 3 * PS_PER_MS);
+
+        let t0 = 100 * PS_PER_US;
+        sim.run_until(t0);
+        sim.now = t0;
+        assert!(!sim.net.ports[back as usize].data.is_empty(), "data waits behind the pause");
+        assert_eq!(sim.net.ports[back as usize].frames_sent, 0);
+        // The CP at B0 -> D notifies S1 about a frame of S1's (negative feedback).
+        let sampled = Frame::data(t0, 0, 1, 1500);
+        let fb = Feedback {
+            kind: FeedbackKind::Negative,
+            fb: -100.0,
+        };
+        sim.send_cnm(b0, cp, &sampled, fb);
+        assert_eq!(sim.net.ports[back as usize].frames_sent, 1, "the CNM left at once");
+        // 64 B at 10 Gbit/s twice (51.2 ns), two 0.5 us links, B1's 1 us, S1's 2 us.
+        let arrive = t0 + 2 * 51_200 + 2 * PS_PER_US / 2 + PS_PER_US + 2 * PS_PER_US;
+        sim.run_until(arrive);
+        assert_eq!(sim.rps[0].notifications, 0, "not before its exact arrival time");
+        sim.run_until(arrive + 1);
+        assert_eq!(sim.rps[0].notifications, 1);
+        assert!(sim.rps[0].rl_of(1).is_some(), "the negative notification created S1's RL for D");
+        // The data it overtook is still held by the pause.
+        sim.run_until(pause_end - 1);
+        assert_eq!(sim.net.ports[back as usize].frames_sent, 1);
+        sim.run_until(pause_end + 10 * PS_PER_US);
+        assert!(sim.net.ports[back as usize].frames_sent > 1, "data flows once the pause ends");
+    }
+}
