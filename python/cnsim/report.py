@@ -178,8 +178,16 @@ def _transient_fig(res: Any) -> Any | None:
     t = np.arange(len(tr["rc"])) * tr["bin_ms"]
     steady, band = tr["steady_gbps"], tr["settle_band"]
     a1.plot(t, tr["mean_series"], lw=0.6, color="0.6", label="mean over seeds")
-    a1.plot(t, tr["smoothed_series"], lw=1.2, color="black", label=f"smoothed ({tr['settle_smooth_ms']:g} ms)")
-    a1.axhspan(steady * (1 - band), steady * (1 + band), color="tab:green", alpha=0.15, label=f"steady mean +-{band:.0%}")
+    a1.plot(
+        t, tr["smoothed_series"], lw=1.2, color="black", label=f"smoothed ({tr['settle_smooth_ms']:g} ms)"
+    )
+    a1.axhspan(
+        steady * (1 - band),
+        steady * (1 + band),
+        color="tab:green",
+        alpha=0.15,
+        label=f"steady mean +-{band:.0%}",
+    )
     a1.set_ylabel("aggregate (Gbit/s)")
     a2.plot(t, tr["rc"], lw=1)
     k = tr["knee_bin"] * tr["bin_ms"]
@@ -191,7 +199,11 @@ def _transient_fig(res: Any) -> Any | None:
     a1.legend(fontsize=8, loc="lower right")
     a2.set_ylabel("relative change rc(l)")
     a2.set_xlabel("ms after the onset (bins deleted)")
-    settle = "not settled" if tr["settling_ms"] is None else f"{tr['settling_ms']:.0f} ms = {tr['settling_rtts']:.1f} RTTs"
+    settle = (
+        "not settled"
+        if tr["settling_ms"] is None
+        else f"{tr['settling_ms']:.0f} ms = {tr['settling_rtts']:.1f} RTTs"
+    )
     a1.set_title(
         f"Transient (knee): {tr['transient_ms']:.0f} ms = {tr['transient_rtts']:.1f} RTTs; settling: {settle}\n"
         f"(RTT {tr['rtt_ms']} ms, epsilon {tr['epsilon']}, band +-{band:.0%})",

@@ -169,7 +169,16 @@ class Results:
             "aggregates": self.aggregates(),
             "frames": {
                 k: sum(r.result["frames"][k] for r in self.runs)
-                for k in ("generated", "delivered", "dropped_cp", "dropped_rp", "dropped_rl", "dropped_nic", "deferred", "in_flight")
+                for k in (
+                    "generated",
+                    "delivered",
+                    "dropped_cp",
+                    "dropped_rp",
+                    "dropped_rl",
+                    "dropped_nic",
+                    "deferred",
+                    "in_flight",
+                )
             },
             "engine": _clean(self.engine()),
         }

@@ -402,7 +402,10 @@ fn a_source_behind_a_paused_uplink_is_slowed_within_5_ms() {
     ];
     let mut events: Vec<EventConfig> = ["S1", "S2", "S3", "L"]
         .iter()
-        .map(|n| EventConfig::Start { at_ps: 0, node: (*n).into() })
+        .map(|n| EventConfig::Start {
+            at_ps: 0,
+            node: (*n).into(),
+        })
         .collect();
     events.push(EventConfig::LinkRate {
         at_ps: 10 * ms,

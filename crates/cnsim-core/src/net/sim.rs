@@ -1073,7 +1073,10 @@ mod tests {
         let d = cfg.stations.iter_mut().find(|s| s.name == "D").unwrap();
         d.load = 1.0;
         d.dest = crate::config::DestConfig::Fixed { node: "S1".into() };
-        cfg.events.push(EventConfig::Start { at_ps: 0, node: "D".into() });
+        cfg.events.push(EventConfig::Start {
+            at_ps: 0,
+            node: "D".into(),
+        });
         let mut sim = NetSim::new(&cfg, 0, Bcn::new(BcnParams::default()).unwrap()).unwrap();
         let back = sim.net.port_by_name("B0", "B1").unwrap();
         let cp = sim.net.port_by_name("B0", "D").unwrap();
