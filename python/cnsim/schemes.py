@@ -263,12 +263,15 @@ def engine_scheme(name: str, table: _Table | None) -> dict[str, Any]:
             d["bcn00"] = True
         if name == "bcnmax":
             d["bcn_max"] = True
-        return d
-    if name == "dcqcn":
+    elif name == "dcqcn":
         assert isinstance(table, DcqcnTable)
-        return table.engine()
-    assert isinstance(table, QcnTable)
-    return table.engine(three_point=name == "qcn3pt")
+        d = table.engine()
+    else:
+        assert isinstance(table, QcnTable)
+        d = table.engine(three_point=name == "qcn3pt")
+    # The engine names the user's table in its errors.
+    d["table"] = SCHEMES[name][0]
+    return d
 
 
 def qeq_bytes(name: str, table: _Table | None) -> float | None:

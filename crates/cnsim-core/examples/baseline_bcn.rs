@@ -8,7 +8,7 @@ use cnsim_core::Sim;
 fn main() {
     let seeds: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(5);
     let mut cfg = baseline_config(false);
-    cfg.scheme = SchemeConfig::Bcn(BcnParams::default());
+    cfg.scheme = SchemeConfig::of("bcn", &BcnParams::default());
     let mut jains = vec![];
     for seed in 0..seeds {
         let r = Sim::new(&cfg, seed).unwrap().run().unwrap();

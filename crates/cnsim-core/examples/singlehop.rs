@@ -33,16 +33,19 @@ fn main() {
         ..BcnParams::default()
     };
     let schemes = vec![
-        ("nocm", SchemeConfig::Nocm),
-        ("qcn2pt", SchemeConfig::Qcn(qcn2007.clone())),
+        ("nocm", SchemeConfig::nocm()),
+        ("qcn2pt", SchemeConfig::of("qcn", &qcn2007)),
         (
             "qcn3pt",
-            SchemeConfig::Qcn(QcnParams {
-                three_point: true,
-                ..qcn2007
-            }),
+            SchemeConfig::of(
+                "qcn",
+                &QcnParams {
+                    three_point: true,
+                    ..qcn2007
+                },
+            ),
         ),
-        ("ecm", SchemeConfig::Bcn(ecm)),
+        ("ecm", SchemeConfig::of("bcn", &ecm)),
     ];
     for pause in [true, false] {
         for (name, s) in &schemes {

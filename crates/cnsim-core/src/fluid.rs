@@ -144,15 +144,24 @@ impl FluidResult {
 
 /// Integrates the model over `cfg.duration_ps`.
 pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
-    let law = match &cfg.scheme {
-        SchemeConfig::Nocm => Law::Nocm,
-        SchemeConfig::Bcn(p) if p.bcn00 => return err("fluid: scheme.bcn00: BCN(0,0) stop messages have no fluid model here"),
-        SchemeConfig::Bcn(p) => Law::Bcn(Bcn::new(p.clone())?),
-        SchemeConfig::Qcn(p) if p.three_point => {
-            return err("fluid: scheme.three_point: the three-point reflection has no fluid model here; use qcn or qcn2pt")
+    let s = &cfg.scheme;
+    let law = match s.name.as_str() {
+        "nocm" => Law::Nocm,
+        "bcn" => {
+            let b = Bcn::from_config(s)?;
+            if b.params().bcn00 {
+                return err("fluid: scheme.bcn00: BCN(0,0) stop messages have no fluid model here");
+            }
+            Law::Bcn(b)
         }
-        SchemeConfig::Qcn(p) => Law::Qcn(Qcn::new(p.clone())?),
-        SchemeConfig::Dcqcn(_) => return err("fluid: scheme 'dcqcn' has no fluid model here"),
+        "qcn" => {
+            let q = Qcn::from_config(s)?;
+            if q.params().three_point {
+                return err("fluid: scheme.three_point: the three-point reflection has no fluid model here; use qcn or qcn2pt");
+            }
+            Law::Qcn(q)
+        }
+        other => return err(format!("fluid: scheme '{other}' has no fluid model here")),
     };
     let positive = |v: f64| v > 0.0 && v.is_finite();
     if !positive(cfg.capacity_bps) || !positive(cfg.buffer_bytes) || !positive(cfg.frame_bytes) {
@@ -428,7 +437,7 @@ mod tests {
 
     #[test]
     fn without_management_the_queue_fills_and_the_excess_is_lost() {
-        let r = integrate(&baseline(SchemeConfig::Nocm, 20)).unwrap();
+        let r = integrate(&baseline(SchemeConfig::nocm(), 20)).unwrap();
         assert!((r.queue_bytes[199] - 150_000.0).abs() < 1.0);
         // 19.6 - 10 Gbit/s of excess for 15 ms, less the 150 KB buffer.
         let expect = 9.6e9 / 8.0 * 15e-3 - 150_000.0;
@@ -437,7 +446,7 @@ mod tests {
 
     #[test]
     fn bcn_settles_at_qeq_and_the_fair_share() {
-        let r = integrate(&baseline(SchemeConfig::Bcn(BcnParams::default()), 100)).unwrap();
+        let r = integrate(&baseline(SchemeConfig::of("bcn", &BcnParams::default()), 100)).unwrap();
         let late = 800..1000; // 80-100 ms
         let q = mean(&r.queue_bytes[late.clone()]);
         assert!((q - 24_000.0).abs() < 0.1 * 24_000.0, "queue {q}");
@@ -449,7 +458,7 @@ mod tests {
 
     #[test]
     fn qcn_fills_the_link_and_holds_the_queue_near_qeq() {
-        let r = integrate(&baseline(SchemeConfig::Qcn(QcnParams::default()), 100)).unwrap();
+        let r = integrate(&baseline(SchemeConfig::of("qcn", &QcnParams::default()), 100)).unwrap();
         let late = 500..1000;
         let total: f64 = r.sent_bps.iter().map(|f| mean(&f[late.clone()])).sum();
         assert!((total - 10e9).abs() < 0.03 * 10e9, "total {total}");
@@ -464,7 +473,7 @@ mod tests {
     #[test]
     fn a_long_feedback_delay_makes_bcn_oscillate() {
         let swing = |delay_us: u64| {
-            let mut c = baseline(SchemeConfig::Bcn(BcnParams::default()), 100);
+            let mut c = baseline(SchemeConfig::of("bcn", &BcnParams::default()), 100);
             for f in &mut c.flows {
                 f.feedback_delay_ps = delay_us * PS_PER_US;
             }
@@ -479,13 +488,14 @@ mod tests {
 
     #[test]
     fn models_that_do_not_exist_are_refused() {
-        let mut c = baseline(SchemeConfig::Qcn(QcnParams::default()), 1);
-        if let SchemeConfig::Qcn(p) = &mut c.scheme {
-            p.three_point = true;
-        }
+        let three = QcnParams {
+            three_point: true,
+            ..QcnParams::default()
+        };
+        let mut c = baseline(SchemeConfig::of("qcn", &three), 1);
         assert!(integrate(&c).unwrap_err().to_string().contains("three_point"));
         c.flows.clear();
-        c.scheme = SchemeConfig::Nocm;
+        c.scheme = SchemeConfig::nocm();
         assert!(integrate(&c).is_err());
     }
 }

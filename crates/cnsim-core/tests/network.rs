@@ -422,7 +422,7 @@ fn a_source_behind_a_paused_uplink_is_slowed_within_5_ms() {
         ..PauseConfig::default()
     };
     // QCN two-point as compared in July 2007 (schemes.md), every port a CP.
-    cfg.scheme = SchemeConfig::Qcn(QcnParams {
+    let qcn2pt = QcnParams {
         qeq_bytes: 409.0 * 64.0,
         sampling: Sampling::Bytes,
         bc_ai_bytes: 37_500.0,
@@ -431,7 +431,8 @@ fn a_source_behind_a_paused_uplink_is_slowed_within_5_ms() {
         hai: false,
         efr: cnsim_core::scheme::qcn::Efr::ResetStage,
         ..QcnParams::default()
-    });
+    };
+    cfg.scheme = SchemeConfig::of("qcn", &qcn2pt);
     let r = run(&cfg, 1);
     let up = r.link("E1->C").unwrap();
     assert!(up.paused_ever, "the uplink is paused: the premise of the test");

@@ -1,5 +1,11 @@
 //! Frames are small `Copy` structs moved between ring buffers; they are never
 //! boxed, so the per-frame path allocates nothing once queues have grown.
+//!
+//! A frame has the fields the network itself reads (who sends it where, how
+//! long it is, where it entered a bridge) and an extension `E` that belongs
+//! to the congestion-management scheme: its tags and marks on data frames,
+//! the payload of its notifications, per-hop telemetry. The engine carries
+//! the extension without reading it.
 
 use crate::engine::Time;
 
@@ -10,21 +16,20 @@ pub enum FrameKind {
     Data = 0,
     /// An 802.3x PAUSE frame (MAC control; consumed by the receiving MAC).
     Pause = 1,
-    /// A congestion-notification message (BCN / ECM / QCN CNM), forwarded
-    /// like data but at control priority.
-    Cnm = 2,
+    /// A scheme's notification (CNM, CNP, reflection, acknowledgement):
+    /// forwarded like data but at control priority, never paused.
+    Note = 2,
 }
 
 /// Node index of "no node".
 pub const NO_NODE: u16 = u16::MAX;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Frame {
+pub struct Frame<E> {
     /// Time the frame was generated (data) or sent (control).
     pub born: Time,
-    /// Source station index (data, CNM) .
+    /// Source and destination station indices (data, notifications).
     pub src: u16,
-    /// Destination station index (data, CNM).
     pub dst: u16,
     /// Length on the wire, bytes.
     pub len: u16,
@@ -32,20 +37,19 @@ pub struct Frame {
     /// Ingress port (global id) at the bridge currently holding the frame;
     /// set when a bridge accepts it.
     pub in_port: u32,
-    /// PAUSE: pause_time in quanta. Other kinds: scheme-specific (e.g. CPID tag).
-    pub tag: u16,
-    /// Scheme-specific value (e.g. feedback carried by a CNM).
-    pub value: f32,
-    /// CNM: destination of the flow the notification is about.
-    pub flow_dst: u16,
-    /// CNM: message kind (scheme-specific). Data: a CP's mark (QCN-3pt qFb).
-    pub aux: u8,
-    /// Data: the CP that marked this frame (0 = unmarked).
-    pub cp_mark: u16,
+    /// Data: the CPID of the rate limiter the frame left (0: none).
+    /// Notification: the CP that sent it (0: none, e.g. a destination).
+    pub cpid: u16,
+    /// Notification: the flow it is about, named by the flow's destination.
+    pub about: u16,
+    /// PAUSE: pause_time in quanta of 512 bit times (0 = XON).
+    pub quanta: u16,
+    /// The scheme's part of the frame.
+    pub ext: E,
 }
 
-impl Frame {
-    pub fn data(born: Time, src: u16, dst: u16, len: u16) -> Frame {
+impl<E: Copy + Default> Frame<E> {
+    pub fn data(born: Time, src: u16, dst: u16, len: u16) -> Frame<E> {
         Frame {
             born,
             src,
@@ -53,15 +57,14 @@ impl Frame {
             len,
             kind: FrameKind::Data,
             in_port: u32::MAX,
-            tag: 0,
-            value: 0.0,
-            flow_dst: NO_NODE,
-            aux: 0,
-            cp_mark: 0,
+            cpid: 0,
+            about: NO_NODE,
+            quanta: 0,
+            ext: E::default(),
         }
     }
 
-    pub fn pause(born: Time, quanta: u16, len: u16) -> Frame {
+    pub fn pause(born: Time, quanta: u16, len: u16) -> Frame<E> {
         Frame {
             born,
             src: NO_NODE,
@@ -69,14 +72,32 @@ impl Frame {
             len,
             kind: FrameKind::Pause,
             in_port: u32::MAX,
-            tag: quanta,
-            value: 0.0,
-            flow_dst: NO_NODE,
-            aux: 0,
-            cp_mark: 0,
+            cpid: 0,
+            about: NO_NODE,
+            quanta,
+            ext: E::default(),
         }
     }
 
+    /// A notification from `src` (a station, or `NO_NODE` for a bridge) to
+    /// station `dst` about the flow to `about`, sent by CP `cpid`.
+    pub fn note(born: Time, src: u16, dst: u16, about: u16, cpid: u16, len: u16, ext: E) -> Frame<E> {
+        Frame {
+            born,
+            src,
+            dst,
+            len,
+            kind: FrameKind::Note,
+            in_port: u32::MAX,
+            cpid,
+            about,
+            quanta: 0,
+            ext,
+        }
+    }
+}
+
+impl<E> Frame<E> {
     #[inline]
     pub fn is_data(&self) -> bool {
         self.kind == FrameKind::Data
@@ -87,6 +108,7 @@ impl Frame {
 mod tests {
     #[test]
     fn frame_stays_small() {
-        assert!(std::mem::size_of::<super::Frame>() <= 32);
+        // Without a scheme extension a frame is 32 bytes; BCN's adds 8.
+        assert!(std::mem::size_of::<super::Frame<()>>() <= 32);
     }
 }

@@ -17,9 +17,9 @@ pub type PortId = u32;
 /// order and an arrival event needs only the port and the class.
 pub const WIRE_MAC: usize = 0; // PAUSE: acts when fully received
 pub const WIRE_DATA: usize = 1; // data: + bridge latency (bridge) or 0 (station)
-pub const WIRE_CNM: usize = 2; // CNM: + bridge latency (bridge) or processing time (station)
+pub const WIRE_NOTE: usize = 2; // notifications: + bridge latency (bridge) or processing time (station)
 
-pub struct Port {
+pub struct Port<E> {
     /// Display name `FROM->TO`.
     pub name: String,
     /// Owner node (transmitter) and peer node (receiver), node indices.
@@ -40,8 +40,8 @@ pub struct Port {
     pub rx_extra_ps: [Time; 3],
 
     // --- egress queues ---
-    pub data: VecDeque<Frame>,
-    pub ctrl: VecDeque<Frame>,
+    pub data: VecDeque<Frame<E>>,
+    pub ctrl: VecDeque<Frame<E>>,
     /// Bytes of data frames held for this port, including the one being sent.
     pub data_bytes: u64,
     pub busy: bool,
@@ -57,9 +57,9 @@ pub struct Port {
     /// The receiver is an end station.
     pub peer_is_station: bool,
     /// The frame being transmitted (valid while `busy`).
-    pub tx: Frame,
+    pub tx: Frame<E>,
     /// On the wire, per class.
-    pub wire: [VecDeque<Frame>; 3],
+    pub wire: [VecDeque<Frame<E>>; 3],
 
     // --- PAUSE at this transmitter ---
     /// Paused until this time (the sender sends only control frames before it).
@@ -93,14 +93,16 @@ pub struct Port {
 
     // --- counters ---
     pub frames_sent: u64,
+    /// Bytes this port has started sending (data and control).
+    pub bytes_sent: u64,
     pub pause_frames: u64,
     pub cnm_frames: u64,
     /// Index of this port's queue trace, if traced.
     pub trace: Option<usize>,
 }
 
-impl Port {
-    pub fn new(name: String, owner: u32, peer: u32, local: u16, rate_bps: u64, delay_ps: Time, frame_bytes: u32) -> Port {
+impl<E: Copy + Default> Port<E> {
+    pub fn new(name: String, owner: u32, peer: u32, local: u16, rate_bps: u64, delay_ps: Time, frame_bytes: u32) -> Port<E> {
         let mut p = Port {
             name,
             owner,
@@ -136,6 +138,7 @@ impl Port {
             bytes_by_ingress: Vec::new(),
             holds: Vec::new(),
             frames_sent: 0,
+            bytes_sent: 0,
             pause_frames: 0,
             cnm_frames: 0,
             trace: None,

@@ -23,7 +23,7 @@ use super::sim::{NetSim, EV_RL_TIMER, EV_WAKE};
 use crate::config::RlScope;
 use crate::engine::rng::Stream;
 use crate::engine::Time;
-use crate::scheme::{Feedback, FeedbackKind, RlCore, Scheme};
+use crate::scheme::{RlCore, Scheme};
 use crate::stats::QueueTrace;
 use std::collections::VecDeque;
 
@@ -32,7 +32,7 @@ pub const MAX_RL_TRACES: usize = 256;
 /// CPID of a notification that names no congestion point.
 pub const NO_CPID: u16 = 0;
 
-pub struct RateLimiter<R> {
+pub struct RateLimiter<R, E> {
     pub station: u32,
     /// What the RL is keyed by: the flow's destination (`flow` scope) or a CPID (`cp` scope).
     pub key: u16,
@@ -40,7 +40,7 @@ pub struct RateLimiter<R> {
     pub tag: u16,
     pub core: RlCore,
     pub state: R,
-    pub queue: VecDeque<Frame>,
+    pub queue: VecDeque<Frame<E>>,
     pub bytes: u64,
     /// The head frame may leave at this time (pacing).
     pub next_release: Time,
@@ -153,13 +153,13 @@ pub struct RlTrace {
 
 impl<S: Scheme> NetSim<S> {
     #[inline]
-    fn rl(&mut self, id: u32) -> &mut RateLimiter<S::Rl> {
+    fn rl(&mut self, id: u32) -> &mut RateLimiter<S::Rl, S::Ext> {
         self.rls[id as usize].as_mut().expect("live RL ids point at RLs")
     }
 
     /// Queues a generated frame in RL `id`, or drops it (an RP drop) when the
     /// RLQ is full. Returns whether it was queued.
-    pub(crate) fn rl_enqueue(&mut self, id: u32, frame: Frame) -> bool {
+    pub(crate) fn rl_enqueue(&mut self, id: u32, frame: Frame<S::Ext>) -> bool {
         let now = self.now;
         let rl = self.rls[id as usize].as_mut().expect("live");
         let s = rl.station as usize;
@@ -179,7 +179,7 @@ impl<S: Scheme> NetSim<S> {
     /// Picks the next data frame of station `s` round-robin over the NIC FIFO
     /// and the RLs whose head may leave now; schedules a wake-up for the
     /// earliest RL that may leave later.
-    pub(crate) fn station_next_data(&mut self, s: usize, port: PortId) -> Option<Frame> {
+    pub(crate) fn station_next_data(&mut self, s: usize, port: PortId) -> Option<Frame<S::Ext>> {
         let now = self.now;
         let n = self.rps[s].live.len() + 1;
         let start = self.rps[s].rr % n;
@@ -204,14 +204,21 @@ impl<S: Scheme> NetSim<S> {
                 earliest = earliest.min(at);
                 continue;
             }
+            let windowed = rl.core.window_bytes != u64::MAX;
+            if windowed && rl.core.inflight_bytes + rl.queue[0].len as u64 > rl.core.window_bytes {
+                continue; // the window is full: its acknowledgements will wake the port
+            }
             let mut f = rl.queue.pop_front().expect("non-empty");
             rp.queued -= 1;
             rl.bytes -= f.len as u64;
-            f.tag = rl.tag;
+            f.cpid = rl.tag;
+            if windowed {
+                rl.core.inflight_bytes += f.len as u64;
+            }
             rl.last_release = now;
             rl.last_len = f.len;
             let rate_before = rl.core.rate_bps;
-            let timer = self.scheme.rp_on_transmit(&mut rl.core, &mut rl.state, f.len, now, &mut rp.rng);
+            let timer = self.scheme.rp_on_send(&mut rl.core, &mut rl.state, &mut f, now, &mut rp.rng);
             rl.next_release = now + pace_ps(f.len, rl.core.rate_bps);
             let rate_changed = rl.core.rate_bps != rate_before;
             rp.rr = (idx + 1) % n;
@@ -244,40 +251,36 @@ impl<S: Scheme> NetSim<S> {
     }
 
     /// A notification reached station `s` (after its processing time).
-    pub(crate) fn rp_receive(&mut self, s: usize, cnm: &Frame) {
-        let fb = Feedback {
-            kind: FeedbackKind::from_u8(cnm.aux),
-            fb: cnm.value,
-        };
-        let cpid = cnm.tag;
-        let negative = matches!(fb.kind, FeedbackKind::Negative | FeedbackKind::Stop);
+    pub(crate) fn rp_receive(&mut self, s: usize, note: &Frame<S::Ext>) {
+        let cpid = note.cpid;
+        let slows = self.scheme.slows(&note.ext);
         let now = self.now;
         self.rps[s].notifications += 1;
         let key = match self.rps[s].scope {
-            RlScope::Flow if cnm.flow_dst == NO_NODE => return, // names no flow: nothing to act on
-            RlScope::Flow => cnm.flow_dst,
+            RlScope::Flow if note.about == NO_NODE => return, // names no flow: nothing to act on
+            RlScope::Flow => note.about,
             RlScope::Cp => cpid,
         };
         let id = match self.rps[s].by_key.get(key) {
             Some(id) => id,
             None => {
-                if !self.scheme.creates_rl(&fb) {
+                if !self.scheme.creates_rl(&note.ext) {
                     return;
                 }
                 self.create_rl(s, key, cpid)
             }
         };
-        if negative {
+        if slows {
             // The CP that last slowed the RL is the one that may raise it (BCN rule 4).
             self.rl(id).tag = cpid;
-            if self.rps[s].scope == RlScope::Cp && cnm.flow_dst != NO_NODE {
+            if self.rps[s].scope == RlScope::Cp && note.about != NO_NODE {
                 // Map (or re-map to the newer CP) the flow the notification is about.
-                self.rps[s].flow_map.insert(cnm.flow_dst, id);
+                self.rps[s].flow_map.insert(note.about, id);
             }
         }
         let rp = &mut self.rps[s];
         let rl = self.rls[id as usize].as_mut().expect("live");
-        let timer = self.scheme.rp_on_feedback(&mut rl.core, &mut rl.state, &fb, now, &mut rp.rng);
+        let timer = self.scheme.rp_on_note(&mut rl.core, &mut rl.state, &note.ext, cpid, now, &mut rp.rng);
         self.after_rate_change(id, timer);
     }
 
@@ -289,9 +292,10 @@ impl<S: Scheme> NetSim<S> {
             rate_bps: line,
             line_rate_bps: line,
             stopped_until: 0,
+            window_bytes: u64::MAX,
+            inflight_bytes: 0,
         };
-        let mut state = self.scheme.new_rl();
-        let timer = self.scheme.rp_on_create(&mut core, &mut state, now);
+        let (state, timer) = self.scheme.new_rl(&mut core, now);
         let trace = self.rl_trace_for(s, key);
         let rl = RateLimiter {
             station: s as u32,
@@ -405,7 +409,11 @@ impl<S: Scheme> NetSim<S> {
     fn maybe_release(&mut self, id: u32) {
         let now = self.now;
         let rl = self.rl(id);
-        if rl.core.rate_bps < rl.core.line_rate_bps || !rl.queue.is_empty() || rl.core.stopped_until > now {
+        if rl.core.rate_bps < rl.core.line_rate_bps
+            || !rl.queue.is_empty()
+            || rl.core.stopped_until > now
+            || rl.core.inflight_bytes > 0
+        {
             return;
         }
         let (tr, line, s) = (rl.trace, rl.core.line_rate_bps, rl.station as usize);
@@ -438,35 +446,27 @@ mod tests {
     use super::*;
     use crate::bench::star_config;
     use crate::engine::{PS_PER_MS, PS_PER_US};
-    use crate::scheme::bcn::{Bcn, BcnParams};
-    use crate::scheme::FeedbackKind;
+    use crate::scheme::bcn::{Bcn, BcnExt, BcnMsg, BcnParams};
 
     fn sim(scope: RlScope) -> NetSim<Bcn> {
         let mut cfg = star_config(3, 0.5, 10 * PS_PER_MS, 0);
-        cfg.scheme = crate::config::SchemeConfig::Bcn(BcnParams::default());
+        cfg.scheme = crate::config::SchemeConfig::of("bcn", &BcnParams::default());
         for st in &mut cfg.stations {
             st.rl_scope = scope;
         }
         NetSim::new(&cfg, 0, Bcn::new(BcnParams::default()).unwrap()).unwrap()
     }
 
-    fn cnm(kind: FeedbackKind, fb: f32, cpid: u16, flow_dst: u16) -> Frame {
-        let mut f = Frame::data(0, flow_dst, 0, 64);
-        f.kind = super::super::frame::FrameKind::Cnm;
-        f.tag = cpid;
-        f.value = fb;
-        f.flow_dst = flow_dst;
-        f.aux = kind as u8;
-        f.cp_mark = 0;
-        f
+    fn cnm(msg: BcnMsg, fb: f32, cpid: u16, flow_dst: u16) -> Frame<BcnExt> {
+        Frame::note(0, flow_dst, 0, flow_dst, cpid, 64, BcnExt::new(msg, fb))
     }
 
-    fn rl_of(s: &NetSim<Bcn>, st: usize, dst: u16) -> &RateLimiter<<Bcn as Scheme>::Rl> {
+    fn rl_of(s: &NetSim<Bcn>, st: usize, dst: u16) -> &RateLimiter<<Bcn as Scheme>::Rl, BcnExt> {
         let id = s.rps[st].rl_of(dst).expect("the flow is rate limited");
         s.rls[id as usize].as_ref().unwrap()
     }
 
-    fn admit(s: &mut NetSim<Bcn>, st: usize, f: Frame) -> bool {
+    fn admit(s: &mut NetSim<Bcn>, st: usize, f: Frame<BcnExt>) -> bool {
         match s.rps[st].rl_of(f.dst) {
             Some(id) => s.rl_enqueue(id, f),
             None => false,
@@ -479,9 +479,9 @@ mod tests {
         let d = 3u16; // stations S1, S2, S3, D
         let cpid = 9;
         // Positive feedback for a flow without an RL does nothing.
-        s.rp_receive(0, &cnm(FeedbackKind::Positive, 100.0, cpid, d));
+        s.rp_receive(0, &cnm(BcnMsg::Positive, 100.0, cpid, d));
         assert!(!s.rps[0].active());
-        s.rp_receive(0, &cnm(FeedbackKind::Negative, -1875.0, cpid, d));
+        s.rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, cpid, d));
         assert_eq!(s.rps[0].live.len(), 1);
         let rl = rl_of(&s, 0, d);
         assert_eq!((rl.key, rl.tag), (d, cpid));
@@ -496,27 +496,27 @@ mod tests {
         // ... and leave tagged with the CPID, one per 8 x 1500 / R.
         let port = s.net.stations[0].port;
         let f = s.station_next_data(0, port).unwrap();
-        assert_eq!(f.tag, cpid);
+        assert_eq!(f.cpid, cpid);
         assert!(s.station_next_data(0, port).is_none(), "the next frame waits for its pacing time");
         let gap = rl_of(&s, 0, d).next_release - s.now;
         assert_eq!(gap, (1500.0f64 * 8e12 / (0.5125 * 10e9)).ceil() as Time);
         s.now += gap;
-        assert_eq!(s.station_next_data(0, port).unwrap().tag, cpid);
+        assert_eq!(s.station_next_data(0, port).unwrap().cpid, cpid);
     }
 
     #[test]
     fn every_cp_on_a_flows_path_acts_on_its_one_rl() {
         let mut s = sim(RlScope::Flow);
         let d = 3u16;
-        s.rp_receive(0, &cnm(FeedbackKind::Negative, -1875.0, 5, d));
+        s.rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 5, d));
         let r1 = rl_of(&s, 0, d).core.rate_bps;
-        s.rp_receive(0, &cnm(FeedbackKind::Negative, -1875.0, 6, d));
+        s.rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 6, d));
         assert_eq!(s.rps[0].live.len(), 1, "a second CP does not create a second RL for the flow");
         let rl = rl_of(&s, 0, d);
         assert!((rl.core.rate_bps - r1 * 0.5125).abs() < 1.0, "both decreases compound");
         assert_eq!(rl.tag, 6, "the last CP to slow the flow tags its frames");
         // Positive feedback from either CP raises it (the tag test is the CP's, rule 4).
-        s.rp_receive(0, &cnm(FeedbackKind::Positive, 100.0, 5, d));
+        s.rp_receive(0, &cnm(BcnMsg::Positive, 100.0, 5, d));
         assert!(rl_of(&s, 0, d).core.rate_bps > r1 * 0.5125);
     }
 
@@ -525,10 +525,10 @@ mod tests {
         for scope in [RlScope::Flow, RlScope::Cp] {
             let mut s = sim(scope);
             let d = 3u16;
-            s.rp_receive(1, &cnm(FeedbackKind::Negative, -100.0, 5, d));
+            s.rp_receive(1, &cnm(BcnMsg::Negative, -100.0, 5, d));
             assert!(s.rps[1].active());
             for _ in 0..20 {
-                s.rp_receive(1, &cnm(FeedbackKind::Positive, 1875.0, 5, d));
+                s.rp_receive(1, &cnm(BcnMsg::Positive, 1875.0, 5, d));
             }
             assert!(!s.rps[1].active(), "{scope:?}");
             assert!(s.rps[1].rl_of(d).is_none());
@@ -540,15 +540,15 @@ mod tests {
     fn cp_scope_maps_flows_to_the_newest_cp_and_the_rlq_drops_when_full() {
         let mut s = sim(RlScope::Cp);
         let d = 3u16;
-        s.rp_receive(0, &cnm(FeedbackKind::Negative, -1875.0, 5, d));
+        s.rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 5, d));
         let first = s.rps[0].rl_of(d).unwrap();
-        s.rp_receive(0, &cnm(FeedbackKind::Negative, -1875.0, 6, d));
+        s.rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 6, d));
         let second = s.rps[0].rl_of(d).unwrap();
         assert_ne!(first, second);
         assert_eq!(s.rps[0].live.len(), 2);
         assert_eq!(s.rls[second as usize].as_ref().unwrap().key, 6);
         // The RL of CP 5 limits another flow it slows, not this one any more.
-        s.rp_receive(0, &cnm(FeedbackKind::Negative, -1875.0, 5, 1));
+        s.rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 5, 1));
         assert_eq!(s.rps[0].rl_of(1), Some(first));
         let cap = s.net.stations[0].rlq_bytes / 1500;
         for i in 0..cap + 5 {
@@ -562,7 +562,7 @@ mod tests {
     fn bcn00_stop_holds_the_rl_until_its_random_restart() {
         let mut s = sim(RlScope::Flow);
         let d = 3u16;
-        s.rp_receive(0, &cnm(FeedbackKind::Stop, 0.0, 5, d));
+        s.rp_receive(0, &cnm(BcnMsg::Stop, 0.0, 5, d));
         let until = rl_of(&s, 0, d).core.stopped_until;
         assert!(until <= 100 * PS_PER_US);
         admit(&mut s, 0, Frame::data(0, 0, d, 1500));

@@ -3,7 +3,7 @@
 //! [`Stats`] and turned into a [`RunResult`] only when the run ends.
 
 use super::frame::{Frame, FrameKind};
-use super::port::{PortId, WIRE_CNM, WIRE_DATA, WIRE_MAC};
+use super::port::{PortId, WIRE_NOTE, WIRE_DATA, WIRE_MAC};
 use super::rl::{RateLimiter, RlTrace, StationRp};
 use super::topology::{Dest, Network, NodeKind, NO_ROUTE};
 use crate::config::{err, BufferMode, ConfigError, EventConfig, NicFull, PauseConfig, SimConfig};
@@ -11,7 +11,7 @@ use crate::engine::queue::EventQueue;
 use crate::engine::rng::stream;
 use crate::engine::time::to_secs;
 use crate::engine::Time;
-use crate::scheme::{Feedback, Scheme};
+use crate::scheme::{QueueView, Scheme};
 use crate::stats::{self, QueueTrace, RunResult, Stats};
 use rand::Rng;
 use std::collections::BTreeMap;
@@ -43,13 +43,14 @@ pub struct NetSim<S: Scheme> {
     /// Reaction points per station, and the slab of their rate limiters
     /// (ids index RL timer events; freed ids are reused).
     pub(crate) rps: Vec<StationRp>,
-    pub(crate) rls: Vec<Option<RateLimiter<S::Rl>>>,
+    pub(crate) rls: Vec<Option<RateLimiter<S::Rl, S::Ext>>>,
     pub(crate) free_rls: Vec<u32>,
     pub(crate) rl_traces: Vec<RlTrace>,
     pub(crate) rl_trace_index: BTreeMap<String, usize>,
     pub(crate) trace_rls: Option<Vec<String>>,
-    /// When each destination last notified each source (reflection points), dst * n + src.
-    pub(crate) np_last: Vec<Time>,
+    /// Notification-point state per destination station: its memory of each
+    /// source that reached it, sorted by source (only pairs that met).
+    pub(crate) nps: Vec<Vec<(u16, S::Np)>>,
     pub(crate) n_stations: usize,
     pub(crate) now: Time,
     pub(crate) duration: Time,
@@ -57,7 +58,7 @@ pub struct NetSim<S: Scheme> {
     pub(crate) frame_bytes: u32,
     pub(crate) ctrl_bytes: u16,
     pub(crate) q: EventQueue,
-    pub(crate) net: Network,
+    pub(crate) net: Network<S::Ext>,
     pub(crate) stats: Stats,
     pub(crate) pause: PauseConfig,
     /// The measure window (windows[0]).
@@ -77,7 +78,7 @@ impl<S: Scheme> NetSim<S> {
     /// Builds the network of `cfg` for run `seed`; every configuration error
     /// is reported here, before anything runs.
     pub fn new(cfg: &SimConfig, seed: u64, scheme: S) -> Result<NetSim<S>, ConfigError> {
-        let mut net = Network::build(cfg, seed)?;
+        let mut net = Network::<S::Ext>::build(cfg, seed)?;
         let n_st = net.n_stations();
         let mut cp_on: Vec<bool> = net
             .ports
@@ -209,7 +210,7 @@ impl<S: Scheme> NetSim<S> {
             rl_traces: Vec::new(),
             rl_trace_index: BTreeMap::new(),
             trace_rls: cfg.trace_rls.clone(),
-            np_last: Vec::new(),
+            nps: (0..n_st).map(|_| Vec::new()).collect(),
             n_stations: n_st,
             now: 0,
             duration: cfg.duration_ps,
@@ -222,7 +223,7 @@ impl<S: Scheme> NetSim<S> {
             pause: cfg.pause.clone(),
             measure: (cfg.windows[0].start_ps, cfg.windows[0].end_ps),
             actions,
-            sink_events: S::SINK_EVENTS,
+            sink_events: S::NP_EVENTS,
             window_names: cfg.windows.iter().map(|w| w.name.clone()).collect(),
             cnm_bytes_window: 0,
             wall_s: 0.0,
@@ -417,7 +418,12 @@ impl<S: Scheme> NetSim<S> {
         } else {
             let mut f = p.data.pop_front().expect("non-empty");
             if S::CP_ON_DEQUEUE {
-                let q = p.data_bytes;
+                let q = QueueView {
+                    bytes: p.data_bytes,
+                    rate_bps: p.rate_bps,
+                    tx_bytes: p.bytes_sent,
+                    now,
+                };
                 if let Some(cp) = self.cps[port as usize].as_mut() {
                     self.scheme.cp_on_dequeue(cp, &mut f, q, port as u16 + 1);
                 }
@@ -430,11 +436,12 @@ impl<S: Scheme> NetSim<S> {
         let class = match frame.kind {
             FrameKind::Pause => WIRE_MAC,
             FrameKind::Data => WIRE_DATA,
-            FrameKind::Cnm => WIRE_CNM,
+            FrameKind::Note => WIRE_NOTE,
         };
         p.busy = true;
         p.tx = frame;
         p.frames_sent += 1;
+        p.bytes_sent += frame.len as u64;
         p.done_at = now + ser;
         p.done_pending = !(p.lazy_ok && p.ctrl.is_empty() && p.data.is_empty() && !more_waiting);
         if p.done_pending {
@@ -522,7 +529,7 @@ impl<S: Scheme> NetSim<S> {
         let peer = p.peer;
         let ingress = p.reverse;
         if class == WIRE_MAC {
-            self.receive_pause(ingress, f.tag);
+            self.receive_pause(ingress, f.quanta);
             return;
         }
         match self.net.nodes[peer as usize].kind {
@@ -532,11 +539,11 @@ impl<S: Scheme> NetSim<S> {
                     self.net.stations[s as usize].delivered += 1;
                     self.stats
                         .deliver(self.now, f.src as usize, f.dst as usize, f.len as u64, self.now - f.born);
-                    if S::SINK_EVENTS {
-                        self.reflect(s as usize, &f);
+                    if S::NP_EVENTS {
+                        self.np_receive(s as usize, &f);
                     }
                 }
-                if f.kind == FrameKind::Cnm {
+                if f.kind == FrameKind::Note {
                     self.rp_receive(s as usize, &f);
                 }
             }
@@ -548,7 +555,7 @@ impl<S: Scheme> NetSim<S> {
 
     /// A frame fully received (plus latency) by bridge `b` through `ingress`
     /// (the bridge's port on the arrival link) joins its output queue.
-    fn bridge_receive(&mut self, b: u32, ingress: PortId, mut f: Frame) {
+    fn bridge_receive(&mut self, b: u32, ingress: PortId, mut f: Frame<S::Ext>) {
         let n_st = self.net.stations.len();
         let out = self.net.route[b as usize * n_st + f.dst as usize];
         let bridge = &mut self.net.bridges[b as usize];
@@ -561,7 +568,7 @@ impl<S: Scheme> NetSim<S> {
             }
             return;
         }
-        if f.kind == FrameKind::Cnm {
+        if f.kind == FrameKind::Note {
             self.net.ports[out as usize].ctrl.push_back(f);
             self.try_start(out);
             return;
@@ -584,9 +591,15 @@ impl<S: Scheme> NetSim<S> {
             // the full queue is about to drop (scheme option `sample_dropped`).
             if let Some(cp) = self.cps[out as usize].as_mut() {
                 if self.scheme.cp_samples_dropped() {
-                    let q = self.net.ports[out as usize].data_bytes;
-                    if let Some(fb) = self.scheme.cp_on_enqueue(cp, &mut f, q, out as u16 + 1) {
-                        self.send_cnm(b, out, &f, fb);
+                    let o = &self.net.ports[out as usize];
+                    let q = QueueView {
+                        bytes: o.data_bytes,
+                        rate_bps: o.rate_bps,
+                        tx_bytes: o.bytes_sent,
+                        now: self.now,
+                    };
+                    if let Some(note) = self.scheme.cp_on_enqueue(cp, &mut f, q, out as u16 + 1) {
+                        self.send_note(b, out, &f, note);
                     }
                 }
             }
@@ -600,9 +613,14 @@ impl<S: Scheme> NetSim<S> {
         o.bytes_by_ingress[in_local] += len;
         // The CP sees the queue including this frame, and may mark it (QCN-3pt).
         if let Some(cp) = self.cps[out as usize].as_mut() {
-            let q = o.data_bytes;
-            if let Some(fb) = self.scheme.cp_on_enqueue(cp, &mut f, q, out as u16 + 1) {
-                self.send_cnm(b, out, &f, fb);
+            let q = QueueView {
+                bytes: o.data_bytes,
+                rate_bps: o.rate_bps,
+                tx_bytes: o.bytes_sent,
+                now: self.now,
+            };
+            if let Some(note) = self.scheme.cp_on_enqueue(cp, &mut f, q, out as u16 + 1) {
+                self.send_note(b, out, &f, note);
             }
         }
         self.net.ports[out as usize].data.push_back(f);
@@ -613,58 +631,50 @@ impl<S: Scheme> NetSim<S> {
         self.try_start(out);
     }
 
-    /// CP `out` of bridge `b` notifies the source of `sampled` with a CNM
-    /// (a 64-byte control frame on the reverse path).
-    fn send_cnm(&mut self, b: u32, out: PortId, sampled: &Frame, fb: Feedback) {
+    /// CP `out` of bridge `b` notifies the source of `sampled` (a 64-byte
+    /// control frame on the reverse path).
+    fn send_note(&mut self, b: u32, out: PortId, sampled: &Frame<S::Ext>, note: S::Ext) {
         let n_st = self.net.stations.len();
         let back = self.net.route[b as usize * n_st + sampled.src as usize];
         if back == NO_ROUTE {
             return;
         }
         self.net.ports[out as usize].cnm_frames += 1;
-        self.emit_cnm(back, sampled, fb, out as u16 + 1);
+        self.emit_note(back, sampled, note, out as u16 + 1);
     }
 
-    /// A reflection point (the destination station `s`) answers a data frame.
-    fn reflect(&mut self, s: usize, f: &Frame) {
-        let n_st = self.n_stations;
-        if self.np_last.is_empty() {
-            self.np_last = vec![Time::MAX; n_st * n_st];
-        }
+    /// The notification point at destination station `s` sees a data frame.
+    fn np_receive(&mut self, s: usize, f: &Frame<S::Ext>) {
+        let np = &mut self.nps[s];
+        let i = match np.binary_search_by_key(&f.src, |e| e.0) {
+            Ok(i) => i,
+            Err(i) => {
+                np.insert(i, (f.src, S::Np::default()));
+                i
+            }
+        };
         let rp = &mut self.rps[s];
-        let last = &mut self.np_last[s * n_st + f.src as usize];
-        if let Some((fb, cpid)) = self.scheme.sink_on_data(f, self.now, last, &mut rp.rng) {
+        if let Some((note, cpid)) = self.scheme.np_on_data(&mut np[i].1, f, self.now, &mut rp.rng) {
             let port = self.net.stations[s].port;
             self.net.ports[port as usize].cnm_frames += 1;
-            self.emit_cnm(port, f, fb, cpid);
+            self.emit_note(port, f, note, cpid);
         }
     }
 
-    /// Queues a CNM about `sampled` for its source on `port`.
-    fn emit_cnm(&mut self, port: PortId, sampled: &Frame, fb: Feedback, cpid: u16) {
-        let cnm = Frame {
-            born: self.now,
-            src: sampled.dst,
-            dst: sampled.src,
-            len: self.ctrl_bytes,
-            kind: FrameKind::Cnm,
-            in_port: u32::MAX,
-            tag: cpid,
-            value: fb.fb,
-            flow_dst: sampled.dst,
-            aux: fb.kind as u8,
-            cp_mark: 0,
-        };
+    /// Queues on `port` a notification from CP `cpid` (0: none) to the source
+    /// of `sampled` about its flow.
+    fn emit_note(&mut self, port: PortId, sampled: &Frame<S::Ext>, note: S::Ext, cpid: u16) {
+        let f = Frame::note(self.now, sampled.dst, sampled.src, sampled.dst, cpid, self.ctrl_bytes, note);
         if self.now >= self.measure.0 && self.now < self.measure.1 {
-            self.cnm_bytes_window += cnm.len as u64;
+            self.cnm_bytes_window += f.len as u64;
         }
         self.settle(port);
-        self.net.ports[port as usize].ctrl.push_back(cnm);
+        self.net.ports[port as usize].ctrl.push_back(f);
         self.try_start(port);
     }
 
     /// A data frame left bridge `b` through `out`: free its buffer.
-    fn bridge_release(&mut self, b: u32, out: PortId, f: &Frame) {
+    fn bridge_release(&mut self, b: u32, out: PortId, f: &Frame<S::Ext>) {
         let len = f.len as u64;
         self.net.bridges[b as usize].total_bytes -= len;
         let ingress = f.in_port;
@@ -1057,8 +1067,7 @@ mod tests {
     use crate::bench::star_config;
     use crate::config::SchemeConfig;
     use crate::engine::{PS_PER_MS, PS_PER_US};
-    use crate::scheme::bcn::{Bcn, BcnParams};
-    use crate::scheme::FeedbackKind;
+    use crate::scheme::bcn::{Bcn, BcnExt, BcnMsg, BcnParams};
 
     /// A notification is a control frame: it leaves a paused port at once,
     /// ahead of the data waiting there, and reaches its source at exactly the
@@ -1068,7 +1077,7 @@ mod tests {
         // S1 - B1 - B0 - D, 10 Gbit/s, 0.5 us links, 1 us bridges, 2 us processing.
         let mut cfg = star_config(1, 0.0, 10 * PS_PER_MS, 0);
         cfg.pause.enabled = true;
-        cfg.scheme = SchemeConfig::Bcn(BcnParams::default());
+        cfg.scheme = SchemeConfig::of("bcn", &BcnParams::default());
         // D floods S1 from t = 0: its frames queue at B0 behind the paused port.
         let d = cfg.stations.iter_mut().find(|s| s.name == "D").unwrap();
         d.load = 1.0;
@@ -1096,11 +1105,7 @@ mod tests {
         assert_eq!(sim.net.ports[back as usize].frames_sent, 0);
         // The CP at B0 -> D notifies S1 about a frame of S1's (negative feedback).
         let sampled = Frame::data(t0, 0, 1, 1500);
-        let fb = Feedback {
-            kind: FeedbackKind::Negative,
-            fb: -100.0,
-        };
-        sim.send_cnm(b0, cp, &sampled, fb);
+        sim.send_note(b0, cp, &sampled, BcnExt::new(BcnMsg::Negative, -100.0));
         assert_eq!(sim.net.ports[back as usize].frames_sent, 1, "the CNM left at once");
         // 64 B at 10 Gbit/s twice (51.2 ns), two 0.5 us links, B1's 1 us, S1's 2 us.
         let arrive = t0 + 2 * 51_200 + 2 * PS_PER_US / 2 + PS_PER_US + 2 * PS_PER_US;

@@ -1,7 +1,7 @@
 //! Building the network from the configuration: nodes, one port per link
 //! direction, and static shortest-path routes with deterministic tie-breaking.
 
-use super::port::{Port, PortId, WIRE_CNM, WIRE_DATA, WIRE_MAC};
+use super::port::{Port, PortId, WIRE_NOTE, WIRE_DATA, WIRE_MAC};
 use crate::config::{err, BufferMode, ConfigError, DestConfig, NicFull, PauseTrigger, RlScope, SimConfig};
 use crate::engine::queue::MAX_INDEX;
 use crate::engine::rng::{stream, Stream};
@@ -71,11 +71,11 @@ pub struct Bridge {
     pub dropped_cp: u64,
 }
 
-pub struct Network {
+pub struct Network<E> {
     pub nodes: Vec<Node>,
     pub stations: Vec<Station>,
     pub bridges: Vec<Bridge>,
-    pub ports: Vec<Port>,
+    pub ports: Vec<Port<E>>,
     /// `route[bridge * n_stations + dst_station]`: egress port, or `NO_ROUTE`.
     pub route: Vec<PortId>,
     pub node_by_name: BTreeMap<String, u32>,
@@ -83,7 +83,7 @@ pub struct Network {
 
 pub const NO_ROUTE: PortId = u32::MAX;
 
-impl Network {
+impl<E: Copy + Default> Network<E> {
     pub fn n_stations(&self) -> usize {
         self.stations.len()
     }
@@ -102,7 +102,7 @@ impl Network {
         &self.nodes[self.stations[s].node as usize].name
     }
 
-    pub fn build(cfg: &SimConfig, seed: u64) -> Result<Network, ConfigError> {
+    pub fn build(cfg: &SimConfig, seed: u64) -> Result<Network<E>, ConfigError> {
         cfg.validate_scalars()?;
         let mut nodes = Vec::new();
         let mut node_by_name = BTreeMap::new();
@@ -147,7 +147,7 @@ impl Network {
         let n_st = cfg.stations.len();
 
         // Ports: two per link.
-        let mut ports: Vec<Port> = Vec::with_capacity(cfg.links.len() * 2);
+        let mut ports: Vec<Port<E>> = Vec::with_capacity(cfg.links.len() * 2);
         let mut seen = BTreeSet::new();
         for l in &cfg.links {
             let a = *node_by_name
@@ -197,7 +197,7 @@ impl Network {
             };
             debug_assert_eq!(WIRE_MAC, 0);
             ports[p].rx_extra_ps = extra;
-            let _ = (WIRE_DATA, WIRE_CNM);
+            let _ = (WIRE_DATA, WIRE_NOTE);
             if let NodeKind::Bridge(_) = nodes[ports[p].owner as usize].kind {
                 let k = nodes[ports[p].owner as usize].ports.len();
                 ports[p].bytes_by_ingress = vec![0; k];

@@ -2,8 +2,8 @@
 //! BCN-Max and ECM (schemes.md, "BCN" and "ECM"). One parameter set covers
 //! them all; the variants are switches.
 
-use super::{Feedback, FeedbackKind, RlCore, Scheme};
-use crate::config::{err, ConfigError};
+use super::{QueueView, RlCore, Scheme};
+use crate::config::{err, ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::{Time, PS_PER_US};
 use crate::net::Frame;
@@ -98,24 +98,60 @@ impl Default for BcnParams {
     }
 }
 
+/// What a BCN message says (its frame extension on notifications).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BcnMsg {
+    /// Not a message (data frames).
+    #[default]
+    None,
+    /// Fb < 0: decrease (creates the RL when the flow has none).
+    Negative,
+    /// Fb > 0: increase (only for an existing RL).
+    Positive,
+    /// BCN(0,0): stop for a random time, then restart slowly.
+    Stop,
+}
+
+/// BCN's frame extension: on a notification, its kind and Fb (64-byte pages).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BcnExt {
+    pub msg: BcnMsg,
+    pub fb: f32,
+}
+
+impl BcnExt {
+    pub fn new(msg: BcnMsg, fb: f32) -> BcnExt {
+        BcnExt { msg, fb }
+    }
+}
+
 pub struct Bcn {
     p: BcnParams,
 }
 
 impl Bcn {
+    pub fn from_config(s: &SchemeConfig) -> Result<Bcn, ConfigError> {
+        Bcn::named(s.parse()?, s.table())
+    }
+
     pub fn new(p: BcnParams) -> Result<Bcn, ConfigError> {
+        Bcn::named(p, "bcn")
+    }
+
+    /// Checks `p`, naming its parameters `t.key` in errors.
+    pub fn named(p: BcnParams, t: &str) -> Result<Bcn, ConfigError> {
         let pos = |v: f64, name: &str| {
             if v > 0.0 && v.is_finite() {
                 Ok(())
             } else {
-                err(format!("bcn.{name}: {v} is not allowed; expected > 0"))
+                err(format!("{t}.{name}: {v} is not allowed; expected > 0"))
             }
         };
         let nonneg = |v: f64, name: &str| {
             if v >= 0.0 && v.is_finite() {
                 Ok(())
             } else {
-                err(format!("bcn.{name}: {v} is not allowed; expected >= 0"))
+                err(format!("{t}.{name}: {v} is not allowed; expected >= 0"))
             }
         };
         pos(p.qeq_pages, "qeq_pages")?;
@@ -127,7 +163,7 @@ impl Bcn {
         nonneg(p.jitter_bytes, "jitter_bytes")?;
         if p.jitter_bytes >= p.sample_bytes {
             return err(format!(
-                "bcn.jitter_bytes: {} must be below bcn.sample_bytes {}",
+                "{t}.jitter_bytes: {} must be below {t}.sample_bytes {}",
                 p.jitter_bytes, p.sample_bytes
             ));
         }
@@ -139,7 +175,7 @@ impl Bcn {
         pos(p.rmin_bps, "rmin_gbps")?;
         nonneg(p.drift_bps, "drift_mbps")?;
         if p.drift_interval_ps == 0 {
-            return err("bcn.drift_interval_us: must be > 0");
+            return err(format!("{t}.drift_interval_us: must be > 0"));
         }
         Ok(Bcn { p })
     }
@@ -209,7 +245,9 @@ pub struct BcnRl {
 }
 
 impl Scheme for Bcn {
+    type Ext = BcnExt;
     type Cp = BcnCp;
+    type Np = ();
     type Rl = BcnRl;
 
     fn new_cp(&self, rng: Stream) -> BcnCp {
@@ -221,11 +259,8 @@ impl Scheme for Bcn {
         }
     }
 
-    fn new_rl(&self) -> BcnRl {
-        BcnRl::default()
-    }
-
-    fn cp_on_enqueue(&self, cp: &mut BcnCp, frame: &mut Frame, q_bytes: u64, cpid: u16) -> Option<Feedback> {
+    fn cp_on_enqueue(&self, cp: &mut BcnCp, frame: &mut Frame<BcnExt>, q: QueueView, cpid: u16) -> Option<BcnExt> {
+        let q_bytes = q.bytes;
         if !cp.started {
             // The first interval is drawn too, so CPs do not sample in lockstep.
             cp.started = true;
@@ -241,58 +276,55 @@ impl Scheme for Bcn {
         let p = &self.p;
         let q = q_bytes as f64;
         if p.bcn_max && q > p.qmc_bytes {
-            Some(Feedback {
-                kind: FeedbackKind::Negative,
-                fb: self.fb_max_negative() as f32,
-            })
+            Some(BcnExt::new(BcnMsg::Negative, self.fb_max_negative() as f32))
         } else if p.bcn00 && q > p.qsc_bytes {
-            Some(Feedback {
-                kind: FeedbackKind::Stop,
-                fb: 0.0,
-            })
+            Some(BcnExt::new(BcnMsg::Stop, 0.0))
         } else if fb < 0.0 && self.negative_allowed(q) {
-            Some(Feedback {
-                kind: FeedbackKind::Negative,
-                fb: fb as f32,
-            })
-        } else if fb > 0.0 && (frame.tag == cpid || p.positive_untagged) {
-            Some(Feedback {
-                kind: FeedbackKind::Positive,
-                fb: fb as f32,
-            })
+            Some(BcnExt::new(BcnMsg::Negative, fb as f32))
+        } else if fb > 0.0 && (frame.cpid == cpid || p.positive_untagged) {
+            // Rule 4: the sampled frame left an RL this CP slowed (its tag).
+            Some(BcnExt::new(BcnMsg::Positive, fb as f32))
         } else {
             None
         }
     }
 
-    fn creates_rl(&self, fb: &Feedback) -> bool {
-        matches!(fb.kind, FeedbackKind::Negative | FeedbackKind::Stop)
+    fn creates_rl(&self, note: &BcnExt) -> bool {
+        matches!(note.msg, BcnMsg::Negative | BcnMsg::Stop)
+    }
+
+    fn slows(&self, note: &BcnExt) -> bool {
+        matches!(note.msg, BcnMsg::Negative | BcnMsg::Stop)
     }
 
     fn cp_samples_dropped(&self) -> bool {
         self.p.sample_dropped
     }
 
-    fn rp_on_create(&self, _core: &mut RlCore, rl: &mut BcnRl, now: Time) -> Option<Time> {
+    fn new_rl(&self, _core: &mut RlCore, now: Time) -> (BcnRl, Option<Time>) {
         if self.p.self_increase {
-            rl.drifting = true;
-            return Some(now + self.p.drift_interval_ps);
+            let rl = BcnRl {
+                drifting: true,
+                ..BcnRl::default()
+            };
+            return (rl, Some(now + self.p.drift_interval_ps));
         }
-        None
+        (BcnRl::default(), None)
     }
 
-    fn rp_on_feedback(&self, core: &mut RlCore, rl: &mut BcnRl, fb: &Feedback, now: Time, rng: &mut Stream) -> Option<Time> {
+    fn rp_on_note(&self, core: &mut RlCore, rl: &mut BcnRl, note: &BcnExt, _cpid: u16, now: Time, rng: &mut Stream) -> Option<Time> {
         let p = &self.p;
-        match fb.kind {
-            FeedbackKind::Negative => {
-                core.rate_bps = (core.rate_bps * (1.0 + p.gd * fb.fb as f64)).max(p.min_rate_bps);
+        match note.msg {
+            BcnMsg::None => None,
+            BcnMsg::Negative => {
+                core.rate_bps = (core.rate_bps * (1.0 + p.gd * note.fb as f64)).max(p.min_rate_bps);
                 None
             }
-            FeedbackKind::Positive => {
-                core.rate_bps = (core.rate_bps + p.gi * fb.fb as f64 * p.ru_bps).min(core.line_rate_bps);
+            BcnMsg::Positive => {
+                core.rate_bps = (core.rate_bps + p.gi * note.fb as f64 * p.ru_bps).min(core.line_rate_bps);
                 None
             }
-            FeedbackKind::Stop => {
+            BcnMsg::Stop => {
                 let stop = if p.tmax_ps > 0 { rng.gen_range(0..=p.tmax_ps) } else { 0 };
                 core.stopped_until = now + stop;
                 rl.resume_pending = true;
@@ -330,6 +362,17 @@ mod tests {
             rate_bps: 10e9,
             line_rate_bps: 10e9,
             stopped_until: 0,
+            window_bytes: u64::MAX,
+            inflight_bytes: 0,
+        }
+    }
+
+    fn qv(bytes: u64) -> QueueView {
+        QueueView {
+            bytes,
+            rate_bps: 10_000_000_000,
+            tx_bytes: 0,
+            now: 0,
         }
     }
 
@@ -366,22 +409,22 @@ mod tests {
             jitter_bytes: 0.0,
             ..BcnParams::default()
         };
-        for (below, expect) in [(false, None), (true, Some(FeedbackKind::Negative))] {
+        for (below, expect) in [(false, None), (true, Some(BcnMsg::Negative))] {
             let b = Bcn::new(BcnParams {
                 notify_below_qeq: below,
                 ..p.clone()
             })
             .unwrap();
             let mut cp = b.new_cp(stream(0, "cp"));
-            let mut f = Frame::data(0, 0, 1, 1500);
-            b.cp_on_enqueue(&mut cp, &mut f, 5_000, 1);
+            let mut f: Frame<BcnExt> = Frame::data(0, 0, 1, 1500);
+            b.cp_on_enqueue(&mut cp, &mut f, qv(5_000), 1);
             assert!(b.feedback(20_000, cp.qold_pages) < 0.0);
-            let got = b.cp_on_enqueue(&mut cp, &mut f, 20_000, 1).map(|fb| fb.kind);
+            let got = b.cp_on_enqueue(&mut cp, &mut f, qv(20_000), 1).map(|fb| fb.msg);
             assert_eq!(got, expect, "notify_below_qeq = {below}");
             // Above Qeq both readings slow the source.
             assert_eq!(
-                b.cp_on_enqueue(&mut cp, &mut f, 40_000, 1).map(|fb| fb.kind),
-                Some(FeedbackKind::Negative)
+                b.cp_on_enqueue(&mut cp, &mut f, qv(40_000), 1).map(|fb| fb.msg),
+                Some(BcnMsg::Negative)
             );
         }
         let _ = &mut rng;
@@ -393,54 +436,18 @@ mod tests {
         let mut rng = stream(0, "t");
         let mut c = core();
         let mut rl = BcnRl::default();
-        b.rp_on_feedback(
-            &mut c,
-            &mut rl,
-            &Feedback {
-                kind: FeedbackKind::Negative,
-                fb: -1875.0,
-            },
-            0,
-            &mut rng,
-        );
+        b.rp_on_note(&mut c, &mut rl, &BcnExt::new(BcnMsg::Negative, -1875.0), 0, 0, &mut rng);
         assert!((c.rate_bps / 10e9 - 0.5125).abs() < 1e-6, "{}", c.rate_bps);
         let before = c.rate_bps;
-        b.rp_on_feedback(
-            &mut c,
-            &mut rl,
-            &Feedback {
-                kind: FeedbackKind::Positive,
-                fb: 1875.0,
-            },
-            0,
-            &mut rng,
-        );
+        b.rp_on_note(&mut c, &mut rl, &BcnExt::new(BcnMsg::Positive, 1875.0), 0, 0, &mut rng);
         assert!(((c.rate_bps - before) / 1e9 - 1.0).abs() < 0.01, "increase {}", c.rate_bps - before);
         // Never below the floor, never above line rate.
         for _ in 0..100 {
-            b.rp_on_feedback(
-                &mut c,
-                &mut rl,
-                &Feedback {
-                    kind: FeedbackKind::Negative,
-                    fb: -1875.0,
-                },
-                0,
-                &mut rng,
-            );
+            b.rp_on_note(&mut c, &mut rl, &BcnExt::new(BcnMsg::Negative, -1875.0), 0, 0, &mut rng);
         }
         assert_eq!(c.rate_bps, BcnParams::default().min_rate_bps);
         for _ in 0..100 {
-            b.rp_on_feedback(
-                &mut c,
-                &mut rl,
-                &Feedback {
-                    kind: FeedbackKind::Positive,
-                    fb: 1875.0,
-                },
-                0,
-                &mut rng,
-            );
+            b.rp_on_note(&mut c, &mut rl, &BcnExt::new(BcnMsg::Positive, 1875.0), 0, 0, &mut rng);
         }
         assert_eq!(c.rate_bps, 10e9);
     }
@@ -474,12 +481,12 @@ mod tests {
         })
         .unwrap();
         let mut cp = b.new_cp(stream(0, "cp"));
-        let f = Frame::data(0, 0, 1, 1500);
+        let f: Frame<BcnExt> = Frame::data(0, 0, 1, 1500);
         let mut samples = 0;
         for i in 0..100 {
             // A growing queue: every sample is negative.
-            if let Some(fb) = b.cp_on_enqueue(&mut cp, &mut f.clone(), 30_000 + i * 1500, 7) {
-                assert_eq!(fb.kind, FeedbackKind::Negative);
+            if let Some(fb) = b.cp_on_enqueue(&mut cp, &mut f.clone(), qv(30_000 + i * 1500), 7) {
+                assert_eq!(fb.msg, BcnMsg::Negative);
                 samples += 1;
             }
         }
@@ -487,16 +494,16 @@ mod tests {
         // An empty queue: positive feedback, but only for frames tagged with this CP.
         let mut cp = b.new_cp(stream(0, "cp"));
         let mut tagged = f;
-        tagged.tag = 7;
+        tagged.cpid = 7;
         let untagged: usize = (0..100)
-            .filter(|_| b.cp_on_enqueue(&mut cp, &mut f.clone(), 1500, 7).is_some())
+            .filter(|_| b.cp_on_enqueue(&mut cp, &mut f.clone(), qv(1500), 7).is_some())
             .count();
         assert_eq!(untagged, 0);
         let pos: Vec<_> = (0..100)
-            .filter_map(|_| b.cp_on_enqueue(&mut cp, &mut tagged.clone(), 1500, 7))
+            .filter_map(|_| b.cp_on_enqueue(&mut cp, &mut tagged.clone(), qv(1500), 7))
             .collect();
         assert_eq!(pos.len(), 10);
-        assert!(pos.iter().all(|fb| fb.kind == FeedbackKind::Positive && fb.fb > 0.0));
+        assert!(pos.iter().all(|fb| fb.msg == BcnMsg::Positive && fb.fb > 0.0));
         // Without the tag test (not the spec) every positive sample is a message.
         let any = Bcn::new(BcnParams {
             positive_untagged: true,
@@ -505,8 +512,8 @@ mod tests {
         .unwrap();
         let mut cp = any.new_cp(stream(0, "cp"));
         let n = (0..100)
-            .filter_map(|_| any.cp_on_enqueue(&mut cp, &mut f.clone(), 1500, 7))
-            .filter(|fb| fb.kind == FeedbackKind::Positive)
+            .filter_map(|_| any.cp_on_enqueue(&mut cp, &mut f.clone(), qv(1500), 7))
+            .filter(|fb| fb.msg == BcnMsg::Positive)
             .count();
         assert_eq!(n, 10);
         // BCN-Max wins over BCN(0,0), which wins over a plain negative.
@@ -522,25 +529,19 @@ mod tests {
         .unwrap();
         let mut cp = both.new_cp(stream(0, "cp"));
         assert_eq!(
-            both.cp_on_enqueue(&mut cp, &mut f.clone(), 130_000, 7).unwrap(),
-            Feedback {
-                kind: FeedbackKind::Negative,
-                fb: -1875.0
-            }
+            both.cp_on_enqueue(&mut cp, &mut f.clone(), qv(130_000), 7).unwrap(),
+            BcnExt::new(BcnMsg::Negative, -1875.0)
         );
         assert_eq!(
-            both.cp_on_enqueue(&mut cp, &mut f.clone(), 110_000, 7).unwrap().kind,
-            FeedbackKind::Stop
+            both.cp_on_enqueue(&mut cp, &mut f.clone(), qv(110_000), 7).unwrap().msg,
+            BcnMsg::Stop
         );
         // Falling from 110 KB to 90 KB: Fb = -(375 - 2 x 312.5) > 0, and the frame is untagged.
-        assert_eq!(both.cp_on_enqueue(&mut cp, &mut f.clone(), 90_000, 7), None);
+        assert_eq!(both.cp_on_enqueue(&mut cp, &mut f.clone(), qv(90_000), 7), None);
         let mut fresh = both.new_cp(stream(0, "cp"));
         assert_eq!(
-            both.cp_on_enqueue(&mut fresh, &mut f.clone(), 90_000, 7).unwrap(),
-            Feedback {
-                kind: FeedbackKind::Negative,
-                fb: -1875.0
-            }
+            both.cp_on_enqueue(&mut fresh, &mut f.clone(), qv(90_000), 7).unwrap(),
+            BcnExt::new(BcnMsg::Negative, -1875.0)
         );
     }
 
@@ -555,11 +556,11 @@ mod tests {
             ..BcnParams::default()
         })
         .unwrap();
-        let f = Frame::data(0, 0, 1, 1500);
+        let f: Frame<BcnExt> = Frame::data(0, 0, 1, 1500);
         let count = |q: u64| {
             let mut cp = b.new_cp(stream(0, "cp"));
             (0..3000)
-                .filter(|_| b.cp_on_enqueue(&mut cp, &mut f.clone(), q, 7).is_some())
+                .filter(|_| b.cp_on_enqueue(&mut cp, &mut f.clone(), qv(q), 7).is_some())
                 .count()
         };
         // 3000 frames of 1500 B = 4.5 MB: 60 samples at 75 KB, 300 at 15 KB (all negative: Q far above Qeq).
@@ -578,16 +579,7 @@ mod tests {
         let mut c = core();
         let mut rl = BcnRl::default();
         let t = b
-            .rp_on_feedback(
-                &mut c,
-                &mut rl,
-                &Feedback {
-                    kind: FeedbackKind::Stop,
-                    fb: 0.0,
-                },
-                1000,
-                &mut rng,
-            )
+            .rp_on_note(&mut c, &mut rl, &BcnExt::new(BcnMsg::Stop, 0.0), 0, 1000, &mut rng)
             .unwrap();
         assert!((1000..=1000 + 100 * PS_PER_US).contains(&t) && c.stopped_until == t);
         let mut now = t;

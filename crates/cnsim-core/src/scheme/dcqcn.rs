@@ -12,8 +12,8 @@
 //!   alpha decay and the rate increase (both restart with each CNP and have the
 //!   same 55 us period in the source).
 
-use super::{Feedback, FeedbackKind, RlCore, Scheme};
-use crate::config::{err, ConfigError};
+use super::{QueueView, RlCore, Scheme};
+use crate::config::{err, ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::{Time, PS_PER_US};
 use crate::net::Frame;
@@ -63,32 +63,54 @@ impl Default for DcqcnParams {
     }
 }
 
+/// DCQCN's frame extension: a data frame's ECN Congestion Experienced bit
+/// (a CNP carries nothing else).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DcqcnExt {
+    pub ce: bool,
+}
+
+/// The NP's memory of one source: when it last sent it a CNP.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DcqcnNp {
+    pub last_cnp: Option<Time>,
+}
+
 pub struct Dcqcn {
     p: DcqcnParams,
 }
 
 impl Dcqcn {
+    pub fn from_config(s: &SchemeConfig) -> Result<Dcqcn, ConfigError> {
+        Dcqcn::named(s.parse()?, s.table())
+    }
+
     pub fn new(p: DcqcnParams) -> Result<Dcqcn, ConfigError> {
+        Dcqcn::named(p, "dcqcn")
+    }
+
+    /// Checks `p`, naming its parameters `t.key` in errors.
+    pub fn named(p: DcqcnParams, t: &str) -> Result<Dcqcn, ConfigError> {
         if !(p.kmin_bytes >= 0.0 && p.kmax_bytes > p.kmin_bytes) {
             return err(format!(
-                "dcqcn.kmax_bytes: {} must be above dcqcn.kmin_bytes {}",
+                "{t}.kmax_bytes: {} must be above {t}.kmin_bytes {}",
                 p.kmax_bytes, p.kmin_bytes
             ));
         }
         if !(p.pmax > 0.0 && p.pmax <= 1.0) {
-            return err(format!("dcqcn.pmax: {} is not allowed; expected 0 < pmax <= 1", p.pmax));
+            return err(format!("{t}.pmax: {} is not allowed; expected 0 < pmax <= 1", p.pmax));
         }
         if !(p.g > 0.0 && p.g < 1.0) {
-            return err(format!("dcqcn.g: {} is not allowed; expected 0 < g < 1", p.g));
+            return err(format!("{t}.g: {} is not allowed; expected 0 < g < 1", p.g));
         }
         if p.timer_ps == 0 {
-            return err("dcqcn.timer_us: must be > 0");
+            return err(format!("{t}.timer_us: must be > 0"));
         }
         if !(p.bc_bytes > 0.0 && p.min_rate_bps > 0.0) {
-            return err("dcqcn.bc_bytes / dcqcn.min_rate_mbps: must be > 0");
+            return err(format!("{t}.bc_bytes / {t}.min_rate_mbps: must be > 0"));
         }
         if p.fr_thr == 0 {
-            return err("dcqcn.fr_thr: must be >= 1");
+            return err(format!("{t}.fr_thr: must be >= 1"));
         }
         Ok(Dcqcn { p })
     }
@@ -137,68 +159,59 @@ pub struct DcqcnRl {
 }
 
 impl Scheme for Dcqcn {
+    type Ext = DcqcnExt;
     type Cp = DcqcnCp;
+    type Np = DcqcnNp;
     type Rl = DcqcnRl;
-    const SINK_EVENTS: bool = true;
+    const NP_EVENTS: bool = true;
     const CP_ON_DEQUEUE: bool = true;
 
     fn new_cp(&self, rng: Stream) -> DcqcnCp {
         DcqcnCp { rng }
     }
 
-    fn new_rl(&self) -> DcqcnRl {
-        DcqcnRl {
+    /// DCQCN marks at dequeue; nothing happens on arrival.
+    fn cp_on_dequeue(&self, cp: &mut DcqcnCp, frame: &mut Frame<DcqcnExt>, q: QueueView, _cpid: u16) {
+        let p = self.mark_probability(q.bytes as f64);
+        if p > 0.0 && (p >= 1.0 || cp.rng.gen::<f64>() < p) {
+            frame.ext.ce = true; // ECN congestion experienced
+        }
+    }
+
+    fn np_on_data(&self, np: &mut DcqcnNp, frame: &Frame<DcqcnExt>, now: Time, _rng: &mut Stream) -> Option<(DcqcnExt, u16)> {
+        if !frame.ext.ce {
+            return None;
+        }
+        if let Some(last) = np.last_cnp {
+            if now < last.saturating_add(self.p.cnp_interval_ps) {
+                return None;
+            }
+        }
+        np.last_cnp = Some(now);
+        // A CNP names the flow (the RP keys its RL by the flow), not a CP.
+        Some((DcqcnExt::default(), crate::net::rl::NO_CPID))
+    }
+
+    fn creates_rl(&self, _note: &DcqcnExt) -> bool {
+        true
+    }
+
+    fn slows(&self, _note: &DcqcnExt) -> bool {
+        true
+    }
+
+    fn new_rl(&self, core: &mut RlCore, _now: Time) -> (DcqcnRl, Option<Time>) {
+        let rl = DcqcnRl {
             alpha: 1.0,
-            tr: 0.0,
+            tr: core.line_rate_bps,
             si: 0,
             ts: 0,
             bc: self.p.bc_bytes,
-        }
+        };
+        (rl, None)
     }
 
-    /// DCQCN marks at dequeue; nothing happens on arrival.
-    fn cp_on_enqueue(&self, _cp: &mut DcqcnCp, _frame: &mut Frame, _q: u64, _cpid: u16) -> Option<Feedback> {
-        None
-    }
-
-    fn cp_on_dequeue(&self, cp: &mut DcqcnCp, frame: &mut Frame, q_bytes: u64, cpid: u16) {
-        let p = self.mark_probability(q_bytes as f64);
-        if p > 0.0 && (p >= 1.0 || cp.rng.gen::<f64>() < p) {
-            frame.cp_mark = cpid; // ECN congestion experienced
-        }
-    }
-
-    fn sink_on_data(&self, frame: &Frame, now: Time, last_sent: &mut Time, _rng: &mut Stream) -> Option<(Feedback, u16)> {
-        if frame.cp_mark == 0 {
-            return None;
-        }
-        if *last_sent != Time::MAX && now < last_sent.saturating_add(self.p.cnp_interval_ps) {
-            return None;
-        }
-        *last_sent = now;
-        // A CNP names the flow (the RP keys its RL by the flow), not a CP.
-        Some((
-            Feedback {
-                kind: FeedbackKind::Negative,
-                fb: 1.0,
-            },
-            crate::net::rl::NO_CPID,
-        ))
-    }
-
-    fn creates_rl(&self, fb: &Feedback) -> bool {
-        fb.kind == FeedbackKind::Negative
-    }
-
-    fn rp_on_create(&self, core: &mut RlCore, rl: &mut DcqcnRl, _now: Time) -> Option<Time> {
-        rl.tr = core.line_rate_bps;
-        None
-    }
-
-    fn rp_on_feedback(&self, core: &mut RlCore, rl: &mut DcqcnRl, fb: &Feedback, now: Time, _rng: &mut Stream) -> Option<Time> {
-        if fb.kind != FeedbackKind::Negative {
-            return None;
-        }
+    fn rp_on_note(&self, core: &mut RlCore, rl: &mut DcqcnRl, _note: &DcqcnExt, _cpid: u16, now: Time, _rng: &mut Stream) -> Option<Time> {
         let g = self.p.g;
         rl.tr = core.rate_bps;
         core.rate_bps = (core.rate_bps * (1.0 - rl.alpha / 2.0)).max(self.p.min_rate_bps);
@@ -209,8 +222,8 @@ impl Scheme for Dcqcn {
         Some(now + self.p.timer_ps)
     }
 
-    fn rp_on_transmit(&self, core: &mut RlCore, rl: &mut DcqcnRl, len: u16, _now: Time, _rng: &mut Stream) -> Option<Time> {
-        rl.bc -= len as f64;
+    fn rp_on_send(&self, core: &mut RlCore, rl: &mut DcqcnRl, frame: &mut Frame<DcqcnExt>, _now: Time, _rng: &mut Stream) -> Option<Time> {
+        rl.bc -= frame.len as f64;
         if rl.bc < 0.0 {
             rl.si += 1;
             rl.bc = self.p.bc_bytes;
@@ -241,6 +254,15 @@ mod tests {
         Dcqcn::new(DcqcnParams::default()).unwrap()
     }
 
+    fn qv(bytes: u64) -> QueueView {
+        QueueView {
+            bytes,
+            rate_bps: 10_000_000_000,
+            tx_bytes: 0,
+            now: 0,
+        }
+    }
+
     #[test]
     fn red_marking_probability() {
         let d = dcqcn();
@@ -252,8 +274,8 @@ mod tests {
         let marked = (0..100_000)
             .filter(|_| {
                 let mut f = Frame::data(0, 0, 1, 1500);
-                d.cp_on_dequeue(&mut cp, &mut f, 102_500, 9);
-                f.cp_mark == 9
+                d.cp_on_dequeue(&mut cp, &mut f, qv(102_500), 9);
+                f.ext.ce
             })
             .count();
         assert!((marked as f64 / 1e5 - 0.005).abs() < 0.001, "{marked}");
@@ -263,24 +285,20 @@ mod tests {
     fn one_cnp_per_flow_per_interval() {
         let d = dcqcn();
         let mut rng = stream(0, "np");
-        let mut f = Frame::data(0, 3, 7, 1500);
-        f.cp_mark = 2;
-        let mut last = Time::MAX;
+        let mut f: Frame<DcqcnExt> = Frame::data(0, 3, 7, 1500);
+        f.ext.ce = true;
+        let mut np = DcqcnNp::default();
         let times = [0, 10 * PS_PER_US, 49 * PS_PER_US, 50 * PS_PER_US, 60 * PS_PER_US, 120 * PS_PER_US];
         let sent: Vec<Time> = times
             .iter()
-            .filter(|&&t| d.sink_on_data(&f, t, &mut last, &mut rng).is_some())
+            .filter(|&&t| d.np_on_data(&mut np, &f, t, &mut rng).is_some())
             .copied()
             .collect();
         assert_eq!(sent, vec![0, 50 * PS_PER_US, 120 * PS_PER_US]);
-        let (fb, id) = d.sink_on_data(&f, 500 * PS_PER_US, &mut last, &mut rng).unwrap();
-        assert_eq!(
-            (fb.kind, id),
-            (FeedbackKind::Negative, crate::net::rl::NO_CPID),
-            "a CNP names no CP"
-        );
-        f.cp_mark = 0;
-        assert!(d.sink_on_data(&f, 1_000 * PS_PER_US, &mut last, &mut rng).is_none());
+        let (_, id) = d.np_on_data(&mut np, &f, 500 * PS_PER_US, &mut rng).unwrap();
+        assert_eq!(id, crate::net::rl::NO_CPID, "a CNP names no CP");
+        f.ext.ce = false;
+        assert!(d.np_on_data(&mut np, &f, 1_000 * PS_PER_US, &mut rng).is_none());
     }
 
     #[test]
@@ -291,15 +309,13 @@ mod tests {
             rate_bps: 10e9,
             line_rate_bps: 10e9,
             stopped_until: 0,
+            window_bytes: u64::MAX,
+            inflight_bytes: 0,
         };
-        let mut rl = d.new_rl();
-        d.rp_on_create(&mut c, &mut rl, 0);
-        let cnp = Feedback {
-            kind: FeedbackKind::Negative,
-            fb: 1.0,
-        };
+        let (mut rl, _) = d.new_rl(&mut c, 0);
+        let cnp = DcqcnExt::default();
         // alpha starts at 1: the first CNP halves the rate.
-        let t = d.rp_on_feedback(&mut c, &mut rl, &cnp, 0, &mut rng).unwrap();
+        let t = d.rp_on_note(&mut c, &mut rl, &cnp, 0, 0, &mut rng).unwrap();
         assert_eq!(t, 55 * PS_PER_US);
         assert!((c.rate_bps - 5e9).abs() < 1.0 && rl.tr == 10e9);
         assert!((rl.alpha - (255.0 / 256.0 + 1.0 / 256.0)).abs() < 1e-12);

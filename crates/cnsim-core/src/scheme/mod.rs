@@ -1,104 +1,94 @@
-//! Congestion-management schemes behind two small roles:
+//! Congestion-management schemes. A scheme is one module that implements
+//! [`Scheme`]: it owns the state of its three roles and its frame extension,
+//! and the engine calls it at fixed points without knowing what it does.
 //!
-//! - the **congestion point** (CP): state per bridge output port with CP
-//!   detection; it sees every data frame that joins the queue and may answer
-//!   with [`Feedback`] for the frame's source (a CNM);
-//! - the **reaction point** (RP): the rate law of a rate limiter (RL) at a
-//!   source station. The network model owns the RL mechanics common to every
-//!   scheme (its queue, pacing, tagging, round robin, release at line rate);
-//!   the scheme only moves [`RlCore::rate_bps`] and asks for timers.
+//! - the **congestion point** (CP): state per bridge output port with
+//!   detection on; it sees every data frame join the queue (and, if it asks,
+//!   leave it) and may answer with a notification for the frame's source, or
+//!   mark the frame (its extension), e.g. with a congestion mark or per-hop
+//!   telemetry;
+//! - the **notification point** (NP): state per (destination, source) pair at
+//!   destination stations; it sees data frames arrive and may answer their
+//!   source (a reflected mark, a CNP, an acknowledgement);
+//! - the **reaction point** (RP): the rate law, and if the scheme wants one
+//!   the window, of a rate limiter (RL) at a source. The engine owns the RL
+//!   mechanics common to every scheme (its queue, pacing at
+//!   [`RlCore::rate_bps`], a window of bytes in flight, tagging with the CPID
+//!   of the CP that last slowed it, round robin, release at line rate) and
+//!   which RL a notification reaches (`station.rl_scope`).
 //!
-//! A scheme is one file implementing [`Scheme`], registered with one line in
-//! [`build`]. Schemes are type parameters of the simulation, so the per-frame
-//! path has no dynamic dispatch.
+//! Registering a scheme is one line in [`build`]; its parameters are one
+//! Python table (python/cnsim/schemes.py). Schemes are type parameters of the
+//! simulation, so the per-frame path has no dynamic dispatch.
 
 pub mod bcn;
 pub mod dcqcn;
 pub mod nocm;
 pub mod qcn;
 
-use crate::config::{ConfigError, SchemeConfig, SimConfig};
+use crate::config::{err, ConfigError, SimConfig};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
 use crate::net::sim::{NetSim, Run};
 use crate::net::Frame;
 
-/// What a CP tells a source, carried by a CNM (64-byte control frame).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Feedback {
-    pub kind: FeedbackKind,
-    /// Feedback value (BCN: Fb in 64-byte pages, negative = slow down).
-    pub fb: f32,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum FeedbackKind {
-    /// Fb < 0: decrease (creates the RL when the station has none for this CP).
-    Negative = 0,
-    /// Fb > 0: increase (only for an existing RL).
-    Positive = 1,
-    /// BCN(0,0): stop for a random time, then restart slowly.
-    Stop = 2,
-}
-
-impl FeedbackKind {
-    pub fn from_u8(x: u8) -> FeedbackKind {
-        match x {
-            0 => FeedbackKind::Negative,
-            1 => FeedbackKind::Positive,
-            _ => FeedbackKind::Stop,
-        }
-    }
-}
-
 /// The part of a rate limiter a scheme may change.
 #[derive(Clone, Debug)]
 pub struct RlCore {
-    /// Current rate (bit/s).
+    /// Current rate (bit/s); the RL paces its frames at it.
     pub rate_bps: f64,
     /// The station's line rate (bit/s); an RL at line rate with an empty
-    /// queue is released.
+    /// queue and nothing in flight is released.
     pub line_rate_bps: f64,
-    /// The RL sends nothing before this time (BCN(0,0) stop).
+    /// The RL sends nothing before this time (e.g. BCN(0,0)'s stop).
     pub stopped_until: Time,
+    /// Bytes the RL may have in flight (sent and not yet acknowledged by the
+    /// scheme, see `inflight_bytes`); `u64::MAX`: no window, rate only.
+    pub window_bytes: u64,
+    /// Bytes sent and not yet acknowledged. The engine adds each frame the
+    /// RL sends; a scheme with a window subtracts what its acknowledgements
+    /// cover in [`Scheme::rp_on_note`].
+    pub inflight_bytes: u64,
 }
 
-/// A congestion-management scheme: its CP and its RP rate law.
+/// What a CP sees of its queue when a frame joins or leaves it.
+#[derive(Clone, Copy, Debug)]
+pub struct QueueView {
+    /// Bytes queued, including the frame (on arrival) or including the frame
+    /// now leaving (on departure).
+    pub bytes: u64,
+    /// The port's current rate (bit/s) and the bytes it has sent so far
+    /// (per-hop telemetry: HPCC's INT records both).
+    pub rate_bps: u64,
+    pub tx_bytes: u64,
+    pub now: Time,
+}
+
+/// A congestion-management scheme: its CP, NP and RP roles and its frame
+/// extension. Every hook but the RP's has a default that does nothing.
 pub trait Scheme: Send + 'static {
+    /// Carried by every frame: tags and marks on data frames, the payload of
+    /// the scheme's notifications.
+    type Ext: Copy + Default + std::fmt::Debug + Send + 'static;
     /// State of one CP (one bridge output port with detection on).
     type Cp: Send;
+    /// State of one NP: a destination's memory of one source.
+    type Np: Default + Send;
     /// Scheme state of one rate limiter.
     type Rl: Send;
 
-    /// Data frames arriving at their destination are events (reflection
-    /// points); otherwise the engine counts them when they are sent.
-    const SINK_EVENTS: bool = false;
-    /// The CP also sees every data frame as it leaves the queue (`cp_on_dequeue`).
+    /// The NP acts on data frames reaching their destination, so those
+    /// arrivals must be events; otherwise the engine counts them when they
+    /// start their last hop.
+    const NP_EVENTS: bool = false;
+    /// The CP also sees every data frame leave its queue (`cp_on_dequeue`).
     const CP_ON_DEQUEUE: bool = false;
 
     fn new_cp(&self, rng: Stream) -> Self::Cp;
-    fn new_rl(&self) -> Self::Rl;
 
-    /// A data frame joined a CP queue, which now holds `q_bytes` (including
-    /// it). `cpid` identifies this CP in tags.
-    fn cp_on_enqueue(&self, cp: &mut Self::Cp, frame: &mut Frame, q_bytes: u64, cpid: u16) -> Option<Feedback>;
-
-    /// A data frame leaves a CP queue that holds `q_bytes` (including it);
-    /// the CP may mark it. Only with `CP_ON_DEQUEUE`.
-    fn cp_on_dequeue(&self, _cp: &mut Self::Cp, _frame: &mut Frame, _q_bytes: u64, _cpid: u16) {}
-
-    /// A data frame reached its destination (only with `SINK_EVENTS`) at
-    /// `now`: the destination may answer its source with feedback for RL
-    /// `cpid`. `last_sent` is when this destination last notified this
-    /// source (`Time::MAX`: never); the scheme updates it when it answers.
-    fn sink_on_data(&self, _frame: &Frame, _now: Time, _last_sent: &mut Time, _rng: &mut Stream) -> Option<(Feedback, u16)> {
-        None
-    }
-
-    /// A frame left the RL (byte counters). Returns a timer request as
-    /// `rp_on_feedback` does; the rate may change.
-    fn rp_on_transmit(&self, _core: &mut RlCore, _rl: &mut Self::Rl, _len: u16, _now: Time, _rng: &mut Stream) -> Option<Time> {
+    /// A data frame joined a CP's queue. Returning a notification sends it
+    /// to the frame's source (about the frame's flow, from CP `cpid`).
+    fn cp_on_enqueue(&self, _cp: &mut Self::Cp, _frame: &mut Frame<Self::Ext>, _q: QueueView, _cpid: u16) -> Option<Self::Ext> {
         None
     }
 
@@ -108,29 +98,53 @@ pub trait Scheme: Send + 'static {
         false
     }
 
-    /// Whether `fb` creates an RL at a station that has none for its CP.
-    fn creates_rl(&self, fb: &Feedback) -> bool;
+    /// A data frame leaves a CP's queue (only with `CP_ON_DEQUEUE`): the CP
+    /// may mark it or stamp it.
+    fn cp_on_dequeue(&self, _cp: &mut Self::Cp, _frame: &mut Frame<Self::Ext>, _q: QueueView, _cpid: u16) {}
 
-    /// A new RL was created (at line rate). Returns its first timer, if any.
-    fn rp_on_create(&self, _core: &mut RlCore, _rl: &mut Self::Rl, _now: Time) -> Option<Time> {
+    /// A data frame reached its destination (only with `NP_EVENTS`), whose
+    /// memory of that source is `np`. Returning `(payload, cpid)` sends a
+    /// notification to the frame's source about its flow.
+    fn np_on_data(&self, _np: &mut Self::Np, _frame: &Frame<Self::Ext>, _now: Time, _rng: &mut Stream) -> Option<(Self::Ext, u16)> {
         None
     }
 
-    /// Feedback reached the RL. Returns when the RL's timer should next fire
-    /// (`None` leaves any pending timer as it is, `Some(Time::MAX)` cancels it).
-    fn rp_on_feedback(&self, core: &mut RlCore, rl: &mut Self::Rl, fb: &Feedback, now: Time, rng: &mut Stream) -> Option<Time>;
+    /// Whether notification `note` creates an RL for a flow that has none.
+    fn creates_rl(&self, note: &Self::Ext) -> bool;
+
+    /// Whether `note` slows its RL: the CP that sent it then tags the RL's
+    /// frames, and with RLs per CP the flow is mapped to that CP's RL.
+    fn slows(&self, note: &Self::Ext) -> bool;
+
+    /// A new RL for a flow (at line rate). Returns its state and first timer.
+    fn new_rl(&self, core: &mut RlCore, now: Time) -> (Self::Rl, Option<Time>);
+
+    /// A notification from CP `cpid` (0: none) reached the RL. Returns when
+    /// its timer should next fire (`None` leaves a pending timer as it is,
+    /// `Some(Time::MAX)` cancels it).
+    fn rp_on_note(&self, core: &mut RlCore, rl: &mut Self::Rl, note: &Self::Ext, cpid: u16, now: Time, rng: &mut Stream) -> Option<Time>;
+
+    /// The RL sends `frame` (it may write the frame's extension). Returns a
+    /// timer request as `rp_on_note` does; the rate may change.
+    fn rp_on_send(&self, _core: &mut RlCore, _rl: &mut Self::Rl, _frame: &mut Frame<Self::Ext>, _now: Time, _rng: &mut Stream) -> Option<Time> {
+        None
+    }
 
     /// The RL's timer fired. Returns the next timer time, if any.
     fn rp_on_timer(&self, core: &mut RlCore, rl: &mut Self::Rl, now: Time, rng: &mut Stream) -> Option<Time>;
 }
 
-/// Builds the simulation of `cfg` with its scheme. One line per scheme.
+/// Builds the simulation of `cfg` with its scheme: one line per scheme.
 pub fn build(cfg: &SimConfig, seed: u64) -> Result<Box<dyn Run>, ConfigError> {
-    Ok(match &cfg.scheme {
-        SchemeConfig::Nocm => Box::new(NetSim::new(cfg, seed, nocm::NoCm)?),
-        SchemeConfig::Bcn(p) => Box::new(NetSim::new(cfg, seed, bcn::Bcn::new(p.clone())?)?),
-        SchemeConfig::Qcn(p) if p.three_point => Box::new(NetSim::new(cfg, seed, qcn::Qcn3pt(qcn::Qcn::new(p.clone())?))?),
-        SchemeConfig::Qcn(p) => Box::new(NetSim::new(cfg, seed, qcn::Qcn::new(p.clone())?)?),
-        SchemeConfig::Dcqcn(p) => Box::new(NetSim::new(cfg, seed, dcqcn::Dcqcn::new(p.clone())?)?),
+    let s = &cfg.scheme;
+    Ok(match s.name.as_str() {
+        "nocm" => Box::new(NetSim::new(cfg, seed, nocm::NoCm::from_config(s)?)?),
+        "bcn" => Box::new(NetSim::new(cfg, seed, bcn::Bcn::from_config(s)?)?),
+        "qcn" => match qcn::Qcn::from_config(s)? {
+            q if q.params().three_point => Box::new(NetSim::new(cfg, seed, qcn::Qcn3pt(q))?),
+            q => Box::new(NetSim::new(cfg, seed, q)?),
+        },
+        "dcqcn" => Box::new(NetSim::new(cfg, seed, dcqcn::Dcqcn::from_config(s)?)?),
+        other => return err(format!("scheme: unknown scheme '{other}'")),
     })
 }

@@ -10,8 +10,8 @@
 //! counter and timer stages SI / TS, fast recovery, active and hyperactive
 //! increase).
 
-use super::{Feedback, FeedbackKind, RlCore, Scheme};
-use crate::config::{err, ConfigError};
+use super::{QueueView, RlCore, Scheme};
+use crate::config::{err, ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::{Time, PS_PER_MS};
 use crate::net::Frame;
@@ -125,17 +125,35 @@ impl Default for QcnParams {
     }
 }
 
+/// QCN's frame extension. Data (three-point): the mark of the CP that
+/// sampled it, `qfb` > 0 and `marked_by` its CPID. Notification: its `qfb`
+/// (0: a three-point reflection of an unmarked frame).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QcnExt {
+    pub qfb: u8,
+    pub marked_by: u16,
+}
+
 pub struct Qcn {
     p: QcnParams,
 }
 
 impl Qcn {
+    pub fn from_config(s: &SchemeConfig) -> Result<Qcn, ConfigError> {
+        Qcn::named(s.parse()?, s.table())
+    }
+
     pub fn new(p: QcnParams) -> Result<Qcn, ConfigError> {
+        Qcn::named(p, "qcn")
+    }
+
+    /// Checks `p`, naming its parameters `t.key` in errors.
+    pub fn named(p: QcnParams, t: &str) -> Result<Qcn, ConfigError> {
         let pos = |v: f64, name: &str| {
             if v > 0.0 && v.is_finite() {
                 Ok(())
             } else {
-                err(format!("qcn.{name}: {v} is not allowed; expected > 0"))
+                err(format!("{t}.{name}: {v} is not allowed; expected > 0"))
             }
         };
         pos(p.qeq_bytes, "qeq_bytes")?;
@@ -143,28 +161,28 @@ impl Qcn {
         pos(p.bc_ai_bytes, "bc_ai_bytes")?;
         pos(p.min_rate_bps, "min_rate_mbps")?;
         if p.w.is_nan() || p.w < 0.0 {
-            return err(format!("qcn.w: {} is not allowed; expected >= 0", p.w));
+            return err(format!("{t}.w: {} is not allowed; expected >= 0", p.w));
         }
         if !(0.0 < p.pmin && p.pmin <= p.pmax && p.pmax <= 1.0) {
             return err(format!(
-                "qcn.pmin / qcn.pmax: {} / {} not allowed; expected 0 < pmin <= pmax <= 1",
+                "{t}.pmin / {t}.pmax: {} / {} not allowed; expected 0 < pmin <= pmax <= 1",
                 p.pmin, p.pmax
             ));
         }
         if !(0.0..1.0).contains(&p.randomize) {
-            return err(format!("qcn.randomize: {} is not allowed; expected 0 <= r < 1", p.randomize));
+            return err(format!("{t}.randomize: {} is not allowed; expected 0 <= r < 1", p.randomize));
         }
         if !(0.0..=1.0).contains(&p.refp) {
-            return err(format!("qcn.refp: {} is not allowed; expected 0 <= refp <= 1", p.refp));
+            return err(format!("{t}.refp: {} is not allowed; expected 0 <= refp <= 1", p.refp));
         }
         if !(p.gd > 0.0 && p.gd < 1.0) {
-            return err(format!("qcn.gd: {} is not allowed; expected 0 < gd < 1", p.gd));
+            return err(format!("{t}.gd: {} is not allowed; expected 0 < gd < 1", p.gd));
         }
         if !(0.0..=1.0).contains(&p.min_dec_factor) {
-            return err(format!("qcn.min_dec_factor: {} is not allowed; expected 0..1", p.min_dec_factor));
+            return err(format!("{t}.min_dec_factor: {} is not allowed; expected 0..1", p.min_dec_factor));
         }
         if p.fr_thr == 0 {
-            return err("qcn.fr_thr: must be >= 1");
+            return err(format!("{t}.fr_thr: must be >= 1"));
         }
         Ok(Qcn { p })
     }
@@ -218,19 +236,15 @@ impl Qcn {
         }
     }
 
-    fn notify(&self, frame: &mut Frame, qfb: u8, cpid: u16) -> Option<Feedback> {
+    fn notify(&self, frame: &mut Frame<QcnExt>, qfb: u8, cpid: u16) -> Option<QcnExt> {
         if qfb == 0 {
             return None;
         }
         if self.p.three_point {
-            frame.cp_mark = cpid;
-            frame.aux = qfb;
+            frame.ext = QcnExt { qfb, marked_by: cpid };
             return None;
         }
-        Some(Feedback {
-            kind: FeedbackKind::Negative,
-            fb: qfb as f32,
-        })
+        Some(QcnExt { qfb, marked_by: 0 })
     }
 
     fn self_increase(&self, core: &mut RlCore, rl: &mut QcnRl) {
@@ -285,7 +299,9 @@ pub struct QcnRl {
 }
 
 impl Scheme for Qcn {
+    type Ext = QcnExt;
     type Cp = QcnCp;
+    type Np = ();
     type Rl = QcnRl;
 
     fn new_cp(&self, rng: Stream) -> QcnCp {
@@ -297,12 +313,8 @@ impl Scheme for Qcn {
         }
     }
 
-    fn new_rl(&self) -> QcnRl {
-        QcnRl::default()
-    }
-
-    fn cp_on_enqueue(&self, cp: &mut QcnCp, frame: &mut Frame, q_bytes: u64, cpid: u16) -> Option<Feedback> {
-        let q = q_bytes as f64;
+    fn cp_on_enqueue(&self, cp: &mut QcnCp, frame: &mut Frame<QcnExt>, qv: QueueView, cpid: u16) -> Option<QcnExt> {
+        let q = qv.bytes as f64;
         if self.p.sampling == Sampling::Frames {
             let qfb = self.sample_qfb(q, cp.qold);
             if cp.rng.gen::<f64>() >= self.probability(qfb) {
@@ -325,25 +337,31 @@ impl Scheme for Qcn {
         self.notify(frame, qfb, cpid)
     }
 
-    fn creates_rl(&self, fb: &Feedback) -> bool {
-        fb.kind == FeedbackKind::Negative && fb.fb > 0.0
+    fn creates_rl(&self, note: &QcnExt) -> bool {
+        note.qfb > 0
+    }
+
+    fn slows(&self, note: &QcnExt) -> bool {
+        note.qfb > 0
     }
 
     fn cp_samples_dropped(&self) -> bool {
         self.p.sample_dropped
     }
 
-    fn rp_on_create(&self, core: &mut RlCore, rl: &mut QcnRl, now: Time) -> Option<Time> {
-        rl.tr = core.line_rate_bps;
-        rl.bc = self.p.bc_limit_bytes;
-        // The timer starts with the first CNM (rp_on_feedback restarts it).
-        let _ = now;
-        None
+    fn new_rl(&self, core: &mut RlCore, _now: Time) -> (QcnRl, Option<Time>) {
+        // The timer starts with the first CNM (rp_on_note restarts it).
+        let rl = QcnRl {
+            tr: core.line_rate_bps,
+            bc: self.p.bc_limit_bytes,
+            ..QcnRl::default()
+        };
+        (rl, None)
     }
 
-    fn rp_on_feedback(&self, core: &mut RlCore, rl: &mut QcnRl, fb: &Feedback, now: Time, rng: &mut Stream) -> Option<Time> {
+    fn rp_on_note(&self, core: &mut RlCore, rl: &mut QcnRl, note: &QcnExt, _cpid: u16, now: Time, rng: &mut Stream) -> Option<Time> {
         let p = &self.p;
-        if fb.kind != FeedbackKind::Negative || fb.fb <= 0.0 {
+        if note.qfb == 0 {
             // A qFb = 0 message (three-point reflection of an unmarked frame).
             if p.fb0_action == Fb0Action::Increase {
                 rl.si += 1;
@@ -351,7 +369,7 @@ impl Scheme for Qcn {
             }
             return None;
         }
-        let qfb = fb.fb as f64;
+        let qfb = note.qfb as f64;
         match p.efr {
             Efr::ResetStage | Efr::Standard => {
                 if rl.si != 0 {
@@ -367,8 +385,8 @@ impl Scheme for Qcn {
         self.timer_after(rl, now, rng).or(Some(Time::MAX))
     }
 
-    fn rp_on_transmit(&self, core: &mut RlCore, rl: &mut QcnRl, len: u16, _now: Time, rng: &mut Stream) -> Option<Time> {
-        rl.bc -= len as f64;
+    fn rp_on_send(&self, core: &mut RlCore, rl: &mut QcnRl, frame: &mut Frame<QcnExt>, _now: Time, rng: &mut Stream) -> Option<Time> {
+        rl.bc -= frame.len as f64;
         if rl.bc < 0.0 {
             rl.si += 1;
             let base = if rl.si < self.p.fr_thr {
@@ -394,54 +412,45 @@ impl Scheme for Qcn {
 pub struct Qcn3pt(pub Qcn);
 
 impl Scheme for Qcn3pt {
+    type Ext = QcnExt;
     type Cp = QcnCp;
+    type Np = ();
     type Rl = QcnRl;
-    const SINK_EVENTS: bool = true;
+    const NP_EVENTS: bool = true;
 
     fn new_cp(&self, rng: Stream) -> QcnCp {
         self.0.new_cp(rng)
     }
-    fn new_rl(&self) -> QcnRl {
-        self.0.new_rl()
+    fn cp_on_enqueue(&self, cp: &mut QcnCp, frame: &mut Frame<QcnExt>, q: QueueView, cpid: u16) -> Option<QcnExt> {
+        self.0.cp_on_enqueue(cp, frame, q, cpid)
     }
-    fn cp_on_enqueue(&self, cp: &mut QcnCp, frame: &mut Frame, q_bytes: u64, cpid: u16) -> Option<Feedback> {
-        self.0.cp_on_enqueue(cp, frame, q_bytes, cpid)
-    }
-    fn sink_on_data(&self, frame: &Frame, _now: Time, _last: &mut Time, rng: &mut Stream) -> Option<(Feedback, u16)> {
-        if frame.cp_mark != 0 {
-            return Some((
-                Feedback {
-                    kind: FeedbackKind::Negative,
-                    fb: frame.aux as f32,
-                },
-                frame.cp_mark,
-            ));
+    fn np_on_data(&self, _np: &mut (), frame: &Frame<QcnExt>, _now: Time, rng: &mut Stream) -> Option<(QcnExt, u16)> {
+        if frame.ext.marked_by != 0 {
+            return Some((QcnExt { qfb: frame.ext.qfb, marked_by: 0 }, frame.ext.marked_by));
         }
         if rng.gen::<f64>() < self.0.p.refp {
-            return Some((
-                Feedback {
-                    kind: FeedbackKind::Positive,
-                    fb: 0.0,
-                },
-                frame.tag,
-            ));
+            // Names the RL the frame left (its tag), if any.
+            return Some((QcnExt::default(), frame.cpid));
         }
         None
     }
-    fn creates_rl(&self, fb: &Feedback) -> bool {
-        self.0.creates_rl(fb)
+    fn creates_rl(&self, note: &QcnExt) -> bool {
+        self.0.creates_rl(note)
+    }
+    fn slows(&self, note: &QcnExt) -> bool {
+        self.0.slows(note)
     }
     fn cp_samples_dropped(&self) -> bool {
         self.0.cp_samples_dropped()
     }
-    fn rp_on_create(&self, core: &mut RlCore, rl: &mut QcnRl, now: Time) -> Option<Time> {
-        self.0.rp_on_create(core, rl, now)
+    fn new_rl(&self, core: &mut RlCore, now: Time) -> (QcnRl, Option<Time>) {
+        self.0.new_rl(core, now)
     }
-    fn rp_on_feedback(&self, core: &mut RlCore, rl: &mut QcnRl, fb: &Feedback, now: Time, rng: &mut Stream) -> Option<Time> {
-        self.0.rp_on_feedback(core, rl, fb, now, rng)
+    fn rp_on_note(&self, core: &mut RlCore, rl: &mut QcnRl, note: &QcnExt, cpid: u16, now: Time, rng: &mut Stream) -> Option<Time> {
+        self.0.rp_on_note(core, rl, note, cpid, now, rng)
     }
-    fn rp_on_transmit(&self, core: &mut RlCore, rl: &mut QcnRl, len: u16, now: Time, rng: &mut Stream) -> Option<Time> {
-        self.0.rp_on_transmit(core, rl, len, now, rng)
+    fn rp_on_send(&self, core: &mut RlCore, rl: &mut QcnRl, frame: &mut Frame<QcnExt>, now: Time, rng: &mut Stream) -> Option<Time> {
+        self.0.rp_on_send(core, rl, frame, now, rng)
     }
     fn rp_on_timer(&self, core: &mut RlCore, rl: &mut QcnRl, now: Time, rng: &mut Stream) -> Option<Time> {
         self.0.rp_on_timer(core, rl, now, rng)
@@ -462,7 +471,28 @@ mod tests {
             rate_bps: rate,
             line_rate_bps: 10e9,
             stopped_until: 0,
+            window_bytes: u64::MAX,
+            inflight_bytes: 0,
         }
+    }
+
+    fn qv(bytes: u64) -> QueueView {
+        QueueView {
+            bytes,
+            rate_bps: 10_000_000_000,
+            tx_bytes: 0,
+            now: 0,
+        }
+    }
+
+    fn cnm(qfb: u8) -> QcnExt {
+        QcnExt { qfb, marked_by: 0 }
+    }
+
+    /// The RL sends one frame of `len` bytes.
+    fn send(q: &Qcn, c: &mut RlCore, rl: &mut QcnRl, len: u16, rng: &mut Stream) {
+        let mut f: Frame<QcnExt> = Frame::data(0, 0, 1, len);
+        q.rp_on_send(c, rl, &mut f, 0, rng);
     }
 
     #[test]
@@ -504,7 +534,7 @@ mod tests {
         let mut f = Frame::data(0, 0, 1, 1500);
         // Below Qeq and steady: samples every 150 KB and sends nothing, not
         // even for the first sample, whose Qdelta (Qold still 0) is +10,000.
-        let sent = (0..1000).filter(|_| q.cp_on_enqueue(&mut cp, &mut f, 10_000, 3).is_some()).count();
+        let sent = (0..1000).filter(|_| q.cp_on_enqueue(&mut cp, &mut f, qv(10_000), 3).is_some()).count();
         assert_eq!(sent, 0);
         assert_eq!(cp.qold, 10_000.0);
         // The literal rule (notify_below_qeq) lets the derivative term alone notify.
@@ -515,13 +545,13 @@ mod tests {
         });
         let mut lcp = lit.new_cp(stream(0, "cp"));
         let sent = (0..1000)
-            .filter(|_| lit.cp_on_enqueue(&mut lcp, &mut f, 10_000, 3).is_some())
+            .filter(|_| lit.cp_on_enqueue(&mut lcp, &mut f, qv(10_000), 3).is_some())
             .count();
         assert_eq!(sent, 1);
         // Far above: qFb = 63 -> samples every 18.5 KB.
-        let sent: Vec<_> = (0..1000).filter_map(|_| q.cp_on_enqueue(&mut cp, &mut f, 200_000, 3)).collect();
+        let sent: Vec<_> = (0..1000).filter_map(|_| q.cp_on_enqueue(&mut cp, &mut f, qv(200_000), 3)).collect();
         assert!(sent.len() >= 70 && sent.len() <= 82, "{}", sent.len());
-        assert!(sent.iter().all(|fb| fb.kind == FeedbackKind::Negative && fb.fb >= 1.0));
+        assert!(sent.iter().all(|n| n.qfb >= 1));
         // Three-point: the frame is marked instead.
         let q3 = qcn(QcnParams {
             randomize: 0.0,
@@ -532,9 +562,9 @@ mod tests {
         let mut marked = 0;
         for _ in 0..1000 {
             let mut g = f;
-            assert!(q3.cp_on_enqueue(&mut cp, &mut g, 200_000, 3).is_none());
-            if g.cp_mark == 3 {
-                assert!(g.aux > 0);
+            assert!(q3.cp_on_enqueue(&mut cp, &mut g, qv(200_000), 3).is_none());
+            if g.ext.marked_by == 3 {
+                assert!(g.ext.qfb > 0);
                 marked += 1;
             }
         }
@@ -547,7 +577,7 @@ mod tests {
         for _ in 0..n {
             let si = rl.si;
             while rl.si == si {
-                q.rp_on_transmit(c, rl, 1500, 0, rng);
+                send(&q, c, rl, 1500, rng);
             }
             out.push((rl.si, c.rate_bps, rl.tr));
         }
@@ -562,33 +592,14 @@ mod tests {
         });
         let mut rng = stream(0, "rp");
         let mut c = core(10e9);
-        let mut rl = q.new_rl();
-        q.rp_on_create(&mut c, &mut rl, 0);
+        let (mut rl, _) = q.new_rl(&mut c, 0);
         // qFb 63: decrease by 63/128 -> factor 0.5078, TR stays at line rate (SI was 0).
-        q.rp_on_feedback(
-            &mut c,
-            &mut rl,
-            &Feedback {
-                kind: FeedbackKind::Negative,
-                fb: 63.0,
-            },
-            0,
-            &mut rng,
-        );
+        q.rp_on_note(&mut c, &mut rl, &cnm(63), 0, 0, &mut rng);
         assert!((c.rate_bps - 10e9 * (1.0 - 63.0 / 128.0)).abs() < 1.0);
         assert_eq!(rl.tr, 10e9);
         let cr0 = c.rate_bps;
         // Another CNM before any increase: the 50% floor on one decrease.
-        q.rp_on_feedback(
-            &mut c,
-            &mut rl,
-            &Feedback {
-                kind: FeedbackKind::Negative,
-                fb: 200.0,
-            },
-            0,
-            &mut rng,
-        );
+        q.rp_on_note(&mut c, &mut rl, &cnm(200), 0, 0, &mut rng);
         assert!((c.rate_bps - cr0 * 0.5).abs() < 1.0, "min decrease factor");
         let cr1 = c.rate_bps;
         // The TR/8 rule: the first increase with TR > 10 CR divides TR by 8.
@@ -597,7 +608,7 @@ mod tests {
             tr: 10e9,
             ..QcnRl::default()
         };
-        q.rp_on_transmit(&mut c2, &mut rl2, 1500, 0, &mut rng); // BC 0 -> cycle done, SI = 1
+        send(&q, &mut c2, &mut rl2, 1500, &mut rng); // BC 0 -> cycle done, SI = 1
         assert_eq!(rl2.si, 1);
         assert!((rl2.tr - 10e9 / 8.0).abs() < 1.0, "TR/8 rule: tr {}", rl2.tr);
         // Five fast-recovery cycles: TR fixed, CR halves the distance each time.
@@ -622,11 +633,11 @@ mod tests {
             ts: 5,
             bc: 0.0,
         };
-        q.rp_on_transmit(&mut c3, &mut rl3, 1, 0, &mut rng); // SI 8, TS 5: AI
+        send(&q, &mut c3, &mut rl3, 1, &mut rng); // SI 8, TS 5: AI
         assert!((rl3.tr - (2e9 + 5e6)).abs() < 1.0);
         rl3.ts = 7;
         rl3.bc = 0.0;
-        q.rp_on_transmit(&mut c3, &mut rl3, 1, 0, &mut rng); // SI 9, TS 7: HAI x (7 - 5)
+        send(&q, &mut c3, &mut rl3, 1, &mut rng); // SI 9, TS 7: HAI x (7 - 5)
         assert!((rl3.tr - (2e9 + 5e6 + 2.0 * 50e6)).abs() < 1.0);
     }
 
@@ -638,19 +649,9 @@ mod tests {
         });
         let mut rng = stream(0, "rp");
         let mut c = core(10e9);
-        let mut rl = q.new_rl();
-        q.rp_on_create(&mut c, &mut rl, 0);
+        let (mut rl, _) = q.new_rl(&mut c, 0);
         for _ in 0..50 {
-            q.rp_on_feedback(
-                &mut c,
-                &mut rl,
-                &Feedback {
-                    kind: FeedbackKind::Negative,
-                    fb: 63.0,
-                },
-                0,
-                &mut rng,
-            );
+            q.rp_on_note(&mut c, &mut rl, &cnm(63), 0, 0, &mut rng);
         }
         assert_eq!(c.rate_bps, 5e6);
         // The TR/8 rule drops TR to 1.25 Gbit/s; active increase climbs from there.
@@ -679,16 +680,7 @@ mod tests {
                 ts: 0,
                 bc: 100.0,
             };
-            q.rp_on_feedback(
-                &mut c,
-                &mut rl,
-                &Feedback {
-                    kind: FeedbackKind::Negative,
-                    fb: 10.0,
-                },
-                0,
-                &mut rng,
-            );
+            q.rp_on_note(&mut c, &mut rl, &cnm(10), 0, 0, &mut rng);
             assert_eq!(rl.si, expect_si, "{efr:?}");
         }
     }
@@ -700,35 +692,23 @@ mod tests {
             ..QcnParams::default()
         }));
         let mut rng = stream(0, "sink");
-        let mut marked = Frame::data(0, 0, 1, 1500);
-        marked.cp_mark = 4;
-        marked.aux = 17;
-        assert_eq!(
-            q.sink_on_data(&marked, 0, &mut Time::MAX.clone(), &mut rng),
-            Some((
-                Feedback {
-                    kind: FeedbackKind::Negative,
-                    fb: 17.0
-                },
-                4
-            ))
-        );
-        let mut plain = Frame::data(0, 0, 1, 1500);
-        plain.tag = 4;
+        let mut marked: Frame<QcnExt> = Frame::data(0, 0, 1, 1500);
+        marked.ext = QcnExt { qfb: 17, marked_by: 4 };
+        assert_eq!(q.np_on_data(&mut (), &marked, 0, &mut rng), Some((cnm(17), 4)));
+        let mut plain: Frame<QcnExt> = Frame::data(0, 0, 1, 1500);
+        plain.cpid = 4; // it left the RL of CP 4
         let n = 100_000;
-        let zero: Vec<_> = (0..n)
-            .filter_map(|_| q.sink_on_data(&plain, 0, &mut Time::MAX.clone(), &mut rng))
-            .collect();
+        let zero: Vec<_> = (0..n).filter_map(|_| q.np_on_data(&mut (), &plain, 0, &mut rng)).collect();
         let share = zero.len() as f64 / n as f64;
         assert!((share - 0.04).abs() < 0.003, "{share}");
-        assert!(zero.iter().all(|&(fb, cpid)| fb.fb == 0.0 && cpid == 4));
+        assert!(zero.iter().all(|&(n, cpid)| n.qfb == 0 && cpid == 4));
         // fb0_action = increase: one increase event per qFb = 0 message.
         let mut c = core(1e9);
         let mut rl = QcnRl {
             tr: 3e9,
             ..QcnRl::default()
         };
-        q.rp_on_feedback(&mut c, &mut rl, &zero[0].0, 0, &mut rng);
+        q.rp_on_note(&mut c, &mut rl, &zero[0].0, 4, 0, &mut rng);
         assert_eq!(rl.si, 1);
         assert!((c.rate_bps - 2e9).abs() < 1.0);
     }
