@@ -288,6 +288,15 @@ BAD_GRIDS = [
     (["--grid", "bcn.w=2,2"], "error: --grid bcn.w: value 2 given twice"),
     (["--grid", "seeds=1,2"], "error: --grid seeds: the seeds are not a grid parameter"),
     (["--grid", "nodes.S9.load=0.1"], "error: --grid nodes.S9.load: no node named 'S9'"),
+    # A cross-parameter rule of the scheme, checked by the engine before anything is written.
+    (
+        ["--scheme", "qcn2pt", "--grid", "qcn2pt.pmin=0.05,0.5"],
+        "error: --grid qcn2pt.pmin / qcn2pt.pmax: 0.5 / 0.1 not allowed",
+    ),
+    (
+        ["--scheme", "ecm", "--grid", "ecm.jitter_bytes=5000,80000"],
+        "error: --grid ecm.jitter_bytes: 80000 must be below ecm.sample_bytes",
+    ),
     (
         ["--grid", "bcn.w=2", "--backend", "nosuch"],
         "error: --backend: 'nosuch' is not allowed; allowed: local, dask",

@@ -481,6 +481,7 @@ class Scenario:
             _table(raw, "pause")["enabled"] = True
         self.raw = raw
         self.source = source
+        self._engine_json: str | None = None
         expanded = expand_topology(raw)
         try:
             self.model = ScenarioModel.model_validate(expanded)
@@ -719,8 +720,20 @@ class Scenario:
         return resolve(self)
 
     def engine_json(self) -> str:
-        """The engine config as the JSON text the engine reads."""
-        return json.dumps(self.engine_config(), sort_keys=True)
+        """The engine config as the JSON text the engine reads, checked by the
+        engine (every cross-parameter rule of the scheme, the topology) so
+        that a bad scenario or sweep point fails before anything runs or is
+        written, naming the parameter as the user wrote it."""
+        if self._engine_json is None:
+            text = json.dumps(self.engine_config(), sort_keys=True)
+            from . import _core
+
+            try:
+                _core.check_config(text)
+            except ValueError as e:
+                raise ScenarioError(str(e)) from None
+            self._engine_json = text
+        return self._engine_json
 
 
 def _port(name: str, where: str, adj: dict[str, list[str]]) -> None:

@@ -103,6 +103,16 @@ fn fluid_json(py: Python<'_>, config_json: &str) -> PyResult<String> {
     Ok(res.to_json())
 }
 
+/// Checks an engine config as the engine would before a run (every value,
+/// every cross-parameter rule of its scheme, the topology), without running
+/// it: raises ValueError naming the first bad parameter.
+#[pyfunction]
+fn check_config(py: Python<'_>, config_json: &str) -> PyResult<()> {
+    let cfg = SimConfig::from_json(config_json).map_err(|e| PyValueError::new_err(e.0))?;
+    py.allow_threads(|| Sim::new(&cfg, 0).map(|_| ()))
+        .map_err(|e| PyValueError::new_err(e.0))
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     cnsim_core::VERSION
@@ -114,5 +124,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(incast_config_json, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(fluid_json, m)?)?;
+    m.add_function(wrap_pyfunction!(check_config, m)?)?;
     Ok(())
 }
