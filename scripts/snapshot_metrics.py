@@ -6,8 +6,10 @@ single-switch and multi-hop scenarios with their default scheme).
     python scripts/snapshot_metrics.py OUT.json
     python scripts/snapshot_metrics.py --diff BEFORE.json AFTER.json
 
-Wall-clock figures are left out; everything else the engine and the metrics
-report is kept, floats as their exact repr."""
+Kept per run: every scalar metric, the aggregates across seeds, the frame
+counts, the flows' and links' throughput per window, the links' time paused,
+the nodes' counts and the binned series (every 50th bin); floats as their
+exact repr. Wall-clock figures and the CI fields are left out."""
 
 from __future__ import annotations
 
@@ -15,21 +17,22 @@ import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-WALL = {"wall_s", "events_per_s", "frames_delivered_per_s", "sim_speed", "version"}
+CI_FIELDS = {"std", "ci_low", "ci_high", "ci_half", "n"}
 
 
-def _strip(x):
-    if isinstance(x, dict):
-        return {k: _strip(v) for k, v in x.items() if k not in WALL}
-    if isinstance(x, list):
-        return [_strip(v) for v in x]
+def _r(x):
     if isinstance(x, float):
         return repr(x)
+    if isinstance(x, dict):
+        return {k: _r(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_r(v) for v in x]
     return x
 
 
 def snapshot() -> dict:
     import cnsim
+    from cnsim.metrics import flow_table, link_table
     from cnsim.scenario import builtin_names
     from cnsim.schemes import SCHEMES
 
@@ -47,12 +50,18 @@ def snapshot() -> dict:
         key, sc = job
         res = cnsim.run(sc, jobs=1, progress=False)
         r = res.runs[0]
-        series = {f"{s}|{k}": [repr(float(v)) for v in vals[:: max(1, len(vals) // 50)]] for s, k, vals in r.series}
+        names = r.window_names
+        flows = flow_table(r)
+        links = link_table(r)
+        frames = {k: v for k, v in r.frames.items() if k not in ("delay_sum_ps", "note_bytes_measure")}
         return key, {
-            "metrics": _strip(res.per_seed[0]),
-            "aggregates": _strip(res.aggregates()),
-            "result": _strip(r.result),
-            "series": series,
+            "metrics": _r(res.per_seed[0]),
+            "aggregates": _r(res.aggregates()),
+            "frames": _r(frames),
+            "flows": _r([[f"{a}->{b}", [row[f"throughput_gbps_{n}"] for n in names]] for a, b, row in zip(flows["src"], flows["dst"], flows.iter_rows(named=True))]),
+            "links": _r([[row["name"], [row[f"throughput_gbps_{n}"] for n in names], row["time_paused_pct"]] for row in links.iter_rows(named=True)]),
+            "nodes": _r(r.tables["nodes"].select("name", "generated", "delivered", "dropped_cp", "dropped_rp").rows()),
+            "series": {f"{s}|{k}": _r([float(v) for v in vals[:: max(1, len(vals) // 50)]]) for s, k, vals in r.series},
         }
 
     with ThreadPoolExecutor(2) as pool:
@@ -66,13 +75,13 @@ def diff(a: dict, b: dict) -> int:
             print(f"only in {'after' if key in b else 'before'}: {key}")
             bad += 1
             continue
-        for part in ("metrics", "aggregates", "result", "series"):
-            x, y = a[key].get(part), b[key].get(part)
+        for part in sorted(set(a[key]) & set(b[key])):
+            x, y = a[key][part], b[key][part]
             if x != y:
                 bad += 1
                 if isinstance(x, dict) and isinstance(y, dict):
                     ks = [k for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k)]
-                    print(f"{key} / {part}: {len(ks)} differ, e.g. {ks[:5]}")
+                    print(f"{key} / {part}: {len(ks)} differ, e.g. {[(k, x.get(k), y.get(k)) for k in ks[:3]]}")
                 else:
                     print(f"{key} / {part} differs")
     print(f"{len(a)} before, {len(b)} after, {bad} differences")

@@ -24,9 +24,6 @@ def test_dcqcn_holds_the_queue_between_kmin_and_kmax_and_shares_fairly():
     # One RL per flow, keyed by the flow's destination.
     assert set(res.timeseries("rl_rate")["key"].unique()) == {"S1|D", "S2|D", "S3|D", "S4|D"}
     assert 0 < max(res.metric("overhead_mbps")) < 20
-    for r in res.runs:
-        f = r.result["frames"]
-        assert f["generated"] == f["delivered"] + f["dropped_cp"] + f["dropped_rp"] + f["in_flight"]
 
 
 def test_without_congestion_flows_keep_their_offered_load():

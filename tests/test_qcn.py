@@ -31,8 +31,6 @@ def test_congestion_management_restores_the_aggregate(singlehop_2g_pause, scheme
     r = singlehop_2g_pause[scheme]
     assert r.metric("aggregate_throughput")[0] > 78
     assert r.metric("dropped_cp")[0] == 0
-    f = r.runs[0].result["frames"]
-    assert f["generated"] == f["delivered"] + f["dropped_cp"] + f["dropped_rp"] + f["in_flight"]
 
 
 def test_three_point_signalling_costs_orders_of_magnitude_more(singlehop_2g_pause):

@@ -19,7 +19,7 @@ import cnsim
 import polars as pl
 import pytest
 from cnsim.errors import ScenarioError
-from cnsim.sweep import parse_grid
+from cnsim.sweeps import parse_grid
 
 pytest.importorskip("cnsim._core")
 

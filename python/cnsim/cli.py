@@ -140,12 +140,15 @@ def run(
     t = Table(
         "metric",
         "mean",
+        "95% CI",
+        "std",
         "min",
         "max",
         title=f"{sc.name} / {sc.scheme}{' + PAUSE' if sc.pause else ''} / {len(sc.seeds)} seed(s)",
     )
     for k, v in summary["metrics"].items():
-        t.add_row(k, *(_fmt(v[x]) for x in ("mean", "min", "max")))
+        ci = "" if v["ci_half"] is None else f"+-{_fmt(v['ci_half'])}"
+        t.add_row(k, _fmt(v["mean"]), ci, _fmt(v["std"]), _fmt(v["min"]), _fmt(v["max"]))
     out.print(t)
     agg = summary["aggregates"]
     if "transient_ms" in agg:
@@ -211,7 +214,7 @@ def sweep(
     directory per point, DIR/sweep.parquet, DIR/report.html; resumable."""
     import signal
 
-    from .sweep import parse_grid, run_sweep
+    from .sweeps import parse_grid, run_sweep
 
     if backend is None:
         backend = "dask" if address is not None else "local"
@@ -264,7 +267,7 @@ def report_cmd(
     """Write DIR/report.html: a sweep's metrics against each swept parameter (mean and
     min-max band over seeds), or a run's plots again from its files."""
     from .report import rebuild_report, write_sweep_report
-    from .sweep import SWEEP_JSON, read_meta, sweep_frame
+    from .sweeps import SWEEP_JSON, read_meta, sweep_frame
 
     if not directory.is_dir():
         raise ScenarioError(f"report: {directory} is not a directory")
@@ -350,19 +353,20 @@ def bench(
     t0 = time.perf_counter()
     sim.run()
     wall_total = time.perf_counter() - t0
-    r = json.loads(sim.results_json())
+    r = sim.results()
     e = r["engine"]
+    wall = max(e["wall_s"], 1e-9)
     fig = {
         "workload": label,
         "simulated_s": ms / 1000,
         "frames": r["frames"]["generated"],
         "frames_delivered": r["frames"]["delivered"],
-        "frames_delivered_per_s": e["frames_delivered_per_s"],
+        "frames_delivered_per_s": r["frames"]["delivered"] / wall,
         "events": e["events"],
-        "events_per_s": e["events_per_s"],
+        "events_per_s": e["events"] / wall,
         "wall_s": e["wall_s"],
         "wall_s_with_results": wall_total,
-        "sim_speed": e["sim_speed"],
+        "sim_speed": ms / 1000 / wall,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "version": _core.version(),
     }

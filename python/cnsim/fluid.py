@@ -326,23 +326,22 @@ def _uplink(engine: dict[str, Any], station: str) -> str | None:
 
 def plot_comparison(c: Comparison, path: str | Path) -> Path:
     """Queue and per-flow rates, packet (thin, mean over seeds) and fluid (dashed), same axes."""
-    import matplotlib
+    import matplotlib as mpl
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from .report import _smooth
+    from .report.figures import _smooth
 
     fl, res = c.fluid, c.packet
     t = fl.time_ms
-    fig, (ax_q, ax_r) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+    fig = Figure(figsize=(9, 7))
+    ax_q, ax_r = fig.subplots(2, 1, sharex=True)
     q = _packet_series(res, "queue_bytes", fl.config["cp_port"])
     if q is not None:
         ax_q.plot(t[: len(q)], q / 1e3, lw=0.7, color="tab:blue", alpha=0.7, label="packet (mean over seeds)")
     ax_q.plot(t, fl.queue_bytes / 1e3, lw=2, ls="--", color="black", label="fluid")
     ax_q.set_ylabel(f"queue at {fl.config['cp_port']} (KB)")
     ax_q.legend(loc="upper right")
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colors = mpl.rcParams["axes.prop_cycle"].by_key()["color"]
     bin_ms = fl.bin_ms
     flows = fl.config["flows"]
     if all(f["share"] >= 1.0 for f in flows):
@@ -380,5 +379,4 @@ def plot_comparison(c: Comparison, path: str | Path) -> Path:
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path

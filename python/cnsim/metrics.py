@@ -1,6 +1,12 @@
-"""Metrics of metrics.md computed from what a run recorded: scalar metrics
-per seed (throughput, fairness, drops, PAUSE, overhead) and their statistics
-over seeds. Nothing here runs inside the engine's hot path."""
+"""Every metric of metrics.md, computed in one place from what a run
+recorded (the engine's raw counter tables, `cnsim.engine.SeedRun`): scalar
+metrics per seed (throughput, fairness, drops, PAUSE, overhead, delays),
+their statistics over seeds (mean, standard deviation, 95% confidence
+interval), the derived per-flow and per-link tables, time to stability and
+the transient duration. Nothing here runs inside the engine's hot path.
+
+Sums over flows and links are sequential (`cum_sum().last()`), as the
+engine's were, so every figure is reproducible to the last bit."""
 
 from __future__ import annotations
 
@@ -8,9 +14,104 @@ import math
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 #: Metrics whose value is a count (reported as integers).
-COUNTS = {"dropped_cp", "dropped_rp", "pause_frames", "frames", "frames_delivered"}
+COUNTS = {
+    "dropped_cp",
+    "dropped_rp",
+    "dropped_rl",
+    "dropped_nic",
+    "frames_deferred",
+    "pause_frames",
+    "frames",
+    "frames_delivered",
+}
+
+PS_PER_S = 1e12
+
+
+def gbps(bytes_: Any, ps: float) -> np.ndarray:
+    """Gbit/s of byte counts over `ps` picoseconds (0 when `ps` is 0),
+    elementwise as bytes x 8 x 1000 / ps. Computed with numpy, which divides
+    each element (polars multiplies by the reciprocal of a scalar divisor,
+    which can differ in the last bit)."""
+    b = np.asarray(bytes_, dtype=np.float64)
+    if ps == 0:
+        return np.zeros_like(b)
+    return b * 8.0 * 1000.0 / float(ps)
+
+
+def seq_sum(expr: pl.Expr) -> pl.Expr:
+    """Sum in row order (as a loop would add them), 0 for no rows."""
+    return expr.cum_sum().last().fill_null(0.0)
+
+
+def seq_mean(expr: pl.Expr) -> pl.Expr:
+    """Mean in row order, null for no rows."""
+    return expr.cum_sum().last() / pl.len()
+
+
+def _windows(run: Any) -> list[tuple[str, int, int]]:
+    w = run.tables["windows"]
+    return list(zip(w["name"].to_list(), w["start_ps"].to_list(), w["end_ps"].to_list(), strict=True))
+
+
+def flow_table(run: Any) -> pl.DataFrame:
+    """Flows (src, dst) with frames generated / delivered and
+    `throughput_gbps_<window>`: bytes delivered in each window / its length."""
+    f = run.tables["flows"]
+    return f.with_columns(
+        [pl.Series(f"throughput_gbps_{n}", gbps(f[f"bytes_{n}"], b - a)) for n, a, b in _windows(run)]
+    )
+
+
+def link_table(run: Any) -> pl.DataFrame:
+    """Link directions with `throughput_gbps_<window>` (bytes their sender
+    started in the window / its length) and `time_paused_pct`: the share of the
+    measure window its sender was paused."""
+    ws = _windows(run)
+    _, m0, m1 = ws[0]
+    links = run.tables["links"]
+    pct = 100.0 * links["paused_ps"].to_numpy().astype(np.float64) / float(m1 - m0)
+    return links.with_columns(
+        [pl.Series(f"throughput_gbps_{n}", gbps(links[f"bytes_{n}"], b - a)) for n, a, b in ws]
+        + [pl.Series("time_paused_pct", pct)]
+    )
+
+
+def run_metrics(run: Any) -> dict[str, Any]:
+    """The metrics every run has (metrics.md), over the measure window."""
+    ws = _windows(run)
+    name, m0, m1 = ws[0]
+    mlen = m1 - m0
+    f = run.frames
+    links = link_table(run)
+    pausable = links.filter(pl.col("can_pause"))
+    paused = pausable.filter(pl.col("paused_ever"))
+    pcts = pausable.select(
+        seq_mean(pl.col("time_paused_pct")).alias("all"),
+        pl.col("time_paused_pct").max().alias("max"),
+    ).row(0, named=True)
+    measure = run.tables["windows"].row(0, named=True)
+    delivered = f["delivered"]
+    return {
+        "aggregate_throughput": (measure["delivered_bytes"] * 8.0 * 1000.0 / mlen) if mlen else 0.0,
+        "dropped_cp": f["dropped_cp"],
+        "dropped_rp": f["dropped_rp"],
+        "dropped_rl": f["dropped_rl"],
+        "dropped_nic": f["dropped_nic"],
+        "frames_deferred": f["deferred"],
+        "time_paused_pct": paused.select(seq_mean(pl.col("time_paused_pct"))).item() if len(paused) else None,
+        "time_paused_pct_all": pcts["all"] if len(pausable) else 0.0,
+        "time_paused_pct_max": max(0.0, pcts["max"]) if len(pausable) else 0.0,
+        "pause_frames": int(links["pause_frames"].sum()),
+        "overhead_mbps": f["note_bytes_measure"] * 8.0 / (mlen / PS_PER_S) / 1e6,
+        "frames": f["generated"],
+        "frames_delivered": delivered,
+        "frame_delay_mean_us": f["delay_sum_ps"] / delivered / 1e6 if delivered > 0 else None,
+        "frame_delay_max_us": f["delay_max_ps"] / 1e6 if delivered > 0 else None,
+    }
 
 
 def fairness(rates: list[float], target: float) -> dict[str, float]:
@@ -30,81 +131,97 @@ def fairness(rates: list[float], target: float) -> dict[str, float]:
     }
 
 
-def _window_index(result: dict[str, Any], name: str) -> int | None:
-    for i, w in enumerate(result["windows"]):
-        if w["name"] == name:
-            return i
-    return None
-
-
-def per_seed(
-    result: dict[str, Any], scenario: Any, series: list[tuple[str, str, Any]] | None = None
-) -> dict[str, float | int | None]:
-    """Every scalar metric of one run (`result`: the engine's results JSON,
-    `series`: its time series)."""
-    m: dict[str, float | int | None] = dict(result["metrics"])
+def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
+    """Every scalar metric of one run: those of every run, then the
+    scenario's own (stability, innocent flows, fairness, utilisation, hotspot)."""
+    m: dict[str, float | int | None] = run_metrics(run)
     model = scenario.model
-    if model.stability is not None and series is not None:
-        m.update(stability_metrics(result, scenario, series))
+    names = run.window_names
+    flows = flow_table(run)
+    if model.stability is not None:
+        m.update(stability_metrics(run, scenario))
     if model.innocent is not None:
         sink = model.innocent.sink
-        got = sum(f["throughput_gbps"][0] for f in result["flows"] if f["dst"] == sink)
-        rate = {lk["from"]: lk["rate_bps"] / 1e9 for lk in result["links"]}
+        got = (
+            flows.filter(pl.col("dst") == sink).select(seq_sum(pl.col(f"throughput_gbps_{names[0]}"))).item()
+        )
+        rate = dict(
+            zip(run.tables["links"]["from"].to_list(), run.tables["links"]["rate_bps"].to_list(), strict=True)
+        )
         offered = sum(
-            n.load * rate.get(n.name, 0.0)
+            n.load * (rate[n.name] / 1e9 if n.name in rate else 0.0)
             for n in model.nodes
             if n.kind == "station" and n.load > 0 and n.dest == sink
         )
         m["innocent_throughput"] = got
         m["innocent_offered"] = offered
         m["innocent_share"] = got / offered if offered > 0 else None
-    if model.fairness is not None:
-        w = _window_index(result, model.fairness.window)
-        if w is not None:
-            rates = [
-                f["throughput_gbps"][w]
-                for f in result["flows"]
-                if f["generated"] > 0 and _loaded(scenario, f["src"])
-            ]
-            m.update(fairness(rates, model.fairness.target_gbps))
-    if model.utilization is not None:
-        w = _window_index(result, model.utilization.window)
-        link = next((x for x in result["links"] if x["name"] == model.utilization.link), None)
-        if w is not None and link is not None:
-            m["link_utilization"] = link["throughput_gbps"][w] / (link["rate_bps"] / 1e9)
+    if model.fairness is not None and model.fairness.window in names:
+        loaded = [n.name for n in model.nodes if n.kind == "station" and n.load > 0]
+        rates = flows.filter((pl.col("generated") > 0) & pl.col("src").is_in(loaded))[
+            f"throughput_gbps_{model.fairness.window}"
+        ].to_list()
+        m.update(fairness(rates, model.fairness.target_gbps))
+    if model.utilization is not None and model.utilization.window in names:
+        link = link_table(run).filter(pl.col("name") == model.utilization.link)
+        if len(link):
+            row = link.row(0, named=True)
+            m["link_utilization"] = row[f"throughput_gbps_{model.utilization.window}"] / (
+                row["rate_bps"] / 1e9
+            )
     if model.hotspot is not None:
-        hot = model.hotspot.node
-        m["hot_port_throughput"] = sum(f["throughput_gbps"][0] for f in result["flows"] if f["dst"] == hot)
-        w = _window_index(result, "hotspot")
-        if w is not None:
+        hot = flows.filter(pl.col("dst") == model.hotspot.node)
+        m["hot_port_throughput"] = hot.select(seq_sum(pl.col(f"throughput_gbps_{names[0]}"))).item()
+        if "hotspot" in names:
             rate = model.hotspot.rate_gbps
-            delivered = sum(f["throughput_gbps"][w] for f in result["flows"] if f["dst"] == hot)
+            delivered = hot.select(seq_sum(pl.col("throughput_gbps_hotspot"))).item()
             m["bottleneck_utilization"] = delivered / rate if rate > 0 else None
     return m
 
 
-def _loaded(scenario: Any, name: str) -> bool:
-    return any(n.name == name and n.load > 0 for n in scenario.model.nodes)
+def t_quantile(level: float, df: int) -> float:
+    """Two-sided Student t quantile: P(|T| <= q) = level with `df` degrees of freedom."""
+    from scipy.stats import t as student_t  # imported on first use: scipy.stats is slow to import
+
+    return float(student_t.ppf(0.5 + level / 2.0, df))
+
+
+def describe(values: list[Any], level: float = 0.95) -> dict[str, Any]:
+    """Statistics over seeds of one metric: mean, sample standard deviation,
+    the `level` confidence interval of the mean (Student t over seeds,
+    `ci_low` / `ci_high`, and its half-width `ci_half`), min, max, the count
+    `n` of seeds with a value, and the values per seed. A value that does not
+    exist (None, NaN) is left out; with fewer than two values the spread is
+    null."""
+    present = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    n = len(present)
+    out: dict[str, Any] = {
+        "mean": sum(present) / n if present else None,
+        "std": None,
+        "ci_low": None,
+        "ci_high": None,
+        "ci_half": None,
+        "min": min(present) if present else None,
+        "max": max(present) if present else None,
+        "n": n,
+        "per_seed": list(values),
+    }
+    if n >= 2:
+        mean = out["mean"]
+        std = math.sqrt(sum((v - mean) ** 2 for v in present) / (n - 1))
+        half = t_quantile(level, n - 1) * std / math.sqrt(n)
+        out.update(std=std, ci_low=mean - half, ci_high=mean + half, ci_half=half)
+    return out
 
 
 def summarize(per_seed_metrics: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """{metric: {mean, min, max, per_seed}} with null where a value is missing."""
+    """{metric: describe(values over seeds)}, metrics in order of first appearance."""
     names: list[str] = []
     for m in per_seed_metrics:
         for k in m:
             if k not in names:
                 names.append(k)
-    out: dict[str, dict[str, Any]] = {}
-    for k in names:
-        vals = [m.get(k) for m in per_seed_metrics]
-        present = [v for v in vals if v is not None and not (isinstance(v, float) and math.isnan(v))]
-        out[k] = {
-            "mean": sum(present) / len(present) if present else None,
-            "min": min(present) if present else None,
-            "max": max(present) if present else None,
-            "per_seed": vals,
-        }
-    return out
+    return {k: describe([m.get(k) for m in per_seed_metrics]) for k in names}
 
 
 # ------------------------------------------------------- time to stability
@@ -126,19 +243,17 @@ def time_to_stability(
     return onset * bin_ms, (onset + int(below[0]) + 1) * bin_ms
 
 
-def stability_metrics(
-    result: dict[str, Any], scenario: Any, series: list[tuple[str, str, Any]]
-) -> dict[str, Any]:
+def stability_metrics(run: Any, scenario: Any) -> dict[str, Any]:
     from .schemes import BcnTable, qeq_bytes
 
     st = scenario.model.stability
     qeq = qeq_bytes(scenario.scheme, scenario.table) or BcnTable().qeq_bytes()
     threshold = st.factor * qeq
-    by = {(s, k): v for s, k, v in series}
+    by = {(s, k): v for s, k, v in run.series}
     q_max, q_end = by.get(("queue_bytes_max", st.port)), by.get(("queue_bytes", st.port))
     if q_max is None or q_end is None:
         return {}
-    onset, stable = time_to_stability(np.asarray(q_max), np.asarray(q_end), result["bin_ps"] / 1e9, threshold)
+    onset, stable = time_to_stability(np.asarray(q_max), np.asarray(q_end), run.bin_ps / 1e9, threshold)
     return {
         "congestion_onset_ms": onset,
         "time_to_stability_ms": stable,
@@ -209,7 +324,7 @@ def transient(results: Any) -> dict[str, Any] | None:
         return None
     curves = []
     for run in results.runs:
-        bin_ms = run.result["bin_ps"] / 1e9
+        bin_ms = run.bin_ps / 1e9
         agg = next((v for s, k, v in run.series if s == "aggregate_throughput"), None)
         if agg is None:
             return None

@@ -1,5 +1,7 @@
 """Results of a set of replications: per-seed metrics, statistics over
-seeds, time series, and the on-disk layout of interface.md."""
+seeds (mean, standard deviation, 95% confidence interval), the per-flow,
+per-link, per-node and per-window tables, the time series, and the on-disk
+layout of interface.md, which `open_results` reads back into the same type."""
 
 from __future__ import annotations
 
@@ -13,24 +15,28 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from . import _core
-from .metrics import per_seed, summarize
-from .runner import SeedRun
+from .engine import SeedRun
+from .errors import ScenarioError
+from .metrics import flow_table, link_table, per_seed, summarize
 from .scenario import Scenario
 
 #: Engine fields that depend on the machine, not on (scenario, seed).
 WALL_CLOCK_FIELDS = ("wall_s", "events_per_s", "frames_delivered_per_s", "sim_speed")
 
+#: Tables a Results has, by name (`Results.to_polars(name)`).
+TABLES = ("summary", "flows", "links", "nodes", "windows", "timeseries")
+
 
 class Results:
-    """What `cnsim.run` returns."""
+    """What `cnsim.run` returns, and what `cnsim.open_results` reads back."""
 
     def __init__(self, scenario: Scenario, runs: list[SeedRun]) -> None:
         self.scenario = scenario
         self.runs = runs
-        self.per_seed = [per_seed(r.result, scenario, r.series) for r in runs]
+        self.per_seed = [per_seed(r, scenario) for r in runs]
         self.metrics = summarize(self.per_seed)
 
+    # ------------------------------------------------------------ metrics
     @property
     def seeds(self) -> list[int]:
         return [r.seed for r in self.runs]
@@ -49,10 +55,12 @@ class Results:
 
     def engine(self) -> dict[str, Any]:
         """Engine figures summed over seeds (wall time is the sum of the runs)."""
-        ev = sum(r.result["engine"]["events"] for r in self.runs)
-        wall = sum(r.result["engine"]["wall_s"] for r in self.runs)
-        frames = sum(r.result["frames"]["generated"] for r in self.runs)
-        delivered = sum(r.result["frames"]["delivered"] for r in self.runs)
+        from . import _core
+
+        ev = sum(r.engine["events"] for r in self.runs)
+        wall = sum(r.engine["wall_s"] for r in self.runs)
+        frames = sum(r.frames["generated"] for r in self.runs)
+        delivered = sum(r.frames["delivered"] for r in self.runs)
         return {
             "events": ev,
             "frames": frames,
@@ -63,13 +71,52 @@ class Results:
             "version": _core.version(),
         }
 
+    def transient(self) -> dict[str, Any] | None:
+        """Transient duration over the replications (metrics.md), with its rc(l) curve."""
+        if not hasattr(self, "_transient"):
+            from .metrics import transient
+
+            self._transient = transient(self)
+        return self._transient
+
+    def aggregates(self) -> dict[str, Any]:
+        """Metrics computed across seeds (null where they do not exist)."""
+        out: dict[str, Any] = {}
+        tr = self.transient()
+        if self.scenario.model.transient is not None:
+            for k in ("transient_ms", "transient_rtts", "settling_ms", "settling_rtts"):
+                out[k] = tr[k] if tr else None
+            out["transient_rtt_ms"] = self.scenario.model.transient.rtt_ms
+        return _clean(out)
+
+    # ------------------------------------------------------------- tables
+    def _per_seed_table(self, make: Any) -> pl.DataFrame:
+        parts = [make(r).select(pl.lit(r.seed, dtype=pl.Int64).alias("seed"), pl.all()) for r in self.runs]
+        return pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
+
+    def flows(self) -> pl.DataFrame:
+        """Per seed and flow: frames generated / delivered, bytes and throughput per window."""
+        return self._per_seed_table(flow_table)
+
+    def links(self) -> pl.DataFrame:
+        """Per seed and link direction: bytes and throughput per window, PAUSE, notifications."""
+        return self._per_seed_table(link_table)
+
+    def nodes(self) -> pl.DataFrame:
+        """Per seed and node: frames generated, delivered, dropped (CP, RLQ, NIC), deferred, notifications."""
+        return self._per_seed_table(lambda r: r.tables["nodes"])
+
+    def windows(self) -> pl.DataFrame:
+        """Per seed and window: its bounds and frame counts inside it."""
+        return self._per_seed_table(lambda r: r.tables["windows"])
+
     def timeseries(self, series: str | None = None, seed: int | None = None) -> pl.DataFrame:
         """Long format: seed, time_ms, series, key, value (bins' start times)."""
         frames = []
         for r in self.runs:
             if seed is not None and r.seed != seed:
                 continue
-            bin_ms = r.result["bin_ps"] / 1e9
+            bin_ms = r.bin_ps / 1e9
             for s, k, v in r.series:
                 if series is not None and s != series:
                     continue
@@ -97,67 +144,78 @@ class Results:
             )
         return pl.concat(frames)
 
-    def flows(self) -> pl.DataFrame:
-        rows = []
-        for r in self.runs:
-            names = [w["name"] for w in r.result["windows"]]
-            for f in r.result["flows"]:
-                row = {
-                    "seed": r.seed,
-                    "src": f["src"],
-                    "dst": f["dst"],
-                    "generated": f["generated"],
-                    "delivered": f["delivered"],
-                }
-                row.update(
-                    {f"throughput_gbps_{n}": v for n, v in zip(names, f["throughput_gbps"], strict=True)}
-                )
-                rows.append(row)
-        return pl.DataFrame(rows, infer_schema_length=None)
+    def to_polars(self, table: str = "summary") -> pl.DataFrame:
+        """One of the tables as a polars DataFrame: summary (one row per
+        seed), flows, links, nodes, windows or timeseries."""
+        if table not in TABLES:
+            raise ValueError(f"table: {table!r} is not allowed; expected one of {', '.join(TABLES)}")
+        return self.summary if table == "summary" else getattr(self, table)()
 
-    def links(self) -> pl.DataFrame:
-        rows = []
-        for r in self.runs:
-            names = [w["name"] for w in r.result["windows"]]
-            for li in r.result["links"]:
-                row = {k: v for k, v in li.items() if k != "throughput_gbps"}
-                row["seed"] = r.seed
-                row.update(
-                    {f"throughput_gbps_{n}": v for n, v in zip(names, li["throughput_gbps"], strict=True)}
-                )
-                rows.append(row)
-        return pl.DataFrame(rows, infer_schema_length=None)
+    def to_pandas(self, table: str = "summary") -> Any:
+        """The same as a pandas DataFrame (through pyarrow)."""
+        return self.to_polars(table).to_pandas()
 
-    def nodes(self) -> pl.DataFrame:
-        """Per node and seed: frames generated, delivered, dropped_cp, dropped_rp."""
-        return pl.DataFrame(
-            [{"seed": r.seed, **n} for r in self.runs for n in r.result["nodes"]], infer_schema_length=None
-        )
+    def to_xarray(self) -> Any:
+        """The time series as an xarray Dataset: one variable per series, with
+        dimensions (seed, key, time_ms); units in each variable's attributes.
+        Needs xarray (`pip install cnsim[xarray]`)."""
+        try:
+            import xarray as xr
+        except ImportError:
+            raise ImportError("Results.to_xarray needs xarray: pip install 'cnsim[xarray]'") from None
+        ts = self.timeseries()
+        out = {}
+        for (name,), part in ts.partition_by("series", as_dict=True, maintain_order=True).items():
+            keys = part["key"].unique(maintain_order=True).to_list()
+            times = np.unique(part["time_ms"].to_numpy())
+            cube = np.full((len(self.seeds), len(keys), len(times)), np.nan)
+            si = {s: i for i, s in enumerate(self.seeds)}
+            ki = {k: i for i, k in enumerate(keys)}
+            ti = np.searchsorted(times, part["time_ms"].to_numpy())
+            cube[
+                [si[s] for s in part["seed"].to_list()],
+                [ki[k] for k in part["key"].to_list()],
+                ti,
+            ] = part["value"].to_numpy()
+            key_dim = f"{name}_key"  # each series has its own keys (links, flows, ports, RLs)
+            out[name] = xr.DataArray(
+                cube,
+                dims=("seed", key_dim, "time_ms"),
+                coords={"seed": self.seeds, key_dim: keys, "time_ms": times},
+                attrs={"units": _SERIES_UNITS.get(name, "")},
+            )
+        return xr.Dataset(out, attrs={"scenario": self.scenario.name, "scheme": self.scenario.scheme})
 
     def plot(self, name: str) -> Any:
         """A matplotlib Figure of series `name` (first seed)."""
-        from .report import plot_series
+        from .report.figures import series_figure
 
-        return plot_series(self, name)
+        return series_figure(self, name)
 
-    def transient(self) -> dict[str, Any] | None:
-        """Transient duration over the replications (metrics.md), with its rc(l) curve."""
-        if not hasattr(self, "_transient"):
-            from .metrics import transient
+    # ------------------------------------------------------------ display
+    def _title(self) -> str:
+        sc = self.scenario
+        return f"{sc.name} / {sc.scheme}{' + PAUSE' if sc.pause else ''} / {len(self.runs)} seed(s)"
 
-            self._transient = transient(self)
-        return self._transient
+    def __repr__(self) -> str:
+        lines = [f"<cnsim.Results {self._title()}>"]
+        width = max((len(k) for k in self.metrics), default=0)
+        for k, v in self.metrics.items():
+            if v["mean"] is None:
+                continue
+            ci = "" if v["ci_half"] is None else f" +- {v['ci_half']:.4g} (95% CI)"
+            lines.append(f"  {k:<{width}}  {v['mean']:.6g}{ci}")
+        agg = {k: v for k, v in self.aggregates().items() if v is not None}
+        if agg:
+            lines.append("  across seeds: " + ", ".join(f"{k} = {v:.6g}" for k, v in agg.items()))
+        return "\n".join(lines)
 
-    def aggregates(self) -> dict[str, Any]:
-        """Metrics computed across seeds (null where they do not exist)."""
-        out: dict[str, Any] = {}
-        tr = self.transient()
-        if self.scenario.model.transient is not None:
-            for k in ("transient_ms", "transient_rtts", "settling_ms", "settling_rtts"):
-                out[k] = tr[k] if tr else None
-            out["transient_rtt_ms"] = self.scenario.model.transient.rtt_ms
-        return _clean(out)
+    def _repr_html_(self) -> str:
+        from .report.html import results_html
 
+        return results_html(self)
+
+    # --------------------------------------------------------------- disk
     def summary_dict(self) -> dict[str, Any]:
         sc = self.scenario
         return {
@@ -168,7 +226,7 @@ class Results:
             "metrics": _clean(self.metrics),
             "aggregates": self.aggregates(),
             "frames": {
-                k: sum(r.result["frames"][k] for r in self.runs)
+                k: sum(r.frames[k] for r in self.runs)
                 for k in (
                     "generated",
                     "delivered",
@@ -192,7 +250,9 @@ class Results:
         self.flows().write_parquet(out / "flows.parquet")
         self.links().write_parquet(out / "links.parquet")
         self.nodes().write_parquet(out / "nodes.parquet")
+        self.windows().write_parquet(out / "windows.parquet")
         self.timeseries().write_parquet(out / "timeseries.parquet")
+        _runs_table(self.runs).write_parquet(out / "runs.parquet")
         tr = self.transient()
         if tr is not None:
             n = len(tr["rc"])
@@ -210,6 +270,96 @@ class Results:
 
             write_report(self, out)
         return out
+
+
+_SERIES_UNITS = {
+    "aggregate_throughput": "Gbit/s",
+    "delivered_throughput": "Gbit/s",
+    "flow_throughput": "Gbit/s",
+    "link_throughput": "Gbit/s",
+    "queue_bytes": "bytes",
+    "queue_bytes_max": "bytes",
+    "rl_rate": "Gbit/s",
+    "rlq_bytes": "bytes",
+    "paused_fraction": "fraction of the bin",
+}
+
+#: Run-wide counters kept per seed in runs.parquet.
+_RUN_FIELDS = ("bin_ps", "end_ps", "n_bins")
+
+
+def _runs_table(runs: list[SeedRun]) -> pl.DataFrame:
+    """One row per seed: its header counters (frames, engine), for open_results."""
+    rows = []
+    for r in runs:
+        row: dict[str, Any] = {"seed": r.seed}
+        row.update({k: getattr(r, k) for k in _RUN_FIELDS})
+        row.update({f"frames.{k}": v for k, v in r.frames.items()})
+        row.update({f"engine.{k}": v for k, v in r.engine.items()})
+        rows.append(row)
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def _saved_runs(out: Path) -> list[SeedRun]:
+    """The SeedRuns of a results directory, rebuilt from its Parquet files."""
+    runs_t = _read_parquet(out / "runs.parquet")
+    tables = {n: _read_parquet(out / f"{n}.parquet") for n in ("windows", "flows", "links", "nodes")}
+    ts = _read_parquet(out / "timeseries.parquet")
+    # flows and links were saved with their derived columns: keep the raw counters.
+    derived = ("throughput_gbps_", "time_paused_pct")
+    runs = []
+    for row in runs_t.iter_rows(named=True):
+        seed = row["seed"]
+        header = {
+            **{k: row[k] for k in _RUN_FIELDS},
+            "frames": {k[7:]: v for k, v in row.items() if k.startswith("frames.")},
+            "engine": {k[7:]: v for k, v in row.items() if k.startswith("engine.")},
+        }
+        per = {}
+        for name, t in tables.items():
+            part = t.filter(pl.col("seed") == seed).drop("seed")
+            per[name] = part.select([c for c in part.columns if not c.startswith(derived)])
+        part = ts.filter(pl.col("seed") == seed)
+        series = [
+            (g["series"][0], g["key"][0], g["value"].to_numpy())
+            for g in part.partition_by(["series", "key"], maintain_order=True)
+        ]
+        runs.append(SeedRun(seed, header, per, series))
+    return runs
+
+
+def _read_parquet(path: Path) -> pl.DataFrame:
+    try:
+        return pl.read_parquet(path)
+    except FileNotFoundError:
+        raise ScenarioError(
+            f"{path.parent}: {path.name} is missing; not a complete results directory"
+        ) from None
+    except Exception as e:  # a damaged file: name it
+        raise ScenarioError(
+            f"{path}: cannot be read ({type(e).__name__}); the results directory is damaged"
+        ) from None
+
+
+def open_results(path: str | Path) -> Any:
+    """Reopens a saved run (a directory written by `Results.save` or `cnsim
+    run --out`) as a Results, or a sweep directory as a SweepResults."""
+    out = Path(path)
+    if (out / "sweep.json").is_file():
+        from .sweeps import SweepResults
+
+        return SweepResults(out)
+    if not (out / "summary.json").is_file() or not (out / "scenario.toml").is_file():
+        raise ScenarioError(f"{out}: not a results directory (no summary.json and scenario.toml)")
+    from .scenario import load
+
+    scenario = load(out / "scenario.toml")
+    try:
+        saved = json.loads((out / "summary.json").read_text())
+    except (OSError, ValueError) as e:
+        raise ScenarioError(f"{out / 'summary.json'}: cannot be read ({e})") from None
+    scenario = scenario.replace(seeds=saved.get("seeds") or scenario.seeds)
+    return Results(scenario, _saved_runs(out))
 
 
 def _clean(x: Any) -> Any:

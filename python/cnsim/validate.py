@@ -72,14 +72,14 @@ def baseline(jobs: int | None, progress: bool) -> list[Row]:
 def calibration(jobs: int | None, progress: bool) -> list[Row]:
     """Reference 2: calibration run of a second simulator, BCN, one run."""
     res = run(load("calibration", scheme="bcn", seeds=[0]), jobs=jobs, progress=progress)
-    r = res.runs[0].result
-    w = r["windows"][0]  # measure window 5-95 ms
+    r = res.runs[0]
+    w = r.tables["windows"].row(0, named=True)  # measure window 5-95 ms
     s = "calibration"
     return [
         _rel(s, "frames generated 5-95 ms", 149674, w["generated"], 0.02),
         _rel(s, "frames received at the sink 5-95 ms", 74202, w["delivered"], 0.02),
-        _rel(s, "frames dropped at RPs (total)", 75031, r["frames"]["dropped_rp"], 0.02),
-        _abs(s, "frames dropped at the CP", 0, r["frames"]["dropped_cp"], 0),
+        _rel(s, "frames dropped at RPs (total)", 75031, r.frames["dropped_rp"], 0.02),
+        _abs(s, "frames dropped at the CP", 0, r.frames["dropped_cp"], 0),
     ]
 
 

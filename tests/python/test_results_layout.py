@@ -78,6 +78,8 @@ def test_files_and_summary_schema(paused):
         "flows.parquet",
         "links.parquet",
         "nodes.parquet",
+        "windows.parquet",
+        "runs.parquet",
         "timeseries.parquet",
         "report.html",
     ):
@@ -93,14 +95,18 @@ def test_files_and_summary_schema(paused):
     assert s["engine"]["version"] == cnsim._core.version()
     assert SCALAR_METRICS <= set(s["metrics"])
     for name, m in s["metrics"].items():
-        assert set(m) == {"mean", "min", "max", "per_seed"}, name
+        assert set(m) == {"mean", "std", "ci_low", "ci_high", "ci_half", "min", "max", "n", "per_seed"}, name
         assert len(m["per_seed"]) == 2
         vals = [v for v in m["per_seed"] if v is not None]
+        assert m["n"] == len(vals)
         if vals:
             assert m["min"] == min(vals) and m["max"] == max(vals)
-            assert m["mean"] == pytest.approx(sum(vals) / len(vals))
+            assert m["min"] <= m["mean"] <= m["max"]
         else:
             assert m["mean"] is None and m["min"] is None and m["max"] is None
+        if len(vals) == 2:  # a 95% interval around the mean, null spread with one value
+            assert m["ci_low"] <= m["mean"] <= m["ci_high"]
+            assert m["ci_half"] == pytest.approx(m["ci_high"] - m["mean"])
     assert s["metrics"]["time_paused_pct"]["min"] > 0
 
 
@@ -163,7 +169,17 @@ def test_nothing_paused_is_null_not_nan(tmp_path):
     res = cnsim.run(load("baseline", scheme="nocm").replace(duration_ms=12.0), seeds=1, progress=False)
     out = res.save(tmp_path / "r")
     s = _strict_json((out / "summary.json").read_text())
-    assert s["metrics"]["time_paused_pct"] == {"mean": None, "min": None, "max": None, "per_seed": [None]}
+    assert s["metrics"]["time_paused_pct"] == {
+        "mean": None,
+        "std": None,
+        "ci_low": None,
+        "ci_high": None,
+        "ci_half": None,
+        "min": None,
+        "max": None,
+        "n": 0,
+        "per_seed": [None],
+    }
     assert "fairness" not in s["metrics"] and "jain" not in s["metrics"]  # no fairness window in 12 ms
     assert not (out / "paused.png").exists()
     html = (out / "report.html").read_text()

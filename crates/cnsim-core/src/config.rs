@@ -311,8 +311,7 @@ impl SchemeConfig {
     /// The parameters as the scheme's struct: unknown keys and wrong types
     /// are errors naming `table.key`.
     pub fn parse<P: serde::de::DeserializeOwned>(&self) -> Result<P, ConfigError> {
-        serde_json::from_value(serde_json::Value::Object(self.params.clone()))
-            .map_err(|e| ConfigError(format!("{}: {}", self.table(), e)))
+        serde_json::from_value(serde_json::Value::Object(self.params.clone())).map_err(|e| ConfigError(format!("{}: {}", self.table(), e)))
     }
 }
 

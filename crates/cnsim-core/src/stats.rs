@@ -291,6 +291,26 @@ pub fn overlap(a: Time, b: Time, c: Time, d: Time) -> Time {
 
 // ---------------------------------------------------------------- results
 
+/// Everything a run recorded, as raw counters: frame counts, bytes and
+/// paused picoseconds per window, per flow, per link direction and per node,
+/// and the binned series. No metric is derived here: `cnsim.metrics` turns
+/// these tables into throughput, time paused, overhead and the rest.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    pub seed: u64,
+    pub end_ps: Time,
+    pub bin_ps: Time,
+    pub n_bins: usize,
+    pub frames: FrameCounts,
+    pub engine: EngineFigures,
+    pub windows: Vec<WindowResult>,
+    pub flows: Vec<FlowResult>,
+    pub links: Vec<LinkResult>,
+    pub nodes: Vec<NodeResult>,
+    #[serde(skip)]
+    pub series: Vec<Series>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct FrameCounts {
     pub generated: u64,
@@ -303,17 +323,18 @@ pub struct FrameCounts {
     /// Frames sources held back at a full NIC FIFO (never generated, never lost).
     pub deferred: u64,
     pub in_flight: u64,
-    /// Largest generation-to-reception delay of a delivered frame (ps).
+    /// Sum and largest generation-to-reception delay of the delivered frames (ps).
+    pub delay_sum_ps: f64,
     pub delay_max_ps: Time,
+    /// Bytes of notification frames (CNMs, CNPs, reflections) sent inside the
+    /// measure window (`windows[0]`), by every sender.
+    pub note_bytes_measure: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct EngineFigures {
     pub events: u64,
     pub wall_s: f64,
-    pub events_per_s: f64,
-    pub frames_delivered_per_s: f64,
-    pub sim_speed: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -327,6 +348,8 @@ pub struct WindowResult {
     pub dropped_cp: u64,
     pub dropped_rp: u64,
     pub deferred: u64,
+    /// Bytes delivered to all destinations inside the window.
+    pub delivered_bytes: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -335,8 +358,8 @@ pub struct FlowResult {
     pub dst: String,
     pub generated: u64,
     pub delivered: u64,
-    /// One value per window.
-    pub throughput_gbps: Vec<f64>,
+    /// Bytes delivered, one value per window.
+    pub bytes: Vec<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -345,12 +368,16 @@ pub struct LinkResult {
     pub from: String,
     pub to: String,
     pub rate_bps: u64,
-    pub throughput_gbps: Vec<f64>,
+    /// Bytes its sender started, one value per window.
+    pub bytes: Vec<u64>,
     pub frames: u64,
+    /// Its sender can be paused (PAUSE on and its receiver a bridge).
     pub can_pause: bool,
     pub paused_ever: bool,
-    pub time_paused_pct: f64,
+    /// Picoseconds its sender was paused inside the measure window.
+    pub paused_ps: Time,
     pub pause_frames: u64,
+    /// Notifications this direction carried.
     pub control_frames: u64,
 }
 
@@ -367,44 +394,6 @@ pub struct NodeResult {
     pub deferred: u64,
     /// Stations: congestion notifications received.
     pub notifications: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Metrics {
-    pub aggregate_throughput: f64,
-    pub dropped_cp: u64,
-    pub dropped_rp: u64,
-    pub dropped_rl: u64,
-    pub dropped_nic: u64,
-    pub frames_deferred: u64,
-    pub time_paused_pct: Option<f64>,
-    pub time_paused_pct_all: f64,
-    pub time_paused_pct_max: f64,
-    pub pause_frames: u64,
-    pub overhead_mbps: f64,
-    pub frames: u64,
-    pub frames_delivered: u64,
-    /// Mean and maximum frame delay, generation to full reception (us).
-    pub frame_delay_mean_us: Option<f64>,
-    pub frame_delay_max_us: Option<f64>,
-}
-
-/// Everything a run reports (docs/engine-interface.md), minus the series.
-#[derive(Debug, Clone, Serialize)]
-pub struct RunResult {
-    pub seed: u64,
-    pub end_ps: Time,
-    pub bin_ps: Time,
-    pub n_bins: usize,
-    pub frames: FrameCounts,
-    pub engine: EngineFigures,
-    pub windows: Vec<WindowResult>,
-    pub flows: Vec<FlowResult>,
-    pub links: Vec<LinkResult>,
-    pub nodes: Vec<NodeResult>,
-    pub metrics: Metrics,
-    #[serde(skip)]
-    pub series: Vec<Series>,
 }
 
 /// One time series: one value per bin.
@@ -430,6 +419,83 @@ impl RunResult {
     pub fn link(&self, name: &str) -> Option<&LinkResult> {
         self.links.iter().find(|l| l.name == name)
     }
+
+    /// Gbit/s of `bytes` over window `w` (a convenience for tests and tools;
+    /// the metrics are `cnsim.metrics`'s).
+    pub fn window_gbps(&self, bytes: u64, w: usize) -> f64 {
+        let win = &self.windows[w];
+        Stats::gbps(bytes, win.end_ps - win.start_ps)
+    }
+
+    /// The columns of the run's tables, for the Python binding: each table
+    /// is a list of (column, values).
+    pub fn tables(&self) -> Vec<(&'static str, Vec<(String, Column)>)> {
+        let per_window = |name: &str, rows: &dyn Fn(usize) -> Vec<u64>| -> Vec<(String, Column)> {
+            self.windows
+                .iter()
+                .enumerate()
+                .map(|(w, win)| (format!("{name}_{}", win.name), Column::U64(rows(w))))
+                .collect()
+        };
+        let w = &self.windows;
+        let windows = vec![
+            ("name".into(), Column::Str(w.iter().map(|x| x.name.clone()).collect())),
+            ("start_ps".into(), Column::U64(w.iter().map(|x| x.start_ps).collect())),
+            ("end_ps".into(), Column::U64(w.iter().map(|x| x.end_ps).collect())),
+            ("generated".into(), Column::U64(w.iter().map(|x| x.generated).collect())),
+            ("delivered".into(), Column::U64(w.iter().map(|x| x.delivered).collect())),
+            ("dropped_cp".into(), Column::U64(w.iter().map(|x| x.dropped_cp).collect())),
+            ("dropped_rp".into(), Column::U64(w.iter().map(|x| x.dropped_rp).collect())),
+            ("deferred".into(), Column::U64(w.iter().map(|x| x.deferred).collect())),
+            ("delivered_bytes".into(), Column::U64(w.iter().map(|x| x.delivered_bytes).collect())),
+        ];
+        let f = &self.flows;
+        let mut flows = vec![
+            ("src".into(), Column::Str(f.iter().map(|x| x.src.clone()).collect())),
+            ("dst".into(), Column::Str(f.iter().map(|x| x.dst.clone()).collect())),
+            ("generated".into(), Column::U64(f.iter().map(|x| x.generated).collect())),
+            ("delivered".into(), Column::U64(f.iter().map(|x| x.delivered).collect())),
+        ];
+        flows.extend(per_window("bytes", &|i| f.iter().map(|x| x.bytes[i]).collect()));
+        let l = &self.links;
+        let mut links = vec![
+            ("name".into(), Column::Str(l.iter().map(|x| x.name.clone()).collect())),
+            ("from".into(), Column::Str(l.iter().map(|x| x.from.clone()).collect())),
+            ("to".into(), Column::Str(l.iter().map(|x| x.to.clone()).collect())),
+            ("rate_bps".into(), Column::U64(l.iter().map(|x| x.rate_bps).collect())),
+            ("frames".into(), Column::U64(l.iter().map(|x| x.frames).collect())),
+            ("can_pause".into(), Column::Bool(l.iter().map(|x| x.can_pause).collect())),
+            ("paused_ever".into(), Column::Bool(l.iter().map(|x| x.paused_ever).collect())),
+            ("paused_ps".into(), Column::U64(l.iter().map(|x| x.paused_ps).collect())),
+            ("pause_frames".into(), Column::U64(l.iter().map(|x| x.pause_frames).collect())),
+            ("control_frames".into(), Column::U64(l.iter().map(|x| x.control_frames).collect())),
+        ];
+        links.extend(per_window("bytes", &|i| l.iter().map(|x| x.bytes[i]).collect()));
+        let n = &self.nodes;
+        let u = |g: &dyn Fn(&NodeResult) -> u64| Column::U64(n.iter().map(g).collect());
+        let nodes = vec![
+            ("name".into(), Column::Str(n.iter().map(|x| x.name.clone()).collect())),
+            ("kind".into(), Column::Str(n.iter().map(|x| x.kind.to_string()).collect())),
+            ("generated".into(), u(&|x| x.generated)),
+            ("delivered".into(), u(&|x| x.delivered)),
+            ("dropped_cp".into(), u(&|x| x.dropped_cp)),
+            ("dropped_rp".into(), u(&|x| x.dropped_rp)),
+            ("dropped_rl".into(), u(&|x| x.dropped_rl)),
+            ("dropped_nic".into(), u(&|x| x.dropped_nic)),
+            ("deferred".into(), u(&|x| x.deferred)),
+            ("notifications".into(), u(&|x| x.notifications)),
+        ];
+        vec![("windows", windows), ("flows", flows), ("links", links), ("nodes", nodes)]
+    }
+}
+
+/// One column of a result table.
+#[derive(Debug, Clone)]
+pub enum Column {
+    U64(Vec<u64>),
+    F64(Vec<f64>),
+    Bool(Vec<bool>),
+    Str(Vec<String>),
 }
 
 #[cfg(test)]

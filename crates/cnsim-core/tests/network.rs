@@ -134,9 +134,9 @@ fn baseline_nocm_saturates_the_downlink_and_drops_at_the_cp() {
     let r = run(&baseline(false), 1);
     let down = r.link("B0->D").unwrap();
     assert!(
-        down.throughput_gbps[1] >= 9.9,
+        r.window_gbps(down.bytes[1], 1) >= 9.9,
         "downlink {} Gbit/s over 10-80 ms",
-        down.throughput_gbps[1]
+        r.window_gbps(down.bytes[1], 1)
     );
     assert!(r.frames.dropped_cp > 0);
     assert_eq!(r.frames.dropped_rp, 0);
@@ -144,7 +144,7 @@ fn baseline_nocm_saturates_the_downlink_and_drops_at_the_cp() {
     assert_eq!(by_node, r.frames.dropped_cp);
     // 4 x 4.9 Gbit/s offered into 10: every uplink from the sources carries its own load.
     let up = r.link("S1->B1").unwrap();
-    assert!((up.throughput_gbps[1] - 4.9).abs() < 0.1);
+    assert!((r.window_gbps(up.bytes[1], 1) - 4.9).abs() < 0.1);
 }
 
 /// Bytes that can still reach a queue after it decides to pause one ingress
@@ -171,16 +171,16 @@ fn pause_with_enough_headroom_is_lossless_and_keeps_the_downlink_busy() {
     );
     let down = r.link("B0->D").unwrap();
     assert!(
-        down.throughput_gbps[1] >= 9.9,
+        r.window_gbps(down.bytes[1], 1) >= 9.9,
         "downlink {} Gbit/s over 10-80 ms",
-        down.throughput_gbps[1]
+        r.window_gbps(down.bytes[1], 1)
     );
     for i in 1..=4 {
         let up = r.link(&format!("B{i}->B0")).unwrap();
-        assert!(up.paused_ever && up.time_paused_pct > 0.0, "B{i}->B0 never paused");
+        assert!(up.paused_ever && up.paused_ps > 0, "B{i}->B0 never paused");
     }
-    assert!(r.metrics.time_paused_pct.unwrap() > 0.0);
-    assert!(r.metrics.pause_frames > 0);
+    assert!(r.links.iter().any(|l| l.paused_ps > 0));
+    assert!(r.links.iter().map(|l| l.pause_frames).sum::<u64>() > 0);
     // Back-pressure reaches the sources: their generators defer (the
     // default), so no frame is lost anywhere.
     assert!(r.link("S1->B1").unwrap().paused_ever);
@@ -209,8 +209,8 @@ fn pause_with_published_thresholds_reports_its_drops() {
     let by_node: u64 = r.nodes.iter().map(|n| n.dropped_cp).sum();
     assert_eq!(by_node, r.frames.dropped_cp);
     let down = r.link("B0->D").unwrap();
-    assert!(down.throughput_gbps[1] >= 9.9);
-    assert!(r.metrics.time_paused_pct.unwrap() > 0.0);
+    assert!(r.window_gbps(down.bytes[1], 1) >= 9.9);
+    assert!(r.links.iter().any(|l| l.paused_ps > 0));
 }
 
 #[test]
@@ -288,25 +288,6 @@ fn a_stopped_link_holds_frames_and_restarting_it_drains_them() {
     assert!(d[101..110].iter().all(|&x| x > 9.9), "drains at line rate after restart");
 }
 
-#[test]
-#[ignore]
-fn print_baseline_pause_figures() {
-    for (xoff, xon) in [(140_000, 130_000), (149_000, 148_000)] {
-        let mut cfg = baseline(true);
-        cfg.pause.xoff_bytes = xoff;
-        cfg.pause.xon_bytes = xon;
-        let r = run(&cfg, 3);
-        println!("xoff {xoff}: frames {:?}\n metrics {:?}", r.frames, r.metrics);
-        for l in &r.links {
-            if l.paused_ever || l.pause_frames > 0 {
-                println!(
-                    "  {} paused {:.2}% pause_frames {} thr {:?}",
-                    l.name, l.time_paused_pct, l.pause_frames, l.throughput_gbps
-                );
-            }
-        }
-    }
-}
 
 #[test]
 fn partition_trigger_pauses_per_input_partitions_without_loss() {
@@ -324,7 +305,7 @@ fn partition_trigger_pauses_per_input_partitions_without_loss() {
         assert!(r.link(&format!("B{i}->B0")).unwrap().paused_ever);
     }
     let down = r.link("B0->D").unwrap();
-    assert!(down.throughput_gbps[1] >= 9.9);
+    assert!(r.window_gbps(down.bytes[1], 1) >= 9.9);
     // Without PAUSE the same partitions overflow.
     cfg.pause.enabled = false;
     assert!(run(&cfg, 2).frames.dropped_cp > 0);
@@ -343,7 +324,7 @@ fn output_queue_and_ingress_triggers_both_protect_a_shared_buffer() {
         cfg.pause.xon_bytes = 80_000;
         let r = run(&cfg, 4);
         assert_eq!(r.frames.dropped_cp, 0, "{trigger:?}");
-        assert!(r.metrics.time_paused_pct.unwrap() > 0.0, "{trigger:?}");
+        assert!(r.links.iter().any(|l| l.paused_ps > 0), "{trigger:?}");
     }
 }
 

@@ -1,14 +1,17 @@
 //! PyO3 binding of the cnsim engine (`cnsim._core`). Converts at the
-//! boundary only: JSON config in, JSON results and raw float64 series out.
-//! Simulation releases the GIL, so Python threads run replications in parallel.
+//! boundary only: a JSON config in; out, typed tables (each column a
+//! little-endian numeric buffer for numpy, or a list of strings), counters
+//! as dicts and the binned series as float64 buffers. Simulation releases
+//! the GIL, so Python threads run replications in parallel.
 
 // pyo3 0.22's #[pymethods] expansion converts PyErr into itself; not our code.
 #![allow(clippy::useless_conversion)]
 
+use cnsim_core::stats::Column;
 use cnsim_core::{RunResult, Sim, SimConfig};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict, PyList};
 
 /// One replication: a scenario (engine config JSON) and a seed.
 #[pyclass(module = "cnsim._core")]
@@ -61,8 +64,49 @@ impl Simulation {
         Ok(())
     }
 
-    fn results_json(&self) -> PyResult<String> {
-        self.result().map(|r| r.to_json())
+    /// The run's results: `{"seed", "end_ps", "bin_ps", "n_bins", "frames":
+    /// {...}, "engine": {...}, "tables": {TABLE: {COLUMN: (dtype, bytes) or
+    /// [str]}}}` with dtype `<u8` (u64), `<f8` (f64) or `|b1` (bool).
+    fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let r = self.result()?;
+        let d = PyDict::new_bound(py);
+        d.set_item("seed", r.seed)?;
+        d.set_item("end_ps", r.end_ps)?;
+        d.set_item("bin_ps", r.bin_ps)?;
+        d.set_item("n_bins", r.n_bins)?;
+        let f = &r.frames;
+        let frames = PyDict::new_bound(py);
+        frames.set_item("generated", f.generated)?;
+        frames.set_item("delivered", f.delivered)?;
+        frames.set_item("dropped_cp", f.dropped_cp)?;
+        frames.set_item("dropped_rp", f.dropped_rp)?;
+        frames.set_item("dropped_rl", f.dropped_rl)?;
+        frames.set_item("dropped_nic", f.dropped_nic)?;
+        frames.set_item("deferred", f.deferred)?;
+        frames.set_item("in_flight", f.in_flight)?;
+        frames.set_item("delay_sum_ps", f.delay_sum_ps)?;
+        frames.set_item("delay_max_ps", f.delay_max_ps)?;
+        frames.set_item("note_bytes_measure", f.note_bytes_measure)?;
+        d.set_item("frames", frames)?;
+        let engine = PyDict::new_bound(py);
+        engine.set_item("events", r.engine.events)?;
+        engine.set_item("wall_s", r.engine.wall_s)?;
+        d.set_item("engine", engine)?;
+        let tables = PyDict::new_bound(py);
+        for (name, cols) in r.tables() {
+            let t = PyDict::new_bound(py);
+            for (col, values) in cols {
+                match values {
+                    Column::U64(v) => t.set_item(col, ("<u8", bytes_of(py, v.iter().flat_map(|x| x.to_le_bytes()))))?,
+                    Column::F64(v) => t.set_item(col, ("<f8", bytes_of(py, v.iter().flat_map(|x| x.to_le_bytes()))))?,
+                    Column::Bool(v) => t.set_item(col, ("|b1", bytes_of(py, v.iter().map(|&x| x as u8))))?,
+                    Column::Str(v) => t.set_item(col, PyList::new_bound(py, v))?,
+                }
+            }
+            tables.set_item(name, t)?;
+        }
+        d.set_item("tables", tables)?;
+        Ok(d)
     }
 
     /// `[(series, key, float64 little-endian bytes)]`, one value per bin.
@@ -76,6 +120,11 @@ impl Simulation {
             })
             .collect())
     }
+}
+
+fn bytes_of<'py>(py: Python<'py>, it: impl Iterator<Item = u8>) -> Bound<'py, PyBytes> {
+    let v: Vec<u8> = it.collect();
+    PyBytes::new_bound(py, &v)
 }
 
 impl Simulation {

@@ -5,6 +5,7 @@
 pub mod frame;
 pub mod pause;
 pub mod port;
+pub mod results;
 pub mod rl;
 pub mod sim;
 pub mod topology;

@@ -280,7 +280,9 @@ impl<S: Scheme> NetSim<S> {
         }
         let rp = &mut self.rps[s];
         let rl = self.rls[id as usize].as_mut().expect("live");
-        let timer = self.scheme.rp_on_note(&mut rl.core, &mut rl.state, &note.ext, cpid, now, &mut rp.rng);
+        let timer = self
+            .scheme
+            .rp_on_note(&mut rl.core, &mut rl.state, &note.ext, cpid, now, &mut rp.rng);
         self.after_rate_change(id, timer);
     }
 
@@ -409,11 +411,7 @@ impl<S: Scheme> NetSim<S> {
     fn maybe_release(&mut self, id: u32) {
         let now = self.now;
         let rl = self.rl(id);
-        if rl.core.rate_bps < rl.core.line_rate_bps
-            || !rl.queue.is_empty()
-            || rl.core.stopped_until > now
-            || rl.core.inflight_bytes > 0
-        {
+        if rl.core.rate_bps < rl.core.line_rate_bps || !rl.queue.is_empty() || rl.core.stopped_until > now || rl.core.inflight_bytes > 0 {
             return;
         }
         let (tr, line, s) = (rl.trace, rl.core.line_rate_bps, rl.station as usize);

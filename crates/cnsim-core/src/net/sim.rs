@@ -3,13 +3,12 @@
 //! [`Stats`] and turned into a [`RunResult`] only when the run ends.
 
 use super::frame::{Frame, FrameKind};
-use super::port::{PortId, WIRE_NOTE, WIRE_DATA, WIRE_MAC};
+use super::port::{PortId, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
 use super::rl::{RateLimiter, RlTrace, StationRp};
 use super::topology::{Dest, Network, NodeKind, NO_ROUTE};
 use crate::config::{err, BufferMode, ConfigError, EventConfig, NicFull, PauseConfig, SimConfig};
 use crate::engine::queue::EventQueue;
 use crate::engine::rng::stream;
-use crate::engine::time::to_secs;
 use crate::engine::Time;
 use crate::scheme::{QueueView, Scheme};
 use crate::stats::{self, QueueTrace, RunResult, Stats};
@@ -64,13 +63,13 @@ pub struct NetSim<S: Scheme> {
     /// The measure window (windows[0]).
     pub(crate) measure: (Time, Time),
     actions: Vec<Action>,
-    window_names: Vec<String>,
+    pub(crate) window_names: Vec<String>,
     /// The scheme acts on data frames reaching their destination, so those
     /// arrivals must be events (otherwise they are counted when sent).
     sink_events: bool,
     /// Bits of congestion-management control frames originated in the measure window.
     pub(crate) cnm_bytes_window: u64,
-    wall_s: f64,
+    pub(crate) wall_s: f64,
     finished: bool,
 }
 
@@ -718,268 +717,6 @@ impl<S: Scheme> NetSim<S> {
             ));
         }
         Ok(self.build_result(in_flight))
-    }
-
-    fn build_result(&self, in_flight: u64) -> RunResult {
-        let s = &self.stats;
-        let net = &self.net;
-        let n_st = net.n_stations();
-        let events = self.q.popped();
-        let wall = self.wall_s.max(1e-9);
-        let windows: Vec<(Time, Time)> = s.windows.clone();
-        let (m0, m1) = self.measure;
-        let mlen = m1 - m0;
-
-        let mut flows = Vec::new();
-        for src in 0..n_st {
-            for dst in 0..n_st {
-                let f = src * n_st + dst;
-                if s.flow_generated[f] == 0 && s.flow_delivered[f] == 0 {
-                    continue;
-                }
-                flows.push(stats::FlowResult {
-                    src: net.station_name(src).to_string(),
-                    dst: net.station_name(dst).to_string(),
-                    generated: s.flow_generated[f],
-                    delivered: s.flow_delivered[f],
-                    throughput_gbps: windows
-                        .iter()
-                        .enumerate()
-                        .map(|(w, &(a, b))| Stats::gbps(s.flow_win_bytes[w * n_st * n_st + f], b - a))
-                        .collect(),
-                });
-            }
-        }
-
-        let mut links = Vec::new();
-        let mut paused_pcts = Vec::new();
-        let mut all_pcts = Vec::new();
-        let mut pause_frames = 0;
-        for (i, p) in net.ports.iter().enumerate() {
-            let can_pause = self.pause.enabled && matches!(net.nodes[p.peer as usize].kind, NodeKind::Bridge(_));
-            let pct = 100.0 * p.paused_ps_window as f64 / mlen as f64;
-            if can_pause {
-                all_pcts.push(pct);
-                if p.paused_ever {
-                    paused_pcts.push(pct);
-                }
-            }
-            pause_frames += p.pause_frames;
-            let (from, to) = p.name.split_once("->").expect("port names are FROM->TO");
-            links.push(stats::LinkResult {
-                name: p.name.clone(),
-                from: from.to_string(),
-                to: to.to_string(),
-                rate_bps: p.nominal_rate_bps,
-                throughput_gbps: windows
-                    .iter()
-                    .enumerate()
-                    .map(|(w, &(a, b))| Stats::gbps(s.link_win_bytes[w * net.ports.len() + i], b - a))
-                    .collect(),
-                frames: p.frames_sent,
-                can_pause,
-                paused_ever: p.paused_ever,
-                time_paused_pct: pct,
-                pause_frames: p.pause_frames,
-                control_frames: p.cnm_frames,
-            });
-        }
-
-        let nodes = net
-            .nodes
-            .iter()
-            .map(|n| match n.kind {
-                NodeKind::Station(i) => {
-                    let st = &net.stations[i as usize];
-                    stats::NodeResult {
-                        name: n.name.clone(),
-                        kind: "station",
-                        generated: st.generated,
-                        delivered: st.delivered,
-                        dropped_cp: 0,
-                        dropped_rp: st.dropped_rl + st.dropped_nic,
-                        dropped_rl: st.dropped_rl,
-                        dropped_nic: st.dropped_nic,
-                        deferred: st.deferred,
-                        notifications: self.rps[i as usize].notifications,
-                    }
-                }
-                NodeKind::Bridge(i) => {
-                    let b = &net.bridges[i as usize];
-                    stats::NodeResult {
-                        name: n.name.clone(),
-                        kind: "bridge",
-                        generated: 0,
-                        delivered: 0,
-                        dropped_cp: b.dropped_cp,
-                        dropped_rp: 0,
-                        dropped_rl: 0,
-                        dropped_nic: 0,
-                        deferred: 0,
-                        notifications: 0,
-                    }
-                }
-            })
-            .collect();
-
-        let mean = |v: &[f64]| {
-            if v.is_empty() {
-                None
-            } else {
-                Some(v.iter().sum::<f64>() / v.len() as f64)
-            }
-        };
-        let metrics = stats::Metrics {
-            aggregate_throughput: Stats::gbps(s.agg_win_bytes[0], mlen),
-            dropped_cp: s.dropped_cp,
-            dropped_rp: s.dropped_rp(),
-            dropped_rl: s.dropped_rl,
-            dropped_nic: s.dropped_nic,
-            frames_deferred: s.deferred,
-            time_paused_pct: mean(&paused_pcts),
-            time_paused_pct_all: mean(&all_pcts).unwrap_or(0.0),
-            time_paused_pct_max: all_pcts.iter().cloned().fold(0.0, f64::max),
-            pause_frames,
-            overhead_mbps: self.cnm_bytes_window as f64 * 8.0 / to_secs(mlen) / 1e6,
-            frames: s.generated,
-            frames_delivered: s.delivered,
-            frame_delay_mean_us: (s.delivered > 0).then(|| s.delay_sum_ps as f64 / s.delivered as f64 / 1e6),
-            frame_delay_max_us: (s.delivered > 0).then(|| s.delay_max_ps as f64 / 1e6),
-        };
-
-        RunResult {
-            seed: self.seed,
-            end_ps: self.duration,
-            bin_ps: s.bin_ps,
-            n_bins: s.n_bins,
-            frames: stats::FrameCounts {
-                generated: s.generated,
-                delivered: s.delivered,
-                dropped_cp: s.dropped_cp,
-                dropped_rp: s.dropped_rp(),
-                dropped_rl: s.dropped_rl,
-                dropped_nic: s.dropped_nic,
-                deferred: s.deferred,
-                in_flight,
-                delay_max_ps: s.delay_max_ps,
-            },
-            engine: stats::EngineFigures {
-                events,
-                wall_s: self.wall_s,
-                events_per_s: events as f64 / wall,
-                frames_delivered_per_s: s.delivered as f64 / wall,
-                sim_speed: to_secs(self.duration) / wall,
-            },
-            windows: self.window_results(),
-            flows,
-            links,
-            nodes,
-            metrics,
-            series: self.build_series(),
-        }
-    }
-
-    fn window_results(&self) -> Vec<stats::WindowResult> {
-        self.window_names
-            .iter()
-            .zip(&self.stats.windows)
-            .zip(&self.stats.win_counts)
-            .map(|((n, &(a, b)), c)| stats::WindowResult {
-                name: n.clone(),
-                start_ps: a,
-                end_ps: b,
-                generated: c[0],
-                delivered: c[1],
-                dropped_cp: c[2],
-                dropped_rp: c[3],
-                deferred: c[4],
-            })
-            .collect()
-    }
-
-    fn build_series(&self) -> Vec<stats::Series> {
-        let s = &self.stats;
-        let net = &self.net;
-        let nb = s.n_bins;
-        // Bin widths (the last bin may be short).
-        let widths: Vec<Time> = (0..nb).map(|b| (self.duration - b as Time * s.bin_ps).min(s.bin_ps)).collect();
-        let gbps = |bytes: &[u64]| -> Vec<f64> { bytes.iter().zip(&widths).map(|(&x, &w)| Stats::gbps(x, w)).collect() };
-        let mut out = vec![stats::Series {
-            series: "aggregate_throughput".into(),
-            key: "all".into(),
-            values: gbps(&s.agg_bins),
-        }];
-        for d in 0..net.n_stations() {
-            let bins = &s.dest_bins[d * nb..(d + 1) * nb];
-            if bins.iter().any(|&x| x > 0) {
-                out.push(stats::Series {
-                    series: "delivered_throughput".into(),
-                    key: net.station_name(d).into(),
-                    values: gbps(bins),
-                });
-            }
-        }
-        let n_st = net.n_stations();
-        let mut slots: Vec<(u32, usize)> = s
-            .flow_slot
-            .iter()
-            .enumerate()
-            .filter(|(_, &sl)| sl != stats::NO_SLOT)
-            .map(|(f, &sl)| (sl, f))
-            .collect();
-        slots.sort_unstable();
-        for (sl, f) in slots {
-            let bins = &s.flow_bins[sl as usize * nb..(sl as usize + 1) * nb];
-            let key = format!("{}->{}", net.station_name(f / n_st), net.station_name(f % n_st));
-            out.push(stats::Series {
-                series: "flow_throughput".into(),
-                key,
-                values: gbps(bins),
-            });
-        }
-        for (i, p) in net.ports.iter().enumerate() {
-            out.push(stats::Series {
-                series: "link_throughput".into(),
-                key: p.name.clone(),
-                values: gbps(&s.link_bins[i * nb..(i + 1) * nb]),
-            });
-        }
-        for t in &s.queue_traces {
-            let name = &net.ports[t.port as usize].name;
-            out.push(stats::Series {
-                series: "queue_bytes".into(),
-                key: name.clone(),
-                values: t.end.clone(),
-            });
-            out.push(stats::Series {
-                series: "queue_bytes_max".into(),
-                key: name.clone(),
-                values: t.max.clone(),
-            });
-        }
-        for t in &self.rl_traces {
-            out.push(stats::Series {
-                series: "rl_rate".into(),
-                key: t.key.clone(),
-                values: t.rate.end.iter().map(|r| r / 1e9).collect(),
-            });
-            out.push(stats::Series {
-                series: "rlq_bytes".into(),
-                key: t.key.clone(),
-                values: t.bytes.end.clone(),
-            });
-        }
-        for p in &net.ports {
-            if let Some(bins) = &p.paused_bins {
-                let v = bins.iter().zip(&widths).map(|(&x, &w)| x * s.bin_ps as f64 / w as f64).collect();
-                out.push(stats::Series {
-                    series: "paused_fraction".into(),
-                    key: p.name.clone(),
-                    values: v,
-                });
-            }
-        }
-        out
     }
 }
 

@@ -1,7 +1,7 @@
 //! Building the network from the configuration: nodes, one port per link
 //! direction, and static shortest-path routes with deterministic tie-breaking.
 
-use super::port::{Port, PortId, WIRE_NOTE, WIRE_DATA, WIRE_MAC};
+use super::port::{Port, PortId, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
 use crate::config::{err, BufferMode, ConfigError, DestConfig, NicFull, PauseTrigger, RlScope, SimConfig};
 use crate::engine::queue::MAX_INDEX;
 use crate::engine::rng::{stream, Stream};

@@ -126,7 +126,14 @@ pub trait Scheme: Send + 'static {
 
     /// The RL sends `frame` (it may write the frame's extension). Returns a
     /// timer request as `rp_on_note` does; the rate may change.
-    fn rp_on_send(&self, _core: &mut RlCore, _rl: &mut Self::Rl, _frame: &mut Frame<Self::Ext>, _now: Time, _rng: &mut Stream) -> Option<Time> {
+    fn rp_on_send(
+        &self,
+        _core: &mut RlCore,
+        _rl: &mut Self::Rl,
+        _frame: &mut Frame<Self::Ext>,
+        _now: Time,
+        _rng: &mut Stream,
+    ) -> Option<Time> {
         None
     }
 

@@ -426,7 +426,13 @@ impl Scheme for Qcn3pt {
     }
     fn np_on_data(&self, _np: &mut (), frame: &Frame<QcnExt>, _now: Time, rng: &mut Stream) -> Option<(QcnExt, u16)> {
         if frame.ext.marked_by != 0 {
-            return Some((QcnExt { qfb: frame.ext.qfb, marked_by: 0 }, frame.ext.marked_by));
+            return Some((
+                QcnExt {
+                    qfb: frame.ext.qfb,
+                    marked_by: 0,
+                },
+                frame.ext.marked_by,
+            ));
         }
         if rng.gen::<f64>() < self.0.p.refp {
             // Names the RL the frame left (its tag), if any.
@@ -534,7 +540,9 @@ mod tests {
         let mut f = Frame::data(0, 0, 1, 1500);
         // Below Qeq and steady: samples every 150 KB and sends nothing, not
         // even for the first sample, whose Qdelta (Qold still 0) is +10,000.
-        let sent = (0..1000).filter(|_| q.cp_on_enqueue(&mut cp, &mut f, qv(10_000), 3).is_some()).count();
+        let sent = (0..1000)
+            .filter(|_| q.cp_on_enqueue(&mut cp, &mut f, qv(10_000), 3).is_some())
+            .count();
         assert_eq!(sent, 0);
         assert_eq!(cp.qold, 10_000.0);
         // The literal rule (notify_below_qeq) lets the derivative term alone notify.
@@ -577,7 +585,7 @@ mod tests {
         for _ in 0..n {
             let si = rl.si;
             while rl.si == si {
-                send(&q, c, rl, 1500, rng);
+                send(q, c, rl, 1500, rng);
             }
             out.push((rl.si, c.rate_bps, rl.tr));
         }

@@ -1,0 +1,226 @@
+//! The results of a finished run: the raw counters the statistics kept,
+//! assembled into [`RunResult`] tables once, when the run ends. Nothing is
+//! derived here beyond the binned series' units: throughput, time paused,
+//! overhead and every other metric are `cnsim.metrics`'s.
+
+use super::sim::NetSim;
+use super::topology::NodeKind;
+use crate::engine::Time;
+use crate::scheme::Scheme;
+use crate::stats::{self, RunResult, Stats};
+
+impl<S: Scheme> NetSim<S> {
+    pub(crate) fn build_result(&self, in_flight: u64) -> RunResult {
+        let s = &self.stats;
+        let net = &self.net;
+        let n_st = net.n_stations();
+        let nw = s.windows.len();
+
+        let mut flows = Vec::new();
+        for src in 0..n_st {
+            for dst in 0..n_st {
+                let f = src * n_st + dst;
+                if s.flow_generated[f] == 0 && s.flow_delivered[f] == 0 {
+                    continue;
+                }
+                flows.push(stats::FlowResult {
+                    src: net.station_name(src).to_string(),
+                    dst: net.station_name(dst).to_string(),
+                    generated: s.flow_generated[f],
+                    delivered: s.flow_delivered[f],
+                    bytes: (0..nw).map(|w| s.flow_win_bytes[w * n_st * n_st + f]).collect(),
+                });
+            }
+        }
+
+        let links = net
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let (from, to) = p.name.split_once("->").expect("port names are FROM->TO");
+                stats::LinkResult {
+                    name: p.name.clone(),
+                    from: from.to_string(),
+                    to: to.to_string(),
+                    rate_bps: p.nominal_rate_bps,
+                    bytes: (0..nw).map(|w| s.link_win_bytes[w * net.ports.len() + i]).collect(),
+                    frames: p.frames_sent,
+                    can_pause: self.pause.enabled && matches!(net.nodes[p.peer as usize].kind, NodeKind::Bridge(_)),
+                    paused_ever: p.paused_ever,
+                    paused_ps: p.paused_ps_window,
+                    pause_frames: p.pause_frames,
+                    control_frames: p.cnm_frames,
+                }
+            })
+            .collect();
+
+        let nodes = net
+            .nodes
+            .iter()
+            .map(|n| match n.kind {
+                NodeKind::Station(i) => {
+                    let st = &net.stations[i as usize];
+                    stats::NodeResult {
+                        name: n.name.clone(),
+                        kind: "station",
+                        generated: st.generated,
+                        delivered: st.delivered,
+                        dropped_cp: 0,
+                        dropped_rp: st.dropped_rl + st.dropped_nic,
+                        dropped_rl: st.dropped_rl,
+                        dropped_nic: st.dropped_nic,
+                        deferred: st.deferred,
+                        notifications: self.rps[i as usize].notifications,
+                    }
+                }
+                NodeKind::Bridge(i) => stats::NodeResult {
+                    name: n.name.clone(),
+                    kind: "bridge",
+                    generated: 0,
+                    delivered: 0,
+                    dropped_cp: net.bridges[i as usize].dropped_cp,
+                    dropped_rp: 0,
+                    dropped_rl: 0,
+                    dropped_nic: 0,
+                    deferred: 0,
+                    notifications: 0,
+                },
+            })
+            .collect();
+
+        RunResult {
+            seed: self.seed,
+            end_ps: self.duration,
+            bin_ps: s.bin_ps,
+            n_bins: s.n_bins,
+            frames: stats::FrameCounts {
+                generated: s.generated,
+                delivered: s.delivered,
+                dropped_cp: s.dropped_cp,
+                dropped_rp: s.dropped_rp(),
+                dropped_rl: s.dropped_rl,
+                dropped_nic: s.dropped_nic,
+                deferred: s.deferred,
+                in_flight,
+                delay_sum_ps: s.delay_sum_ps as f64,
+                delay_max_ps: s.delay_max_ps,
+                note_bytes_measure: self.cnm_bytes_window,
+            },
+            engine: stats::EngineFigures {
+                events: self.q.popped(),
+                wall_s: self.wall_s,
+            },
+            windows: self.window_results(),
+            flows,
+            links,
+            nodes,
+            series: self.build_series(),
+        }
+    }
+
+    fn window_results(&self) -> Vec<stats::WindowResult> {
+        self.window_names
+            .iter()
+            .zip(&self.stats.windows)
+            .zip(&self.stats.win_counts)
+            .zip(&self.stats.agg_win_bytes)
+            .map(|(((n, &(a, b)), c), &bytes)| stats::WindowResult {
+                name: n.clone(),
+                start_ps: a,
+                end_ps: b,
+                generated: c[0],
+                delivered: c[1],
+                dropped_cp: c[2],
+                dropped_rp: c[3],
+                deferred: c[4],
+                delivered_bytes: bytes,
+            })
+            .collect()
+    }
+
+    fn build_series(&self) -> Vec<stats::Series> {
+        let s = &self.stats;
+        let net = &self.net;
+        let nb = s.n_bins;
+        // Bin widths (the last bin may be short).
+        let widths: Vec<Time> = (0..nb).map(|b| (self.duration - b as Time * s.bin_ps).min(s.bin_ps)).collect();
+        let gbps = |bytes: &[u64]| -> Vec<f64> { bytes.iter().zip(&widths).map(|(&x, &w)| Stats::gbps(x, w)).collect() };
+        let mut out = vec![stats::Series {
+            series: "aggregate_throughput".into(),
+            key: "all".into(),
+            values: gbps(&s.agg_bins),
+        }];
+        for d in 0..net.n_stations() {
+            let bins = &s.dest_bins[d * nb..(d + 1) * nb];
+            if bins.iter().any(|&x| x > 0) {
+                out.push(stats::Series {
+                    series: "delivered_throughput".into(),
+                    key: net.station_name(d).into(),
+                    values: gbps(bins),
+                });
+            }
+        }
+        let n_st = net.n_stations();
+        let mut slots: Vec<(u32, usize)> = s
+            .flow_slot
+            .iter()
+            .enumerate()
+            .filter(|(_, &sl)| sl != stats::NO_SLOT)
+            .map(|(f, &sl)| (sl, f))
+            .collect();
+        slots.sort_unstable();
+        for (sl, f) in slots {
+            let bins = &s.flow_bins[sl as usize * nb..(sl as usize + 1) * nb];
+            let key = format!("{}->{}", net.station_name(f / n_st), net.station_name(f % n_st));
+            out.push(stats::Series {
+                series: "flow_throughput".into(),
+                key,
+                values: gbps(bins),
+            });
+        }
+        for (i, p) in net.ports.iter().enumerate() {
+            out.push(stats::Series {
+                series: "link_throughput".into(),
+                key: p.name.clone(),
+                values: gbps(&s.link_bins[i * nb..(i + 1) * nb]),
+            });
+        }
+        for t in &s.queue_traces {
+            let name = &net.ports[t.port as usize].name;
+            out.push(stats::Series {
+                series: "queue_bytes".into(),
+                key: name.clone(),
+                values: t.end.clone(),
+            });
+            out.push(stats::Series {
+                series: "queue_bytes_max".into(),
+                key: name.clone(),
+                values: t.max.clone(),
+            });
+        }
+        for t in &self.rl_traces {
+            out.push(stats::Series {
+                series: "rl_rate".into(),
+                key: t.key.clone(),
+                values: t.rate.end.iter().map(|r| r / 1e9).collect(),
+            });
+            out.push(stats::Series {
+                series: "rlq_bytes".into(),
+                key: t.key.clone(),
+                values: t.bytes.end.clone(),
+            });
+        }
+        for p in &net.ports {
+            if let Some(bins) = &p.paused_bins {
+                let v = bins.iter().zip(&widths).map(|(&x, &w)| x * s.bin_ps as f64 / w as f64).collect();
+                out.push(stats::Series {
+                    series: "paused_fraction".into(),
+                    key: p.name.clone(),
+                    values: v,
+                });
+            }
+        }
+        out
+    }
+}

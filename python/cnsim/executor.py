@@ -1,0 +1,278 @@
+"""One executor for every replication cnsim runs (`run`, `sweep`,
+`validate`): a unit is (engine config, seed); units run on local threads
+(the engine releases the GIL) or as Dask tasks, under one progress bar that
+advances with simulated time. Results never depend on the number of
+workers or their timing: each unit is a pure function of (config, seed)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from .engine import SeedRun, run_seed
+from .errors import ScenarioError
+
+
+@dataclass
+class Unit:
+    """One replication to run: an engine config (JSON) and a seed, with its
+    simulated length for the progress bar and a tag for the caller."""
+
+    config: str
+    seed: int
+    duration_ms: float
+    tag: Any = field(default=None, compare=False)
+
+
+class Cancelled(Exception):
+    """A local unit stopped early because the run was cancelled."""
+
+
+# ------------------------------------------------------------- progress
+
+
+class ProgressBar:
+    """A rich progress bar on stderr over simulated milliseconds, with a
+    count of finished items (seeds, points, runs). With `show` false it
+    does nothing."""
+
+    def __init__(self, show: bool, description: str, total_ms: float, item: str, total: int, done: int = 0):
+        self.item = item
+        self.done = done
+        self.total = total
+        self.lock = threading.Lock()
+        self.progress: Any = None
+        if not show:
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed:,.0f}/{task.total:,.0f} simulated ms"),
+            TextColumn("{task.fields[count]}"),
+            TimeElapsedColumn(),
+            TextColumn("left"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+        )
+        self.task = self.progress.add_task(description, total=total_ms, count=self._count())
+
+    def _count(self) -> str:
+        return f"{self.done}/{self.total} {self.item}"
+
+    def __enter__(self) -> ProgressBar:
+        if self.progress is not None:
+            self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.progress is not None:
+            self.progress.__exit__(*exc)
+
+    def advance(self, ms: float) -> None:
+        if self.progress is not None:
+            self.progress.advance(self.task, ms)
+
+    def count(self) -> None:
+        """One more item finished."""
+        with self.lock:
+            self.done += 1
+        if self.progress is not None:
+            self.progress.update(self.task, count=self._count())
+
+
+def show_progress(progress: bool | None) -> bool:
+    """`progress` None: show a bar when stderr is a terminal."""
+    return sys.stderr.isatty() if progress is None else progress
+
+
+# -------------------------------------------------------------- backends
+
+
+def _futures_completed(futures: list[Future[Any]]) -> Iterator[Future[Any]]:
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        yield from (f for f in futures if f in done)
+
+
+class LocalBackend:
+    """Threads over local cores."""
+
+    name = "local"
+    streams_progress = True
+
+    def __init__(self, jobs: int) -> None:
+        self.pool = ThreadPoolExecutor(jobs, thread_name_prefix="cnsim")
+        self.stop = threading.Event()
+
+    def submit(self, unit: Unit, advance: Callable[[float], None] | None) -> Future[SeedRun]:
+        def step(ms: float) -> None:
+            if self.stop.is_set():
+                raise Cancelled
+            if advance is not None:
+                advance(ms)
+
+        return self.pool.submit(run_seed, unit.config, unit.seed, step)
+
+    def as_completed(self, futures: list[Any]) -> Iterator[Any]:
+        return _futures_completed(futures)
+
+    def result(self, fut: Future[SeedRun]) -> SeedRun:
+        return fut.result()
+
+    def close(self, cancel: bool) -> None:
+        if cancel:
+            self.stop.set()
+        self.pool.shutdown(wait=True, cancel_futures=cancel)
+
+
+def _dask_unit(config: str, seed: int) -> tuple[str, SeedRun]:
+    """One replication on a Dask worker (with the worker's engine version)."""
+    from . import _core
+
+    return _core.version(), run_seed(config, seed)
+
+
+class DaskBackend:
+    """One Dask task per replication, on a running scheduler (`address` or a
+    `client`) or on a LocalCluster started here."""
+
+    name = "dask"
+    streams_progress = False
+
+    def __init__(self, jobs: int | None, address: str | None, client: Any | None) -> None:
+        try:
+            import distributed
+        except ImportError:
+            raise ScenarioError(
+                "--backend dask: Dask is not installed; install it with: pip install 'cnsim[dask]'"
+            ) from None
+        self.distributed = distributed
+        self.cluster = None
+        self.own_client = client is None
+        if client is not None:
+            self.client = client
+        elif address is not None:
+            try:
+                self.client = distributed.Client(address, timeout="10s")
+            except (OSError, TimeoutError, ValueError) as e:
+                raise ScenarioError(f"--address {address}: no Dask scheduler answers there ({e})") from None
+        else:
+            import logging
+
+            self.cluster = distributed.LocalCluster(
+                n_workers=jobs or os.cpu_count() or 1,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
+            self.client = distributed.Client(self.cluster)
+        self.futures: list[Any] = []
+        self.token = uuid.uuid4().hex[:8]
+
+    def submit(self, unit: Unit, advance: Any) -> Any:
+        key = f"cnsim-{self.token}-{len(self.futures)}-seed{unit.seed}"
+        fut = self.client.submit(_dask_unit, unit.config, unit.seed, key=key, retries=3, pure=False)
+        self.futures.append(fut)
+        return fut
+
+    def as_completed(self, futures: list[Any]) -> Iterator[Any]:
+        return iter(self.distributed.as_completed(futures))
+
+    def result(self, fut: Any) -> SeedRun:
+        from . import _core
+
+        version, run = fut.result()
+        if version != _core.version():
+            raise RuntimeError(
+                f"a Dask worker runs cnsim engine {version}, this process {_core.version()}; "
+                "install the same cnsim on the workers"
+            )
+        return run
+
+    def close(self, cancel: bool) -> None:
+        with contextlib.suppress(Exception):
+            if cancel and self.futures:
+                self.client.cancel(self.futures)
+        if self.own_client:
+            with contextlib.suppress(Exception):
+                self.client.close()
+        if self.cluster is not None:
+            with contextlib.suppress(Exception):
+                self.cluster.close()
+
+
+def backend(name: str, jobs: int | None, address: str | None, client: Any | None, units: int) -> Any:
+    """The backend `name` (local or dask; an address or a client means dask)."""
+    if jobs is not None and jobs < 1:
+        raise ScenarioError(f"--jobs: {jobs} is not allowed; expected an integer >= 1")
+    if address is not None or client is not None:
+        name = "dask"
+    if name == "local":
+        return LocalBackend(max(1, min(jobs or os.cpu_count() or 1, units)))
+    if name == "dask":
+        return DaskBackend(jobs, address, client)
+    raise ScenarioError(f"--backend: {name!r} is not allowed; allowed: local, dask")
+
+
+# ------------------------------------------------------------- execute
+
+
+def execute(
+    units: list[Unit],
+    be: Any,
+    bar: ProgressBar,
+    on_result: Callable[[Unit, SeedRun], None] | None = None,
+) -> list[SeedRun]:
+    """Runs every unit on backend `be` under `bar`; `on_result(unit, run)` is
+    called in this thread as each finishes. Returns the runs in unit order.
+    The backend is closed at the end (its pending units cancelled if
+    anything failed or was interrupted)."""
+    out: dict[int, SeedRun] = {}
+    ok = False
+    try:
+        with bar:
+            futures = {
+                be.submit(u, bar.advance if be.streams_progress else None): i for i, u in enumerate(units)
+            }
+            for fut in be.as_completed(list(futures)):
+                i = futures.pop(fut)
+                run = be.result(fut)
+                if not be.streams_progress:
+                    bar.advance(units[i].duration_ms)
+                out[i] = run
+                if on_result is not None:
+                    on_result(units[i], run)
+        ok = True
+    finally:
+        be.close(cancel=not ok)
+    return [out[i] for i in range(len(units))]
+
+
+def run_units(
+    units: list[Unit],
+    *,
+    description: str,
+    item: str = "seeds",
+    backend_name: str = "local",
+    jobs: int | None = None,
+    address: str | None = None,
+    client: Any | None = None,
+    progress: bool | None = None,
+) -> list[SeedRun]:
+    """Runs `units` and returns their runs in order, counting each as one `item`."""
+    be = backend(backend_name, jobs, address, client, len(units))
+    total = sum(u.duration_ms for u in units)
+    bar = ProgressBar(show_progress(progress), description, total, item, len(units))
+    return execute(units, be, bar, lambda u, r: bar.count())

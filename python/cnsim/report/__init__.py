@@ -1,0 +1,88 @@
+"""Reports: a run's plots and report.html, a sweep's, and the same again
+from a saved results directory. Figures are matplotlib `Figure` objects
+(report.figures, no pyplot); HTML comes from one jinja2 template
+(report.html)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from . import figures
+from .html import run_html, sweep_html
+
+__all__ = ["write_report", "write_sweep_report", "rebuild_report"]
+
+#: A run's figures: file name -> the function that draws it (None: not applicable).
+RUN_FIGURES = {
+    "throughput.png": figures.throughput_fig,
+    "queue.png": figures.queue_fig,
+    "rl_rate.png": figures.rl_fig,
+    "paused.png": figures.paused_fig,
+    "fairness.png": figures.fairness_fig,
+    "transient.png": figures.transient_fig,
+}
+
+
+def _atomic_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def write_report(res: Any, out: Path) -> Path:
+    """The plots of `res` (PNG) and its report.html, into `out`."""
+    out = Path(out)
+    images = []
+    for name, draw in RUN_FIGURES.items():
+        fig = draw(res)
+        if fig is None:
+            (out / name).unlink(missing_ok=True)
+            continue
+        fig.savefig(out / name, dpi=110)
+        images.append(name)
+    path = out / "report.html"
+    _atomic_text(path, run_html(res, images))
+    return path
+
+
+def rebuild_report(out: Path) -> Path:
+    """Writes report.html and its plots again from a results directory's files."""
+    from ..errors import ScenarioError
+    from ..results import open_results
+
+    need = [n for n in ("scenario.toml", "summary.json", "runs.parquet") if not (Path(out) / n).is_file()]
+    if need:
+        raise ScenarioError(
+            f"report: {out} is neither a sweep (no sweep.json) nor a run's results (no {', '.join(need)})"
+        )
+    return write_report(open_results(out), out)
+
+
+def write_sweep_report(out: Path, meta: dict[str, Any], frame: Any) -> Path:
+    """DIR/report.html of a sweep: every metric against every swept
+    parameter (mean over seeds with a 95% confidence band), and a table of
+    the points (mean over seeds)."""
+    out = Path(out)
+    grid: dict[str, list[Any]] = meta.get("grid") or {}
+    keys = list(grid)
+    swept = [k for k, v in grid.items() if len(v) > 1] or keys
+    metrics = [c for c in frame.columns if c not in ("point", "seed", *keys)]
+    metrics = [m for m in metrics if frame[m].dtype.is_numeric() and frame[m].null_count() < len(frame)]
+    # A metric with one value over the whole sweep has nothing to plot: it is listed instead.
+    constant = [m for m in metrics if frame[m].drop_nulls().n_unique() <= 1]
+    plotted = [m for m in metrics if m not in constant]
+    for old in out.glob("sweep-*.png"):
+        old.unlink()
+    images = []
+    if len(frame):
+        for m in plotted:
+            for k in swept:
+                fig = figures.sweep_figure(frame, m, k, grid)
+                name = f"sweep-{figures._safe(m)}-vs-{figures._safe(k)}.png"
+                fig.savefig(out / name, dpi=90)
+                images.append({"metric": m, "key": k, "file": name})
+    const_values = [(m, frame[m].drop_nulls()[0]) for m in constant] if len(frame) else []
+    path = out / "report.html"
+    _atomic_text(path, sweep_html(meta, frame, out, images, const_values))
+    return path

@@ -1,0 +1,299 @@
+"""The report's figures, each a matplotlib `Figure` built without pyplot:
+no global state, no backend switch, so they are safe in notebooks and
+threads. A caller saves one with `fig.savefig(path)` or shows it."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from ..schemes import qeq_bytes
+
+_SMOOTH_MS = 1.0  # throughput curves are averaged over 1 ms for legibility
+
+
+def _ci_half(std: float | None, n: int) -> float:
+    """Half-width of the 95% confidence interval of a mean of `n` values."""
+    if std is None or n < 2 or (isinstance(std, float) and math.isnan(std)):
+        return 0.0
+    from ..metrics import t_quantile
+
+    return t_quantile(0.95, n - 1) * std / math.sqrt(n)
+
+
+def _series(res: Any, name: str, seed_index: int = 0) -> tuple[float, list[tuple[str, np.ndarray]]]:
+    run = res.runs[seed_index]
+    bin_ms = run.bin_ps / 1e9
+    return bin_ms, [(k, v) for (s, k, v) in run.series if s == name]
+
+
+def _smooth(v: np.ndarray, bin_ms: float) -> np.ndarray:
+    n = max(1, round(_SMOOTH_MS / bin_ms))
+    if n == 1 or len(v) < n:
+        return v
+    k = np.ones(n)
+    # Normalise by the samples actually inside the window, so the edges do not sag.
+    return np.convolve(v, k, mode="same") / np.convolve(np.ones(len(v)), k, mode="same")
+
+
+def series_figure(res: Any, name: str) -> Any:
+    fig = Figure(figsize=(9, 4.2))
+    ax = fig.subplots()
+    bin_ms, ser = _series(res, name)
+    if not ser:
+        ax.text(0.5, 0.5, f"no series '{name}'", ha="center", transform=ax.transAxes)
+        return fig
+    for k, v in ser[:24]:
+        t = np.arange(len(v)) * bin_ms
+        y = _smooth(v, bin_ms) if name.endswith("throughput") or name == "rl_rate" else v
+        ax.plot(t, y, lw=1, label=k)
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel(name)
+    ax.grid(alpha=0.3)
+    if len(ser) <= 12:
+        ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def throughput_fig(res: Any) -> Any:
+    fig = Figure(figsize=(9, 4.2))
+    ax = fig.subplots()
+    bin_ms, flows = _series(res, "flow_throughput")
+    _, agg = _series(res, "aggregate_throughput")
+    if not flows:
+        _, flows = _series(res, "delivered_throughput")
+    for k, v in flows[:16]:
+        ax.plot(np.arange(len(v)) * bin_ms, _smooth(v, bin_ms), lw=1, label=k)
+    for _, v in agg:
+        ax.plot(np.arange(len(v)) * bin_ms, _smooth(v, bin_ms), lw=1.6, color="black", label="aggregate")
+    fair = res.scenario.model.fairness
+    if fair is not None:
+        ax.axhline(fair.target_gbps, ls="--", color="grey", lw=1, label="fair share")
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel("throughput (Gbit/s, 1 ms average)")
+    ax.set_title(f"Throughput, seed {res.runs[0].seed}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    return fig
+
+
+def queue_fig(res: Any) -> Any | None:
+    bin_ms, qs = _series(res, "queue_bytes")
+    _, qmax = _series(res, "queue_bytes_max")
+    if not qs:
+        return None
+    fig = Figure(figsize=(9, 4.2))
+    ax = fig.subplots()
+    maxes = dict(qmax)
+    for k, v in qs[:12]:
+        t = np.arange(len(v)) * bin_ms
+        (line,) = ax.plot(t, v / 1000, lw=1, label=f"{k} (bin end)")
+        if k in maxes:
+            ax.plot(t, maxes[k] / 1000, lw=0.6, alpha=0.5, color=line.get_color(), label=f"{k} (bin max)")
+    sc = res.scenario
+    q = qeq_bytes(sc.scheme, sc.table)
+    if q:
+        ax.axhline(q / 1000, ls="--", color="green", lw=1, label=f"Qeq {q / 1000:.1f} KB")
+    trigger = sc.model.pause.trigger
+    if trigger == "auto":
+        trigger = "output_queue" if sc.model.bridge.buffer_mode in ("per_output", "infinite") else "other"
+    if sc.pause and trigger == "output_queue":  # XOFF watches this very queue
+        ax.axhline(sc.model.pause.xoff_bytes / 1000, ls=":", color="red", lw=1, label="XOFF")
+    buffers = {
+        b["name"]: b["buffer_bytes"]
+        for b in sc.engine_config()["bridges"]
+        if b["buffer_mode"] == "per_output"
+    }
+    sizes = {buffers[k.partition("->")[0]] for k, _ in qs[:12] if k.partition("->")[0] in buffers}
+    if len(sizes) == 1:  # one buffer size for every plotted port: draw it
+        size = sizes.pop()
+        ax.axhline(size / 1000, ls="-.", color="grey", lw=1, label=f"buffer {size / 1000:g} KB")
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel("queue (KB)")
+    ax.set_title(f"CP queue, seed {res.runs[0].seed}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def rl_fig(res: Any) -> Any | None:
+    bin_ms, rates = _series(res, "rl_rate")
+    if not rates:
+        return None
+    fig = Figure(figsize=(9, 4.2))
+    ax = fig.subplots()
+    for k, v in rates[:16]:
+        ax.plot(np.arange(len(v)) * bin_ms, v, lw=1, label=k)
+    fair = res.scenario.model.fairness
+    if fair is not None:
+        ax.axhline(fair.target_gbps, ls="--", color="grey", lw=1, label="fair share")
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel("rate-limiter rate (Gbit/s, at bin end)")
+    ax.set_title(f"Reaction points, seed {res.runs[0].seed}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def paused_fig(res: Any) -> Any | None:
+    bin_ms, ps = _series(res, "paused_fraction")
+    if not ps:
+        return None
+    fig = Figure(figsize=(9, 4.2))
+    ax = fig.subplots()
+    for k, v in ps[:16]:
+        ax.plot(np.arange(len(v)) * bin_ms, _smooth(v, bin_ms), lw=1, label=k)
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel("fraction of time paused (1 ms average)")
+    ax.set_title(f"PAUSE, seed {res.runs[0].seed}")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def fairness_fig(res: Any) -> Any | None:
+    if "jain" not in res.metrics or len(res.runs) < 2:
+        return None
+    fig = Figure(figsize=(9, 3.4))
+    ax = fig.subplots()
+    jain = res.metric("jain")
+    ax.bar([str(s) for s in res.seeds], jain, color="steelblue")
+    ax.set_ylim(min(0.8, min(jain) - 0.02), 1.0)
+    ax.set_xlabel("seed")
+    ax.set_ylabel("Jain's index")
+    ax.set_title("Fairness per seed")
+    fig.tight_layout()
+    return fig
+
+
+def transient_fig(res: Any) -> Any | None:
+    tr = res.transient()
+    if tr is None:
+        return None
+    fig = Figure(figsize=(9, 6.5))
+    a1, a2 = fig.subplots(2, 1, sharex=True)
+    t = np.arange(len(tr["rc"])) * tr["bin_ms"]
+    steady, band = tr["steady_gbps"], tr["settle_band"]
+    a1.plot(t, tr["mean_series"], lw=0.6, color="0.6", label="mean over seeds")
+    a1.plot(
+        t, tr["smoothed_series"], lw=1.2, color="black", label=f"smoothed ({tr['settle_smooth_ms']:g} ms)"
+    )
+    a1.axhspan(
+        steady * (1 - band),
+        steady * (1 + band),
+        color="tab:green",
+        alpha=0.15,
+        label=f"steady mean +-{band:.0%}",
+    )
+    a1.set_ylabel("aggregate (Gbit/s)")
+    a2.plot(t, tr["rc"], lw=1)
+    k = tr["knee_bin"] * tr["bin_ms"]
+    for ax in (a1, a2):
+        ax.axvline(k, color="red", ls="--", lw=1, label="knee (transient)")
+        if tr["settling_ms"] is not None:
+            ax.axvline(tr["settling_ms"], color="tab:green", ls=":", lw=1.5, label="settling time")
+        ax.grid(alpha=0.3)
+    a1.legend(fontsize=8, loc="lower right")
+    a2.set_ylabel("relative change rc(l)")
+    a2.set_xlabel("ms after the onset (bins deleted)")
+    settle = (
+        "not settled"
+        if tr["settling_ms"] is None
+        else f"{tr['settling_ms']:.0f} ms = {tr['settling_rtts']:.1f} RTTs"
+    )
+    a1.set_title(
+        f"Transient (knee): {tr['transient_ms']:.0f} ms = {tr['transient_rtts']:.1f} RTTs; settling: {settle}\n"
+        f"(RTT {tr['rtt_ms']} ms, epsilon {tr['epsilon']}, band +-{band:.0%})",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def _numeric(values: list[Any]) -> bool:
+    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+
+
+def _label(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _safe(name: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._=-]", "_", name)
+
+
+def sweep_figure(frame: Any, metric: str, key: str, grid: dict[str, list[Any]]) -> Any:
+    """`metric` against grid key `key`: the mean over seeds with its 95%
+    confidence band (Student t over seeds; none with one seed), one line per
+    combination of the other swept keys (at most 8; more are pooled into one
+    line)."""
+    import polars as pl
+
+    others = [k for k, v in grid.items() if k != key and len(v) > 1]
+    combos = frame.select(others).unique(maintain_order=True).rows() if others else [()]
+    pooled = len(combos) > 8
+    if pooled:
+        combos = [()]
+        others = []
+    xs = list(grid[key])
+    numeric = _numeric(xs)
+    fig = Figure(figsize=(7, 3.6))
+    ax = fig.subplots()
+    for combo in combos:
+        sub = frame
+        for k, v in zip(others, combo, strict=True):
+            sub = sub.filter(pl.col(k) == v) if v is not None else sub.filter(pl.col(k).is_null())
+        agg = sub.group_by(key, maintain_order=True).agg(
+            pl.col(metric).mean().alias("mean"),
+            pl.col(metric).std().alias("std"),
+            pl.col(metric).drop_nulls().len().alias("n"),
+        )
+        by = {r[key]: r for r in agg.iter_rows(named=True)}
+        order = (
+            sorted(by, key=float) if numeric else [x for x in xs if x in by] + [x for x in by if x not in xs]
+        )
+        pos = (
+            [float(x) for x in order]
+            if numeric
+            else [xs.index(x) if x in xs else i for i, x in enumerate(order)]
+        )
+        mean = np.array([np.nan if by[x]["mean"] is None else by[x]["mean"] for x in order], dtype=float)
+        half = np.array([_ci_half(by[x]["std"], by[x]["n"]) for x in order], dtype=float)
+        lo, hi = mean - half, mean + half
+        label = ", ".join(f"{k}={_label(v)}" for k, v in zip(others, combo, strict=True)) or None
+        if numeric:
+            (line,) = ax.plot(pos, mean, marker="o", ms=3, lw=1.2, label=label)
+            ax.fill_between(pos, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
+        else:  # categories: a mean marker with a 95% CI bar, groups side by side
+            shift = (combos.index(combo) - (len(combos) - 1) / 2) * 0.08
+            err = np.vstack([mean - lo, hi - mean])
+            ax.errorbar(np.array(pos) + shift, mean, yerr=err, fmt="o", ms=4, capsize=3, label=label)
+    if numeric:
+        vals = [float(x) for x in xs]
+        if min(vals) > 0 and max(vals) / min(vals) >= 50:
+            ax.set_xscale("log")
+    else:
+        ax.set_xticks(range(len(xs)), [_label(x) for x in xs])
+        ax.set_xlim(-0.5, len(xs) - 0.5)
+    ax.set_xlabel(key)
+    ax.set_ylabel(metric)
+    title = f"{metric} vs {key}: mean over seeds, 95% confidence band"
+    ax.set_title(title + (" (other parameters pooled)" if pooled else ""), fontsize=9)
+    ax.grid(alpha=0.3)
+    if len(combos) > 1:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,159 @@
+"""Sweep grids: `--grid KEY=V1,V2` parsing, the points of the cartesian
+product, each validated (engine checks included) before anything runs or
+is written, and their directory names."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ScenarioError
+from ..scenario import Scenario, parse_value
+
+#: Grid keys besides the dotted parameter names of `--set`.
+RUN_CHOICES = ("scheme", "pause")
+_MAX_ID = 100  # longest point directory name
+
+# ------------------------------------------------------------------ grid
+
+
+@dataclass
+class Point:
+    """One grid point: its values, its scenario (all seeds) and where it lives."""
+
+    index: int
+    id: str
+    values: dict[str, Any]
+    scenario: Scenario
+    config: str = field(repr=False)  # the engine's config JSON
+
+
+def parse_grid(specs: Iterable[str], label: str = "--grid") -> dict[str, list[Any]]:
+    """`KEY=V1,V2,...` items (CLI `--grid`) as {key: [values]}; values are
+    TOML literals like `--set` values, split at top-level commas (a value may
+    be an array or an inline table)."""
+    grid: dict[str, list[Any]] = {}
+    for spec in specs:
+        key, sep, text = spec.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ScenarioError(f"{label} {spec}: expected KEY=V1,V2,...")
+        if key in grid:
+            raise ScenarioError(f"{label} {key}: given twice; list all its values in one {label} {key}=V1,V2")
+        parts = _split_top(text)
+        if any(not p.strip() for p in parts):
+            raise ScenarioError(f"{label} {key}: empty value in '{text}'; expected {key}=V1,V2,...")
+        grid[key] = [parse_value(p.strip()) for p in parts]
+    return grid
+
+
+def _split_top(text: str) -> list[str]:
+    """Splits at commas outside quotes, brackets and braces."""
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    quote: str | None = None
+    escaped = False
+    for ch in text:
+        if quote is not None:
+            if escaped:
+                escaped = False
+            elif ch == "\\" and quote == '"':
+                escaped = True
+            elif ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    parts.append("".join(cur))
+    return parts
+
+
+def _normalize_grid(grid: Mapping[str, Any] | None, label: str) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for key, vals in (grid or {}).items():
+        if not isinstance(key, str) or not key.strip():
+            raise ScenarioError(f"{label}: {key!r} is not a parameter name")
+        if isinstance(vals, str | bytes | Mapping) or not isinstance(vals, Iterable):
+            vals = [vals]
+        vals = list(vals)
+        if not vals:
+            raise ScenarioError(f"{label} {key}: no values; expected at least one")
+        seen: list[str] = []
+        for v in vals:
+            lit = _literal(v)
+            if lit in seen:
+                raise ScenarioError(f"{label} {key}: value {lit} given twice")
+            seen.append(lit)
+        out[key] = vals
+    return out
+
+
+def _literal(v: Any) -> str:
+    """A value as the user would write it (TOML-ish), for names and messages."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, str):
+        return v
+    return json.dumps(v, separators=(",", ":"), sort_keys=True)
+
+
+def _apply(base: Scenario, values: dict[str, Any], label: str) -> Scenario:
+    """`base` with the point's values, every error naming the grid key."""
+    for key in values:
+        if key == "seeds":
+            raise ScenarioError(f"{label} seeds: the seeds are not a grid parameter; use --seeds N")
+    if "pause" in values and not isinstance(values["pause"], bool):
+        raise ScenarioError(
+            f"{label} pause: {_literal(values['pause'])} is not allowed; expected true or false"
+        )
+    try:
+        sc = base.replace(**values)
+        sc.engine_json()  # resolving can still find a bad value
+        return sc
+    except ScenarioError as e:
+        msg = str(e)
+        if msg.startswith("--set "):
+            raise ScenarioError(f"{label} {msg[len('--set ') :]}") from None
+        if not any(msg.startswith(k) for k in values):
+            msg = f"{', '.join(values)}: {msg}"
+        raise ScenarioError(f"{label} {msg}") from None
+
+
+def build_points(base: Scenario, grid: Mapping[str, Any] | None, label: str = "--grid") -> list[Point]:
+    """Every grid point (the first key varies slowest), validated: a bad key
+    or value raises ScenarioError naming it before anything runs."""
+    g = _normalize_grid(grid, label)
+    for key, vals in g.items():  # one key at a time: the message names exactly it
+        for v in vals:
+            _apply(base, {key: v}, label)
+    combos = list(itertools.product(*g.values())) if g else [()]
+    width = max(3, len(str(len(combos) - 1)))
+    points = []
+    for i, combo in enumerate(combos):
+        values = dict(zip(g, combo, strict=True))
+        sc = _apply(base, values, label)
+        points.append(Point(i, _point_id(i, width, values), values, sc, sc.engine_json()))
+    return points
+
+
+def _point_id(index: int, width: int, values: dict[str, Any]) -> str:
+    name = f"p{index:0{width}d}"
+    if values:
+        name += "-" + ",".join(f"{k}={_literal(v)}" for k, v in values.items())
+    name = re.sub(r"[^A-Za-z0-9._=,+-]", "_", name)
+    return name[:_MAX_ID]

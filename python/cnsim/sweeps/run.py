@@ -1,0 +1,199 @@
+"""Running a sweep: every (point, seed) is one unit on the executor; a
+point is saved as soon as its last seed finishes, so an interrupted sweep
+loses nothing, and its metrics depend only on (scenario, seed), never on the
+backend, the worker count or the order in which units finish."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from ..engine import SeedRun
+from ..errors import ScenarioError
+from ..executor import ProgressBar, Unit, backend, execute, show_progress
+from ..scenario import Scenario, load
+from .grid import Point, _normalize_grid, build_points
+from .store import _frame, _meta, _rows, _SweepDir
+
+# ----------------------------------------------------------------- sweep
+
+
+@dataclass
+class SweepOutcome:
+    """What a sweep did: the table, where, how many points ran and were skipped."""
+
+    frame: pl.DataFrame
+    out: Path | None
+    points: int
+    ran: int
+    skipped: int
+
+
+def sweep(
+    scenario: Scenario | str | Path,
+    grid: Mapping[str, Any] | None = None,
+    *,
+    seeds: int | Iterable[int] | None = None,
+    backend: str = "local",
+    out: str | Path | None = None,
+    jobs: int | None = None,
+    address: str | None = None,
+    client: Any | None = None,
+    force: bool = False,
+    report: bool = True,
+    progress: bool | None = None,
+) -> pl.DataFrame:
+    """Runs `scenario` (a Scenario, a built-in name or a TOML path) at every
+    point of `grid` ({dotted name, "scheme" or "pause": values}) for each of
+    `seeds` (a count or a list; default the scenario's), and returns a polars
+    DataFrame with one row per point and seed: `point`, each grid key, `seed`
+    and every metric.
+
+    `out`: the sweep directory (one results directory per point, sweep.json,
+    sweep.parquet, report.html); rerunning with the same `out` skips finished
+    points, and a different sweep there is refused unless `force`. Without
+    `out` nothing is kept on disk. `backend`: "local" (`jobs` threads,
+    default all cores) or "dask" (`client`, a scheduler `address`, or a
+    LocalCluster of `jobs` workers)."""
+    return run_sweep(
+        scenario,
+        grid,
+        seeds=seeds,
+        backend=backend,
+        out=out,
+        jobs=jobs,
+        address=address,
+        client=client,
+        force=force,
+        report=report,
+        progress=progress,
+        label="grid",
+    ).frame
+
+
+def run_sweep(
+    scenario: Scenario | str | Path,
+    grid: Mapping[str, Any] | None = None,
+    *,
+    seeds: int | Iterable[int] | None = None,
+    backend: str = "local",
+    out: str | Path | None = None,
+    jobs: int | None = None,
+    address: str | None = None,
+    client: Any | None = None,
+    force: bool = False,
+    report: bool = True,
+    progress: bool | None = None,
+    label: str = "--grid",
+) -> SweepOutcome:
+    """`sweep` returning a SweepOutcome (what the CLI prints)."""
+    base = scenario if isinstance(scenario, Scenario) else load(scenario)
+    if seeds is not None:
+        base = base.replace(seeds=seeds)
+    if backend not in ("local", "dask"):
+        raise ScenarioError(f"--backend: {backend!r} is not allowed; allowed: local, dask")
+    if backend == "local" and (address is not None or client is not None):
+        raise ScenarioError("--address: a Dask scheduler needs --backend dask")
+    if jobs is not None and jobs < 1:
+        raise ScenarioError(f"--jobs: {jobs} is not allowed; expected an integer >= 1")
+    points = build_points(base, grid, label)
+    g = _normalize_grid(grid, label)
+    if out is None:
+        with tempfile.TemporaryDirectory(prefix="cnsim-sweep-") as tmp:
+            res = _sweep_in(
+                Path(tmp), base, points, g, backend, jobs, address, client, force, False, progress
+            )
+            res.out = None
+            return res
+    return _sweep_in(Path(out), base, points, g, backend, jobs, address, client, force, report, progress)
+
+
+def _sweep_in(
+    out: Path,
+    base: Scenario,
+    points: list[Point],
+    grid: dict[str, list[Any]],
+    backend_name: str,
+    jobs: int | None,
+    address: str | None,
+    client: Any | None,
+    force: bool,
+    report: bool,
+    progress: bool | None,
+) -> SweepOutcome:
+    keys = list(grid)
+    meta = _meta(base, points, grid)
+    sd = _SweepDir(out, meta, force)
+    try:
+        rows: dict[int, list[dict[str, Any]]] = {}
+        todo: list[Point] = []
+        for p in points:
+            s = sd.finished(p)
+            if s is not None:
+                rows[p.index] = _rows(p.id, p.values, s)
+            else:
+                todo.append(p)
+
+        def table() -> pl.DataFrame:
+            return _frame(keys, [r for i in sorted(rows) for r in rows[i]])
+
+        if todo:
+            try:
+                be = backend(backend_name, jobs, address, client, len(todo) * len(base.seeds))
+            except ScenarioError:
+                if sd.created and not rows:  # leave no trace of a sweep that could not start
+                    sd.close()
+                    shutil.rmtree(out, ignore_errors=True)
+                raise
+            _run_points(sd, be, todo, rows, table, report, progress, base)
+        frame = table()
+        sd.write_parquet(frame)
+        if report:
+            from ..report import write_sweep_report
+
+            write_sweep_report(out, meta, frame)
+        return SweepOutcome(frame, out, len(points), len(todo), len(points) - len(todo))
+    finally:
+        sd.close()
+
+
+def _run_points(
+    sd: _SweepDir,
+    be: Any,
+    todo: list[Point],
+    rows: dict[int, list[dict[str, Any]]],
+    table: Any,
+    report: bool,
+    progress: bool | None,
+    base: Scenario,
+) -> None:
+    units = [Unit(p.config, s, p.scenario.duration_ms, tag=p) for p in todo for s in p.scenario.seeds]
+    total_ms = sum(u.duration_ms for u in units)
+    bar = ProgressBar(
+        show_progress(progress),
+        f"sweep {base.name} ({be.name})",
+        total_ms,
+        "points",
+        len(rows) + len(todo),
+        done=len(rows),
+    )
+    pending: dict[int, dict[int, SeedRun]] = {p.index: {} for p in todo}
+
+    def finished(unit: Unit, run: SeedRun) -> None:
+        p = unit.tag
+        got = pending[p.index]
+        got[unit.seed] = run
+        if len(got) == len(p.scenario.seeds):
+            del pending[p.index]
+            summary = sd.write_point(p, [got[s] for s in p.scenario.seeds], report)
+            rows[p.index] = _rows(p.id, p.values, summary)
+            sd.write_parquet(table())
+            bar.count()
+
+    execute(units, be, bar, finished)
