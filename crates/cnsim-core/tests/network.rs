@@ -288,7 +288,6 @@ fn a_stopped_link_holds_frames_and_restarting_it_drains_them() {
     assert!(d[101..110].iter().all(|&x| x > 9.9), "drains at line rate after restart");
 }
 
-
 #[test]
 fn partition_trigger_pauses_per_input_partitions_without_loss() {
     // The CN-SIM bridge model: each input owns 150 KB; PAUSE at 130 KB / 110 KB per input.
