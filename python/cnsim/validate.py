@@ -1,5 +1,8 @@
 """`cnsim validate`: published figures (references.md) against this
-simulator, side by side, each with its tolerance."""
+simulator, side by side, each with its tolerance and, for a mean over
+several seeds, whether the published figure lies inside the 95% confidence
+interval of cnsim's mean. Every study's replications run on the one
+executor, under one progress bar."""
 
 from __future__ import annotations
 
@@ -7,8 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .executor import Unit, run_units
+from .results import Results
 from .runner import run
-from .scenario import load
+from .scenario import Scenario, load
 
 
 @dataclass
@@ -22,6 +27,15 @@ class Row:
     #: For a figure out of tolerance whose disagreement is explained in
     #: docs/calibration.md: the name of that explanation.
     known: str = ""
+    #: For a mean over seeds: cnsim's 95% confidence interval, and whether
+    #: the published figure lies inside it (None: not a mean over seeds).
+    ci: tuple[float, float] | None = None
+
+    @property
+    def in_ci(self) -> bool | None:
+        if self.ci is None or not isinstance(self.published, int | float):
+            return None
+        return self.ci[0] <= self.published <= self.ci[1]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -32,7 +46,33 @@ class Row:
             "tolerance": self.tolerance,
             "within": self.ok,
             "known_disagreement": self.known or None,
+            "ci95": list(self.ci) if self.ci is not None else None,
+            "published_in_ci95": self.in_ci,
         }
+
+
+def _with_ci(row: Row, stats: dict[str, Any]) -> Row:
+    """Attaches the 95% confidence interval of a metric's mean over seeds."""
+    if stats.get("ci_low") is not None:
+        row.ci = (stats["ci_low"], stats["ci_high"])
+    return row
+
+
+def run_many(
+    scenarios: dict[Any, Scenario], description: str, jobs: int | None, progress: bool
+) -> dict[Any, Results]:
+    """Every seed of every scenario as one batch on the executor, under one
+    progress bar; the Results by key."""
+    units = [
+        Unit(sc.engine_json(), seed, sc.duration_ms, tag=key)
+        for key, sc in scenarios.items()
+        for seed in sorted(sc.seeds)
+    ]
+    runs = run_units(units, description=description, item="runs", jobs=jobs, progress=progress)
+    by: dict[Any, list[Any]] = {k: [] for k in scenarios}
+    for u, r in zip(units, runs, strict=True):
+        by[u.tag].append(r)
+    return {k: Results(scenarios[k], by[k]) for k in scenarios}
 
 
 def _rel(study: str, figure: str, pub: float, ours: float | None, tol: float) -> Row:
@@ -51,9 +91,9 @@ def baseline(jobs: int | None, progress: bool) -> list[Row]:
     m = res.metrics
     s = "baseline"
     rows = [
-        _abs(s, "jain, mean over 25 seeds", 0.977, m["jain"]["mean"], 0.02),
-        _rel(s, "dev_max, mean over 25 seeds", 0.216, m["dev_max"]["mean"], 0.5),
-        _rel(s, "dev_rms, mean over 25 seeds", 0.144, m["dev_rms"]["mean"], 0.5),
+        _with_ci(_abs(s, "jain, mean over 25 seeds", 0.977, m["jain"]["mean"], 0.02), m["jain"]),
+        _with_ci(_rel(s, "dev_max, mean over 25 seeds", 0.216, m["dev_max"]["mean"], 0.5), m["dev_max"]),
+        _with_ci(_rel(s, "dev_rms, mean over 25 seeds", 0.144, m["dev_rms"]["mean"], 0.5), m["dev_rms"]),
     ]
     util = m["link_utilization"]["min"]
     rows.append(
@@ -160,33 +200,14 @@ def _factor(study: str, figure: str, pub: float, ours: float | None, factor: flo
 
 
 def singlehop_results(jobs: int | None, progress: bool) -> dict[tuple[float, str, bool], dict[str, Any]]:
-    """Runs the 24 published configurations (one 1 s run each) in parallel."""
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-
+    """Runs the 24 published configurations (one 1 s run each) as one batch."""
     base = load("singlehop_hotspot", seeds=[0])
-
-    def one(key: tuple[float, str, bool]) -> tuple[tuple[float, str, bool], dict[str, Any]]:
-        rate, scheme, pause = key
-        sc = base.replace(scheme=scheme, pause=pause, **{"hotspot.rate_gbps": rate})
-        res = run(sc, jobs=1, progress=False)
-        return key, {k: v["mean"] for k, v in res.metrics.items()}
-
-    workers = max(1, jobs or os.cpu_count() or 1)
-    keys = list(SINGLEHOP)
-    out: dict[tuple[float, str, bool], dict[str, Any]] = {}
-    if progress:
-        from rich.progress import Progress
-
-        with Progress(transient=True) as bar, ThreadPoolExecutor(workers) as pool:
-            task = bar.add_task("singlehop_hotspot: 24 runs of 1 s", total=len(keys))
-            for key, m in pool.map(one, keys):
-                out[key] = m
-                bar.advance(task)
-    else:
-        with ThreadPoolExecutor(workers) as pool:
-            out = dict(pool.map(one, keys))
-    return out
+    scenarios = {
+        (rate, scheme, pause): base.replace(scheme=scheme, pause=pause, **{"hotspot.rate_gbps": rate})
+        for rate, scheme, pause in SINGLEHOP
+    }
+    got = run_many(scenarios, "validate singlehop: 24 runs of 1 s", jobs, progress)
+    return {k: {m: v["mean"] for m, v in res.metrics.items()} for k, res in got.items()}
 
 
 def singlehop(jobs: int | None, progress: bool) -> list[Row]:
@@ -237,13 +258,14 @@ def transient_results(jobs: int | None, progress: bool) -> dict[str, dict[str, A
     """The transient study's runs (10 seeds each, PAUSE on): BCN and BCN-Max
     at 2% sampling, and BCN at 5% and 10% (more sampling, shorter transient)."""
     base = load("multihop_transient", seeds=list(range(10)), pause=True)
-    runs = {
+    scenarios = {
         "bcn": base,
         "bcnmax": base.replace(scheme="bcnmax"),
         "bcn 5%": base.replace(**{"bcn.sample_bytes": 30_000.0}),
         "bcn 10%": base.replace(**{"bcn.sample_bytes": 15_000.0}),
     }
-    return {name: run(sc, jobs=jobs, progress=progress).aggregates() for name, sc in runs.items()}
+    got = run_many(scenarios, "validate transient: 4 cases x 10 seeds", jobs, progress)
+    return {name: res.aggregates() for name, res in got.items()}
 
 
 def transient_study(jobs: int | None, progress: bool) -> list[Row]:

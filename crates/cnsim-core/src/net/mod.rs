@@ -2,12 +2,14 @@
 //! bridges, IEEE 802.3x PAUSE, and the simulation loop that drives them.
 //! Nothing here knows about a specific congestion-management scheme.
 
+pub mod bridge;
 pub mod frame;
 pub mod pause;
 pub mod port;
 pub mod results;
 pub mod rl;
 pub mod sim;
+pub mod station;
 pub mod topology;
 
 pub use frame::{Frame, FrameKind};

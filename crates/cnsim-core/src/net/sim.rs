@@ -1,17 +1,19 @@
-//! The simulation: the event loop and the per-frame handlers of stations and
-//! bridges. PAUSE lives in `pause.rs`; statistics are recorded through
-//! [`Stats`] and turned into a [`RunResult`] only when the run ends.
+//! The simulation: its state, the event loop, and what ports do (start a
+//! frame, finish it, deliver it). Stations live in `station.rs`, bridges in
+//! `bridge.rs`, PAUSE in `pause.rs`, rate limiters in `rl.rs`; statistics are
+//! recorded through [`Stats`] and assembled into a [`RunResult`] by
+//! `results.rs` only when the run ends.
 
-use super::frame::{Frame, FrameKind};
+use super::frame::FrameKind;
 use super::port::{PortId, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
 use super::rl::{RateLimiter, RlTrace, StationRp};
-use super::topology::{Dest, Network, NodeKind, NO_ROUTE};
-use crate::config::{err, BufferMode, ConfigError, EventConfig, NicFull, PauseConfig, SimConfig};
+use super::topology::{Dest, Network, NodeKind};
+use crate::config::{err, BufferMode, ConfigError, EventConfig, PauseConfig, SimConfig};
 use crate::engine::queue::EventQueue;
 use crate::engine::rng::stream;
 use crate::engine::Time;
 use crate::scheme::{QueueView, Scheme};
-use crate::stats::{self, QueueTrace, RunResult, Stats};
+use crate::stats::{QueueTrace, RunResult, Stats};
 use rand::Rng;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -28,7 +30,7 @@ pub(crate) const EV_RL_TIMER: u8 = 8;
 
 /// A resolved timed scenario event.
 #[derive(Clone, Copy, Debug)]
-enum Action {
+pub(crate) enum Action {
     Start(u32),
     Stop(u32),
     LinkRate(PortId, u64),
@@ -62,11 +64,11 @@ pub struct NetSim<S: Scheme> {
     pub(crate) pause: PauseConfig,
     /// The measure window (windows[0]).
     pub(crate) measure: (Time, Time),
-    actions: Vec<Action>,
+    pub(crate) actions: Vec<Action>,
     pub(crate) window_names: Vec<String>,
     /// The scheme acts on data frames reaching their destination, so those
     /// arrivals must be events (otherwise they are counted when sent).
-    sink_events: bool,
+    pub(crate) sink_events: bool,
     /// Bits of congestion-management control frames originated in the measure window.
     pub(crate) cnm_bytes_window: u64,
     pub(crate) wall_s: f64,
@@ -274,108 +276,6 @@ impl<S: Scheme> NetSim<S> {
 
     // ------------------------------------------------------------ sources
 
-    fn on_scenario(&mut self, i: usize) {
-        match self.actions[i] {
-            Action::Start(s) => {
-                let st = &mut self.net.stations[s as usize];
-                if st.active || st.load <= 0.0 {
-                    return;
-                }
-                st.active = true;
-                let gap = geometric_gap(st.load, st.inv_ln_q, &mut st.rng);
-                st.next_gen = self.now.saturating_add(gap.saturating_mul(st.slot_ps));
-                self.q.push(st.next_gen, EV_GENERATE, s);
-            }
-            Action::Stop(s) => {
-                let st = &mut self.net.stations[s as usize];
-                st.active = false;
-                st.next_gen = Time::MAX;
-            }
-            Action::LinkRate(p, rate) => {
-                self.net.ports[p as usize].set_rate(rate, self.frame_bytes);
-                if rate > 0 {
-                    self.try_start(p);
-                }
-            }
-        }
-    }
-
-    /// One Bernoulli success: a frame is generated in this slot.
-    fn on_generate(&mut self, s: u32) {
-        let now = self.now;
-        let n_st = self.net.stations.len();
-        let st = &mut self.net.stations[s as usize];
-        if !st.active || st.next_gen != now {
-            return; // stale (the source was stopped or restarted)
-        }
-        let dst = match &st.dest {
-            Dest::Fixed(d) => *d,
-            Dest::Uniform => {
-                let r = st.rng.gen_range(0..n_st as u16 - 1);
-                if r >= s as u16 {
-                    r + 1
-                } else {
-                    r
-                }
-            }
-            Dest::Weighted { stations, cumulative } => {
-                let x = st.rng.gen::<f64>() * cumulative[cumulative.len() - 1];
-                let i = cumulative.partition_point(|&c| c <= x).min(stations.len() - 1);
-                stations[i]
-            }
-        };
-        let gap = geometric_gap(st.load, st.inv_ln_q, &mut st.rng);
-        st.next_gen = now.saturating_add((gap + 1).saturating_mul(st.slot_ps));
-        let next = st.next_gen;
-        let port = st.port;
-        let cap = st.nic_buffer_bytes;
-        let nic_full = st.nic_full;
-        self.q.push(next, EV_GENERATE, s);
-
-        let frame = Frame::data(now, s as u16, dst, self.frame_bytes as u16);
-        if let Some(id) = self.rps[s as usize].rl_of(dst) {
-            // A rate-limited flow: into its RLQ, or dropped there when full.
-            self.count_generated(s, dst);
-            if self.rl_enqueue(id, frame) {
-                self.try_start(port);
-            }
-            return;
-        }
-        self.settle(port);
-        if self.net.ports[port as usize].data_bytes + frame.len as u64 > cap {
-            // Only PAUSE (or a stopped link) fills the NIC FIFO.
-            let st = &mut self.net.stations[s as usize];
-            match nic_full {
-                NicFull::Defer => {
-                    st.deferred += 1;
-                    self.stats.count(now, stats::DEFERRED);
-                }
-                NicFull::Drop => {
-                    st.dropped_nic += 1;
-                    self.count_generated(s, dst);
-                    self.stats.count(now, stats::DROPPED_NIC);
-                }
-            }
-            return;
-        }
-        self.count_generated(s, dst);
-        let p = &mut self.net.ports[port as usize];
-        p.data_bytes += frame.len as u64;
-        p.data.push_back(frame);
-        self.queue_changed(port);
-        self.try_start(port);
-    }
-
-    #[inline]
-    fn count_generated(&mut self, s: u32, dst: u16) {
-        let n_st = self.n_stations;
-        self.net.stations[s as usize].generated += 1;
-        self.stats.count(self.now, stats::GENERATED);
-        self.stats.flow_generated[s as usize * n_st + dst as usize] += 1;
-    }
-
-    // -------------------------------------------------------------- ports
-
     /// Starts the next frame on `port` if it is idle: control frames first
     /// (never paused), then data unless paused.
     pub(crate) fn try_start(&mut self, port: PortId) {
@@ -552,141 +452,6 @@ impl<S: Scheme> NetSim<S> {
 
     // ------------------------------------------------------------ bridges
 
-    /// A frame fully received (plus latency) by bridge `b` through `ingress`
-    /// (the bridge's port on the arrival link) joins its output queue.
-    fn bridge_receive(&mut self, b: u32, ingress: PortId, mut f: Frame<S::Ext>) {
-        let n_st = self.net.stations.len();
-        let out = self.net.route[b as usize * n_st + f.dst as usize];
-        let bridge = &mut self.net.bridges[b as usize];
-        if out == NO_ROUTE {
-            // Unreachable destinations of loaded sources are rejected when
-            // the network is built; count rather than lose anything else.
-            if f.is_data() {
-                bridge.dropped_cp += 1;
-                self.stats.count(self.now, stats::DROPPED_CP);
-            }
-            return;
-        }
-        if f.kind == FrameKind::Note {
-            self.net.ports[out as usize].ctrl.push_back(f);
-            self.try_start(out);
-            return;
-        }
-        let len = f.len as u64;
-        self.settle(out);
-        let bridge = &mut self.net.bridges[b as usize];
-        let ports = &mut self.net.ports;
-        let in_local = ports[ingress as usize].local as usize;
-        let admitted = match bridge.buffer_mode {
-            BufferMode::PerOutput => ports[out as usize].data_bytes + len <= bridge.buffer_bytes,
-            BufferMode::PerInput => ports[out as usize].bytes_by_ingress[in_local] + len <= bridge.buffer_bytes,
-            BufferMode::Shared => bridge.total_bytes + len <= bridge.buffer_bytes,
-            BufferMode::Infinite => true,
-        };
-        if !admitted {
-            bridge.dropped_cp += 1;
-            self.stats.count(self.now, stats::DROPPED_CP);
-            // The CP's sampler sits at the queue's input: it may see the frame
-            // the full queue is about to drop (scheme option `sample_dropped`).
-            if let Some(cp) = self.cps[out as usize].as_mut() {
-                if self.scheme.cp_samples_dropped() {
-                    let o = &self.net.ports[out as usize];
-                    let q = QueueView {
-                        bytes: o.data_bytes,
-                        rate_bps: o.rate_bps,
-                        tx_bytes: o.bytes_sent,
-                        now: self.now,
-                    };
-                    if let Some(note) = self.scheme.cp_on_enqueue(cp, &mut f, q, out as u16 + 1) {
-                        self.send_note(b, out, &f, note);
-                    }
-                }
-            }
-            return;
-        }
-        f.in_port = ingress;
-        bridge.total_bytes += len;
-        ports[ingress as usize].in_bytes += len;
-        let o = &mut ports[out as usize];
-        o.data_bytes += len;
-        o.bytes_by_ingress[in_local] += len;
-        // The CP sees the queue including this frame, and may mark it (QCN-3pt).
-        if let Some(cp) = self.cps[out as usize].as_mut() {
-            let q = QueueView {
-                bytes: o.data_bytes,
-                rate_bps: o.rate_bps,
-                tx_bytes: o.bytes_sent,
-                now: self.now,
-            };
-            if let Some(note) = self.scheme.cp_on_enqueue(cp, &mut f, q, out as u16 + 1) {
-                self.send_note(b, out, &f, note);
-            }
-        }
-        self.net.ports[out as usize].data.push_back(f);
-        self.queue_changed(out);
-        if self.pause.enabled {
-            self.pause_on_enqueue(b, out, ingress);
-        }
-        self.try_start(out);
-    }
-
-    /// CP `out` of bridge `b` notifies the source of `sampled` (a 64-byte
-    /// control frame on the reverse path).
-    fn send_note(&mut self, b: u32, out: PortId, sampled: &Frame<S::Ext>, note: S::Ext) {
-        let n_st = self.net.stations.len();
-        let back = self.net.route[b as usize * n_st + sampled.src as usize];
-        if back == NO_ROUTE {
-            return;
-        }
-        self.net.ports[out as usize].cnm_frames += 1;
-        self.emit_note(back, sampled, note, out as u16 + 1);
-    }
-
-    /// The notification point at destination station `s` sees a data frame.
-    fn np_receive(&mut self, s: usize, f: &Frame<S::Ext>) {
-        let np = &mut self.nps[s];
-        let i = match np.binary_search_by_key(&f.src, |e| e.0) {
-            Ok(i) => i,
-            Err(i) => {
-                np.insert(i, (f.src, S::Np::default()));
-                i
-            }
-        };
-        let rp = &mut self.rps[s];
-        if let Some((note, cpid)) = self.scheme.np_on_data(&mut np[i].1, f, self.now, &mut rp.rng) {
-            let port = self.net.stations[s].port;
-            self.net.ports[port as usize].cnm_frames += 1;
-            self.emit_note(port, f, note, cpid);
-        }
-    }
-
-    /// Queues on `port` a notification from CP `cpid` (0: none) to the source
-    /// of `sampled` about its flow.
-    fn emit_note(&mut self, port: PortId, sampled: &Frame<S::Ext>, note: S::Ext, cpid: u16) {
-        let f = Frame::note(self.now, sampled.dst, sampled.src, sampled.dst, cpid, self.ctrl_bytes, note);
-        if self.now >= self.measure.0 && self.now < self.measure.1 {
-            self.cnm_bytes_window += f.len as u64;
-        }
-        self.settle(port);
-        self.net.ports[port as usize].ctrl.push_back(f);
-        self.try_start(port);
-    }
-
-    /// A data frame left bridge `b` through `out`: free its buffer.
-    fn bridge_release(&mut self, b: u32, out: PortId, f: &Frame<S::Ext>) {
-        let len = f.len as u64;
-        self.net.bridges[b as usize].total_bytes -= len;
-        let ingress = f.in_port;
-        let in_local = self.net.ports[ingress as usize].local as usize;
-        self.net.ports[ingress as usize].in_bytes -= len;
-        self.net.ports[out as usize].bytes_by_ingress[in_local] -= len;
-        if self.pause.enabled {
-            self.pause_on_dequeue(b, out, ingress);
-        }
-    }
-
-    // ------------------------------------------------------------ the end
-
     /// Closes the statistics, checks frame conservation and builds the results.
     pub fn finish(&mut self) -> Result<RunResult, String> {
         if self.now < self.duration {
@@ -723,7 +488,7 @@ impl<S: Scheme> NetSim<S> {
 /// Number of failed Bernoulli(p) slots before the next success: geometric,
 /// drawn by inversion so that one event per frame replaces one per slot.
 #[inline]
-fn geometric_gap(p: f64, inv_ln_q: f64, rng: &mut impl Rng) -> Time {
+pub(crate) fn geometric_gap(p: f64, inv_ln_q: f64, rng: &mut impl Rng) -> Time {
     if p >= 1.0 {
         return 0;
     }
@@ -804,7 +569,9 @@ mod tests {
     use crate::bench::star_config;
     use crate::config::SchemeConfig;
     use crate::engine::{PS_PER_MS, PS_PER_US};
+    use crate::net::Frame;
     use crate::scheme::bcn::{Bcn, BcnExt, BcnMsg, BcnParams};
+    use crate::scheme::nocm::NoCm;
 
     /// A notification is a control frame: it leaves a paused port at once,
     /// ahead of the data waiting there, and reaches its source at exactly the
@@ -856,5 +623,60 @@ mod tests {
         assert_eq!(sim.net.ports[back as usize].frames_sent, 1);
         sim.run_until(pause_end + 10 * PS_PER_US);
         assert!(sim.net.ports[back as usize].frames_sent > 1, "data flows once the pause ends");
+    }
+
+    /// A run of the 4-to-1 incast stopped half way: frames are queued in
+    /// bridges, on wires and in NICs.
+    fn half_run() -> NetSim<NoCm> {
+        let cfg = star_config(4, 0.49, 2 * PS_PER_MS, 0);
+        let mut sim = NetSim::new(&cfg, 0, NoCm).unwrap();
+        sim.run_until(PS_PER_MS);
+        sim
+    }
+
+    /// The busiest queue of the run above (the CP towards the sink).
+    fn busiest(sim: &NetSim<NoCm>) -> usize {
+        (0..sim.net.ports.len()).max_by_key(|&p| sim.net.ports[p].data.len()).unwrap()
+    }
+
+    #[test]
+    fn the_conservation_check_passes_an_untouched_run() {
+        let mut sim = half_run();
+        sim.run_until(Time::MAX);
+        assert!(sim.finish().is_ok());
+    }
+
+    #[test]
+    fn the_conservation_check_fires_on_a_lost_frame() {
+        let mut sim = half_run();
+        let p = busiest(&sim);
+        assert!(sim.net.ports[p].data.len() > 2, "the queue holds frames");
+        // Fault: a queued frame vanishes (its bytes stay accounted, as a bug would leave them).
+        sim.net.ports[p].data.remove(1);
+        sim.run_until(Time::MAX);
+        let e = sim.finish().unwrap_err();
+        assert!(e.contains("frame conservation violated"), "{e}");
+    }
+
+    #[test]
+    fn the_conservation_check_fires_on_a_duplicated_frame() {
+        let mut sim = half_run();
+        let p = busiest(&sim);
+        // Fault: a queued frame is delivered twice (no bytes accounted for the copy).
+        let copy = sim.net.ports[p].data[1];
+        let (len, ingress) = (copy.len as u64, copy.in_port);
+        sim.net.ports[p].data.insert(1, copy);
+        sim.net.ports[p].data_bytes += len;
+        sim.net.ports[ingress as usize].in_bytes += len;
+        let b = match sim.net.nodes[sim.net.ports[p].owner as usize].kind {
+            NodeKind::Bridge(b) => b as usize,
+            NodeKind::Station(_) => unreachable!(),
+        };
+        sim.net.bridges[b].total_bytes += len;
+        let local = sim.net.ports[ingress as usize].local as usize;
+        sim.net.ports[p].bytes_by_ingress[local] += len;
+        sim.run_until(Time::MAX);
+        let e = sim.finish().unwrap_err();
+        assert!(e.contains("frame conservation violated"), "{e}");
     }
 }
