@@ -42,7 +42,9 @@ def snapshot() -> dict:
         short = base.replace(duration_ms=min(base.duration_ms, 30.0))
         for scheme in SCHEMES:
             for pause in (False, True):
-                jobs.append((f"{name} {scheme} pause={pause} 30ms", short.replace(scheme=scheme, pause=pause)))
+                jobs.append(
+                    (f"{name} {scheme} pause={pause} 30ms", short.replace(scheme=scheme, pause=pause))
+                )
         if name not in ("fattree_hotspot", "innocent"):
             jobs.append((f"{name} default full", base))
 
@@ -58,10 +60,25 @@ def snapshot() -> dict:
             "metrics": _r(res.per_seed[0]),
             "aggregates": _r(res.aggregates()),
             "frames": _r(frames),
-            "flows": _r([[f"{a}->{b}", [row[f"throughput_gbps_{n}"] for n in names]] for a, b, row in zip(flows["src"], flows["dst"], flows.iter_rows(named=True))]),
-            "links": _r([[row["name"], [row[f"throughput_gbps_{n}"] for n in names], row["time_paused_pct"]] for row in links.iter_rows(named=True)]),
-            "nodes": _r(r.tables["nodes"].select("name", "generated", "delivered", "dropped_cp", "dropped_rp").rows()),
-            "series": {f"{s}|{k}": _r([float(v) for v in vals[:: max(1, len(vals) // 50)]]) for s, k, vals in r.series},
+            "flows": _r(
+                [
+                    [f"{a}->{b}", [row[f"throughput_gbps_{n}"] for n in names]]
+                    for a, b, row in zip(flows["src"], flows["dst"], flows.iter_rows(named=True), strict=True)
+                ]
+            ),
+            "links": _r(
+                [
+                    [row["name"], [row[f"throughput_gbps_{n}"] for n in names], row["time_paused_pct"]]
+                    for row in links.iter_rows(named=True)
+                ]
+            ),
+            "nodes": _r(
+                r.tables["nodes"].select("name", "generated", "delivered", "dropped_cp", "dropped_rp").rows()
+            ),
+            "series": {
+                f"{s}|{k}": _r([float(v) for v in vals[:: max(1, len(vals) // 50)]])
+                for s, k, vals in r.series
+            },
         }
 
     with ThreadPoolExecutor(2) as pool:
@@ -81,7 +98,9 @@ def diff(a: dict, b: dict) -> int:
                 bad += 1
                 if isinstance(x, dict) and isinstance(y, dict):
                     ks = [k for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k)]
-                    print(f"{key} / {part}: {len(ks)} differ, e.g. {[(k, x.get(k), y.get(k)) for k in ks[:3]]}")
+                    print(
+                        f"{key} / {part}: {len(ks)} differ, e.g. {[(k, x.get(k), y.get(k)) for k in ks[:3]]}"
+                    )
                 else:
                     print(f"{key} / {part} differs")
     print(f"{len(a)} before, {len(b)} after, {bad} differences")

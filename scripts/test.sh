@@ -11,7 +11,7 @@ cargo clippy --release --workspace --all-targets -q -- -D warnings
 echo "== cargo test (engine)"
 cargo test --release -p cnsim-core -q
 echo "== ruff"
-ruff check python tests
-ruff format --check python tests
+ruff check python tests scripts
+ruff format --check python tests scripts
 echo "== pytest"
 python -m pytest -q "$@"

@@ -85,6 +85,7 @@ def test_bcn00_stops_sources_and_drifts_back(tmp_path):
     assert res.metric("link_utilization")[0] > 0.9
 
 
+@pytest.mark.slow
 def test_validate_reports_both_studies_within_tolerance(cli):
     import json
 

@@ -81,6 +81,7 @@ def test_only_single_bottleneck_scenarios_and_modelled_schemes():
         fluid_config(load("baseline"), step_us=0)
 
 
+@pytest.mark.slow
 def test_cli_writes_the_fluid_series_the_comparison_and_the_plot(cli, tmp_path):
     r = cli("fluid", "baseline", "--seeds", "1", "--out", str(tmp_path / "f"), "--json")
     assert r.returncode == 0, r.stderr
@@ -122,6 +123,7 @@ def _into(c, dst, lo, hi):
     return float(sum(c.fluid.sent_gbps.values())[sel].mean()), float(packet["value"].mean())
 
 
+@pytest.mark.slow
 def test_the_single_hop_hotspot_is_the_flows_into_the_hot_node():
     sc = load("singlehop_hotspot", scheme="qcn2pt", pause=False, seeds=[0])
     cfg = fluid_config(sc)
@@ -140,6 +142,7 @@ def test_the_single_hop_hotspot_is_the_flows_into_the_hot_node():
     assert peak_f > 400_000 and abs(peak_p - peak_f) < 0.25 * peak_f
 
 
+@pytest.mark.slow
 def test_mean_field_ecm_recovers_at_once_the_packet_ecm_does_not():
     # docs/calibration.md "ECM recovery from the floor": a packet RL rises only
     # when one of its own tagged frames is sampled; the mean field raises all.

@@ -19,6 +19,7 @@ def singlehop_2g_pause():
         return dict(pool.map(one, ["nocm", "qcn2pt", "qcn3pt", "ecm"]))
 
 
+@pytest.mark.slow
 def test_pause_alone_loses_a_quarter_to_head_of_line_blocking(singlehop_2g_pause):
     r = singlehop_2g_pause["nocm"]
     assert r.metric("aggregate_throughput")[0] < 70
@@ -26,6 +27,7 @@ def test_pause_alone_loses_a_quarter_to_head_of_line_blocking(singlehop_2g_pause
     assert r.metric("dropped_cp")[0] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["qcn2pt", "qcn3pt", "ecm"])
 def test_congestion_management_restores_the_aggregate(singlehop_2g_pause, scheme):
     r = singlehop_2g_pause[scheme]
@@ -33,6 +35,7 @@ def test_congestion_management_restores_the_aggregate(singlehop_2g_pause, scheme
     assert r.metric("dropped_cp")[0] == 0
 
 
+@pytest.mark.slow
 def test_three_point_signalling_costs_orders_of_magnitude_more(singlehop_2g_pause):
     o2 = singlehop_2g_pause["qcn2pt"].metric("overhead_mbps")[0]
     o3 = singlehop_2g_pause["qcn3pt"].metric("overhead_mbps")[0]
@@ -41,6 +44,7 @@ def test_three_point_signalling_costs_orders_of_magnitude_more(singlehop_2g_paus
     assert 100 < o3 < 180
 
 
+@pytest.mark.slow
 def test_without_pause_nocm_drops_the_hot_excess_and_cm_schemes_few():
     base = load("singlehop_hotspot", seeds=[0], pause=False)
     nocm = cnsim.run(base.replace(scheme="nocm"), progress=False)
@@ -84,6 +88,7 @@ def singlehop_0g_no_pause():
         return dict(pool.map(one, runs.items()))
 
 
+@pytest.mark.slow
 def test_the_5_mbit_floor_gives_the_stopped_hotspot_drops_within_a_factor_of_3(singlehop_0g_no_pause):
     # Published (references.md 3, 0 Gbit/s, no PAUSE): QCN-2pt 3,509 drops, ECM
     # 3,143. The RLs sit at their floor for 400 ms and the full hot queue drops
@@ -103,6 +108,7 @@ def test_the_floor_lets_the_fat_tree_hotspot_be_controlled():
         assert 63 * table.min_rate_mbps < 500
 
 
+@pytest.mark.slow
 def test_the_published_27_mbit_ecm_overhead_needs_cnms_below_qeq(singlehop_0g_no_pause):
     # Every port is a CP; a cold port's queue stays below Qeq, so it only
     # notifies under the literal rule that lets the derivative alone send

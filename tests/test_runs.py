@@ -33,6 +33,7 @@ def test_bernoulli_source_offers_p_within_one_percent_and_seeds_differ():
     assert gen[0] != gen[1]
 
 
+@pytest.mark.slow
 def test_same_seed_gives_byte_identical_results(tmp_path, cli):
     outs = []
     for i in range(2):
@@ -131,6 +132,7 @@ def test_baseline_pause_with_published_thresholds_counts_every_drop():
     assert res.metric("link_utilization")[0] >= 0.99
 
 
+@pytest.mark.slow
 def test_results_layout(tmp_path, cli):
     out = tmp_path / "res"
     r = cli(

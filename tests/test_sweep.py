@@ -81,6 +81,7 @@ def _check_table(out: Path, npoints: int, seeds: list[int]) -> pl.DataFrame:
 # ------------------------------------------------------------ same results
 
 
+@pytest.mark.slow
 def test_sweep_table_layout_and_worker_count_do_not_change_results(tmp_path):
     r = _cli("sweep", *BASE, *GRID_ARGS, "--jobs", "1", "--out", str(tmp_path / "j1"), "--json")
     assert r.returncode == 0, r.stderr
@@ -119,6 +120,7 @@ def test_sweep_table_layout_and_worker_count_do_not_change_results(tmp_path):
     assert cnsim.sweep("baseline", grid={"duration_ms": [15.0]}, seeds=[1], progress=False).height == 1
 
 
+@pytest.mark.slow
 def test_local_and_dask_localcluster_give_identical_points(tmp_path):
     pytest.importorskip("distributed", reason="the dask backend needs dask[distributed] (the dev extra)")
     local = _cli("sweep", *BASE, *GRID_ARGS, "--out", str(tmp_path / "local"))
@@ -146,6 +148,7 @@ def test_local_backend_does_not_import_dask(tmp_path):
 # ---------------------------------------------------- interrupted, resumed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
 def test_killed_sweep_resumes_without_rerunning_or_losing_points(tmp_path, sig):
     out = tmp_path / "s"
@@ -193,6 +196,7 @@ def test_killed_sweep_resumes_without_rerunning_or_losing_points(tmp_path, sig):
     assert (again["skipped"], again["ran"], again["rows"]) == (4, 0, 8)
 
 
+@pytest.mark.slow
 def test_killed_dask_worker_sweep_still_completes(tmp_path):
     distributed = pytest.importorskip(
         "distributed", reason="the dask backend needs dask[distributed] (the dev extra)"
@@ -248,6 +252,7 @@ def test_killed_dask_worker_sweep_still_completes(tmp_path):
     _assert_same_points(tmp_path / "local", tmp_path / "dask")
 
 
+@pytest.mark.slow
 def test_changed_sweep_is_refused_unless_force(tmp_path):
     out = str(tmp_path / "s")
     assert _cli("sweep", *BASE, "--grid", "bcn.w=2,4", "--out", out).returncode == 0
@@ -339,6 +344,7 @@ def test_dask_backend_without_dask_is_a_clear_error(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ report
 
 
+@pytest.mark.slow
 def test_report_of_a_sweep_and_of_a_run_directory(tmp_path):
     out = tmp_path / "s"
     r = _cli("sweep", *BASE, "--grid", "bcn.w=2,8", "--grid", "pause=false,true", "--out", str(out))
@@ -374,6 +380,7 @@ def test_report_of_a_sweep_and_of_a_run_directory(tmp_path):
     assert r.returncode == 2 and r.stderr.startswith("error: report: ") and "neither a sweep" in r.stderr
 
 
+@pytest.mark.slow
 def test_run_on_dask_gives_the_same_results_as_local(tmp_path):
     pytest.importorskip("distributed")
     from cnsim.scenario import load

@@ -53,6 +53,7 @@ def test_fattree_shape_and_up_port_routing():
     assert hops == {2: 64 * 3, 4: 64 * 12, 6: 64 * 48}
 
 
+@pytest.mark.slow
 def test_fattree_uniform_traffic_loads_the_up_links_evenly():
     sc = load("fattree_hotspot", scheme="nocm", seeds=[0]).replace(
         duration_ms=40.0, **{"hotspot.start_ms": 39.0}
@@ -147,6 +148,7 @@ def test_time_to_stability_on_a_synthetic_queue():
     assert time_to_stability(np.zeros(5), np.zeros(5), 1.0, 50.0) == (None, None)
 
 
+@pytest.mark.slow
 def test_transient_is_shorter_with_bcn_max_and_with_more_sampling():
     base = load("multihop_transient", seeds=[0, 1, 2, 3])
     assert base.pause, "the transient study runs with PAUSE (scenarios.md section 4)"
@@ -161,6 +163,7 @@ def test_transient_is_shorter_with_bcn_max_and_with_more_sampling():
     assert t["bcn10"] < t["bcn"], t
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", builtin_names())
 def test_every_builtin_scenario_runs_with_every_scheme(name):
     base = load(name, seeds=[0]).replace(duration_ms=8.0)

@@ -404,28 +404,30 @@ def validate(
     if as_json:
         print(json.dumps({"rows": [r.as_dict() for r in rows], "all_within": not bad}))
     else:
-        t = Table(
-            "study",
-            "figure",
-            "published",
-            "cnsim",
-            "tolerance",
-            "within?",
-            "in 95% CI?",
-            title="cnsim validate",
-        )
-        for r in rows:
-            ours = _fmt(r.ours) + ("" if r.ci is None else f" [{_fmt(r.ci[0])}, {_fmt(r.ci[1])}]")
-            t.add_row(
-                r.study,
-                r.figure,
-                _fmt(r.published),
-                ours,
-                r.tolerance,
-                "[green]yes[/]" if r.ok else (f"[yellow]NO[/] ({r.known})" if r.known else "[red]NO[/]"),
-                {True: "yes", False: "no", None: "-"}[r.in_ci],
+        # One table per study, so the figure's description gets the width.
+        for study_name in dict.fromkeys(r.study for r in rows):
+            t = Table(
+                "figure",
+                "published",
+                "cnsim",
+                "tolerance",
+                "within?",
+                "in CI?",
+                title=f"cnsim validate: {study_name}",
             )
-        out.print(t)
+            for r in rows:
+                if r.study != study_name:
+                    continue
+                ours = _fmt(r.ours) + ("" if r.ci is None else f" [{_fmt(r.ci[0])}, {_fmt(r.ci[1])}]")
+                t.add_row(
+                    r.figure,
+                    _fmt(r.published),
+                    ours,
+                    r.tolerance,
+                    "[green]yes[/]" if r.ok else (f"[yellow]NO[/] ({r.known})" if r.known else "[red]NO[/]"),
+                    {True: "yes", False: "no", None: "-"}[r.in_ci],
+                )
+            out.print(t)
         out.print(f"{len(rows) - len(bad)} of {len(rows)} figures within tolerance")
         known = [r for r in bad if r.known]
         if known:

@@ -123,6 +123,7 @@ def _without_wall_clock(summary: dict) -> dict:
     return summary
 
 
+@pytest.mark.slow
 def test_same_seeds_give_identical_files_whatever_the_number_of_jobs(cli, tmp_path):
     a = _run(cli, tmp_path / "a", "--jobs", "1")
     b = _run(cli, tmp_path / "b", "--jobs", "2")

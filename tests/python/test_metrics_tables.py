@@ -1,0 +1,162 @@
+"""The metrics module on hand-made tables: every derived figure from raw
+counters, with the values worked out by hand; and the statistics over seeds
+with a known Student t quantile."""
+
+from __future__ import annotations
+
+import math
+
+import cnsim
+import numpy as np
+import polars as pl
+import pytest
+from cnsim.engine import SeedRun
+from cnsim.metrics import describe, flow_table, link_table, per_seed, run_metrics
+
+MS = 1_000_000_000  # ps
+
+
+def hand_run() -> SeedRun:
+    """Two stations S, T sending to D through bridge B over 2 ms; a measure
+    window of the whole run and a window `late` over the second ms."""
+    header = {
+        "bin_ps": MS,
+        "end_ps": 2 * MS,
+        "n_bins": 2,
+        "frames": {
+            "generated": 1000,
+            "delivered": 900,
+            "dropped_cp": 40,
+            "dropped_rp": 50,
+            "dropped_rl": 30,
+            "dropped_nic": 20,
+            "deferred": 7,
+            "in_flight": 10,
+            "delay_sum_ps": 900 * 3_000_000.0,  # 3 us each
+            "delay_max_ps": 12_000_000,
+            "note_bytes_measure": 64 * 500,
+        },
+        "engine": {"events": 5000, "wall_s": 0.01},
+    }
+    u64 = pl.UInt64
+    windows = pl.DataFrame(
+        {
+            "name": ["measure", "late"],
+            "start_ps": [0, MS],
+            "end_ps": [2 * MS, 2 * MS],
+            "generated": [1000, 480],
+            "delivered": [900, 450],
+            "dropped_cp": [40, 10],
+            "dropped_rp": [50, 25],
+            "deferred": [7, 3],
+            "delivered_bytes": [2_500_000, 1_250_000],
+        },
+        schema_overrides={c: u64 for c in ("start_ps", "end_ps", "delivered_bytes")},
+    )
+    flows = pl.DataFrame(
+        {
+            "src": ["S", "T"],
+            "dst": ["D", "D"],
+            "generated": [600, 400],
+            "delivered": [550, 350],
+            "bytes_measure": [1_500_000, 1_000_000],  # 6 and 4 Gbit/s over 2 ms
+            "bytes_late": [750_000, 500_000],
+        }
+    )
+    links = pl.DataFrame(
+        {
+            "name": ["S->B", "B->S", "T->B", "B->T", "B->D", "D->B"],
+            "from": ["S", "B", "T", "B", "B", "D"],
+            "to": ["B", "S", "B", "T", "D", "B"],
+            "rate_bps": [10**10] * 6,
+            "frames": [600, 0, 400, 0, 900, 0],
+            "can_pause": [True, False, True, False, False, True],
+            "paused_ever": [True, False, True, False, False, False],
+            "paused_ps": [MS // 2, 0, MS // 4, 0, 0, 0],  # 25% and 12.5% of 2 ms
+            "pause_frames": [0, 3, 0, 2, 0, 0],
+            "control_frames": [0, 250, 0, 250, 0, 0],
+            "bytes_measure": [1_500_000, 0, 1_000_000, 0, 2_500_000, 0],
+            "bytes_late": [750_000, 0, 500_000, 0, 1_250_000, 0],
+        }
+    )
+    nodes = pl.DataFrame({"name": ["S", "T", "D", "B"], "kind": ["station"] * 3 + ["bridge"]})
+    return SeedRun(0, header, {"windows": windows, "flows": flows, "links": links, "nodes": nodes}, [])
+
+
+def test_throughput_per_window_from_bytes():
+    f = flow_table(hand_run())
+    assert f["throughput_gbps_measure"].to_list() == [6.0, 4.0]
+    assert f["throughput_gbps_late"].to_list() == [6.0, 4.0]
+    lk = link_table(hand_run())
+    assert lk.filter(pl.col("name") == "B->D")["throughput_gbps_measure"].item() == 10.0
+
+
+def test_time_paused_is_over_links_that_can_pause_and_paused():
+    lk = link_table(hand_run())
+    assert lk["time_paused_pct"].to_list() == [25.0, 0.0, 12.5, 0.0, 0.0, 0.0]
+    m = run_metrics(hand_run())
+    assert m["time_paused_pct"] == pytest.approx(18.75)  # mean of 25 and 12.5
+    assert m["time_paused_pct_all"] == pytest.approx(37.5 / 3)  # D->B can pause, never paused
+    assert m["time_paused_pct_max"] == 25.0
+    assert m["pause_frames"] == 5
+
+
+def test_run_wide_metrics_from_counters():
+    m = run_metrics(hand_run())
+    assert m["aggregate_throughput"] == 10.0  # 2.5 MB over 2 ms
+    assert m["overhead_mbps"] == pytest.approx(64 * 500 * 8 / 2e-3 / 1e6)  # 128 Mbit/s
+    assert m["frame_delay_mean_us"] == pytest.approx(3.0)
+    assert m["frame_delay_max_us"] == 12.0
+    assert (m["dropped_cp"], m["dropped_rp"], m["dropped_rl"], m["dropped_nic"]) == (40, 50, 30, 20)
+    assert (m["frames"], m["frames_delivered"], m["frames_deferred"]) == (1000, 900, 7)
+
+
+def test_scenario_metrics_fairness_and_hotspot():
+    sc = cnsim.Scenario(
+        {
+            "duration_ms": 2.0,
+            "nodes": [
+                {"name": "S", "kind": "station", "load": 0.5, "dest": "D"},
+                {"name": "T", "kind": "station", "load": 0.5, "dest": "D"},
+                {"name": "D", "kind": "station"},
+                {"name": "B", "kind": "bridge"},
+            ],
+            "links": [{"a": "S", "b": "B"}, {"a": "T", "b": "B"}, {"a": "B", "b": "D"}],
+            "windows": {"late": {"start_ms": 1.0, "end_ms": 2.0}},
+            "fairness": {"window": "late", "target_gbps": 5.0},
+            "utilization": {"link": "B->D", "window": "late"},
+        }
+    )
+    m = per_seed(hand_run(), sc)
+    # Rates 6 and 4 around a fair share of 5: deviations 0.2 each.
+    assert m["dev_max"] == pytest.approx(0.2) and m["dev_rms"] == pytest.approx(0.2)
+    assert m["jain"] == pytest.approx((1.2 + 0.8) ** 2 / (2 * (1.44 + 0.64)))
+    assert m["link_utilization"] == 1.0
+
+
+def test_statistics_over_seeds_with_a_known_t_quantile():
+    d = describe([1.0, 2.0, 3.0, 4.0])
+    assert d["mean"] == 2.5 and d["n"] == 4 and (d["min"], d["max"]) == (1.0, 4.0)
+    assert d["std"] == pytest.approx(math.sqrt(5 / 3))
+    # Student t, 3 degrees of freedom, 97.5%: 3.182446305.
+    assert d["ci_half"] == pytest.approx(3.182446305 * math.sqrt(5 / 3) / 2)
+    assert d["ci_low"] == pytest.approx(2.5 - d["ci_half"]) and d["ci_high"] == pytest.approx(
+        2.5 + d["ci_half"]
+    )
+    # A missing value is left out; one value has no spread.
+    one = describe([None, 7.0, float("nan")])
+    assert (one["mean"], one["n"], one["std"], one["ci_half"]) == (7.0, 1, None, None)
+    assert describe([None])["mean"] is None
+
+
+def test_sums_are_sequential_like_the_engine_was():
+    # polars' own sum of many floats can differ in the last bit from a loop;
+    # the metrics add in row order.
+    from cnsim.metrics import seq_sum
+
+    rng = np.random.default_rng(1)
+    x = rng.random(1000) * 100
+    loop = 0.0
+    for v in x:
+        loop += float(v)
+    assert pl.DataFrame({"x": x}).select(seq_sum(pl.col("x"))).item() == loop
