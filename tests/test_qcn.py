@@ -102,10 +102,10 @@ def test_the_5_mbit_floor_gives_the_stopped_hotspot_drops_within_a_factor_of_3(s
 def test_the_floor_lets_the_fat_tree_hotspot_be_controlled():
     # 63 sources at the floor must fit the 0.5 Gbit/s hot port, or no scheme
     # can keep PAUSE rare there (docs/calibration.md): 63 x R_min < 500 Mbit/s.
-    from cnsim.schemes import EcmTable, Qcn2007Table
+    from cnsim.schemes import TABLES
 
-    for table in (EcmTable(), Qcn2007Table()):
-        assert 63 * table.min_rate_mbps < 500
+    for name in ("bcn", "ecm", "qcn", "qcn2pt", "qcn3pt"):
+        assert 63 * TABLES[name]().min_rate_mbps < 500, name
 
 
 @pytest.mark.slow

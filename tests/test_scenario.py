@@ -40,7 +40,7 @@ def test_scheme_tables_map_to_engine_parameters():
     sc = load("baseline", scheme="bcn00")
     s = sc.engine_config()["scheme"]
     assert s["name"] == "bcn" and s["bcn00"] is True and s["bcn_max"] is False
-    assert s["qeq_pages"] == 375 and s["gi"] == 0.53 and s["ru_bps"] == 1e6 and s["tmax_ps"] == 100 * 10**6
+    assert s["qeq_pages"] == 375 and s["gi"] == 0.53 and s["ru_mbps"] == 1 and s["tmax_us"] == 100
     ecm = load("baseline", scheme="ecm").engine_config()["scheme"]
     assert (
         ecm["bcn_max"]
@@ -51,12 +51,12 @@ def test_scheme_tables_map_to_engine_parameters():
     q2 = load("singlehop_hotspot", scheme="qcn2pt").engine_config()["scheme"]
     assert q2["name"] == "qcn" and q2["three_point"] is False and q2["sampling"] == "bytes"
     assert (
-        q2["r_ai_bps"] == 12e6 and q2["timer_ps"] == 0 and q2["hai"] is False and q2["qeq_bytes"] == 409 * 64
+        q2["r_ai_mbps"] == 12 and q2["timer_ms"] == 0 and q2["hai"] is False and q2["qeq_bytes"] == 409 * 64
     )
     q3 = load("singlehop_hotspot", scheme="qcn3pt").engine_config()["scheme"]
     assert q3["three_point"] is True and q3["refp"] == 0.04
     qf = load("singlehop_hotspot", scheme="qcn").engine_config()["scheme"]
-    assert qf["sampling"] == "table" and qf["timer_ps"] == 15 * 10**9 and qf["efr"] == "standard"
+    assert qf["sampling"] == "table" and qf["timer_ms"] == 15 and qf["efr"] == "standard"
     # --scheme pause is nocm with PAUSE on
     p = load("baseline", scheme="pause")
     assert p.pause and p.engine_config()["scheme"] == {"name": "nocm"}

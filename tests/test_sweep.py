@@ -300,7 +300,7 @@ BAD_GRIDS = [
     ),
     (
         ["--scheme", "ecm", "--grid", "ecm.jitter_bytes=5000,80000"],
-        "error: --grid ecm.jitter_bytes: 80000 must be below ecm.sample_bytes",
+        "error: --grid ecm.jitter_bytes / ecm.sample_bytes: 80000 / 75000 not allowed; expected jitter_bytes < sample_bytes",
     ),
     (
         ["--grid", "bcn.w=2", "--backend", "nosuch"],

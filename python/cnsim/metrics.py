@@ -244,10 +244,12 @@ def time_to_stability(
 
 
 def stability_metrics(run: Any, scenario: Any) -> dict[str, Any]:
-    from .schemes import BcnTable, qeq_bytes
+    from .schemes import TABLES, qeq_bytes
 
     st = scenario.model.stability
-    qeq = qeq_bytes(scenario.scheme, scenario.table) or BcnTable().qeq_bytes()
+    # Without a scheme (PAUSE alone), the threshold is BCN's baseline Qeq.
+    qeq = qeq_bytes(scenario.table) or qeq_bytes(TABLES["bcn"]())
+    assert qeq is not None
     threshold = st.factor * qeq
     by = {(s, k): v for s, k, v in run.series}
     q_max, q_end = by.get(("queue_bytes_max", st.port)), by.get(("queue_bytes", st.port))

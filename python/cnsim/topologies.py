@@ -24,9 +24,65 @@ changes that node (e.g. `load` of one host).
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ScenarioError
+
+
+class FatTreeTopology(BaseModel):
+    """`generator = "fattree"`: a k-ary n-tree. k**n hosts `H0..` and n levels
+    of k**(n-1) switches with 2k ports (the roots use k); for n = 3 the
+    switches are `Lab`, `Mac`, `Rxc` as in scenarios.md section 7. Routing
+    defaults to `fattree` (the up-port rule)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    generator: Literal["fattree"] = Field(description="the generator")
+    k: int = Field(4, ge=2, description="arity: each switch has k ports down and k up")
+    n: int = Field(3, ge=2, description="levels of switches; k**n hosts, at most 4096")
+    load: float = Field(0.0, ge=0, le=1, description="every host's offered load (Bernoulli p per frame slot)")
+    dest: str | dict[str, float] = Field(
+        "uniform", description="every host's destinations, as a node's `dest`"
+    )
+    cp: bool = Field(True, description="CP detection on every switch")
+
+
+class InnocentTopology(BaseModel):
+    """`generator = "innocent"`: the innocent-flows study of scenarios.md
+    section 3. A core switch `C` (infinite buffer, CP) with the hot sink `H`
+    and the cold sink `R`; E = degree / k edge switches `E0..`, each with k
+    contending sources `X<e>_<j>` (to `H`) and k innocent ones `Y<e>_<j>`
+    (to `R`); k = 1, 5, 10 for topologies A, B, C."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    generator: Literal["innocent"] = Field(description="the generator")
+    variant: Literal["A", "B", "C"] = Field("A", description="topology A (k = 1), B (k = 5) or C (k = 10)")
+    degree: int = Field(3, ge=1, description="hotspot degree d: contending sources, a multiple of k")
+    congesting_gbps: float = Field(20.0, ge=0, description="total load of the contending sources (Gbit/s)")
+    innocent_gbps: float = Field(5.0, ge=0, description="total load of the innocent sources (Gbit/s)")
+    start_ms: float = Field(0.0, ge=0, description="when every source starts (ms)")
+
+
+#: The topology generators by name.
+GENERATORS: dict[str, type[BaseModel]] = {"fattree": FatTreeTopology, "innocent": InnocentTopology}
+
+
+def topology_params(topo: dict[str, Any]) -> FatTreeTopology | InnocentTopology:
+    """A `[topology]` table validated against its generator's declaration."""
+    gen = topo.get("generator")
+    model = GENERATORS.get(gen) if isinstance(gen, str) else None
+    if model is None:
+        raise ScenarioError(f"topology.generator: {gen!r} is not allowed; expected fattree or innocent")
+    try:
+        return model.model_validate(topo)  # type: ignore[return-value]
+    except ValidationError as e:
+        from .scenario.messages import one_line
+
+        raise ScenarioError(one_line(e, topo, root=model, prefix="topology")) from None
+
 
 # ------------------------------------------------------------------ fat tree
 
@@ -157,35 +213,21 @@ def expand(raw: dict[str, Any]) -> dict[str, Any]:
     topo = raw.get("topology")
     if not isinstance(topo, dict):
         return raw
-    gen = topo.get("generator")
-    params = {k: v for k, v in topo.items() if k != "generator"}
-    try:
-        if gen == "fattree":
-            _only(params, {"k", "n", "load", "dest", "cp"})
-            nodes, links = fattree(int(params.get("k", 4)), int(params.get("n", 3)))
-            for nd in nodes:
-                if nd["kind"] == "station":
-                    nd["load"] = params.get("load", 0.0)
-                    nd["dest"] = params.get("dest", "uniform")
-                else:
-                    nd["cp"] = bool(params.get("cp", True))
-        elif gen == "innocent":
-            _only(params, {"variant", "degree", "congesting_gbps", "innocent_gbps", "start_ms"})
-            rate = float((raw.get("defaults") or {}).get("link_rate_gbps", 10.0))
-            nodes, links = innocent(
-                str(params.get("variant", "A")),
-                int(params.get("degree", 3)),
-                float(params.get("congesting_gbps", 20.0)),
-                float(params.get("innocent_gbps", 5.0)),
-                rate,
-            )
-            for nd in nodes:
-                if nd["kind"] == "station" and nd.get("load"):
-                    nd["start_ms"] = float(params.get("start_ms", 0.0))
-        else:
-            raise ScenarioError(f"topology.generator: {gen!r} is not allowed; expected fattree or innocent")
-    except (TypeError, ValueError) as e:
-        raise ScenarioError(f"topology: {e}") from None
+    t = topology_params(topo)
+    if isinstance(t, FatTreeTopology):
+        nodes, links = fattree(t.k, t.n)
+        for nd in nodes:
+            if nd["kind"] == "station":
+                nd["load"] = t.load
+                nd["dest"] = t.dest
+            else:
+                nd["cp"] = t.cp
+    else:
+        rate = float((raw.get("defaults") or {}).get("link_rate_gbps", 10.0))
+        nodes, links = innocent(t.variant, t.degree, t.congesting_gbps, t.innocent_gbps, rate)
+        for nd in nodes:
+            if nd["kind"] == "station" and nd.get("load"):
+                nd["start_ms"] = t.start_ms
     out = dict(raw)
     by_name = {nd["name"]: dict(nd) for nd in nodes}
     extra_nodes = []
@@ -204,15 +246,9 @@ def expand(raw: dict[str, Any]) -> dict[str, Any]:
         else:
             extra_links.append(lk)
     out["links"] = list(pairs.values()) + extra_links
-    if gen == "fattree" and "routing" not in raw:
+    if isinstance(t, FatTreeTopology) and "routing" not in raw:
         out["routing"] = "fattree"
     return out
-
-
-def _only(params: dict[str, Any], allowed: set[str]) -> None:
-    for key in params:
-        if key not in allowed:
-            raise ScenarioError(f"topology.{key}: unknown parameter; known: {', '.join(sorted(allowed))}")
 
 
 def routes_for(routing: str, topology: dict[str, Any] | None) -> list[dict[str, str]]:
@@ -220,7 +256,8 @@ def routes_for(routing: str, topology: dict[str, Any] | None) -> list[dict[str, 
     if routing == "shortest_path":
         return []
     if routing == "fattree":
-        if not topology or topology.get("generator") != "fattree":
+        t = topology_params(topology) if topology else None
+        if not isinstance(t, FatTreeTopology):
             raise ScenarioError("routing: 'fattree' needs a [topology] with generator = \"fattree\"")
-        return fattree_routes(int(topology.get("k", 4)), int(topology.get("n", 3)))
+        return fattree_routes(t.k, t.n)
     raise ScenarioError(f"routing: {routing!r} is not allowed; expected shortest_path or fattree")

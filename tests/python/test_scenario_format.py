@@ -515,7 +515,7 @@ def test_shown_toml_has_units_reads_back_and_reruns_identically():
             assert again.seeds == [3, 5]
     lines = load("baseline").to_toml().splitlines()
     xoff = next(line for line in lines if line.startswith("xoff_bytes"))
-    assert "# XOFF threshold (B)" in xoff
+    assert "# XOFF threshold (bytes)" in xoff
     assert any(line.startswith("link_delay_us") and "(us)" in line for line in lines)
 
 

@@ -318,10 +318,10 @@ fn bcn_rp(p: &BcnParams, r: &mut Rp, m: f64, fb: f64, line: f64, dt: f64) {
         // Each message multiplies R by (1 + Gd Fb): log-linear in the count.
         r.active = true;
         let factor = (1.0 + p.gd * fb).max(1e-6);
-        r.cr = (r.cr * (m * dt * factor.ln()).exp()).max(p.min_rate_bps);
+        r.cr = (r.cr * (m * dt * factor.ln()).exp()).max(p.min_rate_bps());
     } else if fb > 0.0 && r.active {
         // Positive messages reach only frames tagged by an active RL.
-        r.cr = (r.cr + p.gi * fb * p.ru_bps * m * dt).min(line);
+        r.cr = (r.cr + p.gi * fb * p.ru_bps() * m * dt).min(line);
         if r.cr >= line {
             r.active = false;
         }
@@ -363,7 +363,7 @@ fn qcn_rp(p: &QcnParams, r: &mut Rp, samples: f64, qfb: f64, sent: f64, line: f6
         };
         r.tr -= (r.tr - r.cr) * (m * dt * p_tr).min(1.0);
         let factor = (1.0 - p.gd * qfb).max(p.min_dec_factor);
-        r.cr = (r.cr * (m * dt * factor.ln()).exp()).max(p.min_rate_bps);
+        r.cr = (r.cr * (m * dt * factor.ln()).exp()).max(p.min_rate_bps());
     }
     if !r.active {
         return;
@@ -382,14 +382,14 @@ fn qcn_rp(p: &QcnParams, r: &mut Rp, samples: f64, qfb: f64, sent: f64, line: f6
     };
     let mut events = (1.0 - p_ai) * cycle_rate(t_fr, m) + p_ai * cycle_rate(t_ai, m);
     let mut ai_events = p_ai * cycle_rate(t_ai, m);
-    if p.timer_ps > 0 {
-        let t = p.timer_ps as f64 * 1e-12;
+    if p.timer_ps() > 0 {
+        let t = p.timer_ps() as f64 * 1e-12;
         let p_ai_t = (-m * p.fr_thr as f64 * t).exp();
         let e = (1.0 - p_ai_t) * cycle_rate(t, m) + p_ai_t * cycle_rate(t / 2.0, m);
         events += e;
         ai_events += p_ai_t * cycle_rate(t / 2.0, m);
     }
-    r.tr = (r.tr + p.r_ai_bps * ai_events * dt).min(line);
+    r.tr = (r.tr + p.r_ai_bps() * ai_events * dt).min(line);
     r.cr = (r.cr + (r.tr - r.cr) * (0.5 * events * dt).min(1.0)).min(line);
     if r.cr >= line * (1.0 - 1e-9) {
         r.active = false;

@@ -362,7 +362,7 @@ fn per_input_partitions_never_exceed_their_size() {
 /// for H fall below 0.5 Gbit/s (4x their fair share) within 5 ms of the onset.
 #[test]
 fn a_source_behind_a_paused_uplink_is_slowed_within_5_ms() {
-    use cnsim_core::scheme::qcn::{QcnParams, Sampling};
+    use cnsim_core::scheme::qcn::QcnParams;
     let ms = PS_PER_MS;
     let to_h = || DestConfig::Fixed { node: "H".into() };
     let mut stations: Vec<StationConfig> = ["S1", "S2", "S3", "L"].iter().map(|n| station(n, 0.2, to_h())).collect();
@@ -402,16 +402,7 @@ fn a_source_behind_a_paused_uplink_is_slowed_within_5_ms() {
         ..PauseConfig::default()
     };
     // QCN two-point as compared in July 2007 (schemes.md), every port a CP.
-    let qcn2pt = QcnParams {
-        qeq_bytes: 409.0 * 64.0,
-        sampling: Sampling::Bytes,
-        bc_ai_bytes: 37_500.0,
-        timer_ps: 0,
-        r_ai_bps: 12e6,
-        hai: false,
-        efr: cnsim_core::scheme::qcn::Efr::ResetStage,
-        ..QcnParams::default()
-    };
+    let qcn2pt: QcnParams = cnsim_core::scheme::qcn::table_2pt().default_params();
     cfg.scheme = SchemeConfig::of("qcn", &qcn2pt);
     let r = run(&cfg, 1);
     let up = r.link("E1->C").unwrap();

@@ -162,6 +162,14 @@ fn check_config(py: Python<'_>, config_json: &str) -> PyResult<()> {
         .map_err(|e| PyValueError::new_err(e.0))
 }
 
+/// The schemes' parameter declarations (`cnsim_core::scheme::params`) as
+/// JSON: every table with its parameters, ranges, rules and help, and every
+/// scheme name with its table. `cnsim.schemes` builds its tables from it.
+#[pyfunction]
+fn scheme_declarations() -> String {
+    cnsim_core::scheme::params::declarations().to_string()
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     cnsim_core::VERSION
@@ -174,5 +182,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(fluid_json, m)?)?;
     m.add_function(wrap_pyfunction!(check_config, m)?)?;
+    m.add_function(wrap_pyfunction!(scheme_declarations, m)?)?;
     Ok(())
 }

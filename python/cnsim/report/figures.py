@@ -96,7 +96,7 @@ def queue_fig(res: Any) -> Any | None:
         if k in maxes:
             ax.plot(t, maxes[k] / 1000, lw=0.6, alpha=0.5, color=line.get_color(), label=f"{k} (bin max)")
     sc = res.scenario
-    q = qeq_bytes(sc.scheme, sc.table)
+    q = qeq_bytes(sc.table)
     if q:
         ax.axhline(q / 1000, ls="--", color="green", lw=1, label=f"Qeq {q / 1000:.1f} KB")
     trigger = sc.model.pause.trigger

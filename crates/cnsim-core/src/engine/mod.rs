@@ -6,4 +6,4 @@ pub mod rng;
 pub mod time;
 
 pub use queue::{Event, EventQueue};
-pub use time::{Time, PS_PER_MS, PS_PER_S, PS_PER_US};
+pub use time::{ms_to_ps, us_to_ps, Time, PS_PER_MS, PS_PER_S, PS_PER_US};

@@ -24,6 +24,19 @@ pub fn pause_quanta_ps(quanta: u16, rate_bps: u64) -> Time {
     serialization_ps(quanta as u64 * 512 / 8, rate_bps.max(1))
 }
 
+/// Microseconds (a parameter in the user's units) as whole picoseconds,
+/// rounded to the nearest (ties to even, as the Python resolver rounds).
+#[inline]
+pub fn us_to_ps(us: f64) -> Time {
+    (us * PS_PER_US as f64).round_ties_even() as Time
+}
+
+/// Milliseconds as whole picoseconds (see [`us_to_ps`]).
+#[inline]
+pub fn ms_to_ps(ms: f64) -> Time {
+    (ms * PS_PER_MS as f64).round_ties_even() as Time
+}
+
 /// Seconds (floating point) for reporting.
 #[inline]
 pub fn to_secs(t: Time) -> f64 {

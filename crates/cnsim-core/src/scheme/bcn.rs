@@ -2,99 +2,156 @@
 //! BCN-Max and ECM (schemes.md, "BCN" and "ECM"). One parameter set covers
 //! them all; the variants are switches.
 
+use super::params::{Range, Table};
 use super::{QueueView, RlCore, Scheme};
-use crate::config::{err, ConfigError, SchemeConfig};
+use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
-use crate::engine::{Time, PS_PER_US};
+use crate::engine::{us_to_ps, Time};
 use crate::net::Frame;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-/// BCN parameters (engine units). Defaults: the baseline of scenarios.md.
+/// BCN parameters, in the units of their names; declared in [`table`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(deny_unknown_fields)]
 pub struct BcnParams {
-    /// Equilibrium queue Qeq (64-byte pages).
     pub qeq_pages: f64,
-    /// Weight W of the queue derivative.
     pub w: f64,
-    /// Increase gain Gi (per page of Fb, in units of Ru).
     pub gi: f64,
-    /// Decrease gain Gd (per page of Fb).
     pub gd: f64,
-    /// Rate unit Ru (bit/s).
-    pub ru_bps: f64,
-    /// Mean sampling interval S (bytes).
+    pub ru_mbps: f64,
     pub sample_bytes: f64,
-    /// Uniform jitter added to each sampling interval, +- (bytes).
     pub jitter_bytes: f64,
-    /// Qoff clipping range (-lo Qeq, +hi Qeq) and Qdelta range +- dr Qeq.
     pub qoff_lo_qeq: f64,
     pub qoff_hi_qeq: f64,
     pub qdelta_range_qeq: f64,
-    /// BCN-Max / ECM-Max: above Qmc send the most negative Fb.
     pub bcn_max: bool,
     pub qmc_bytes: f64,
-    /// BCN(0,0): above Qsc send a stop message.
     pub bcn00: bool,
     pub qsc_bytes: f64,
-    /// BCN(0,0) stop time U(0, Tmax) and restart rate Rmin.
-    pub tmax_ps: Time,
-    pub rmin_bps: f64,
-    /// Drift after a BCN(0,0) restart (and with self-increase): +drift every interval.
-    pub drift_bps: f64,
-    pub drift_interval_ps: Time,
-    /// Drift every RL, not only after BCN(0,0).
+    pub tmax_us: f64,
+    pub rmin_gbps: f64,
+    pub drift_mbps: f64,
+    pub drift_interval_us: f64,
     pub self_increase: bool,
-    /// Oversampling: at or above `oversample_above_bytes` sample every `sample_sev_bytes`.
     pub oversampling: bool,
     pub oversample_above_bytes: f64,
     pub sample_sev_bytes: f64,
-    /// Floor of the rate after a decrease (bit/s).
-    pub min_rate_bps: f64,
-    /// The sampler sees every arriving frame, also one the full queue drops.
+    pub min_rate_mbps: f64,
     pub sample_dropped: bool,
-    /// Rule 3 also below Qeq: a CP whose queue is at or below Qeq still sends
-    /// negative feedback when the derivative term alone makes Fb < 0 (the
-    /// literal Fb rule). Off by default: negative feedback needs Q > Qeq
-    /// (docs/calibration.md, "Multi-hop congestion under PAUSE").
     pub notify_below_qeq: bool,
-    /// Rule 4 without the tag test: a positive message for every sample with
-    /// Fb > 0 (the RP ignores it unless it has an RL for this CP). Off in
-    /// the spec; kept to show what the published ECM overheads count.
     pub positive_untagged: bool,
+}
+
+/// The `[bcn]` table (schemes.md "BCN"): BCN, BCN(0,0) and BCN-Max; the
+/// defaults are the baseline of scenarios.md.
+pub fn table() -> Table {
+    Table::new("bcn", "BCN / BCN(0,0) / BCN-Max parameters (schemes.md \"BCN\")")
+        .float("qeq_pages", 375.0, Range::gt(0.0), "equilibrium queue Qeq (64-byte pages)")
+        .float("w", 2.0, Range::ge(0.0), "weight W of the queue derivative Qdelta")
+        .float("gi", 0.53, Range::ge(0.0), "increase gain Gi (per page of Fb, in units of Ru)")
+        .float("gd", 2.6e-4, Range::ge(0.0), "decrease gain Gd (per page of Fb)")
+        .float("ru_mbps", 1.0, Range::gt(0.0), "rate unit Ru (Mbit/s)")
+        .float("sample_bytes", 150_000.0, Range::gt(0.0), "mean sampling interval S (bytes)")
+        .float(
+            "jitter_bytes",
+            5_000.0,
+            Range::ge(0.0),
+            "each interval is S + U(-jitter, +jitter) (bytes)",
+        )
+        .float("qoff_lo_qeq", 1.0, Range::gt(0.0), "Qoff clipped below at -lo x Qeq")
+        .float("qoff_hi_qeq", 1.0, Range::gt(0.0), "Qoff clipped above at +hi x Qeq")
+        .float("qdelta_range_qeq", 2.0, Range::gt(0.0), "Qdelta clipped to +-range x Qeq")
+        .flag("bcn_max", false, "BCN-Max: above Qmc send the most negative Fb")
+        .float("qmc_bytes", 112_500.0, Range::gt(0.0), "BCN-Max threshold Qmc (bytes)")
+        .flag("bcn00", false, "BCN(0,0): above Qsc send a stop message")
+        .float("qsc_bytes", 112_500.0, Range::gt(0.0), "severe-congestion threshold Qsc (bytes)")
+        .float("tmax_us", 100.0, Range::ge(0.0), "BCN(0,0) stop time U(0, Tmax) (us)")
+        .float("rmin_gbps", 1.0, Range::gt(0.0), "BCN(0,0) restart rate Rmin (Gbit/s)")
+        .float("drift_mbps", 1.0, Range::ge(0.0), "drift step after a restart (Mbit/s)")
+        .float("drift_interval_us", 100.0, Range::gt(0.0), "drift period (us)")
+        .flag("self_increase", false, "drift every RL, not only after BCN(0,0)")
+        .flag("oversampling", false, "sample every sample_sev_bytes above a threshold")
+        .float(
+            "oversample_above_bytes",
+            112_500.0,
+            Range::gt(0.0),
+            "oversampling threshold (bytes; Qsc for BCN, Qmc for ECM)",
+        )
+        .float(
+            "sample_sev_bytes",
+            15_000.0,
+            Range::gt(0.0),
+            "sampling interval while oversampling (bytes)",
+        )
+        .float(
+            "min_rate_mbps",
+            5.0,
+            Range::gt(0.0),
+            "[derived] rate floor after a decrease (Mbit/s; docs/calibration.md)",
+        )
+        .flag(
+            "sample_dropped",
+            true,
+            "[assumed] the sampler also sees frames the full queue drops",
+        )
+        .flag(
+            "notify_below_qeq",
+            false,
+            "[derived] negative feedback also at or below Qeq, from the derivative term alone \
+             (the literal rule; off: only a queue above Qeq slows sources)",
+        )
+        .flag(
+            "positive_untagged",
+            false,
+            "positive messages also for untagged sampled frames (not the spec; shows what the \
+             published ECM overhead counts, docs/calibration.md)",
+        )
+        .rule(&["jitter_bytes", "sample_bytes"], "jitter_bytes < sample_bytes", |v| {
+            v.f("jitter_bytes") < v.f("sample_bytes")
+        })
+}
+
+/// The `[ecm]` table (schemes.md "ECM"): BCN's parameters with ECM's
+/// defaults (2007).
+pub fn ecm_table() -> Table {
+    table()
+        .variant("ecm", "ECM (2007 BCN) parameters (schemes.md \"ECM\")")
+        .with_default("gi", 0.5333, Some("increase gain Gi"))
+        .with_default("gd", 2.6667e-4, Some("decrease gain Gd"))
+        .with_default("sample_bytes", 75_000.0, Some("FixedSamplingInt (bytes)"))
+        .with_default("jitter_bytes", 5_000.0, Some("RandomSamplingInt = U(-j, +j) (bytes)"))
+        .with_default("bcn_max", true, Some("ECM-Max"))
+        .with_default("qmc_bytes", 1300.0 * 64.0, Some("ECM-Max threshold Qmc (bytes)"))
+        .with_default("oversampling", true, Some("oversample above Qmc"))
+        .with_default("oversample_above_bytes", 1300.0 * 64.0, Some("= Qmc (bytes)"))
 }
 
 impl Default for BcnParams {
     fn default() -> Self {
-        BcnParams {
-            qeq_pages: 375.0,
-            w: 2.0,
-            gi: 0.53,
-            gd: 2.6e-4,
-            ru_bps: 1e6,
-            sample_bytes: 150_000.0,
-            jitter_bytes: 5_000.0,
-            qoff_lo_qeq: 1.0,
-            qoff_hi_qeq: 1.0,
-            qdelta_range_qeq: 2.0,
-            bcn_max: false,
-            qmc_bytes: 112_500.0,
-            bcn00: false,
-            qsc_bytes: 112_500.0,
-            tmax_ps: 100 * PS_PER_US,
-            rmin_bps: 1e9,
-            drift_bps: 1e6,
-            drift_interval_ps: 100 * PS_PER_US,
-            self_increase: false,
-            oversampling: false,
-            oversample_above_bytes: 112_500.0,
-            sample_sev_bytes: 15_000.0,
-            min_rate_bps: 5e6,
-            sample_dropped: true,
-            notify_below_qeq: false,
-            positive_untagged: false,
-        }
+        table().default_params()
+    }
+}
+
+impl BcnParams {
+    /// Rate unit Ru (bit/s).
+    pub fn ru_bps(&self) -> f64 {
+        self.ru_mbps * 1e6
+    }
+    pub fn rmin_bps(&self) -> f64 {
+        self.rmin_gbps * 1e9
+    }
+    pub fn drift_bps(&self) -> f64 {
+        self.drift_mbps * 1e6
+    }
+    pub fn min_rate_bps(&self) -> f64 {
+        self.min_rate_mbps * 1e6
+    }
+    pub fn tmax_ps(&self) -> Time {
+        us_to_ps(self.tmax_us)
+    }
+    pub fn drift_interval_ps(&self) -> Time {
+        us_to_ps(self.drift_interval_us)
     }
 }
 
@@ -130,54 +187,18 @@ pub struct Bcn {
 }
 
 impl Bcn {
+    /// The scheme as configured: its parameters checked against the table
+    /// the user named (`bcn` or `ecm`).
     pub fn from_config(s: &SchemeConfig) -> Result<Bcn, ConfigError> {
-        Bcn::named(s.parse()?, s.table())
+        let declared = if s.table() == "ecm" { ecm_table() } else { table() };
+        Ok(Bcn {
+            p: declared.parse(s.table(), &s.params)?,
+        })
     }
 
+    /// BCN with parameters `p` (checked against the `[bcn]` declaration).
     pub fn new(p: BcnParams) -> Result<Bcn, ConfigError> {
-        Bcn::named(p, "bcn")
-    }
-
-    /// Checks `p`, naming its parameters `t.key` in errors.
-    pub fn named(p: BcnParams, t: &str) -> Result<Bcn, ConfigError> {
-        let pos = |v: f64, name: &str| {
-            if v > 0.0 && v.is_finite() {
-                Ok(())
-            } else {
-                err(format!("{t}.{name}: {v} is not allowed; expected > 0"))
-            }
-        };
-        let nonneg = |v: f64, name: &str| {
-            if v >= 0.0 && v.is_finite() {
-                Ok(())
-            } else {
-                err(format!("{t}.{name}: {v} is not allowed; expected >= 0"))
-            }
-        };
-        pos(p.qeq_pages, "qeq_pages")?;
-        nonneg(p.w, "w")?;
-        nonneg(p.gi, "gi")?;
-        nonneg(p.gd, "gd")?;
-        pos(p.ru_bps, "ru_mbps")?;
-        pos(p.sample_bytes, "sample_bytes")?;
-        nonneg(p.jitter_bytes, "jitter_bytes")?;
-        if p.jitter_bytes >= p.sample_bytes {
-            return err(format!(
-                "{t}.jitter_bytes: {} must be below {t}.sample_bytes {}",
-                p.jitter_bytes, p.sample_bytes
-            ));
-        }
-        pos(p.qoff_lo_qeq, "qoff_lo_qeq")?;
-        pos(p.qoff_hi_qeq, "qoff_hi_qeq")?;
-        pos(p.qdelta_range_qeq, "qdelta_range_qeq")?;
-        pos(p.sample_sev_bytes, "sample_sev_bytes")?;
-        pos(p.min_rate_bps, "min_rate_mbps")?;
-        pos(p.rmin_bps, "rmin_gbps")?;
-        nonneg(p.drift_bps, "drift_mbps")?;
-        if p.drift_interval_ps == 0 {
-            return err(format!("{t}.drift_interval_us: must be > 0"));
-        }
-        Ok(Bcn { p })
+        Bcn::from_config(&SchemeConfig::of("bcn", &p))
     }
 
     pub fn params(&self) -> &BcnParams {
@@ -307,7 +328,7 @@ impl Scheme for Bcn {
                 drifting: true,
                 ..BcnRl::default()
             };
-            return (rl, Some(now + self.p.drift_interval_ps));
+            return (rl, Some(now + self.p.drift_interval_ps()));
         }
         (BcnRl::default(), None)
     }
@@ -317,15 +338,15 @@ impl Scheme for Bcn {
         match note.msg {
             BcnMsg::None => None,
             BcnMsg::Negative => {
-                core.rate_bps = (core.rate_bps * (1.0 + p.gd * note.fb as f64)).max(p.min_rate_bps);
+                core.rate_bps = (core.rate_bps * (1.0 + p.gd * note.fb as f64)).max(p.min_rate_bps());
                 None
             }
             BcnMsg::Positive => {
-                core.rate_bps = (core.rate_bps + p.gi * note.fb as f64 * p.ru_bps).min(core.line_rate_bps);
+                core.rate_bps = (core.rate_bps + p.gi * note.fb as f64 * p.ru_bps()).min(core.line_rate_bps);
                 None
             }
             BcnMsg::Stop => {
-                let stop = if p.tmax_ps > 0 { rng.gen_range(0..=p.tmax_ps) } else { 0 };
+                let stop = if p.tmax_ps() > 0 { rng.gen_range(0..=p.tmax_ps()) } else { 0 };
                 core.stopped_until = now + stop;
                 rl.resume_pending = true;
                 Some(core.stopped_until)
@@ -337,14 +358,14 @@ impl Scheme for Bcn {
         let p = &self.p;
         if rl.resume_pending {
             rl.resume_pending = false;
-            core.rate_bps = core.rate_bps.min(p.rmin_bps);
+            core.rate_bps = core.rate_bps.min(p.rmin_bps());
             rl.drifting = true;
-            return Some(now + p.drift_interval_ps);
+            return Some(now + p.drift_interval_ps());
         }
         if rl.drifting {
-            core.rate_bps = (core.rate_bps + p.drift_bps).min(core.line_rate_bps);
+            core.rate_bps = (core.rate_bps + p.drift_bps()).min(core.line_rate_bps);
             if core.rate_bps < core.line_rate_bps || p.self_increase {
-                return Some(now + p.drift_interval_ps);
+                return Some(now + p.drift_interval_ps());
             }
             rl.drifting = false;
         }
@@ -356,6 +377,7 @@ impl Scheme for Bcn {
 mod tests {
     use super::*;
     use crate::engine::rng::stream;
+    use crate::engine::PS_PER_US;
 
     fn core() -> RlCore {
         RlCore {
@@ -445,7 +467,7 @@ mod tests {
         for _ in 0..100 {
             b.rp_on_note(&mut c, &mut rl, &BcnExt::new(BcnMsg::Negative, -1875.0), 0, 0, &mut rng);
         }
-        assert_eq!(c.rate_bps, BcnParams::default().min_rate_bps);
+        assert_eq!(c.rate_bps, BcnParams::default().min_rate_bps());
         for _ in 0..100 {
             b.rp_on_note(&mut c, &mut rl, &BcnExt::new(BcnMsg::Positive, 1875.0), 0, 0, &mut rng);
         }

@@ -12,54 +12,82 @@
 //!   alpha decay and the rate increase (both restart with each CNP and have the
 //!   same 55 us period in the source).
 
+use super::params::{Range, Table};
 use super::{QueueView, RlCore, Scheme};
-use crate::config::{err, ConfigError, SchemeConfig};
+use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
-use crate::engine::{Time, PS_PER_US};
+use crate::engine::{us_to_ps, Time};
 use crate::net::Frame;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-/// DCQCN parameters (engine units); defaults from schemes.md.
+/// DCQCN parameters, in the units of their names; declared in [`table`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(deny_unknown_fields)]
 pub struct DcqcnParams {
-    /// ECN marking thresholds (bytes) and the marking probability at Kmax.
     pub kmin_bytes: f64,
     pub kmax_bytes: f64,
     pub pmax: f64,
-    /// At most one CNP per flow per this interval.
-    pub cnp_interval_ps: Time,
-    /// Alpha gain g.
+    pub cnp_interval_us: f64,
     pub g: f64,
-    /// Alpha-decay and rate-increase timer.
-    pub timer_ps: Time,
-    /// Byte counter of the rate increase (bytes).
+    pub timer_us: f64,
     pub bc_bytes: f64,
-    /// Fast-recovery threshold F (stages).
     pub fr_thr: u32,
-    /// Additive and hyper increase steps (bit/s).
-    pub r_ai_bps: f64,
-    pub r_hai_bps: f64,
-    /// Rate floor (bit/s).
-    pub min_rate_bps: f64,
+    pub r_ai_mbps: f64,
+    pub r_hai_mbps: f64,
+    pub min_rate_mbps: f64,
+}
+
+/// The `[dcqcn]` table (schemes.md "DCQCN"); run it with PAUSE (PFC) on.
+pub fn table() -> Table {
+    Table::new("dcqcn", "DCQCN parameters (schemes.md \"DCQCN\"); run it with PAUSE (PFC) on")
+        .float("kmin_bytes", 5_000.0, Range::ge(0.0), "ECN marking starts above Kmin (bytes)")
+        .float(
+            "kmax_bytes",
+            200_000.0,
+            Range::gt(0.0),
+            "marking probability Pmax at Kmax, 1 above (bytes)",
+        )
+        .float("pmax", 0.01, Range::gt(0.0).le(1.0), "marking probability at Kmax")
+        .float(
+            "cnp_interval_us",
+            50.0,
+            Range::ge(0.0),
+            "at most one CNP per flow per interval (us)",
+        )
+        .float("g", 1.0 / 256.0, Range::gt(0.0).lt(1.0), "alpha gain g")
+        .float("timer_us", 55.0, Range::gt(0.0), "alpha-decay and rate-increase timer (us)")
+        .float("bc_bytes", 10e6, Range::gt(0.0), "rate-increase byte counter (bytes)")
+        .int("fr_thr", 5, Range::ge(1.0), "fast-recovery threshold F (stages)")
+        .float("r_ai_mbps", 40.0, Range::ge(0.0), "additive-increase step R_AI (Mbit/s)")
+        .float("r_hai_mbps", 100.0, Range::ge(0.0), "[assumed] hyper-increase step R_HAI (Mbit/s)")
+        .float("min_rate_mbps", 10.0, Range::gt(0.0), "[assumed] rate floor (Mbit/s)")
+        .rule(&["kmin_bytes", "kmax_bytes"], "kmin_bytes < kmax_bytes", |v| {
+            v.f("kmin_bytes") < v.f("kmax_bytes")
+        })
 }
 
 impl Default for DcqcnParams {
     fn default() -> Self {
-        DcqcnParams {
-            kmin_bytes: 5_000.0,
-            kmax_bytes: 200_000.0,
-            pmax: 0.01,
-            cnp_interval_ps: 50 * PS_PER_US,
-            g: 1.0 / 256.0,
-            timer_ps: 55 * PS_PER_US,
-            bc_bytes: 10e6,
-            fr_thr: 5,
-            r_ai_bps: 40e6,
-            r_hai_bps: 100e6,
-            min_rate_bps: 10e6,
-        }
+        table().default_params()
+    }
+}
+
+impl DcqcnParams {
+    pub fn cnp_interval_ps(&self) -> Time {
+        us_to_ps(self.cnp_interval_us)
+    }
+    pub fn timer_ps(&self) -> Time {
+        us_to_ps(self.timer_us)
+    }
+    pub fn r_ai_bps(&self) -> f64 {
+        self.r_ai_mbps * 1e6
+    }
+    pub fn r_hai_bps(&self) -> f64 {
+        self.r_hai_mbps * 1e6
+    }
+    pub fn min_rate_bps(&self) -> f64 {
+        self.min_rate_mbps * 1e6
     }
 }
 
@@ -81,38 +109,16 @@ pub struct Dcqcn {
 }
 
 impl Dcqcn {
+    /// The scheme as configured: its parameters checked against `[dcqcn]`.
     pub fn from_config(s: &SchemeConfig) -> Result<Dcqcn, ConfigError> {
-        Dcqcn::named(s.parse()?, s.table())
+        Ok(Dcqcn {
+            p: table().parse(s.table(), &s.params)?,
+        })
     }
 
+    /// DCQCN with parameters `p` (checked against the declaration).
     pub fn new(p: DcqcnParams) -> Result<Dcqcn, ConfigError> {
-        Dcqcn::named(p, "dcqcn")
-    }
-
-    /// Checks `p`, naming its parameters `t.key` in errors.
-    pub fn named(p: DcqcnParams, t: &str) -> Result<Dcqcn, ConfigError> {
-        if !(p.kmin_bytes >= 0.0 && p.kmax_bytes > p.kmin_bytes) {
-            return err(format!(
-                "{t}.kmax_bytes: {} must be above {t}.kmin_bytes {}",
-                p.kmax_bytes, p.kmin_bytes
-            ));
-        }
-        if !(p.pmax > 0.0 && p.pmax <= 1.0) {
-            return err(format!("{t}.pmax: {} is not allowed; expected 0 < pmax <= 1", p.pmax));
-        }
-        if !(p.g > 0.0 && p.g < 1.0) {
-            return err(format!("{t}.g: {} is not allowed; expected 0 < g < 1", p.g));
-        }
-        if p.timer_ps == 0 {
-            return err(format!("{t}.timer_us: must be > 0"));
-        }
-        if !(p.bc_bytes > 0.0 && p.min_rate_bps > 0.0) {
-            return err(format!("{t}.bc_bytes / {t}.min_rate_mbps: must be > 0"));
-        }
-        if p.fr_thr == 0 {
-            return err(format!("{t}.fr_thr: must be >= 1"));
-        }
-        Ok(Dcqcn { p })
+        Dcqcn::from_config(&SchemeConfig::of("dcqcn", &p))
     }
 
     /// Marking probability at a queue of `q` bytes.
@@ -130,9 +136,9 @@ impl Dcqcn {
     fn increase(&self, core: &mut RlCore, rl: &mut DcqcnRl) {
         let f = self.p.fr_thr;
         let ri = if rl.si > f && rl.ts > f {
-            self.p.r_hai_bps * (rl.si.min(rl.ts) - f) as f64
+            self.p.r_hai_bps() * (rl.si.min(rl.ts) - f) as f64
         } else if rl.si > f || rl.ts > f {
-            self.p.r_ai_bps
+            self.p.r_ai_bps()
         } else {
             0.0
         };
@@ -183,7 +189,7 @@ impl Scheme for Dcqcn {
             return None;
         }
         if let Some(last) = np.last_cnp {
-            if now < last.saturating_add(self.p.cnp_interval_ps) {
+            if now < last.saturating_add(self.p.cnp_interval_ps()) {
                 return None;
             }
         }
@@ -214,12 +220,12 @@ impl Scheme for Dcqcn {
     fn rp_on_note(&self, core: &mut RlCore, rl: &mut DcqcnRl, _note: &DcqcnExt, _cpid: u16, now: Time, _rng: &mut Stream) -> Option<Time> {
         let g = self.p.g;
         rl.tr = core.rate_bps;
-        core.rate_bps = (core.rate_bps * (1.0 - rl.alpha / 2.0)).max(self.p.min_rate_bps);
+        core.rate_bps = (core.rate_bps * (1.0 - rl.alpha / 2.0)).max(self.p.min_rate_bps());
         rl.alpha = (1.0 - g) * rl.alpha + g;
         rl.si = 0;
         rl.ts = 0;
         rl.bc = self.p.bc_bytes;
-        Some(now + self.p.timer_ps)
+        Some(now + self.p.timer_ps())
     }
 
     fn rp_on_send(&self, core: &mut RlCore, rl: &mut DcqcnRl, frame: &mut Frame<DcqcnExt>, _now: Time, _rng: &mut Stream) -> Option<Time> {
@@ -240,7 +246,7 @@ impl Scheme for Dcqcn {
         if core.rate_bps >= core.line_rate_bps {
             Some(Time::MAX)
         } else {
-            Some(now + self.p.timer_ps)
+            Some(now + self.p.timer_ps())
         }
     }
 }
@@ -249,6 +255,7 @@ impl Scheme for Dcqcn {
 mod tests {
     use super::*;
     use crate::engine::rng::stream;
+    use crate::engine::PS_PER_US;
 
     fn dcqcn() -> Dcqcn {
         Dcqcn::new(DcqcnParams::default()).unwrap()

@@ -17,14 +17,18 @@
 //!   of the CP that last slowed it, round robin, release at line rate) and
 //!   which RL a notification reaches (`station.rl_scope`).
 //!
-//! Registering a scheme is one line in [`build`]; its parameters are one
-//! Python table (python/cnsim/schemes.py). Schemes are type parameters of the
-//! simulation, so the per-frame path has no dynamic dispatch.
+//! A scheme declares its parameters once ([`params::Table`]); registering it
+//! is one line in [`build`], one in [`tables`] and one [`SCHEMES`] entry per
+//! name users give it. Schemes are type parameters of the simulation, so the
+//! per-frame path has no dynamic dispatch.
 
 pub mod bcn;
 pub mod dcqcn;
 pub mod nocm;
+pub mod params;
 pub mod qcn;
+
+use params::{Entry, Table};
 
 use crate::config::{err, ConfigError, SimConfig};
 use crate::engine::rng::Stream;
@@ -139,6 +143,92 @@ pub trait Scheme: Send + 'static {
 
     /// The RL's timer fired. Returns the next timer time, if any.
     fn rp_on_timer(&self, core: &mut RlCore, rl: &mut Self::Rl, now: Time, rng: &mut Stream) -> Option<Time>;
+}
+
+/// The schemes as users name them (`--scheme`, `scheme = "..."`).
+pub const SCHEMES: &[Entry] = &[
+    Entry {
+        name: "nocm",
+        engine: "nocm",
+        table: None,
+        sets: &[],
+        description: "no congestion management (combine with --pause)",
+    },
+    Entry {
+        name: "pause",
+        engine: "nocm",
+        table: None,
+        sets: &[],
+        description: "IEEE 802.3x PAUSE alone (= nocm --pause)",
+    },
+    Entry {
+        name: "bcn",
+        engine: "bcn",
+        table: Some("bcn"),
+        sets: &[],
+        description: "Backward Congestion Notification (Cisco, 2006)",
+    },
+    Entry {
+        name: "bcn00",
+        engine: "bcn",
+        table: Some("bcn"),
+        sets: &[("bcn00", true)],
+        description: "BCN with BCN(0,0) stop messages above Qsc",
+    },
+    Entry {
+        name: "bcnmax",
+        engine: "bcn",
+        table: Some("bcn"),
+        sets: &[("bcn_max", true)],
+        description: "BCN with BCN-Max (most negative Fb above Qmc)",
+    },
+    Entry {
+        name: "ecm",
+        engine: "bcn",
+        table: Some("ecm"),
+        sets: &[],
+        description: "Ethernet Congestion Management (2007 BCN)",
+    },
+    Entry {
+        name: "qcn",
+        engine: "qcn",
+        table: Some("qcn"),
+        sets: &[],
+        description: "Quantized Congestion Notification, final 802.1Qau",
+    },
+    Entry {
+        name: "qcn2pt",
+        engine: "qcn",
+        table: Some("qcn2pt"),
+        sets: &[],
+        description: "QCN two-point, July 2007 proposal",
+    },
+    Entry {
+        name: "qcn3pt",
+        engine: "qcn",
+        table: Some("qcn3pt"),
+        sets: &[("three_point", true)],
+        description: "QCN three-point (reflection at the destination), July 2007",
+    },
+    Entry {
+        name: "dcqcn",
+        engine: "dcqcn",
+        table: Some("dcqcn"),
+        sets: &[],
+        description: "DCQCN (RoCEv2, 2015): ECN marking, CNPs, per-flow rate limiters; use --pause (PFC)",
+    },
+];
+
+/// Every parameter table a scenario file may hold, in documentation order.
+pub fn tables() -> Vec<Table> {
+    vec![
+        bcn::table(),
+        bcn::ecm_table(),
+        qcn::table(),
+        qcn::table_2pt(),
+        qcn::table_3pt(),
+        dcqcn::table(),
+    ]
 }
 
 /// Builds the simulation of `cfg` with its scheme: one line per scheme.

@@ -10,10 +10,11 @@
 //! counter and timer stages SI / TS, fast recovery, active and hyperactive
 //! increase).
 
+use super::params::{Range, Table};
 use super::{QueueView, RlCore, Scheme};
-use crate::config::{err, ConfigError, SchemeConfig};
+use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
-use crate::engine::{Time, PS_PER_MS};
+use crate::engine::{ms_to_ps, Time};
 use crate::net::Frame;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -55,73 +56,137 @@ pub enum Fb0Action {
     None,
 }
 
-/// QCN parameters (engine units). Defaults: the final standard.
+/// QCN parameters, in the units of their names; declared in [`table`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(deny_unknown_fields)]
 pub struct QcnParams {
-    /// Equilibrium queue Qeq (bytes).
     pub qeq_bytes: f64,
     pub w: f64,
     pub sampling: Sampling,
-    /// 2007 sampling probabilities at qFb = 0 and qFb = 63.
     pub pmin: f64,
     pub pmax: f64,
-    /// Every sampling interval (and byte-counter / timer reload) is
-    /// multiplied by U(1 - r, 1 + r).
     pub randomize: f64,
-    /// Three-point: CP marks, destination reflects.
+    /// Three-point: CP marks, destination reflects (set by the scheme name
+    /// `qcn3pt`).
     pub three_point: bool,
-    /// Reflection probability of unmarked frames (three-point).
     pub refp: f64,
     pub fb0_action: Fb0Action,
-    /// Byte counter in fast recovery (BC_LIMIT) and in active increase.
     pub bc_limit_bytes: f64,
     pub bc_ai_bytes: f64,
-    /// Rate-increase timer T (0 = no timer).
-    pub timer_ps: Time,
+    pub timer_ms: f64,
     pub fr_thr: u32,
-    /// Active and hyperactive increase steps (bit/s).
-    pub r_ai_bps: f64,
-    pub r_hai_bps: f64,
+    pub r_ai_mbps: f64,
+    pub r_hai_mbps: f64,
     pub hai: bool,
     pub gd: f64,
     pub min_dec_factor: f64,
-    pub min_rate_bps: f64,
+    pub min_rate_mbps: f64,
     pub efr: Efr,
-    /// The sampler sees every arriving frame, also one the full queue drops.
     pub sample_dropped: bool,
-    /// A CP at or below Qeq still notifies when the derivative term alone
-    /// makes Fb < 0 (the literal rule). Off by default: qFb > 0 needs Q > Qeq
-    /// (docs/calibration.md, "Multi-hop congestion under PAUSE").
     pub notify_below_qeq: bool,
+}
+
+/// The `[qcn]` table: QCN as the final 802.1Qau standard has it (schemes.md).
+pub fn table() -> Table {
+    Table::new("qcn", "QCN parameters; defaults: the final 802.1Qau standard (schemes.md)")
+        .float("qeq_bytes", 26_000.0, Range::gt(0.0), "equilibrium queue Qeq (bytes)")
+        .float("w", 2.0, Range::ge(0.0), "weight w of Qdelta")
+        .choice(
+            "sampling",
+            &["table", "bytes", "frames"],
+            "table",
+            "table (final standard) | bytes / frames (2007 Pmin-Pmax rule)",
+        )
+        .float("pmin", 0.01, Range::gt(0.0).le(1.0), "2007 sampling probability at qFb = 0")
+        .float("pmax", 0.1, Range::gt(0.0).le(1.0), "2007 sampling probability at qFb = 63")
+        .float("randomize", 0.15, Range::ge(0.0).lt(1.0), "intervals x U(1 - r, 1 + r)")
+        .flag("three_point", false, "three-point: the CP marks, the destination reflects")
+        .fixed("three_point")
+        .float("refp", 0.04, Range::ge(0.0).le(1.0), "three-point: reflection probability")
+        .choice(
+            "fb0_action",
+            &["increase", "none"],
+            "increase",
+            "three-point: what a qFb = 0 message does at the RP",
+        )
+        .float("bc_limit_bytes", 150_000.0, Range::gt(0.0), "byte counter in fast recovery")
+        .float("bc_ai_bytes", 75_000.0, Range::gt(0.0), "byte counter in active increase")
+        .float("timer_ms", 15.0, Range::ge(0.0), "rate-increase timer T (ms; 0 = none)")
+        .int("fr_thr", 5, Range::ge(1.0), "fast-recovery threshold FRThr (cycles)")
+        .float("r_ai_mbps", 5.0, Range::ge(0.0), "active-increase step R_AI (Mbit/s)")
+        .float("r_hai_mbps", 50.0, Range::ge(0.0), "hyperactive-increase step R_HAI (Mbit/s)")
+        .flag("hai", true, "hyperactive increase")
+        .float("gd", 1.0 / 128.0, Range::gt(0.0).lt(1.0), "decrease gain Gd (per qFb unit)")
+        .float("min_dec_factor", 0.5, Range::ge(0.0).le(1.0), "smallest factor of one decrease")
+        .float("min_rate_mbps", 5.0, Range::gt(0.0), "minimum rate (Mbit/s)")
+        .choice(
+            "efr",
+            &["off", "reset_stage", "tr8", "standard"],
+            "standard",
+            "Extra Fast Recovery reading (standard = reset_stage + tr8)",
+        )
+        .flag(
+            "sample_dropped",
+            true,
+            "[assumed] the sampler also sees frames the full queue drops",
+        )
+        .flag(
+            "notify_below_qeq",
+            false,
+            "[derived] a CNM (or mark) also at or below Qeq, from the derivative term alone \
+             (the literal rule; off: only a queue above Qeq slows sources)",
+        )
+        .rule(&["pmin", "pmax"], "pmin <= pmax", |v| v.f("pmin") <= v.f("pmax"))
+}
+
+/// The `[qcn2pt]` table: two-point QCN as compared in July 2007.
+pub fn table_2pt() -> Table {
+    table_2007(
+        "qcn2pt",
+        "QCN two-point as compared in July 2007 (schemes.md \"QCN, 2007 proposals\")",
+    )
+}
+
+/// The `[qcn3pt]` table: three-point QCN as compared in July 2007.
+pub fn table_3pt() -> Table {
+    table_2007(
+        "qcn3pt",
+        "QCN three-point as compared in July 2007 (schemes.md \"QCN, 2007 proposals\")",
+    )
+}
+
+/// QCN's parameters with the July 2007 defaults (schemes.md "QCN, 2007
+/// proposals").
+fn table_2007(name: &'static str, doc: &'static str) -> Table {
+    table()
+        .variant(name, doc)
+        .with_default("qeq_bytes", 409.0 * 64.0, Some("Qeq = 409 pages of 64 B (bytes)"))
+        .with_default("sampling", "bytes", Some("2007 rule by bytes"))
+        .with_default("bc_ai_bytes", 37_500.0, Some("AIByteCnt (bytes)"))
+        .with_default("timer_ms", 0.0, Some("no timer in 2007"))
+        .with_default("r_ai_mbps", 12.0, Some("Ri, the active-increase step (Mbit/s)"))
+        .with_default("hai", false, Some("no hyperactive increase in 2007"))
+        .with_default("efr", "reset_stage", Some("Extra Fast Recovery: off | reset_stage | tr8"))
 }
 
 impl Default for QcnParams {
     fn default() -> Self {
-        QcnParams {
-            qeq_bytes: 26_000.0,
-            w: 2.0,
-            sampling: Sampling::Table,
-            pmin: 0.01,
-            pmax: 0.1,
-            randomize: 0.15,
-            three_point: false,
-            refp: 0.04,
-            fb0_action: Fb0Action::Increase,
-            bc_limit_bytes: 150_000.0,
-            bc_ai_bytes: 75_000.0,
-            timer_ps: 15 * PS_PER_MS,
-            fr_thr: 5,
-            r_ai_bps: 5e6,
-            r_hai_bps: 50e6,
-            hai: true,
-            gd: 1.0 / 128.0,
-            min_dec_factor: 0.5,
-            min_rate_bps: 5e6,
-            efr: Efr::Standard,
-            sample_dropped: true,
-            notify_below_qeq: false,
-        }
+        table().default_params()
+    }
+}
+
+impl QcnParams {
+    pub fn timer_ps(&self) -> Time {
+        ms_to_ps(self.timer_ms)
+    }
+    pub fn r_ai_bps(&self) -> f64 {
+        self.r_ai_mbps * 1e6
+    }
+    pub fn r_hai_bps(&self) -> f64 {
+        self.r_hai_mbps * 1e6
+    }
+    pub fn min_rate_bps(&self) -> f64 {
+        self.min_rate_mbps * 1e6
     }
 }
 
@@ -139,52 +204,22 @@ pub struct Qcn {
 }
 
 impl Qcn {
+    /// The scheme as configured: its parameters checked against the table
+    /// the user named (`qcn`, or the 2007 `qcn2pt` / `qcn3pt`).
     pub fn from_config(s: &SchemeConfig) -> Result<Qcn, ConfigError> {
-        Qcn::named(s.parse()?, s.table())
-    }
-
-    pub fn new(p: QcnParams) -> Result<Qcn, ConfigError> {
-        Qcn::named(p, "qcn")
-    }
-
-    /// Checks `p`, naming its parameters `t.key` in errors.
-    pub fn named(p: QcnParams, t: &str) -> Result<Qcn, ConfigError> {
-        let pos = |v: f64, name: &str| {
-            if v > 0.0 && v.is_finite() {
-                Ok(())
-            } else {
-                err(format!("{t}.{name}: {v} is not allowed; expected > 0"))
-            }
+        let declared = match s.table() {
+            "qcn2pt" => table_2pt(),
+            "qcn3pt" => table_3pt(),
+            _ => table(),
         };
-        pos(p.qeq_bytes, "qeq_bytes")?;
-        pos(p.bc_limit_bytes, "bc_limit_bytes")?;
-        pos(p.bc_ai_bytes, "bc_ai_bytes")?;
-        pos(p.min_rate_bps, "min_rate_mbps")?;
-        if p.w.is_nan() || p.w < 0.0 {
-            return err(format!("{t}.w: {} is not allowed; expected >= 0", p.w));
-        }
-        if !(0.0 < p.pmin && p.pmin <= p.pmax && p.pmax <= 1.0) {
-            return err(format!(
-                "{t}.pmin / {t}.pmax: {} / {} not allowed; expected 0 < pmin <= pmax <= 1",
-                p.pmin, p.pmax
-            ));
-        }
-        if !(0.0..1.0).contains(&p.randomize) {
-            return err(format!("{t}.randomize: {} is not allowed; expected 0 <= r < 1", p.randomize));
-        }
-        if !(0.0..=1.0).contains(&p.refp) {
-            return err(format!("{t}.refp: {} is not allowed; expected 0 <= refp <= 1", p.refp));
-        }
-        if !(p.gd > 0.0 && p.gd < 1.0) {
-            return err(format!("{t}.gd: {} is not allowed; expected 0 < gd < 1", p.gd));
-        }
-        if !(0.0..=1.0).contains(&p.min_dec_factor) {
-            return err(format!("{t}.min_dec_factor: {} is not allowed; expected 0..1", p.min_dec_factor));
-        }
-        if p.fr_thr == 0 {
-            return err(format!("{t}.fr_thr: must be >= 1"));
-        }
-        Ok(Qcn { p })
+        Ok(Qcn {
+            p: declared.parse(s.table(), &s.params)?,
+        })
+    }
+
+    /// QCN with parameters `p` (checked against the `[qcn]` declaration).
+    pub fn new(p: QcnParams) -> Result<Qcn, ConfigError> {
+        Qcn::from_config(&SchemeConfig::of("qcn", &p))
     }
 
     pub fn params(&self) -> &QcnParams {
@@ -251,9 +286,9 @@ impl Qcn {
         let p = &self.p;
         let thr = p.fr_thr;
         let ri = if p.hai && rl.si > thr && rl.ts > thr {
-            p.r_hai_bps * (rl.si.min(rl.ts) - thr) as f64
+            p.r_hai_bps() * (rl.si.min(rl.ts) - thr) as f64
         } else if rl.si > thr || rl.ts > thr {
-            p.r_ai_bps
+            p.r_ai_bps()
         } else {
             0.0
         };
@@ -267,13 +302,13 @@ impl Qcn {
     }
 
     fn timer_after(&self, rl: &QcnRl, now: Time, rng: &mut Stream) -> Option<Time> {
-        if self.p.timer_ps == 0 {
+        if self.p.timer_ps() == 0 {
             return None;
         }
         let t = if rl.ts < self.p.fr_thr {
-            self.p.timer_ps as f64
+            self.p.timer_ps() as f64
         } else {
-            self.p.timer_ps as f64 / 2.0
+            self.p.timer_ps() as f64 / 2.0
         };
         Some(now + (t * self.jitter(rng)) as Time)
     }
@@ -381,7 +416,7 @@ impl Scheme for Qcn {
             Efr::Off | Efr::Tr8 => rl.tr = core.rate_bps,
         }
         rl.bc = p.bc_limit_bytes;
-        core.rate_bps = (core.rate_bps * (1.0 - p.gd * qfb).max(p.min_dec_factor)).max(p.min_rate_bps);
+        core.rate_bps = (core.rate_bps * (1.0 - p.gd * qfb).max(p.min_dec_factor)).max(p.min_rate_bps());
         self.timer_after(rl, now, rng).or(Some(Time::MAX))
     }
 
@@ -672,9 +707,9 @@ mod tests {
     fn efr_off_keeps_the_stage_reset_stage_restarts_fast_recovery() {
         let base = QcnParams {
             randomize: 0.0,
-            timer_ps: 0,
+            timer_ms: 0.0,
             hai: false,
-            r_ai_bps: 12e6,
+            r_ai_mbps: 12.0,
             bc_ai_bytes: 37_500.0,
             ..QcnParams::default()
         };

@@ -1,0 +1,344 @@
+"""The Scenario: a scenario file's parameters, validated (types and ranges by
+the declarations of `model`, then the rules between them: topology, windows,
+thresholds), plus the run choices (scheme, PAUSE on/off, seeds)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import ScenarioError
+from ..schemes import SCHEMES
+from ..topologies import expand as expand_topology
+from .messages import one_line
+from .model import _BRIDGE_ONLY, _STATION_ONLY, Node, ScenarioModel
+from .overrides import _fit_windows, _seeds_value, _table, set_dotted
+
+
+class Scenario:
+    """A validated scenario: the scenario file's parameters plus the run
+    choices (scheme, PAUSE on/off, seeds), which also live in the file."""
+
+    def __init__(
+        self,
+        raw: dict[str, Any],
+        *,
+        scheme: str | None = None,
+        pause: bool | None = None,
+        seeds: int | Iterable[int] | None = None,
+        source: str = "<dict>",
+    ) -> None:
+        if not isinstance(raw, dict):
+            raise ScenarioError("scenario: expected a table of parameters")
+        raw = copy.deepcopy(raw)
+        if scheme is not None:
+            raw["scheme"] = scheme
+        if pause is not None:
+            _table(raw, "pause")["enabled"] = pause
+        if seeds is not None:
+            raw["seeds"] = _seeds_value(seeds)
+        if raw.get("scheme") == "pause":  # `--scheme pause` = nocm with PAUSE on
+            raw["scheme"] = "nocm"
+            _table(raw, "pause")["enabled"] = True
+        self.raw = raw
+        self.source = source
+        self._engine_json: str | None = None
+        expanded = expand_topology(raw)
+        try:
+            self.model = ScenarioModel.model_validate(expanded)
+        except ValidationError as e:
+            raise ScenarioError(one_line(e, expanded)) from None
+        if self.model.scheme not in SCHEMES:
+            raise ScenarioError(
+                f"scheme: {self.model.scheme!r} is not a known scheme; known: {', '.join(SCHEMES)}"
+            )
+        s = self.model.seeds
+        self.seeds: list[int] = list(range(s)) if isinstance(s, int) else list(s)
+        if not self.seeds:
+            raise ScenarioError(f"seeds: {s} is not allowed; at least one seed is needed")
+        if any(x < 0 for x in self.seeds) or len(set(self.seeds)) != len(self.seeds):
+            raise ScenarioError(f"seeds: {s} is not allowed; expected a count >= 1 or distinct integers >= 0")
+        self._check()
+
+    # ------------------------------------------------------------ derived
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @property
+    def scheme(self) -> str:
+        return self.model.scheme
+
+    @property
+    def pause(self) -> bool:
+        return self.model.pause.enabled
+
+    @property
+    def duration_ms(self) -> float:
+        return self.model.duration_ms
+
+    @property
+    def table(self) -> Any:
+        """The parameter table of the scheme (None for nocm)."""
+        t = SCHEMES[self.scheme][0]
+        return getattr(self.model, t) if t else None
+
+    def __repr__(self) -> str:
+        pause = " + PAUSE" if self.pause else ""
+        return f"<Scenario {self.name}: {self.scheme}{pause}, seeds {self.seeds}>"
+
+    def replace(self, **changes: Any) -> Scenario:
+        """A copy with `scheme`, `pause`, `seeds` (a count or seeds) and dotted
+        parameters changed, e.g.
+        `sc.replace(scheme="qcn2pt", seeds=range(10), **{"hotspot.rate_gbps": 0.5})`.
+        Changing `duration_ms` clips the measurement windows to the new run."""
+        raw = copy.deepcopy(self.raw)
+        scheme = changes.pop("scheme", None)
+        pause = changes.pop("pause", None)
+        seeds = changes.pop("seeds", None)
+        for key, value in changes.items():
+            set_dotted(raw, key, value)
+        if "duration_ms" in changes:
+            _fit_windows(raw)
+        return Scenario(raw, scheme=scheme, pause=pause, seeds=seeds, source=self.source)
+
+    def resolved_raw(self) -> dict[str, Any]:
+        """The full scenario with every default filled in (re-runnable). With a
+        generated topology only the file's own nodes and links are listed."""
+        d = self.model.model_dump(by_alias=True, exclude_none=True)
+        d["seeds"] = _seeds_value(self.seeds)
+        nodes, links = self.model.nodes, self.model.links
+        if self.model.topology is not None:
+            own = {nd.get("name") for nd in self.raw.get("nodes") or [] if isinstance(nd, dict)}
+            own_links = {
+                frozenset((lk.get("a"), lk.get("b")))
+                for lk in self.raw.get("links") or []
+                if isinstance(lk, dict)
+            }
+            nodes = [n for n in nodes if n.name in own]
+            links = [lk for lk in links if frozenset((lk.a, lk.b)) in own_links]
+        d["nodes"] = [_node_dump(n) for n in nodes]
+        d["links"] = [lk.model_dump(by_alias=True, exclude_none=True) for lk in links]
+        d["events"] = [e.model_dump(by_alias=True, exclude_none=True) for e in self.model.events]
+        return d
+
+    def to_toml(self, comments: bool = True) -> str:
+        """The resolved scenario as TOML; with `comments`, every parameter has
+        its unit and meaning beside it (`cnsim show`)."""
+        if not comments:
+            import tomli_w
+
+            return tomli_w.dumps(self.resolved_raw())
+        from .show import _commented_toml
+
+        return _commented_toml(self.resolved_raw(), self)
+
+    # ------------------------------------------------------------ checks
+    def _check(self) -> None:
+        m = self.model
+        names: dict[str, Node] = {}
+        for n in m.nodes:
+            if n.name in names:
+                raise ScenarioError(f"nodes.{n.name}: duplicate node name")
+            if "->" in n.name or "|" in n.name:
+                raise ScenarioError(f"nodes.{n.name}: names cannot contain '->' or '|'")
+            names[n.name] = n
+            other = _BRIDGE_ONLY if n.kind == "station" else _STATION_ONLY
+            wrong = sorted(set(other) & n.model_fields_set)
+            if wrong:
+                raise ScenarioError(
+                    f"nodes.{n.name}.{wrong[0]}: not a parameter of a {n.kind}; "
+                    f"a {n.kind} takes: name, kind, "
+                    + ", ".join(_STATION_ONLY if n.kind == "station" else _BRIDGE_ONLY)
+                )
+            if n.kind == "station" and n.stop_ms is not None and n.stop_ms <= n.start_ms:
+                raise ScenarioError(
+                    f"nodes.{n.name}.stop_ms: {n.stop_ms} is not allowed; expected a time "
+                    f"after start_ms = {n.start_ms}"
+                )
+        stations = [n for n in m.nodes if n.kind == "station"]
+        if not stations:
+            raise ScenarioError("nodes: a scenario needs at least one station")
+        adj: dict[str, list[str]] = {n: [] for n in names}
+        seen: set[frozenset[str]] = set()
+        for link in m.links:
+            for end in (link.a, link.b):
+                if end not in names:
+                    raise ScenarioError(
+                        f"links.{link.a}-{link.b}: unknown node '{end}'; nodes: " + ", ".join(names)
+                    )
+            if link.a == link.b:
+                raise ScenarioError(f"links.{link.a}-{link.b}: a link needs two different nodes")
+            key = frozenset((link.a, link.b))
+            if key in seen:
+                raise ScenarioError(f"links.{link.a}-{link.b}: duplicate link")
+            seen.add(key)
+            adj[link.a].append(link.b)
+            adj[link.b].append(link.a)
+        for n in m.nodes:
+            if n.kind == "bridge" and n.ports is not None and len(adj[n.name]) > n.ports:
+                raise ScenarioError(f"nodes.{n.name}: {len(adj[n.name])} links exceed its {n.ports} ports")
+        for s in stations:
+            if len(adj[s.name]) != 1:
+                raise ScenarioError(
+                    f"nodes.{s.name}: a station needs exactly one link, it has {len(adj[s.name])}"
+                )
+            if isinstance(s.dest, str) and s.dest != "uniform":
+                d = names.get(s.dest)
+                if d is None:
+                    raise ScenarioError(
+                        f"nodes.{s.name}.dest: unknown node '{s.dest}'; expected another "
+                        "station, 'uniform' or a table of weights"
+                    )
+                if d.kind != "station" or d.name == s.name:
+                    raise ScenarioError(
+                        f"nodes.{s.name}.dest: '{s.dest}' is not another station; expected another "
+                        "station, 'uniform' or a table of weights"
+                    )
+            elif isinstance(s.dest, dict):
+                if not s.dest or sum(s.dest.values()) <= 0:
+                    raise ScenarioError(f"nodes.{s.name}.dest: expected at least one positive weight")
+                for dn, w in s.dest.items():
+                    if dn not in names or names[dn].kind != "station" or dn == s.name:
+                        raise ScenarioError(f"nodes.{s.name}.dest.{dn}: not another station of the scenario")
+                    if w < 0:
+                        raise ScenarioError(
+                            f"nodes.{s.name}.dest.{dn}: {w} is not allowed; expected a weight >= 0"
+                        )
+            elif len(stations) < 2 and s.load > 0:
+                raise ScenarioError(f"nodes.{s.name}.dest: 'uniform' needs at least one other station")
+        # Reachability through bridges (stations do not forward).
+        for s in stations:
+            if s.load <= 0:
+                continue
+            if isinstance(s.dest, str) and s.dest != "uniform":
+                dests = [s.dest]
+            elif isinstance(s.dest, dict):
+                dests = [k for k, w in s.dest.items() if w > 0]
+            else:
+                dests = [t.name for t in stations if t.name != s.name]
+            reach = _reachable(s.name, adj, names)
+            for d in dests:
+                if d not in reach:
+                    raise ScenarioError(
+                        f"nodes.{s.name}.dest: {d} is not reachable from {s.name} (disconnected topology)"
+                    )
+        dur = m.duration_ms
+        end = m.measure.end_ms if m.measure.end_ms is not None else dur
+        if not (m.measure.start_ms < end <= dur):
+            raise ScenarioError(
+                f"measure: [{m.measure.start_ms}, {end}] ms is not allowed; expected "
+                f"start < end inside the run [0, {dur}] ms"
+            )
+        for wn, w in m.windows.items():
+            if wn == "measure":
+                raise ScenarioError("windows.measure: reserved name; use [measure]")
+            if not (w.start_ms < w.end_ms <= dur):
+                raise ScenarioError(
+                    f"windows.{wn}: [{w.start_ms}, {w.end_ms}] ms is not allowed; expected "
+                    f"start < end inside the run [0, {dur}] ms"
+                )
+        if m.fairness and m.fairness.window not in m.windows:
+            raise ScenarioError(
+                f"fairness.window: no window named '{m.fairness.window}'; windows: "
+                + (", ".join(m.windows) or "none")
+            )
+        if m.utilization:
+            if m.utilization.window not in m.windows:
+                raise ScenarioError(
+                    f"utilization.window: no window named '{m.utilization.window}'; windows: "
+                    + (", ".join(m.windows) or "none")
+                )
+            _port(m.utilization.link, "utilization.link", adj)
+        if m.pause.xon_bytes > m.pause.xoff_bytes:
+            raise ScenarioError(
+                f"pause.xon_bytes: {m.pause.xon_bytes} is above pause.xoff_bytes "
+                f"{m.pause.xoff_bytes}; expected xon_bytes <= xoff_bytes"
+            )
+        if m.hotspot:
+            h = m.hotspot
+            if h.node not in names or names[h.node].kind != "station":
+                raise ScenarioError(
+                    f"hotspot.node: '{h.node}' is not allowed; expected a station of the scenario"
+                )
+            if not (h.start_ms < h.end_ms):
+                raise ScenarioError(
+                    f"hotspot.end_ms: {h.end_ms} is not allowed; expected a time after "
+                    f"hotspot.start_ms = {h.start_ms}"
+                )
+        for i, ev in enumerate(m.events):
+            if ev.action in ("start", "stop"):
+                if ev.node not in names or names[ev.node].kind != "station":
+                    raise ScenarioError(f"events[{i}].node: '{ev.node}' is not allowed; expected a station")
+            else:
+                _port(f"{ev.from_}->{ev.to}", f"events[{i}]", adj)
+        for p in m.trace.ports or []:
+            _port(p, "trace.ports", adj)
+        for p in m.cp_ports:
+            _port(p, "cp_ports", adj)
+            if names[p.partition("->")[0]].kind != "bridge":
+                raise ScenarioError(f"cp_ports: '{p}' is not allowed; expected a bridge port")
+
+    # ------------------------------------------------------------ engine
+    def engine_config(self) -> dict[str, Any]:
+        """The engine config (docs/engine-interface.md) of this scenario."""
+        from .resolve import resolve
+
+        return resolve(self)
+
+    def engine_json(self) -> str:
+        """The engine config as the JSON text the engine reads, checked by the
+        engine (every cross-parameter rule of the scheme, the topology) so
+        that a bad scenario or sweep point fails before anything runs or is
+        written, naming the parameter as the user wrote it."""
+        if self._engine_json is None:
+            text = json.dumps(self.engine_config(), sort_keys=True)
+            from .. import _core
+
+            try:
+                _core.check_config(text)
+            except ValueError as e:
+                raise ScenarioError(str(e)) from None
+            self._engine_json = text
+        return self._engine_json
+
+
+def _port(name: str, where: str, adj: dict[str, list[str]]) -> None:
+    a, sep, b = name.partition("->")
+    if not sep or a not in adj or b not in adj[a]:
+        raise ScenarioError(f"{where}: '{name}' is not a link direction FROM->TO of the topology")
+
+
+def _node_dump(n: Node) -> dict[str, Any]:
+    """A node with the keys of its kind (per-node overrides only when set)."""
+    d: dict[str, Any] = {"name": n.name, "kind": n.kind}
+    if n.kind == "station":
+        d.update(load=n.load, dest=n.dest, start_ms=n.start_ms)
+        keys: tuple[str, ...] = ("stop_ms", "nic_buffer_bytes", "rlq_bytes", "processing_us")
+    else:
+        d["cp"] = n.cp
+        keys = ("buffer_mode", "buffer_bytes", "latency_us", "ports")
+    for k in keys:
+        v = getattr(n, k)
+        if v is not None:
+            d[k] = v
+    return d
+
+
+def _reachable(src: str, adj: dict[str, list[str]], nodes: dict[str, Node]) -> set[str]:
+    """Nodes reachable from `src` (a plain BFS; stations do not forward)."""
+    seen = {src}
+    todo = deque(adj[src])
+    while todo:
+        v = todo.popleft()
+        if v in seen:
+            continue
+        seen.add(v)
+        if nodes[v].kind == "bridge":
+            todo.extend(adj[v])
+    return seen

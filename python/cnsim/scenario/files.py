@@ -1,0 +1,80 @@
+"""Scenario files: the built-in scenarios shipped in the package, files by
+path, and `--set KEY=VALUE` overrides applied to a loaded scenario."""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import ScenarioError
+from .core import Scenario
+from .overrides import _fit_windows, parse_value, set_dotted
+
+
+def builtin_names() -> list[str]:
+    """Names of the built-in scenarios (python/cnsim/scenarios/*.toml)."""
+    root = resources.files("cnsim") / "scenarios"
+    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".toml"))
+
+
+def _read_toml(text: str, source: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{source}: malformed TOML: {e}") from None
+
+
+def load(name_or_path: str | Path, **changes: Any) -> Scenario:
+    """A built-in scenario by name, or a scenario file by path; `changes` as
+    in `Scenario.replace`."""
+    text, source = _scenario_text(str(name_or_path))
+    sc = Scenario(_read_toml(text, source), source=source)
+    return sc.replace(**changes) if changes else sc
+
+
+def _scenario_text(name: str) -> tuple[str, str]:
+    p = Path(name)
+    if p.suffix == ".toml" or p.exists() or "/" in name:
+        if not p.is_file():
+            raise ScenarioError(f"scenario file '{name}' does not exist")
+        try:
+            return p.read_text(), str(p)
+        except (OSError, UnicodeDecodeError) as e:
+            raise ScenarioError(f"scenario file '{name}' cannot be read: {e}") from None
+    if name in builtin_names():
+        return (resources.files("cnsim") / "scenarios" / f"{name}.toml").read_text(), name
+    raise ScenarioError(
+        f"unknown scenario '{name}'; built-in scenarios: {', '.join(builtin_names())} "
+        "(or give a path to a .toml file)"
+    )
+
+
+def apply_sets(sc: Scenario, sets: Iterable[str]) -> Scenario:
+    """Applies `KEY=VALUE` overrides (CLI `--set`), values as TOML literals."""
+    changes: dict[str, Any] = {}
+    for s in sets:
+        key, sep, val = s.partition("=")
+        if not sep or not key.strip():
+            raise ScenarioError(f"--set {s}: expected KEY=VALUE")
+        changes[key.strip()] = parse_value(val.strip())
+    if not changes:
+        return sc
+    raw = copy.deepcopy(sc.raw)
+    try:
+        for key, value in changes.items():
+            set_dotted(raw, key, value)
+        if "duration_ms" in changes:
+            _fit_windows(raw)
+        return Scenario(raw, source=sc.source)
+    except ScenarioError as e:
+        msg = str(e)
+        if msg.startswith("--set"):
+            raise
+        # Name what was set; and the parameter at fault when it is another one.
+        if not any(msg.startswith(k) for k in changes):
+            msg = f"{', '.join(changes)}: {msg}"
+        raise ScenarioError(f"--set {msg}") from None

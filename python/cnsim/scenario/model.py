@@ -1,0 +1,342 @@
+"""The scenario file's parameters, each declared once: name (the unit is in
+the name), type, default, allowed range and help (pydantic fields). Scenario
+validation, `cnsim show`'s comments and the tables of
+docs/scenario-format.md (`cnsim.docs`) are derived from these declarations;
+the schemes' tables come from the engine's declarations (`cnsim.schemes`).
+Rules that tie parameters together are in `core.Scenario._check`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+
+from ..schemes import TABLES
+
+PS_PER_US = 1_000_000
+PS_PER_MS = 1_000_000_000
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
+
+
+class Measure(_Model):
+    """The measurement window: throughput, time paused and overhead of the
+    summary are averaged over it."""
+
+    start_ms: float = Field(0.0, ge=0, description="window start (ms)")
+    end_ms: float | None = Field(None, gt=0, description="window end (ms; none: the run end)")
+
+
+class Window(_Model):
+    """Extra named measurement windows. Flows and links report their
+    throughput over every window (`throughput_gbps_NAME` in `flows.parquet` /
+    `links.parquet`). The name `measure` is reserved."""
+
+    start_ms: float = Field(..., ge=0, description="window start (ms)")
+    end_ms: float = Field(..., gt=0, description="window end (ms)")
+
+
+class Fairness(_Model):
+    """The fairness metrics of metrics.md over the flows of loaded stations:
+    `dev_max`, `dev_min`, `dev_mean`, `dev_rms`, `jain`."""
+
+    window: str = Field("fairness", description="the named window fairness is measured over")
+    target_gbps: float = Field(..., gt=0, description="fair-share target rate T (Gbit/s)")
+
+
+class Utilization(_Model):
+    """`link_utilization` = throughput of one link direction over a named
+    window / the link's rate."""
+
+    link: str = Field(..., description="link direction FROM->TO whose utilisation is reported")
+    window: str = Field("utilization", description="the named window it is measured over")
+
+
+class Defaults(_Model):
+    """Frame sizes, and link rate / delay for links that do not set their own."""
+
+    frame_bytes: int = Field(1500, ge=64, le=65535, description="data frame size on the wire")
+    control_frame_bytes: int = Field(
+        64, ge=1, le=65535, description="PAUSE / congestion-notification frame size on the wire"
+    )
+    link_rate_gbps: float = Field(10.0, gt=0, description="link rate of links that set none")
+    link_delay_us: float = Field(0.5, ge=0, description="propagation delay, each way, of links that set none")
+
+
+BufferMode = Literal["per_output", "per_input", "shared", "infinite"]
+
+
+class BridgeDefaults(_Model):
+    """Defaults for every bridge; a bridge node may override each key."""
+
+    buffer_mode: BufferMode = Field(
+        "per_output",
+        description="buffer accounting: per_output (B bytes per output port), per_input (each input "
+        "owns B bytes of every output buffer), shared (B bytes per switch), infinite",
+    )
+    buffer_bytes: int = Field(
+        150_000, ge=0, description="B in the sense of buffer_mode; ignored for infinite"
+    )
+    latency_us: float = Field(1.0, ge=0, description="store-and-forward latency")
+
+
+class StationDefaults(_Model):
+    """Defaults for every station; a station node may override each key."""
+
+    nic_buffer_bytes: int = Field(
+        150_000,
+        ge=1,
+        description="NIC transmit buffer; only PAUSE (or a stopped link) fills it, see nic_full",
+    )
+    rlq_bytes: int = Field(
+        150_000,
+        ge=1,
+        description="capacity of each rate-limiter queue; a full RLQ drops new frames of its flow "
+        "(dropped_rl, part of dropped_rp)",
+    )
+    processing_us: float = Field(2.0, ge=0, description="reaction time to a notification")
+    rl_scope: Literal["flow", "cp"] = Field(
+        "flow",
+        description="[derived] which rate limiter a notification acts on: flow (one RL per flow "
+        "(source, destination), slowed by every CP on its path; its frames carry the CPID of the CP "
+        "that last slowed it) | cp (one RL per CPID, flows mapped to the CP that last slowed them: "
+        "the BCN proposal's reading); docs/calibration.md section 4",
+    )
+    nic_full: Literal["defer", "drop"] = Field(
+        "defer",
+        description="[derived] a frame for a full NIC FIFO (PAUSE holds the link): defer (the "
+        "generator holds it back: not generated, nothing lost, counted in frames_deferred) | drop "
+        "(dropped at the NIC: dropped_nic, part of dropped_rp)",
+    )
+
+
+class Pause(_Model):
+    """IEEE 802.3x PAUSE (on with `--pause`, `--scheme pause` or `enabled =
+    true`). The published thresholds are used as given; lossless operation
+    needs headroom above XOFF (docs/schemes.md), and drops that still occur
+    are counted, never hidden."""
+
+    enabled: bool = Field(False, description="PAUSE on (CLI: --pause / --no-pause)")
+    xoff_bytes: int = Field(140_000, ge=0, description="XOFF threshold")
+    xon_bytes: int = Field(130_000, ge=0, description="XON threshold; rule: xon_bytes <= xoff_bytes")
+    trigger: Literal["auto", "output_queue", "ingress", "partition"] = Field(
+        "auto",
+        description="what the thresholds watch: output_queue (an output queue; auto for per_output "
+        "and infinite), partition (a per-input partition; auto for per_input), ingress (bytes per "
+        "ingress port; auto for shared), or auto (by buffer mode)",
+    )
+    quanta: int = Field(
+        65535, ge=1, le=65535, description="pause_time of an XOFF, in quanta of 512 bit times"
+    )
+
+
+class Hotspot(_Model):
+    """Output-generated hotspot: the link into `node` runs at `rate_gbps`
+    from `start_ms` to `end_ms`. It becomes two `link_rate` events and a
+    window named `hotspot` (used by `bottleneck_utilization`)."""
+
+    node: str = Field(..., description="the hot station: the link into it slows down")
+    rate_gbps: float = Field(..., ge=0, description="its service rate during the hotspot (0 = stopped)")
+    start_ms: float = Field(..., ge=0, description="hotspot start")
+    end_ms: float = Field(..., gt=0, description="hotspot end; the link's configured rate is restored")
+
+
+_STATION_ONLY = ("load", "dest", "start_ms", "stop_ms", "nic_buffer_bytes", "rlq_bytes")
+_STATION_ONLY += ("processing_us",)
+_BRIDGE_ONLY = ("cp", "buffer_mode", "buffer_bytes", "latency_us", "ports")
+
+
+class Node(_Model):
+    """A station (an end node with a NIC and a Bernoulli source) or a bridge.
+    Keys marked station: or bridge: belong to that kind only; a station's
+    unset keys take `[station]`'s values, a bridge's `[bridge]`'s."""
+
+    name: str = Field(..., min_length=1, description="unique node name")
+    kind: Literal["station", "bridge"] = Field(..., description="station | bridge")
+    # station
+    load: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="offered load: Bernoulli p per frame slot (one frame time at its link rate)",
+    )
+    dest: str | dict[str, float] = Field(
+        "uniform",
+        description="a station name, 'uniform' (all other stations, equally likely), or a table of "
+        "weights { A = 1.0, B = 3.0 }",
+    )
+    start_ms: float = Field(0.0, ge=0, description="source on at")
+    stop_ms: float | None = Field(None, ge=0, description="source off at (none: never)")
+    nic_buffer_bytes: int | None = Field(None, ge=1, description="NIC transmit buffer (none: [station])")
+    rlq_bytes: int | None = Field(None, ge=1, description="capacity of each RLQ (none: [station])")
+    processing_us: float | None = Field(None, ge=0, description="reaction time (none: [station])")
+    # bridge
+    cp: bool = Field(False, description="congestion-point detection on its output ports")
+    buffer_mode: BufferMode | None = Field(None, description="buffer accounting (none: [bridge])")
+    buffer_bytes: int | None = Field(None, ge=0, description="buffer size (none: [bridge])")
+    latency_us: float | None = Field(None, ge=0, description="store-and-forward latency (none: [bridge])")
+    ports: int | None = Field(
+        None, ge=1, description="number of ports; more links is an error (none: unlimited)"
+    )
+
+
+class Link(_Model):
+    """A full-duplex link between two nodes."""
+
+    a: str = Field(..., description="one end (node name)")
+    b: str = Field(..., description="the other end (node name)")
+    rate_gbps: float | None = Field(None, gt=0, description="link rate, both directions (none: [defaults])")
+    delay_us: float | None = Field(None, ge=0, description="propagation delay, each way (none: [defaults])")
+
+
+class Event(_Model):
+    """A timed event: a source starts or stops, or a link direction changes
+    rate. Applied in time order; events at the same time in file order (after
+    the sources' start / stop events and the hotspot's events)."""
+
+    at_ms: float = Field(..., ge=0, description="when")
+    action: Literal["start", "stop", "link_rate"] = Field(
+        ..., description="start / stop (a station's source) or link_rate (one link direction's rate)"
+    )
+    node: str | None = Field(None, description="the station (start / stop)")
+    from_: str | None = Field(None, alias="from", description="link_rate: sending node")
+    to: str | None = Field(None, description="link_rate: receiving node")
+    rate_gbps: float | None = Field(None, ge=0, description="link_rate: new rate (0 = stopped)")
+
+    @model_validator(mode="after")
+    def _fields_for_action(self) -> Event:
+        if self.action in ("start", "stop") and not self.node:
+            raise ValueError(f"a '{self.action}' event needs 'node'")
+        if self.action == "link_rate" and (not self.from_ or not self.to or self.rate_gbps is None):
+            raise ValueError("a 'link_rate' event needs 'from', 'to' and 'rate_gbps'")
+        return self
+
+
+class Trace(_Model):
+    """Ports whose queue_bytes time series, and rate limiters whose rate and
+    RLQ series, are recorded."""
+
+    ports: list[str] | None = Field(
+        None,
+        description="ports FROM->TO whose queue_bytes / queue_bytes_max series are recorded (none: "
+        "every output port of a cp = true bridge, or cp_ports when given)",
+    )
+    rate_limiters: list[str] | None = Field(
+        None,
+        description="rate limiters whose rl_rate / rlq_bytes series are recorded: STATION|DEST (the "
+        "flow's source and destination, rl_scope = flow) or STATION|FROM->TO (the station and its CP "
+        "port, rl_scope = cp); none: all, at most 256",
+    )
+
+
+class Stability(_Model):
+    """Time to stability (metrics.md). Reported per seed:
+    `congestion_onset_ms` (the queue first reaches the threshold),
+    `time_to_stability_ms` (it first falls back below it; null when it never
+    does) and `time_to_stability_since_onset_ms`, at the resolution of
+    `bin_us`."""
+
+    port: str = Field(..., description="the CP port FROM->TO whose queue is watched")
+    factor: float = Field(
+        2.0, gt=0, description="threshold = factor x the scheme's Qeq (BCN's default Qeq for nocm)"
+    )
+
+
+class Innocent(_Model):
+    """Innocent-flow throughput: flows to `sink` against their offered load.
+    Reported: `innocent_throughput` (Gbit/s over the measure window),
+    `innocent_offered` (Gbit/s) and `innocent_share`."""
+
+    sink: str = Field(..., description="the station the innocent flows go to")
+
+
+class Transient(_Model):
+    """Transient duration by initial data deletion (metrics.md, Jain 1991).
+    Reported across seeds (`aggregates` in summary.json): `transient_ms`,
+    `transient_rtts`, `settling_ms`, `settling_rtts`, `transient_rtt_ms`; the
+    rc(l) curve is saved as `transient.parquet` and plotted with the knee and
+    the settling time marked (`transient.png`)."""
+
+    onset_ms: float = Field(
+        ..., ge=0, description="congestion onset: the aggregate-throughput series starts here"
+    )
+    end_ms: float | None = Field(None, gt=0, description="end of the analysed series (none: the run end)")
+    bin_ms: float = Field(1.0, gt=0, description="bin width of the analysed series")
+    epsilon: float = Field(
+        0.01,
+        gt=0,
+        description="knee rule: the transient ends at the smallest l with |rc(l') - rc(l)| <= epsilon "
+        "for all l' up to n/2",
+    )
+    rtt_ms: float = Field(..., gt=0, description="the RTT the transient is also expressed in")
+    settle_band: float = Field(
+        0.05,
+        gt=0,
+        lt=1,
+        description="settling time: the band around the steady mean (the mean of the series' second "
+        "half), as a fraction of it",
+    )
+    settle_smooth_ms: float = Field(
+        10.0, gt=0, description="settling time: width of the centred moving average applied first"
+    )
+
+
+class NocmTable(_Model):
+    """No congestion management: no parameters."""
+
+
+class _ScenarioFields(_Model):
+    """The scenario's own keys; the tables below are its sections."""
+
+    name: str = Field("scenario", description="scenario name (results directory, reports)")
+    description: str = Field("", description="one line shown by `cnsim list`")
+    duration_ms: float = Field(..., gt=0, description="run length (ms)")
+    seeds: int | list[int] = Field(1, description="replications: a count N (seeds 0..N-1) or a list of seeds")
+    bin_us: float = Field(100.0, gt=0, description="time-series bin width (us)")
+    scheme: str = Field(
+        "nocm", description="congestion-management scheme (cnsim list; pause = nocm with PAUSE on)"
+    )
+    cp_ports: list[str] = Field(
+        [], description="CP detection on exactly these ports FROM->TO (default: cp = true bridges)"
+    )
+    measure: Measure = Measure()
+    windows: dict[str, Window] = {}
+    fairness: Fairness | None = None
+    utilization: Utilization | None = None
+    defaults: Defaults = Defaults()
+    bridge: BridgeDefaults = BridgeDefaults()
+    station: StationDefaults = StationDefaults()
+    pause: Pause = Pause()
+    hotspot: Hotspot | None = None
+    trace: Trace = Trace()
+    topology: dict[str, Any] | None = Field(
+        None,
+        description="a generated topology (fattree or innocent), see the [topology] tables; the "
+        "generated nodes and links come first, the file's [[nodes]] and [[links]] add to them, and a "
+        "[[nodes]] entry with a generated node's name changes that node",
+    )
+    routing: Literal["shortest_path", "fattree"] = Field(
+        "shortest_path",
+        description="routing function: shortest_path (fewest hops through bridges; ties to the "
+        "lowest-numbered port) or fattree (the up-port rule of scenarios.md section 7; the default "
+        "with a fat-tree [topology])",
+    )
+    stability: Stability | None = None
+    innocent: Innocent | None = None
+    transient: Transient | None = None
+    nodes: list[Node] = Field(..., description="stations and bridges ([[nodes]])")
+    links: list[Link] = Field(..., description="full-duplex links ([[links]])")
+    events: list[Event] = Field([], description="timed events ([[events]])")
+
+
+#: A scenario file: its own sections and one table per scheme parameter
+#: table, each declared by its scheme (cnsim.schemes).
+ScenarioModel: type[_ScenarioFields] = create_model(  # type: ignore[call-overload]
+    "ScenarioModel",
+    __base__=_ScenarioFields,
+    __doc__=_ScenarioFields.__doc__,
+    nocm=(NocmTable, NocmTable()),
+    **{name: (table, table()) for name, table in TABLES.items()},
+)

@@ -1,0 +1,101 @@
+"""Changing a raw scenario by dotted name (`--set pause.xoff_bytes=120000`,
+`Scenario.replace(**{"nodes.S1.load": 0.5})`)."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import ScenarioError
+from .model import ScenarioModel
+
+
+def parse_value(text: str) -> Any:
+    """A `--set` value: a TOML literal (number, bool, string, array, inline
+    table), or else the text itself as a string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
+    """Sets `key` (dotted) in a raw scenario; `nodes.NAME.field` addresses a
+    node by name and `links.A-B.field` a link by its ends."""
+    parts = key.split(".")
+    if not all(p.strip() for p in parts):
+        raise ScenarioError(f"--set {key}: not a dotted parameter name")
+    top = [f.alias or n for n, f in ScenarioModel.model_fields.items()]
+    if parts[0] not in top:
+        raise ScenarioError(
+            f"--set {key}: unknown parameter '{parts[0]}'; known top-level names: {', '.join(sorted(top))}"
+        )
+    cur: Any = raw
+    i = 0
+    while i < len(parts) - 1:
+        p = parts[i]
+        if p in ("nodes", "links") and i == 0:
+            items = cur.get(p, [])
+            want = parts[i + 1]
+            match = [it for it in items if it.get("name") == want or f"{it.get('a')}-{it.get('b')}" == want]
+            if not match:
+                known = [it.get("name") or f"{it.get('a')}-{it.get('b')}" for it in items]
+                raise ScenarioError(
+                    f"--set {key}: no {p[:-1]} named '{want}'; {p}: {', '.join(map(str, known))}"
+                )
+            cur = match[0]
+            i += 2
+            continue
+        nxt = cur.get(p)
+        if nxt is None:
+            nxt = cur[p] = {}
+        if not isinstance(nxt, dict):
+            raise ScenarioError(f"--set {key}: '{'.'.join(parts[: i + 1])}' is not a table")
+        cur = nxt
+        i += 1
+    if i != len(parts) - 1:
+        raise ScenarioError(f"--set {key}: expected nodes.NAME.PARAMETER or links.A-B.PARAMETER")
+    cur[parts[-1]] = value
+
+
+def _table(raw: dict[str, Any], name: str) -> dict[str, Any]:
+    t = raw.get(name)
+    if not isinstance(t, dict):
+        t = raw[name] = {}
+    return t
+
+
+def _seeds_value(seeds: int | Iterable[int]) -> int | list[int]:
+    """A seeds choice as the file writes it: a count N for 0..N-1, else the list."""
+    if isinstance(seeds, bool):
+        raise ScenarioError(f"seeds: {seeds} is not allowed; expected a count or a list of seeds")
+    if isinstance(seeds, int):
+        return seeds
+    try:
+        lst = [int(s) for s in seeds]
+    except (TypeError, ValueError):
+        raise ScenarioError(f"seeds: {seeds!r} is not allowed; expected a count or a list of seeds") from None
+    return len(lst) if lst and lst == list(range(len(lst))) else lst
+
+
+def _fit_windows(raw: dict[str, Any]) -> None:
+    """After a duration change: clip windows to the run, drop those past its end."""
+    dur = raw.get("duration_ms")
+    if not isinstance(dur, int | float) or dur <= 0:
+        return
+    m = raw.get("measure") or {}
+    if isinstance(m.get("end_ms"), int | float) and m["end_ms"] > dur:
+        m["end_ms"] = dur
+    if isinstance(m.get("start_ms"), int | float) and m["start_ms"] >= dur:
+        m["start_ms"] = 0.0
+    for name, w in list((raw.get("windows") or {}).items()):
+        if not isinstance(w, dict):
+            continue
+        if w.get("start_ms", 0) >= dur:
+            del raw["windows"][name]
+            for section in ("fairness", "utilization"):
+                if (raw.get(section) or {}).get("window", section) == name:
+                    raw.pop(section, None)
+        elif w.get("end_ms", 0) > dur:
+            w["end_ms"] = dur

@@ -1,0 +1,158 @@
+"""A validated scenario resolved into the engine config
+(docs/engine-interface.md): integer picoseconds, bit/s, bytes, explicit
+events, routes and the scheme's full parameter table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..schemes import engine_scheme
+from ..topologies import routes_for
+from .core import Scenario
+from .model import PS_PER_MS, PS_PER_US
+
+
+def _ps(ms: float) -> int:
+    return round(ms * PS_PER_MS)
+
+
+def _bps(gbps: float) -> int:
+    return round(gbps * 1e9)
+
+
+def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = None) -> dict[str, Any]:
+    """The engine config (docs/engine-interface.md) of `scenario`, optionally
+    with another scheme or PAUSE setting: integer picoseconds, bit/s, bytes."""
+    if scheme is not None or pause is not None:
+        scenario = scenario.replace(
+            **{k: v for k, v in (("scheme", scheme), ("pause", pause)) if v is not None}
+        )
+    m = scenario.model
+    d = m.defaults
+    end = m.measure.end_ms if m.measure.end_ms is not None else m.duration_ms
+    windows = [{"name": "measure", "start_ps": _ps(m.measure.start_ms), "end_ps": _ps(end)}]
+    for wn, w in m.windows.items():
+        windows.append({"name": wn, "start_ps": _ps(w.start_ms), "end_ps": _ps(w.end_ms)})
+    if m.hotspot and "hotspot" not in m.windows and m.hotspot.start_ms < m.duration_ms:
+        h = m.hotspot
+        windows.append(
+            {
+                "name": "hotspot",
+                "start_ps": _ps(min(h.start_ms, m.duration_ms)),
+                "end_ps": _ps(min(h.end_ms, m.duration_ms)),
+            }
+        )
+    stations: list[dict[str, Any]] = []
+    bridges: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    st, br = m.station, m.bridge
+    for n in m.nodes:
+        if n.kind == "station":
+            if isinstance(n.dest, dict):
+                dest: dict[str, Any] = {"kind": "weighted", "weights": list(n.dest.items())}
+            elif n.dest == "uniform":
+                dest = {"kind": "uniform"}
+            else:
+                dest = {"kind": "fixed", "node": n.dest}
+            processing = n.processing_us if n.processing_us is not None else st.processing_us
+            stations.append(
+                {
+                    "name": n.name,
+                    "load": n.load,
+                    "dest": dest,
+                    "nic_buffer_bytes": _or(n.nic_buffer_bytes, st.nic_buffer_bytes),
+                    "rlq_bytes": _or(n.rlq_bytes, st.rlq_bytes),
+                    "processing_ps": round(processing * PS_PER_US),
+                    "rl_scope": st.rl_scope,
+                    "nic_full": st.nic_full,
+                }
+            )
+            if n.load > 0:
+                events.append({"at_ps": _ps(n.start_ms), "action": "start", "node": n.name})
+                if n.stop_ms is not None:
+                    events.append({"at_ps": _ps(n.stop_ms), "action": "stop", "node": n.name})
+        else:
+            latency = n.latency_us if n.latency_us is not None else br.latency_us
+            bridges.append(
+                {
+                    "name": n.name,
+                    "buffer_mode": n.buffer_mode or br.buffer_mode,
+                    "buffer_bytes": _or(n.buffer_bytes, br.buffer_bytes),
+                    "latency_ps": round(latency * PS_PER_US),
+                    "cp": n.cp,
+                    "ports": n.ports,
+                }
+            )
+    links = []
+    rate_of: dict[tuple[str, str], float] = {}
+    for link in m.links:
+        rate = link.rate_gbps if link.rate_gbps is not None else d.link_rate_gbps
+        delay = link.delay_us if link.delay_us is not None else d.link_delay_us
+        rate_of[(link.a, link.b)] = rate_of[(link.b, link.a)] = rate
+        links.append({"a": link.a, "b": link.b, "rate_bps": _bps(rate), "delay_ps": round(delay * PS_PER_US)})
+    if m.hotspot:
+        h = m.hotspot
+        (up,) = [x for (x, y) in rate_of if y == h.node]
+        for at, rate in ((h.start_ms, h.rate_gbps), (h.end_ms, rate_of[(up, h.node)])):
+            events.append(
+                {
+                    "at_ps": _ps(at),
+                    "action": "link_rate",
+                    "from": up,
+                    "to": h.node,
+                    "rate_bps": _bps(rate),
+                }
+            )
+    for ev in m.events:
+        if ev.action == "link_rate":
+            events.append(
+                {
+                    "at_ps": _ps(ev.at_ms),
+                    "action": "link_rate",
+                    "from": ev.from_,
+                    "to": ev.to,
+                    "rate_bps": _bps(ev.rate_gbps or 0.0),
+                }
+            )
+        else:
+            events.append({"at_ps": _ps(ev.at_ms), "action": ev.action, "node": ev.node})
+    cp_bridges = {n.name for n in m.nodes if n.kind == "bridge" and n.cp}
+    if m.trace.ports is not None:
+        trace = list(m.trace.ports)
+    elif m.cp_ports:
+        trace = list(m.cp_ports)
+    else:
+        trace = [
+            f"{x}->{y}"
+            for link in m.links
+            for (x, y) in ((link.a, link.b), (link.b, link.a))
+            if x in cp_bridges
+        ]
+    return {
+        "duration_ps": _ps(m.duration_ms),
+        "bin_ps": round(m.bin_us * PS_PER_US),
+        "windows": windows,
+        "frame_bytes": d.frame_bytes,
+        "control_frame_bytes": d.control_frame_bytes,
+        "max_traced_flows": 64,
+        "stations": stations,
+        "bridges": bridges,
+        "links": links,
+        "events": events,
+        "pause": {
+            "enabled": m.pause.enabled,
+            "trigger": m.pause.trigger,
+            "xoff_bytes": m.pause.xoff_bytes,
+            "xon_bytes": m.pause.xon_bytes,
+            "quanta": m.pause.quanta,
+        },
+        "trace_ports": trace,
+        "trace_rls": m.trace.rate_limiters,
+        "cp_ports": list(m.cp_ports),
+        "routes": routes_for(m.routing, m.topology),
+        "scheme": engine_scheme(scenario.scheme, scenario.table),
+    }
+
+
+def _or(v: Any, default: Any) -> Any:
+    return v if v is not None else default

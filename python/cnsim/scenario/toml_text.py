@@ -1,0 +1,25 @@
+"""Keys and values written as TOML text (in `cnsim show` and in errors)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import tomli_w
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _toml_key(k: str) -> str:
+    return k if _BARE_KEY.match(k) else json.dumps(k)
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, dict):
+        if not v:
+            return "{}"
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return tomli_w.dumps({"v": v})[4:].rstrip("\n")
