@@ -30,6 +30,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ScenarioError
 
+# As in cnsim.scenario.model (the engine's integer units).
+MAX_MS = 1e9
+MAX_GBPS = 1e6
+
 
 class FatTreeTopology(BaseModel):
     """`generator = "fattree"`: a k-ary n-tree. k**n hosts `H0..` and n levels
@@ -61,9 +65,13 @@ class InnocentTopology(BaseModel):
     generator: Literal["innocent"] = Field(description="the generator")
     variant: Literal["A", "B", "C"] = Field("A", description="topology A (k = 1), B (k = 5) or C (k = 10)")
     degree: int = Field(3, ge=1, description="hotspot degree d: contending sources, a multiple of k")
-    congesting_gbps: float = Field(20.0, ge=0, description="total load of the contending sources (Gbit/s)")
-    innocent_gbps: float = Field(5.0, ge=0, description="total load of the innocent sources (Gbit/s)")
-    start_ms: float = Field(0.0, ge=0, description="when every source starts (ms)")
+    congesting_gbps: float = Field(
+        20.0, ge=0, le=MAX_GBPS, description="total load of the contending sources (Gbit/s)"
+    )
+    innocent_gbps: float = Field(
+        5.0, ge=0, le=MAX_GBPS, description="total load of the innocent sources (Gbit/s)"
+    )
+    start_ms: float = Field(0.0, ge=0, le=MAX_MS, description="when every source starts (ms)")
 
 
 #: The topology generators by name.

@@ -32,7 +32,11 @@ def test_a_changed_declaration_changes_the_generated_tables(monkeypatch):
     before = docs.parameter_tables()
     monkeypatch.setattr(S.model.Pause.model_fields["xoff_bytes"], "description", "a new meaning")
     after = docs.parameter_tables()
-    assert before != after and "| `xoff_bytes` | integer | bytes | `140000` | >= 0 | a new meaning |" in after
+    assert (
+        before != after
+        and "| `xoff_bytes` | integer | bytes | `140000` |" in after
+        and "| a new meaning |" in after
+    )
 
 
 def test_scenario_format_example_is_valid():

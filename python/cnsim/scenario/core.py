@@ -20,6 +20,16 @@ from .model import _BRIDGE_ONLY, _STATION_ONLY, Node, ScenarioModel
 from .overrides import _fit_windows, _seeds_value, _table, set_dotted
 
 
+def _num(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else str(v)
+
+
+#: Most time-series bins a run may record (each series keeps one value per bin).
+MAX_BINS = 10_000_000
+#: Most replications of one scenario.
+MAX_SEEDS = 1_000_000
+
+
 class Scenario:
     """A validated scenario: the scenario file's parameters plus the run
     choices (scheme, PAUSE on/off, seeds), which also live in the file."""
@@ -58,11 +68,15 @@ class Scenario:
                 f"scheme: {self.model.scheme!r} is not a known scheme; known: {', '.join(SCHEMES)}"
             )
         s = self.model.seeds
+        if isinstance(s, int) and s > MAX_SEEDS:
+            raise ScenarioError(f"seeds: {s} is not allowed; expected at most {MAX_SEEDS:,} replications")
         self.seeds: list[int] = list(range(s)) if isinstance(s, int) else list(s)
         if not self.seeds:
             raise ScenarioError(f"seeds: {s} is not allowed; at least one seed is needed")
-        if any(x < 0 for x in self.seeds) or len(set(self.seeds)) != len(self.seeds):
-            raise ScenarioError(f"seeds: {s} is not allowed; expected a count >= 1 or distinct integers >= 0")
+        if any(not 0 <= x < 2**63 for x in self.seeds) or len(set(self.seeds)) != len(self.seeds):
+            raise ScenarioError(
+                f"seeds: {s} is not allowed; expected a count >= 1 or distinct integers >= 0 and < 2**63"
+            )
         self._check()
 
     # ------------------------------------------------------------ derived
@@ -161,6 +175,17 @@ class Scenario:
                     f"nodes.{n.name}.stop_ms: {n.stop_ms} is not allowed; expected a time "
                     f"after start_ms = {n.start_ms}"
                 )
+        for n in m.nodes:
+            if n.kind != "bridge" or (n.buffer_mode or m.bridge.buffer_mode) == "infinite":
+                continue
+            own = n.buffer_bytes is not None
+            size = n.buffer_bytes if own else m.bridge.buffer_bytes
+            if size < m.defaults.frame_bytes:
+                where = f"nodes.{n.name}.buffer_bytes" if own else "bridge.buffer_bytes"
+                raise ScenarioError(
+                    f"{where}: {size} is not allowed; a bridge buffer must hold one "
+                    f"{m.defaults.frame_bytes}-byte frame (defaults.frame_bytes)"
+                )
         stations = [n for n in m.nodes if n.kind == "station"]
         if not stations:
             raise ScenarioError("nodes: a scenario needs at least one station")
@@ -229,6 +254,11 @@ class Scenario:
                         f"nodes.{s.name}.dest: {d} is not reachable from {s.name} (disconnected topology)"
                     )
         dur = m.duration_ms
+        if dur * 1000 / m.bin_us > MAX_BINS:
+            raise ScenarioError(
+                f"duration_ms / bin_us: {_num(dur)} / {_num(m.bin_us)} not allowed; the run would have "
+                f"more than {MAX_BINS:,} time-series bins (expected bin_us >= {dur * 1000 / MAX_BINS:g})"
+            )
         end = m.measure.end_ms if m.measure.end_ms is not None else dur
         if not (m.measure.start_ms < end <= dur):
             raise ScenarioError(

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
-from .model import ScenarioModel
+from .model import ENGINE_LIMITS, ScenarioModel
 from .toml_text import _toml_value
 
 
@@ -108,8 +108,17 @@ def _expected(err: Any, field: FieldInfo | None) -> str:
     }
     if t in bounds:
         found: list[str] = []
+        # The whole range, except that the engine's limits (MAX_MS, ...) are
+        # only named when crossed: a negative size hears ">= 0", not ">= 0
+        # and <= 1099511627776".
+        sides = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+        crossed_upper = not t.startswith("greater")
         for m in field.metadata if field is not None else []:
-            for key, op in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+            for key, op in sides:
+                if key == "le" and getattr(m, key, None) in ENGINE_LIMITS and not crossed_upper:
+                    continue
+                if key in ("ge", "gt") and crossed_upper and _has_engine_limit(field):
+                    continue
                 v = getattr(m, key, None)
                 if v is not None:
                     found.append(f"{op} {_num(v)}")
@@ -137,6 +146,10 @@ def _expected(err: Any, field: FieldInfo | None) -> str:
     if field is not None and field.description:
         return f"expected {field.description}"
     return err["msg"][0].lower() + err["msg"][1:]
+
+
+def _has_engine_limit(field: FieldInfo) -> bool:
+    return any(getattr(m, "le", None) in ENGINE_LIMITS for m in field.metadata)
 
 
 def _num(v: Any) -> str:

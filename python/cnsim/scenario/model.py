@@ -16,6 +16,15 @@ from ..schemes import TABLES
 PS_PER_US = 1_000_000
 PS_PER_MS = 1_000_000_000
 
+#: Limits set by the engine's integer units, not by the models: times fit
+#: its picosecond clock (u64, 1.8e19 ps) with room for sums (1e9 ms is 11.6
+#: simulated days), rates its bit/s and sizes its byte counters.
+MAX_MS = 1e9
+MAX_US = 1e12
+MAX_GBPS = 1e6
+MAX_BYTES = 2**40
+ENGINE_LIMITS = (MAX_MS, MAX_US, MAX_GBPS, MAX_BYTES)
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
@@ -25,8 +34,8 @@ class Measure(_Model):
     """The measurement window: throughput, time paused and overhead of the
     summary are averaged over it."""
 
-    start_ms: float = Field(0.0, ge=0, description="window start (ms)")
-    end_ms: float | None = Field(None, gt=0, description="window end (ms; none: the run end)")
+    start_ms: float = Field(0.0, ge=0, le=MAX_MS, description="window start (ms)")
+    end_ms: float | None = Field(None, gt=0, le=MAX_MS, description="window end (ms; none: the run end)")
 
 
 class Window(_Model):
@@ -34,8 +43,8 @@ class Window(_Model):
     throughput over every window (`throughput_gbps_NAME` in `flows.parquet` /
     `links.parquet`). The name `measure` is reserved."""
 
-    start_ms: float = Field(..., ge=0, description="window start (ms)")
-    end_ms: float = Field(..., gt=0, description="window end (ms)")
+    start_ms: float = Field(..., ge=0, le=MAX_MS, description="window start (ms)")
+    end_ms: float = Field(..., gt=0, le=MAX_MS, description="window end (ms)")
 
 
 class Fairness(_Model):
@@ -43,7 +52,7 @@ class Fairness(_Model):
     `dev_max`, `dev_min`, `dev_mean`, `dev_rms`, `jain`."""
 
     window: str = Field("fairness", description="the named window fairness is measured over")
-    target_gbps: float = Field(..., gt=0, description="fair-share target rate T (Gbit/s)")
+    target_gbps: float = Field(..., gt=0, le=MAX_GBPS, description="fair-share target rate T (Gbit/s)")
 
 
 class Utilization(_Model):
@@ -61,8 +70,10 @@ class Defaults(_Model):
     control_frame_bytes: int = Field(
         64, ge=1, le=65535, description="PAUSE / congestion-notification frame size on the wire"
     )
-    link_rate_gbps: float = Field(10.0, gt=0, description="link rate of links that set none")
-    link_delay_us: float = Field(0.5, ge=0, description="propagation delay, each way, of links that set none")
+    link_rate_gbps: float = Field(10.0, gt=0, le=MAX_GBPS, description="link rate of links that set none")
+    link_delay_us: float = Field(
+        0.5, ge=0, le=MAX_US, description="propagation delay, each way, of links that set none"
+    )
 
 
 BufferMode = Literal["per_output", "per_input", "shared", "infinite"]
@@ -77,9 +88,9 @@ class BridgeDefaults(_Model):
         "owns B bytes of every output buffer), shared (B bytes per switch), infinite",
     )
     buffer_bytes: int = Field(
-        150_000, ge=0, description="B in the sense of buffer_mode; ignored for infinite"
+        150_000, ge=0, le=MAX_BYTES, description="B in the sense of buffer_mode; ignored for infinite"
     )
-    latency_us: float = Field(1.0, ge=0, description="store-and-forward latency")
+    latency_us: float = Field(1.0, ge=0, le=MAX_US, description="store-and-forward latency")
 
 
 class StationDefaults(_Model):
@@ -88,15 +99,17 @@ class StationDefaults(_Model):
     nic_buffer_bytes: int = Field(
         150_000,
         ge=1,
+        le=MAX_BYTES,
         description="NIC transmit buffer; only PAUSE (or a stopped link) fills it, see nic_full",
     )
     rlq_bytes: int = Field(
         150_000,
         ge=1,
+        le=MAX_BYTES,
         description="capacity of each rate-limiter queue; a full RLQ drops new frames of its flow "
         "(dropped_rl, part of dropped_rp)",
     )
-    processing_us: float = Field(2.0, ge=0, description="reaction time to a notification")
+    processing_us: float = Field(2.0, ge=0, le=MAX_US, description="reaction time to a notification")
     rl_scope: Literal["flow", "cp"] = Field(
         "flow",
         description="[derived] which rate limiter a notification acts on: flow (one RL per flow "
@@ -119,8 +132,10 @@ class Pause(_Model):
     are counted, never hidden."""
 
     enabled: bool = Field(False, description="PAUSE on (CLI: --pause / --no-pause)")
-    xoff_bytes: int = Field(140_000, ge=0, description="XOFF threshold")
-    xon_bytes: int = Field(130_000, ge=0, description="XON threshold; rule: xon_bytes <= xoff_bytes")
+    xoff_bytes: int = Field(140_000, ge=0, le=MAX_BYTES, description="XOFF threshold")
+    xon_bytes: int = Field(
+        130_000, ge=0, le=MAX_BYTES, description="XON threshold; rule: xon_bytes <= xoff_bytes"
+    )
     trigger: Literal["auto", "output_queue", "ingress", "partition"] = Field(
         "auto",
         description="what the thresholds watch: output_queue (an output queue; auto for per_output "
@@ -138,9 +153,13 @@ class Hotspot(_Model):
     window named `hotspot` (used by `bottleneck_utilization`)."""
 
     node: str = Field(..., description="the hot station: the link into it slows down")
-    rate_gbps: float = Field(..., ge=0, description="its service rate during the hotspot (0 = stopped)")
-    start_ms: float = Field(..., ge=0, description="hotspot start")
-    end_ms: float = Field(..., gt=0, description="hotspot end; the link's configured rate is restored")
+    rate_gbps: float = Field(
+        ..., ge=0, le=MAX_GBPS, description="its service rate during the hotspot (0 = stopped)"
+    )
+    start_ms: float = Field(..., ge=0, le=MAX_MS, description="hotspot start")
+    end_ms: float = Field(
+        ..., gt=0, le=MAX_MS, description="hotspot end; the link's configured rate is restored"
+    )
 
 
 _STATION_ONLY = ("load", "dest", "start_ms", "stop_ms", "nic_buffer_bytes", "rlq_bytes")
@@ -167,16 +186,22 @@ class Node(_Model):
         description="a station name, 'uniform' (all other stations, equally likely), or a table of "
         "weights { A = 1.0, B = 3.0 }",
     )
-    start_ms: float = Field(0.0, ge=0, description="source on at")
-    stop_ms: float | None = Field(None, ge=0, description="source off at (none: never)")
-    nic_buffer_bytes: int | None = Field(None, ge=1, description="NIC transmit buffer (none: [station])")
-    rlq_bytes: int | None = Field(None, ge=1, description="capacity of each RLQ (none: [station])")
-    processing_us: float | None = Field(None, ge=0, description="reaction time (none: [station])")
+    start_ms: float = Field(0.0, ge=0, le=MAX_MS, description="source on at")
+    stop_ms: float | None = Field(None, ge=0, le=MAX_MS, description="source off at (none: never)")
+    nic_buffer_bytes: int | None = Field(
+        None, ge=1, le=MAX_BYTES, description="NIC transmit buffer (none: [station])"
+    )
+    rlq_bytes: int | None = Field(
+        None, ge=1, le=MAX_BYTES, description="capacity of each RLQ (none: [station])"
+    )
+    processing_us: float | None = Field(None, ge=0, le=MAX_US, description="reaction time (none: [station])")
     # bridge
     cp: bool = Field(False, description="congestion-point detection on its output ports")
     buffer_mode: BufferMode | None = Field(None, description="buffer accounting (none: [bridge])")
-    buffer_bytes: int | None = Field(None, ge=0, description="buffer size (none: [bridge])")
-    latency_us: float | None = Field(None, ge=0, description="store-and-forward latency (none: [bridge])")
+    buffer_bytes: int | None = Field(None, ge=0, le=MAX_BYTES, description="buffer size (none: [bridge])")
+    latency_us: float | None = Field(
+        None, ge=0, le=MAX_US, description="store-and-forward latency (none: [bridge])"
+    )
     ports: int | None = Field(
         None, ge=1, description="number of ports; more links is an error (none: unlimited)"
     )
@@ -187,8 +212,12 @@ class Link(_Model):
 
     a: str = Field(..., description="one end (node name)")
     b: str = Field(..., description="the other end (node name)")
-    rate_gbps: float | None = Field(None, gt=0, description="link rate, both directions (none: [defaults])")
-    delay_us: float | None = Field(None, ge=0, description="propagation delay, each way (none: [defaults])")
+    rate_gbps: float | None = Field(
+        None, gt=0, le=MAX_GBPS, description="link rate, both directions (none: [defaults])"
+    )
+    delay_us: float | None = Field(
+        None, ge=0, le=MAX_US, description="propagation delay, each way (none: [defaults])"
+    )
 
 
 class Event(_Model):
@@ -196,14 +225,14 @@ class Event(_Model):
     rate. Applied in time order; events at the same time in file order (after
     the sources' start / stop events and the hotspot's events)."""
 
-    at_ms: float = Field(..., ge=0, description="when")
+    at_ms: float = Field(..., ge=0, le=MAX_MS, description="when")
     action: Literal["start", "stop", "link_rate"] = Field(
         ..., description="start / stop (a station's source) or link_rate (one link direction's rate)"
     )
     node: str | None = Field(None, description="the station (start / stop)")
     from_: str | None = Field(None, alias="from", description="link_rate: sending node")
     to: str | None = Field(None, description="link_rate: receiving node")
-    rate_gbps: float | None = Field(None, ge=0, description="link_rate: new rate (0 = stopped)")
+    rate_gbps: float | None = Field(None, ge=0, le=MAX_GBPS, description="link_rate: new rate (0 = stopped)")
 
     @model_validator(mode="after")
     def _fields_for_action(self) -> Event:
@@ -260,17 +289,19 @@ class Transient(_Model):
     the settling time marked (`transient.png`)."""
 
     onset_ms: float = Field(
-        ..., ge=0, description="congestion onset: the aggregate-throughput series starts here"
+        ..., ge=0, le=MAX_MS, description="congestion onset: the aggregate-throughput series starts here"
     )
-    end_ms: float | None = Field(None, gt=0, description="end of the analysed series (none: the run end)")
-    bin_ms: float = Field(1.0, gt=0, description="bin width of the analysed series")
+    end_ms: float | None = Field(
+        None, gt=0, le=MAX_MS, description="end of the analysed series (none: the run end)"
+    )
+    bin_ms: float = Field(1.0, gt=0, le=MAX_MS, description="bin width of the analysed series")
     epsilon: float = Field(
         0.01,
         gt=0,
         description="knee rule: the transient ends at the smallest l with |rc(l') - rc(l)| <= epsilon "
         "for all l' up to n/2",
     )
-    rtt_ms: float = Field(..., gt=0, description="the RTT the transient is also expressed in")
+    rtt_ms: float = Field(..., gt=0, le=MAX_MS, description="the RTT the transient is also expressed in")
     settle_band: float = Field(
         0.05,
         gt=0,
@@ -279,7 +310,7 @@ class Transient(_Model):
         "half), as a fraction of it",
     )
     settle_smooth_ms: float = Field(
-        10.0, gt=0, description="settling time: width of the centred moving average applied first"
+        10.0, gt=0, le=MAX_MS, description="settling time: width of the centred moving average applied first"
     )
 
 
@@ -292,9 +323,9 @@ class _ScenarioFields(_Model):
 
     name: str = Field("scenario", description="scenario name (results directory, reports)")
     description: str = Field("", description="one line shown by `cnsim list`")
-    duration_ms: float = Field(..., gt=0, description="run length (ms)")
+    duration_ms: float = Field(..., gt=0, le=MAX_MS, description="run length (ms)")
     seeds: int | list[int] = Field(1, description="replications: a count N (seeds 0..N-1) or a list of seeds")
-    bin_us: float = Field(100.0, gt=0, description="time-series bin width (us)")
+    bin_us: float = Field(100.0, gt=0, le=MAX_US, description="time-series bin width (us)")
     scheme: str = Field(
         "nocm", description="congestion-management scheme (cnsim list; pause = nocm with PAUSE on)"
     )

@@ -69,7 +69,7 @@ pub fn table() -> Table {
         .float("tmax_us", 100.0, Range::ge(0.0), "BCN(0,0) stop time U(0, Tmax) (us)")
         .float("rmin_gbps", 1.0, Range::gt(0.0), "BCN(0,0) restart rate Rmin (Gbit/s)")
         .float("drift_mbps", 1.0, Range::ge(0.0), "drift step after a restart (Mbit/s)")
-        .float("drift_interval_us", 100.0, Range::gt(0.0), "drift period (us)")
+        .float("drift_interval_us", 100.0, Range::ge(1e-6), "drift period (us; at least 1 ps)")
         .flag("self_increase", false, "drift every RL, not only after BCN(0,0)")
         .flag("oversampling", false, "sample every sample_sev_bytes above a threshold")
         .float(

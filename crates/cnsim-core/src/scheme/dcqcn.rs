@@ -56,7 +56,12 @@ pub fn table() -> Table {
             "at most one CNP per flow per interval (us)",
         )
         .float("g", 1.0 / 256.0, Range::gt(0.0).lt(1.0), "alpha gain g")
-        .float("timer_us", 55.0, Range::gt(0.0), "alpha-decay and rate-increase timer (us)")
+        .float(
+            "timer_us",
+            55.0,
+            Range::ge(1e-6),
+            "alpha-decay and rate-increase timer (us; at least 1 ps)",
+        )
         .float("bc_bytes", 10e6, Range::gt(0.0), "rate-increase byte counter (bytes)")
         .int("fr_thr", 5, Range::ge(1.0), "fast-recovery threshold F (stages)")
         .float("r_ai_mbps", 40.0, Range::ge(0.0), "additive-increase step R_AI (Mbit/s)")

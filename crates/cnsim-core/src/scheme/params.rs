@@ -19,6 +19,9 @@ use crate::config::{err, ConfigError};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
+/// The largest time parameter (ms): 1e18 ps, well inside the u64 clock.
+pub const MAX_MS: f64 = 1e9;
+
 /// One end of an allowed range.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Bound {
@@ -176,8 +179,21 @@ impl Table {
         self
     }
 
-    /// A number (f64) in `range`.
+    /// A number (f64) in `range`. A time (`_us`, `_ms`) is also bounded
+    /// above so that it fits the picosecond clock with room for sums (at
+    /// most 1e9 ms, 11.6 simulated days).
     pub fn float(self, name: &'static str, default: f64, range: Range, help: &'static str) -> Table {
+        let limit = if name.ends_with("_ms") {
+            Some(MAX_MS)
+        } else if name.ends_with("_us") {
+            Some(MAX_MS * 1e3)
+        } else {
+            None
+        };
+        let range = match (range.max, limit) {
+            (None, Some(l)) => range.le(l),
+            _ => range,
+        };
         self.push(name, Kind::Float(range), json!(default), help)
     }
     /// A whole number in `range`.

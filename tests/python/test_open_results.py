@@ -1,0 +1,91 @@
+"""A saved run reopens as the same Results (cnsim.open_results): the same
+metrics to the last bit, the same tables, a readable repr and notebook HTML,
+and pandas / xarray views of it. A sweep directory reopens as SweepResults."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import cnsim
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    sc = cnsim.load("singlehop_hotspot", scheme="qcn2pt", pause=True, seeds=[0, 1]).replace(
+        duration_ms=12.0, **{"hotspot.start_ms": 2.0, "hotspot.end_ms": 10.0}
+    )
+    res = cnsim.run(sc, progress=False)
+    out = res.save(tmp_path_factory.mktemp("run") / "r", report=False)
+    return res, out
+
+
+def test_reopened_results_equal_the_run(saved):
+    res, out = saved
+    back = cnsim.open_results(out)
+    assert isinstance(back, cnsim.Results)
+    assert back.seeds == res.seeds == [0, 1]
+    assert json.dumps(back.metrics, sort_keys=True) == json.dumps(res.metrics, sort_keys=True)
+    assert back.summary_dict() == json.loads((out / "summary.json").read_text())
+    for table in ("summary", "flows", "links", "nodes", "windows", "timeseries"):
+        assert_frame_equal(back.to_polars(table), res.to_polars(table))
+
+
+def test_repr_and_html_name_the_run_and_its_intervals(saved):
+    res, _ = saved
+    text = repr(res)
+    assert text.startswith("<cnsim.Results singlehop_hotspot / qcn2pt + PAUSE / 2 seed(s)>")
+    assert "aggregate_throughput" in text and "(95% CI)" in text
+    html = res._repr_html_()
+    assert "<details" in html and "aggregate_throughput" in html and "95%" in html
+
+
+def test_pandas_and_xarray_views(saved):
+    res, _ = saved
+    df = res.to_pandas("flows")
+    assert list(df.columns) == res.to_polars("flows").columns and len(df) == len(res.flows())
+    xr = pytest.importorskip("xarray")
+    ds = res.to_xarray()
+    assert isinstance(ds, xr.Dataset)
+    q = ds["queue_bytes"]
+    assert q.dims == ("seed", "queue_bytes_key", "time_ms") and q.attrs["units"] == "bytes"
+    ts = res.timeseries().filter(pl.col("series") == "queue_bytes")
+    first = ts.row(0, named=True)
+    assert (
+        q.sel(seed=first["seed"], queue_bytes_key=first["key"], time_ms=first["time_ms"]).item()
+        == first["value"]
+    )
+
+
+def test_a_table_name_is_checked(saved):
+    res, _ = saved
+    with pytest.raises(ValueError, match="table: 'flow' is not allowed; expected one of summary, flows"):
+        res.to_polars("flow")
+
+
+def test_what_is_not_a_results_directory_is_named(tmp_path, saved):
+    with pytest.raises(cnsim.ScenarioError, match="not a results directory"):
+        cnsim.open_results(tmp_path)
+    _, out = saved
+    damaged = tmp_path / "d"
+    damaged.mkdir()
+    for f in out.iterdir():
+        if f.name != "runs.parquet":
+            (damaged / f.name).write_bytes(f.read_bytes())
+    with pytest.raises(cnsim.ScenarioError, match="runs.parquet is missing"):
+        cnsim.open_results(damaged)
+
+
+def test_importing_the_cli_loads_no_heavy_library():
+    # `cnsim --help` stays fast because nothing heavy is imported up front.
+    import subprocess
+
+    code = (
+        "import sys, cnsim.cli; "
+        "print(sorted(m for m in ('polars', 'numpy', 'matplotlib', 'scipy', 'pyarrow', 'pandas') if m in sys.modules))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "[]"
