@@ -4,6 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 OUT=results/baseline
-.venv/bin/cnsim run baseline --out "$OUT" "$@"
+# --force: running the demo again replaces its previous results.
+.venv/bin/cnsim run baseline --out "$OUT" --force "$@"
 echo
 echo "Report: $OUT/report.html"

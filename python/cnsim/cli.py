@@ -8,13 +8,13 @@ import os
 import resource
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from .errors import ScenarioError
 
@@ -24,13 +24,29 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="cnsim: packet-level simulator of congestion management in data-center Ethernet.",
 )
-out = Console()
-err = Console(stderr=True)
+# Plain text: names and messages from scenario files are printed as written,
+# never read as rich markup ("use [measure]" keeps its brackets).
+out = Console(markup=False)
 
 
-def _fail(msg: str, code: int) -> None:
-    err.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
+def _scheme_names() -> str:
+    # From the engine's declarations (fast: no pydantic), so the help lists every scheme.
+    from . import _core
+
+    return ", ".join(s["name"] for s in json.loads(_core.scheme_declarations())["schemes"])
+
+
+SCHEME_HELP = f"congestion management: {_scheme_names()}"
+
+
+def _fail(msg: str, code: int) -> NoReturn:
+    global _SAID
+    _print_error(msg)
+    _SAID = True
     raise typer.Exit(code)
+
+
+_SAID = False  # the command printed why it stops
 
 
 @app.command("list")
@@ -100,15 +116,18 @@ def _scenario(
 @app.command()
 def run(
     scenario: Annotated[str, typer.Argument(help="built-in name or path to a TOML file")],
-    scheme: Annotated[
-        str | None, typer.Option(help="nocm, pause, bcn, bcn00, bcnmax, ecm, qcn, qcn2pt, qcn3pt")
-    ] = None,
+    scheme: Annotated[str | None, typer.Option(help=SCHEME_HELP)] = None,
     pause: Annotated[bool | None, typer.Option("--pause/--no-pause", help="IEEE 802.3x PAUSE")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="KEY=VALUE override by dotted name")] = None,
     seeds: Annotated[int | None, typer.Option(help="replications 0..N-1")] = None,
     seed: Annotated[int | None, typer.Option(help="one replication with this seed")] = None,
     duration: Annotated[float | None, typer.Option(help="run length (ms)")] = None,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="results directory")] = None,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="results directory (default: results/NAME-TIMESTAMP)")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="replace the results already in --out (never other files)")
+    ] = False,
     jobs: Annotated[int | None, typer.Option(help="parallel replications (default: all cores)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as one JSON object")] = False,
     report: Annotated[bool, typer.Option(help="write report.html and plots")] = True,
@@ -126,13 +145,39 @@ def run(
         raise ScenarioError(f"--backend: {backend!r} is not allowed; expected local or dask")
     if jobs is not None and jobs < 1:
         raise ScenarioError(f"--jobs: {jobs} is not allowed; expected an integer >= 1")
+    from .executor import Interrupted
+    from .outdir import RunDir, default_dir
+
     sc = _scenario(scenario, scheme, pause, set_, seeds, seed, duration)
-    res = run_scenario(
-        sc, jobs=jobs, progress=None if not as_json else False, backend=backend, address=address
-    )
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    target = out_dir or Path("results") / f"{sc.name}-{stamp}"
-    res.save(target, report=report)
+    from .guards import check_run_memory
+
+    check_run_memory(sc)
+    target = out_dir or default_dir(sc.name)
+    rd = RunDir(target, force=force)  # checked and locked before anything runs
+    try:
+        try:
+            res = run_scenario(
+                sc, jobs=jobs, progress=None if not as_json else False, backend=backend, address=address
+            )
+        except Interrupted as e:
+            part = getattr(e, "results", None)
+            if part is None:
+                rd.abort()
+                _fail("interrupted before any seed finished; nothing was saved", 130)
+            assert rd.tmp is not None
+            part.write(rd.tmp, report=False)
+            rd.commit()
+            _fail(
+                f"interrupted: {len(part.seeds)} of {len(sc.seeds)} seeds finished, saved in {target} "
+                "(summary.json: complete = false)",
+                130,
+            )
+        assert rd.tmp is not None
+        res.write(rd.tmp, report=report)
+        rd.commit()
+    except BaseException:
+        rd.abort()
+        raise
     summary = res.summary_dict()
     if as_json:
         print(json.dumps({**summary, "out": str(target)}))
@@ -176,9 +221,7 @@ def sweep(
             "repeat for a cartesian product"
         ),
     ] = None,
-    scheme: Annotated[
-        str | None, typer.Option(help="nocm, pause, bcn, bcn00, bcnmax, ecm, qcn, qcn2pt, qcn3pt")
-    ] = None,
+    scheme: Annotated[str | None, typer.Option(help=SCHEME_HELP)] = None,
     pause: Annotated[bool | None, typer.Option("--pause/--no-pause", help="IEEE 802.3x PAUSE")] = None,
     set_: Annotated[
         list[str] | None, typer.Option("--set", help="KEY=VALUE override of every point, by dotted name")
@@ -220,8 +263,9 @@ def sweep(
         backend = "dask" if address is not None else "local"
     sc = _scenario(scenario, scheme, pause, set_, seeds, seed, duration)
     g = parse_grid(grid or [])
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    target = out_dir or Path("results") / f"{sc.name}-sweep-{stamp}"
+    from .outdir import default_dir
+
+    target = out_dir or default_dir(sc.name, "-sweep")
 
     def _terminated(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt  # finished points are on disk; stop the rest cleanly
@@ -265,14 +309,25 @@ def report_cmd(
     directory: Annotated[Path, typer.Argument(help="a sweep directory or a run's results directory")],
 ) -> None:
     """Write DIR/report.html: a sweep's metrics against each swept parameter (mean and
-    min-max band over seeds), or a run's plots again from its files."""
+    95% confidence band over seeds), or a run's plots again from its files."""
+    from rich.text import Text
+
     from .report import rebuild_report, write_sweep_report
-    from .sweeps import SWEEP_JSON, read_meta, sweep_frame
+    from .sweeps import SWEEP_JSON, damaged_points, read_meta, sweep_frame
 
     if not directory.is_dir():
         raise ScenarioError(f"report: {directory} is not a directory")
     if (directory / SWEEP_JSON).is_file():
         meta = read_meta(directory)
+        for pid in damaged_points(directory, meta):
+            Console(stderr=True).print(
+                Text.assemble(
+                    ("warning:", "yellow"),
+                    f" {directory / pid}/summary.json is missing or damaged; "
+                    "the point is left out of the report (resuming the sweep redoes it)",
+                ),
+                soft_wrap=True,
+            )
         path = write_sweep_report(directory, meta, sweep_frame(directory, meta))
     else:
         path = rebuild_report(directory)
@@ -351,7 +406,7 @@ def bench(
     except ValueError as e:
         raise ScenarioError(str(e)) from None
     t0 = time.perf_counter()
-    sim.run()
+    _in_thread(sim.run)  # Ctrl-C is seen at once
     wall_total = time.perf_counter() - t0
     r = sim.results()
     e = r["engine"]
@@ -394,6 +449,8 @@ def validate(
     """Published figures vs this simulator, side by side; exit 1 if any is out of tolerance."""
     from .validate import STUDIES
 
+    if jobs is not None and jobs < 1:
+        raise ScenarioError(f"--jobs: {jobs} is not allowed; expected an integer >= 1")
     if only is not None and only not in STUDIES:
         raise ScenarioError(f"--only: {only!r} is not a study; studies: {', '.join(STUDIES)}")
     rows = []
@@ -424,7 +481,13 @@ def validate(
                     _fmt(r.published),
                     ours,
                     r.tolerance,
-                    "[green]yes[/]" if r.ok else (f"[yellow]NO[/] ({r.known})" if r.known else "[red]NO[/]"),
+                    Text("yes", style="green")
+                    if r.ok
+                    else (
+                        Text.assemble(("NO", "yellow"), f" ({r.known})")
+                        if r.known
+                        else Text("NO", style="red")
+                    ),
                     {True: "yes", False: "no", None: "-"}[r.in_ci],
                 )
             out.print(t)
@@ -463,34 +526,25 @@ def fluid(
     ] = None,
     packet: Annotated[bool, typer.Option(help="also run the packet simulator and compare")] = True,
     out_dir: Annotated[Path | None, typer.Option("--out", help="results directory")] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="replace the fluid results already in --out")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
     """Fluid model of BCN / QCN on one bottleneck, beside the packet simulator (same axes)."""
     from .fluid import compare, comparison_window, plot_comparison, run_fluid
+    from .outdir import FLUID_FILES, RunDir, default_dir
 
     sc = _scenario(scenario, scheme, pause, set_, seeds, None, duration)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    target = out_dir or Path("results") / f"{sc.name}-fluid-{stamp}"
-    if packet:
-        c = compare(sc, step_us, dest=dest)
-        fl = c.fluid
-        summary = {"scenario": sc.name, "scheme": sc.scheme, "seeds": list(sc.seeds), **c.as_dict()}
-        target.mkdir(parents=True, exist_ok=True)
-        plot_comparison(c, target / "fluid.png")
-        c.packet.save(target / "packet", report=False)
-    else:
-        fl = run_fluid(sc, step_us, dest)
-        lo, hi = comparison_window(sc.engine_config())
-        summary = {
-            "scenario": sc.name,
-            "scheme": sc.scheme,
-            "window_ms": [lo, hi],
-            "fluid_stability": fl.stability(lo, hi),
-            "fluid_wall_s": fl.wall_s,
-        }
-        target.mkdir(parents=True, exist_ok=True)
-    fl.timeseries().write_parquet(target / "fluid.parquet")
-    (target / "fluid.json").write_text(json.dumps(summary, indent=1))
+    target = out_dir or default_dir(sc.name, "-fluid")
+    rd = RunDir(target, force=force, marker="fluid.json", allowed=FLUID_FILES)
+    try:
+        summary, fl_flows, fl_wall = _fluid_into(
+            rd, sc, step_us, dest, packet, compare, comparison_window, plot_comparison, run_fluid
+        )
+    except BaseException:
+        rd.abort()
+        raise
     if as_json:
         print(json.dumps({**summary, "out": str(target)}))
         return
@@ -503,7 +557,7 @@ def fluid(
     st = summary["fluid_stability"]
     lo, hi = summary["window_ms"]
     out.print(
-        f"fluid model: {len(fl.config['flows'])} flows, integrated in {fl.wall_s * 1e3:.0f} ms; "
+        f"fluid model: {fl_flows} flows, integrated in {fl_wall * 1e3:.0f} ms; "
         + ("settled" if st["settled"] else "not settled")
         + f" by the last fifth of {lo:g}-{hi:g} ms (queue swing {st['queue_swing_kb']:.1f} KB, "
         f"rate swing {st['rate_swing_gbps']:.3f} Gbit/s)"
@@ -511,14 +565,99 @@ def fluid(
     out.print(f"results: {target}" + (f"  plot: {target / 'fluid.png'}" if packet else ""))
 
 
+def _fluid_into(
+    rd: Any,
+    sc: Any,
+    step_us: float,
+    dest: str | None,
+    packet: bool,
+    compare: Any,
+    window: Any,
+    plot: Any,
+    run: Any,
+) -> tuple[dict[str, Any], int, float]:
+    """Runs the fluid model (and the packet simulator), writes into `rd` and
+    commits it. Returns the summary, the fluid model's flows and wall time."""
+    tmp = rd.tmp
+    if packet:
+        c = _in_thread(compare, sc, step_us, dest=dest)
+        fl = c.fluid
+        summary = {"scenario": sc.name, "scheme": sc.scheme, "seeds": list(sc.seeds), **c.as_dict()}
+        plot(c, tmp / "fluid.png")
+        c.packet.write(tmp / "packet", report=False)
+    else:
+        fl = _in_thread(run, sc, step_us, dest)
+        lo, hi = window(sc.engine_config())
+        summary = {
+            "scenario": sc.name,
+            "scheme": sc.scheme,
+            "window_ms": [lo, hi],
+            "fluid_stability": fl.stability(lo, hi),
+            "fluid_wall_s": fl.wall_s,
+        }
+    fl.timeseries().write_parquet(tmp / "fluid.parquet")
+    (tmp / "fluid.json").write_text(json.dumps(summary, indent=1))
+    rd.commit()
+    return summary, len(fl.config["flows"]), fl.wall_s
+
+
+def _in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """`fn(*args)` on a worker thread while this (main) thread waits, so that
+    Ctrl-C interrupts a long engine call at once (the engine itself cannot be
+    interrupted: the process then exits without waiting for it)."""
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as e:  # noqa: BLE001 - handed to the main thread
+            box["error"] = e
+
+    t = threading.Thread(target=target, daemon=True, name="cnsim-engine")
+    t.start()
+    while t.is_alive():
+        t.join(0.1)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    """SIGINT / SIGTERM: the first stops the command cleanly (KeyboardInterrupt:
+    finished seeds are kept), a second exits at once."""
+    global _SIGNALS
+    _SIGNALS += 1
+    if _SIGNALS > 1:
+        os._exit(130)
+    raise KeyboardInterrupt
+
+
+_SIGNALS = 0
+
+
+def _exit_now(code: int) -> None:
+    """Exits without waiting for an engine call still running on a worker thread."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def main() -> None:
     """Entry point: maps errors to exit codes, never shows a traceback for bad input."""
+    import signal
+
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGTERM, _on_signal)
     try:
         # Not standalone: typer returns the code of a `typer.Exit` (and 130 for Ctrl-C) instead of exiting.
         code = app(standalone_mode=False)
         if isinstance(code, int) and code:
-            if code == 130:
-                _print_error("interrupted")
+            if code == 130:  # Ctrl-C: say what was kept, and do not wait for the engine
+                if not _SAID:
+                    _print_error("interrupted; nothing was saved")
+                _exit_now(130)
             sys.exit(code)
     except ScenarioError as e:
         _print_error(str(e))
@@ -526,12 +665,14 @@ def main() -> None:
     except typer.Exit as e:
         sys.exit(e.exit_code)
     except (typer.Abort, KeyboardInterrupt):
-        _print_error("interrupted")
-        sys.exit(130)
+        _print_error("interrupted; nothing was saved")
+        _exit_now(130)
     except Exception as e:  # noqa: BLE001
-        # Usage errors of typer's (vendored) click: they know how to show themselves.
-        if hasattr(e, "show") and isinstance(getattr(e, "exit_code", None), int):
-            e.show()
+        # Usage errors of typer's click: one line, with where to read more.
+        if hasattr(e, "format_message") and isinstance(getattr(e, "exit_code", None), int):
+            ctx = getattr(e, "ctx", None)
+            where = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+            _print_error(f"{e.format_message()}{where}")
             sys.exit(e.exit_code)
         if os.environ.get("CNSIM_DEBUG"):
             raise
@@ -541,7 +682,12 @@ def main() -> None:
 
 
 def _print_error(msg: str) -> None:
-    Console(stderr=True).print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
+    """One line on stderr; the message is plain text, never rich markup."""
+    from rich.text import Text
+
+    Console(stderr=True).print(
+        Text.assemble(("error:", "bold red"), " ", msg), highlight=False, soft_wrap=True
+    )
 
 
 if __name__ == "__main__":

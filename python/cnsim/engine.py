@@ -5,6 +5,7 @@ picoseconds per window, flow, link direction and node; the binned series);
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +16,10 @@ from . import _core
 from .errors import ScenarioError
 
 #: Chunks per run: how often a replication reports its simulated time.
-CHUNKS = 100
+#: A run advances in steps of about this many wall seconds (a Ctrl-C, or a
+#: cancelled sweep, is seen between steps), starting with 1/FIRST_STEPS of it.
+CHUNK_S = 0.2
+FIRST_STEPS = 1000
 
 
 class SeedRun:
@@ -81,22 +85,28 @@ def tables_from_engine(raw: dict[str, dict[str, Any]]) -> dict[str, pl.DataFrame
 
 
 def run_seed(config_json: str, seed: int, advance: Callable[[float], None] | None = None) -> SeedRun:
-    """Runs one replication in CHUNKS steps; `advance(ms)` is called with the
-    simulated time each step covered."""
+    """Runs one replication in steps of about CHUNK_S wall seconds;
+    `advance(ms)` is called with the simulated time each step covered (and
+    may raise to stop the run: a stop is seen within one step). The steps'
+    boundaries never change the results: the engine's state does not depend
+    on where `run_until` stops (tests/python/test_engine_runs.py)."""
     try:
         sim = _core.Simulation(config_json, seed)
     except ValueError as e:
         raise ScenarioError(str(e)) from None
     dur = sim.duration_ps
-    step = max(dur // CHUNKS, 1)
+    step = max(dur // FIRST_STEPS, 1)
     t = 0
     while True:
+        t0 = time.perf_counter()
         prev, t = t, min(t + step, dur)
         done = sim.run_until(t)
         if advance is not None:
             advance((t - prev) / 1e9)
         if done or t >= dur:
             break
+        took = max(time.perf_counter() - t0, 1e-6)
+        step = max(1, int(step * min(4.0, max(0.25, CHUNK_S / took))))
     raw = sim.results()
     series = [(s, k, np.frombuffer(b, dtype="<f8")) for (s, k, b) in sim.series()]
     return SeedRun(seed, raw, tables_from_engine(raw["tables"]), series)

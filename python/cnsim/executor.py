@@ -35,6 +35,15 @@ class Cancelled(Exception):
     """A local unit stopped early because the run was cancelled."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) stopped the units; `done` holds the (unit, run)
+    pairs that had finished, in unit order, for the caller to keep."""
+
+    def __init__(self, done: list[tuple[Unit, SeedRun]]) -> None:
+        super().__init__()
+        self.done = done
+
+
 # ------------------------------------------------------------- progress
 
 
@@ -55,7 +64,7 @@ class ProgressBar:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
+            TextColumn("{task.description}", style="bold", markup=False),
             BarColumn(),
             TextColumn("{task.completed:,.0f}/{task.total:,.0f} simulated ms"),
             TextColumn("{task.fields[count]}"),
@@ -101,7 +110,9 @@ def show_progress(progress: bool | None) -> bool:
 def _futures_completed(futures: list[Future[Any]]) -> Iterator[Future[Any]]:
     pending = set(futures)
     while pending:
-        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        # A short timeout: a signal may be delivered to a worker thread, and
+        # the main thread only runs Python's handler (Ctrl-C) when it wakes.
+        done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
         yield from (f for f in futures if f in done)
 
 
@@ -240,6 +251,7 @@ def execute(
     The backend is closed at the end (its pending units cancelled if
     anything failed or was interrupted)."""
     out: dict[int, SeedRun] = {}
+    futures: dict[Any, int] = {}
     ok = False
     try:
         with bar:
@@ -255,6 +267,13 @@ def execute(
                 if on_result is not None:
                     on_result(units[i], run)
         ok = True
+    except KeyboardInterrupt:
+        be.close(cancel=True)  # the running units stop within one step
+        for fut, i in list(futures.items()):  # finished while we were interrupted: keep them
+            with contextlib.suppress(BaseException):
+                if fut.done() and not fut.cancelled():
+                    out[i] = be.result(fut)
+        raise Interrupted([(units[i], out[i]) for i in sorted(out)]) from None
     finally:
         be.close(cancel=not ok)
     return [out[i] for i in range(len(units))]

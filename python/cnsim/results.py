@@ -42,6 +42,12 @@ class Results:
         return [r.seed for r in self.runs]
 
     @property
+    def complete(self) -> bool:
+        """Whether every seed of the scenario ran (false after an interrupt:
+        the finished seeds only)."""
+        return sorted(self.seeds) == sorted(self.scenario.seeds)
+
+    @property
     def summary(self) -> pl.DataFrame:
         """One row per seed, one column per scalar metric."""
         rows = [{"seed": r.seed, **m} for r, m in zip(self.runs, self.per_seed, strict=True)]
@@ -218,11 +224,14 @@ class Results:
     # --------------------------------------------------------------- disk
     def summary_dict(self) -> dict[str, Any]:
         sc = self.scenario
+        extra: dict[str, Any] = {} if self.complete else {"seeds_requested": list(sc.seeds)}
         return {
             "scenario": sc.name,
             "scheme": sc.scheme,
             "pause": sc.pause,
             "seeds": self.seeds,
+            "complete": self.complete,
+            **extra,
             "metrics": _clean(self.metrics),
             "aggregates": self.aggregates(),
             "frames": {
@@ -241,12 +250,29 @@ class Results:
             "engine": _clean(self.engine()),
         }
 
-    def save(self, out: str | Path, *, report: bool = True) -> Path:
-        """Writes the results layout of interface.md into `out`."""
+    def save(self, out: str | Path, *, report: bool = True, force: bool = False) -> Path:
+        """Writes the results layout of interface.md into directory `out`:
+        into a temporary sibling first, renamed into place at the end, so
+        `out` is complete or absent. An existing results directory is
+        replaced whole only with `force`; a directory holding anything else
+        is refused (cnsim.outdir)."""
+        from .outdir import RunDir
+
+        rd = RunDir(out, force=force, label="out")
+        try:
+            assert rd.tmp is not None
+            self.write(rd.tmp, report=report)
+            return rd.commit()
+        except BaseException:
+            rd.abort()
+            raise
+
+    def write(self, out: str | Path, *, report: bool = True) -> Path:
+        """Writes the results files into the existing, empty directory `out`
+        (no checks, not atomic: `save` is)."""
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         _atomic_write(out / "scenario.toml", self.scenario.to_toml())
-        _atomic_write(out / "summary.json", json.dumps(self.summary_dict(), indent=2) + "\n")
         self.flows().write_parquet(out / "flows.parquet")
         self.links().write_parquet(out / "links.parquet")
         self.nodes().write_parquet(out / "nodes.parquet")
@@ -269,6 +295,8 @@ class Results:
             from .report import write_report
 
             write_report(self, out)
+        # Last: a directory with summary.json has every other file.
+        _atomic_write(out / "summary.json", json.dumps(self.summary_dict(), indent=2) + "\n")
         return out
 
 
@@ -358,7 +386,7 @@ def open_results(path: str | Path) -> Any:
         saved = json.loads((out / "summary.json").read_text())
     except (OSError, ValueError) as e:
         raise ScenarioError(f"{out / 'summary.json'}: cannot be read ({e})") from None
-    scenario = scenario.replace(seeds=saved.get("seeds") or scenario.seeds)
+    scenario = scenario.replace(seeds=saved.get("seeds_requested") or saved.get("seeds") or scenario.seeds)
     return Results(scenario, _saved_runs(out))
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .errors import ScenarioError
-from .executor import Unit, run_units
+from .executor import Interrupted, Unit, run_units
 from .results import Results
 from .scenario import Scenario
 
@@ -28,23 +28,35 @@ def run(
     remaining time); None shows it when stderr is a terminal.
     `backend="dask"` runs one task per seed on a Dask cluster: the scheduler
     at `address`, an open `client`, or a LocalCluster of `jobs` workers
-    started for the run; the results are the same bit for bit."""
+    started for the run; the results are the same bit for bit.
+    Ctrl-C raises `cnsim.executor.Interrupted` (a KeyboardInterrupt) within
+    about a second, whose `results` holds the seeds that finished (None if
+    none did; `Results.complete` is false)."""
     if not isinstance(scenario, Scenario):
         raise ScenarioError(
             f"scenario: expected a cnsim.Scenario (cnsim.load(...)), got {type(scenario).__name__}"
         )
     if seeds is not None:
         scenario = scenario.replace(seeds=seeds)
+    from .guards import check_run_memory
+
+    check_run_memory(scenario)
     config = scenario.engine_json()
     units = [Unit(config, s, scenario.duration_ms) for s in sorted(scenario.seeds)]
     pause = " + PAUSE" if scenario.pause else ""
-    runs = run_units(
-        units,
-        description=f"{scenario.name} {scenario.scheme}{pause}",
-        backend_name=backend,
-        jobs=jobs,
-        address=address,
-        client=client,
-        progress=progress,
-    )
+    try:
+        runs = run_units(
+            units,
+            description=f"{scenario.name} {scenario.scheme}{pause}",
+            backend_name=backend,
+            jobs=jobs,
+            address=address,
+            client=client,
+            progress=progress,
+        )
+    except Interrupted as e:
+        # Ctrl-C: the seeds that finished, as an incomplete Results, for the caller to keep.
+        done = [r for _, r in e.done]
+        e.results = Results(scenario, done) if done else None  # type: ignore[attr-defined]
+        raise
     return Results(scenario, runs)

@@ -30,6 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ScenarioError
 
+#: Most explicit routing entries (switches x hosts) a generated fat tree may need.
+MAX_ROUTES = 5_000_000
+
 # As in cnsim.scenario.model (the engine's integer units).
 MAX_MS = 1e9
 MAX_GBPS = 1e6
@@ -64,7 +67,7 @@ class InnocentTopology(BaseModel):
 
     generator: Literal["innocent"] = Field(description="the generator")
     variant: Literal["A", "B", "C"] = Field("A", description="topology A (k = 1), B (k = 5) or C (k = 10)")
-    degree: int = Field(3, ge=1, description="hotspot degree d: contending sources, a multiple of k")
+    degree: int = Field(3, ge=1, le=1000, description="hotspot degree d: contending sources, a multiple of k")
     congesting_gbps: float = Field(
         20.0, ge=0, le=MAX_GBPS, description="total load of the contending sources (Gbit/s)"
     )
@@ -104,10 +107,12 @@ def _digits(x: int, k: int, n: int) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def fattree_switch(level: int, w: tuple[int, ...], n: int) -> str:
+def fattree_switch(level: int, w: tuple[int, ...], n: int, k: int) -> str:
     """Switch names: L, M, R + digits for the 3-level tree of scenarios.md
-    (L(a, b), M(a, c), R(x, c)); S<level>_<digits> for other depths."""
-    digits = "".join(str(d) for d in w)
+    (L(a, b), M(a, c), R(x, c)); S<level>_<digits> for other depths. With
+    k > 10 a digit can be 10 or more, so digits are separated (`L1_10`):
+    names never collide."""
+    digits = ("_" if k > 10 else "").join(str(d) for d in w)
     if n == 3:
         return "LMR"[level] + digits
     return f"S{level}_{digits}"
@@ -121,22 +126,28 @@ def fattree(k: int, n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     if k < 2 or n < 2:
         raise ScenarioError(f"topology: a fat tree needs k >= 2 and n >= 2 (got k = {k}, n = {n})")
     if k**n > 4096:
-        raise ScenarioError(f"topology: k = {k}, n = {n} gives {k**n} hosts; at most 4096")
+        raise ScenarioError(f"topology.k / topology.n: k = {k}, n = {n} gives {k**n} hosts; at most 4096")
+    routes = n * k ** (n - 1) * k**n
+    if routes > MAX_ROUTES:
+        raise ScenarioError(
+            f"topology.k / topology.n: k = {k}, n = {n} needs {routes:,} routing entries "
+            f"({n * k ** (n - 1):,} switches x {k**n:,} hosts); at most {MAX_ROUTES:,}"
+        )
     words = list(itertools.product(range(k), repeat=n - 1))
     nodes: list[dict[str, Any]] = [{"name": f"H{d}", "kind": "station"} for d in range(k**n)]
     for level in range(n):
         for w in words:
-            nodes.append({"name": fattree_switch(level, w, n), "kind": "bridge", "ports": 2 * k})
+            nodes.append({"name": fattree_switch(level, w, n, k), "kind": "bridge", "ports": 2 * k})
     links: list[dict[str, Any]] = []
     for d in range(k**n):
         dig = _digits(d, k, n)
-        links.append({"a": f"H{d}", "b": fattree_switch(0, dig[:-1], n)})
+        links.append({"a": f"H{d}", "b": fattree_switch(0, dig[:-1], n, k)})
     for level in range(n - 1):
         pos = n - 2 - level
         for w in words:
             for c in range(k):
                 up = w[:pos] + (c,) + w[pos + 1 :]
-                links.append({"a": fattree_switch(level, w, n), "b": fattree_switch(level + 1, up, n)})
+                links.append({"a": fattree_switch(level, w, n, k), "b": fattree_switch(level + 1, up, n, k)})
     return nodes, links
 
 
@@ -150,7 +161,7 @@ def fattree_routes(k: int, n: int) -> list[dict[str, str]]:
     routes = []
     for level in range(n):
         for w in words:
-            here = fattree_switch(level, w, n)
+            here = fattree_switch(level, w, n, k)
             for d in range(k**n):
                 dig = _digits(d, k, n)
                 prefix = n - 1 - level  # an ancestor of d matches d's first n-1-level digits
@@ -160,11 +171,11 @@ def fattree_routes(k: int, n: int) -> list[dict[str, str]]:
                     else:  # down: set digit n-1-level to the destination's
                         pos = n - 1 - level
                         child = w[:pos] + (dig[pos],) + w[pos + 1 :]
-                        via = fattree_switch(level - 1, child, n)
+                        via = fattree_switch(level - 1, child, n, k)
                 else:  # up
                     pos = n - 2 - level
                     parent = w[:pos] + (dig[n - 1 - level],) + w[pos + 1 :]
-                    via = fattree_switch(level + 1, parent, n)
+                    via = fattree_switch(level + 1, parent, n, k)
                 routes.append({"bridge": here, "dst": f"H{d}", "via": via})
     return routes
 

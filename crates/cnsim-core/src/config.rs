@@ -76,6 +76,11 @@ fn default_max_traced_flows() -> usize {
     64
 }
 
+/// Most time-series bins a run records per series (as the Python layer checks).
+pub const MAX_BINS: u64 = 10_000_000;
+/// Longest run: 1e9 ms (11.6 simulated days), far inside the u64 clock.
+pub const MAX_TIME_PS: u64 = 1_000_000_000_000_000_000;
+
 /// At `bridge`, frames for station `dst` leave towards neighbour `via`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -367,11 +372,20 @@ impl SimConfig {
         if self.bin_ps == 0 {
             return err("bin_us: must be > 0");
         }
-        if self.duration_ps / self.bin_ps > 50_000_000 {
+        if self.duration_ps > MAX_TIME_PS {
             return err(format!(
-                "bin_us: {} bins for this duration is too many; use wider bins",
+                "duration_ms: {} ps is not allowed; expected at most {MAX_TIME_PS} ps",
+                self.duration_ps
+            ));
+        }
+        if self.duration_ps / self.bin_ps > MAX_BINS {
+            return err(format!(
+                "duration_ms / bin_us: {} time-series bins is not allowed; at most {MAX_BINS}",
                 self.duration_ps / self.bin_ps
             ));
+        }
+        if self.pause.quanta == 0 {
+            return err("pause.quanta: 0 is not allowed; expected an integer >= 1 and <= 65535");
         }
         if self.windows.is_empty() {
             return err("measure: at least the measure window is required");

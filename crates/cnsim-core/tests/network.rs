@@ -419,3 +419,18 @@ fn a_source_behind_a_paused_uplink_is_slowed_within_5_ms() {
     }
     assert_eq!(r.frames.dropped_cp, 0, "lossless");
 }
+
+#[test]
+fn hand_built_configs_the_python_layer_would_refuse_are_refused_not_crashed() {
+    let ms = PS_PER_MS;
+    let mut cfg = cnsim_core::bench::star_config(2, 0.5, 10 * ms, 0);
+    cfg.pause.quanta = 0;
+    cfg.pause.enabled = true;
+    assert!(Sim::new(&cfg, 0).err().unwrap().0.starts_with("pause.quanta: 0 is not allowed"));
+    let mut cfg = cnsim_core::bench::star_config(2, 0.5, 10 * ms, 0);
+    cfg.bin_ps = 1;
+    assert!(Sim::new(&cfg, 0).err().unwrap().0.starts_with("duration_ms / bin_us:"));
+    let mut cfg = cnsim_core::bench::star_config(2, 0.5, u64::MAX / 2, 0);
+    cfg.windows[0].end_ps = cfg.duration_ps;
+    assert!(Sim::new(&cfg, 0).err().unwrap().0.starts_with("duration_ms:"));
+}

@@ -16,7 +16,7 @@ from ..errors import ScenarioError
 from ..schemes import SCHEMES
 from ..topologies import expand as expand_topology
 from .messages import one_line
-from .model import _BRIDGE_ONLY, _STATION_ONLY, Node, ScenarioModel
+from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, Node, ScenarioModel
 from .overrides import _fit_windows, _seeds_value, _table, set_dotted
 
 
@@ -26,8 +26,6 @@ def _num(v: float) -> str:
 
 #: Most time-series bins a run may record (each series keeps one value per bin).
 MAX_BINS = 10_000_000
-#: Most replications of one scenario.
-MAX_SEEDS = 1_000_000
 
 
 class Scenario:
@@ -309,6 +307,31 @@ class Scenario:
                 _port(f"{ev.from_}->{ev.to}", f"events[{i}]", adj)
         for p in m.trace.ports or []:
             _port(p, "trace.ports", adj)
+        if m.stability is not None:
+            _port(m.stability.port, "stability.port", adj)
+            if names[m.stability.port.partition("->")[0]].kind != "bridge":
+                raise ScenarioError(
+                    f"stability.port: '{m.stability.port}' is not allowed; expected a bridge port"
+                )
+        if m.innocent is not None and (
+            m.innocent.sink not in names or names[m.innocent.sink].kind != "station"
+        ):
+            raise ScenarioError(
+                f"innocent.sink: '{m.innocent.sink}' is not allowed; expected a station of the scenario"
+            )
+        for rl in m.trace.rate_limiters or []:
+            station, sep, what = rl.partition("|")
+            if not sep or station not in names or names[station].kind != "station":
+                raise ScenarioError(
+                    f"trace.rate_limiters: '{rl}' is not allowed; expected STATION|DEST or STATION|FROM->TO "
+                    "with a station of the scenario"
+                )
+            if "->" in what:
+                _port(what, "trace.rate_limiters", adj)
+            elif what not in names or names[what].kind != "station" or what == station:
+                raise ScenarioError(
+                    f"trace.rate_limiters: '{rl}' is not allowed; '{what}' is not another station"
+                )
         for p in m.cp_ports:
             _port(p, "cp_ports", adj)
             if names[p.partition("->")[0]].kind != "bridge":

@@ -26,6 +26,8 @@ def _read_toml(text: str, source: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"{source}: malformed TOML: {e}") from None
+    except RecursionError:
+        raise ScenarioError(f"{source}: malformed TOML: nested too deeply") from None
 
 
 def load(name_or_path: str | Path, **changes: Any) -> Scenario:

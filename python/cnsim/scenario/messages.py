@@ -126,6 +126,8 @@ def _expected(err: Any, field: FieldInfo | None) -> str:
             op, key = bounds[t]
             found = [f"{op} {_num(ctx.get(key))}"]
         return f"expected {_kind(field)} " + " and ".join(found)
+    if t == "bool_not_number":
+        return f"expected {_kind(field)}, not true or false"
     if t in ("int_type", "int_parsing", "int_from_float"):
         return "expected an integer"
     if t in ("float_type", "float_parsing", "finite_number"):

@@ -7,9 +7,19 @@ Rules that tie parameters together are in `core.Scenario._check`."""
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from ..schemes import TABLES
 
@@ -24,10 +34,35 @@ MAX_US = 1e12
 MAX_GBPS = 1e6
 MAX_BYTES = 2**40
 ENGINE_LIMITS = (MAX_MS, MAX_US, MAX_GBPS, MAX_BYTES)
+#: Most replications of one scenario.
+MAX_SEEDS = 1_000_000
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_as_number(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_bool_as_number(cls, v, info)
+
+
+def refuse_bool_as_number(cls: type[BaseModel], v: Any, info: ValidationInfo) -> Any:
+    """true / false where a number is declared is an error, never 1 / 0."""
+    if info.field_name is None:
+        return v
+    ann = cls.model_fields[info.field_name].annotation
+    if isinstance(v, bool) and not _admits_bool(ann):
+        raise PydanticCustomError("bool_not_number", "expected a number, not true or false")
+    if ann is bool and not isinstance(v, bool):  # nor 1, 0 or "yes" as a switch
+        raise PydanticCustomError("bool_type", "expected true or false")
+    return v
+
+
+def _admits_bool(ann: Any) -> bool:
+    if ann is bool or ann is Any:
+        return True
+    return any(_admits_bool(a) for a in typing.get_args(ann))
 
 
 class Measure(_Model):
@@ -323,9 +358,9 @@ class _ScenarioFields(_Model):
 
     name: str = Field("scenario", description="scenario name (results directory, reports)")
     description: str = Field("", description="one line shown by `cnsim list`")
-    duration_ms: float = Field(..., gt=0, le=MAX_MS, description="run length (ms)")
+    duration_ms: float = Field(..., ge=1e-9, le=MAX_MS, description="run length (at least 1 ps)")
     seeds: int | list[int] = Field(1, description="replications: a count N (seeds 0..N-1) or a list of seeds")
-    bin_us: float = Field(100.0, gt=0, le=MAX_US, description="time-series bin width (us)")
+    bin_us: float = Field(100.0, ge=1e-6, le=MAX_US, description="time-series bin width (at least 1 ps)")
     scheme: str = Field(
         "nocm", description="congestion-management scheme (cnsim list; pause = nocm with PAUSE on)"
     )

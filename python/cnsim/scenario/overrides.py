@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import itertools
 import tomllib
 from collections.abc import Iterable
 from typing import Any
 
 from ..errors import ScenarioError
-from .model import ScenarioModel
+from .model import MAX_SEEDS, ScenarioModel
 
 
 def parse_value(text: str) -> Any:
@@ -16,7 +17,7 @@ def parse_value(text: str) -> Any:
     table), or else the text itself as a string."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return text
 
 
@@ -72,10 +73,16 @@ def _seeds_value(seeds: int | Iterable[int]) -> int | list[int]:
         raise ScenarioError(f"seeds: {seeds} is not allowed; expected a count or a list of seeds")
     if isinstance(seeds, int):
         return seeds
+    if isinstance(seeds, range) and seeds.start == 0 and seeds.step == 1:
+        return len(seeds)  # a count, without listing a billion seeds
+    if hasattr(seeds, "__len__") and len(seeds) > MAX_SEEDS:  # type: ignore[arg-type]
+        raise ScenarioError(f"seeds: {len(seeds):,} seeds is not allowed; at most {MAX_SEEDS:,}")  # type: ignore[arg-type]
     try:
-        lst = [int(s) for s in seeds]
+        lst = [int(s) for s in itertools.islice(seeds, MAX_SEEDS + 1)]
     except (TypeError, ValueError):
         raise ScenarioError(f"seeds: {seeds!r} is not allowed; expected a count or a list of seeds") from None
+    if len(lst) > MAX_SEEDS:
+        raise ScenarioError(f"seeds: more than {MAX_SEEDS:,} seeds is not allowed")
     return len(lst) if lst and lst == list(range(len(lst))) else lst
 
 

@@ -14,7 +14,16 @@ from __future__ import annotations
 
 from .grid import RUN_CHOICES, Point, build_points, parse_grid
 from .run import SweepOutcome, run_sweep, sweep
-from .store import POINT_JSON, SWEEP_JSON, SWEEP_PARQUET, SweepResults, load_sweep, read_meta, sweep_frame
+from .store import (
+    POINT_JSON,
+    SWEEP_JSON,
+    SWEEP_PARQUET,
+    SweepResults,
+    damaged_points,
+    load_sweep,
+    read_meta,
+    sweep_frame,
+)
 
 __all__ = [
     "RUN_CHOICES",
@@ -25,6 +34,7 @@ __all__ = [
     "SweepOutcome",
     "SweepResults",
     "build_points",
+    "damaged_points",
     "load_sweep",
     "parse_grid",
     "read_meta",

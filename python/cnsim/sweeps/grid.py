@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -137,7 +138,10 @@ def _apply(base: Scenario, values: dict[str, Any], label: str) -> Scenario:
 def build_points(base: Scenario, grid: Mapping[str, Any] | None, label: str = "--grid") -> list[Point]:
     """Every grid point (the first key varies slowest), validated: a bad key
     or value raises ScenarioError naming it before anything runs."""
+    from ..guards import check_grid_size, check_run_memory
+
     g = _normalize_grid(grid, label)
+    check_grid_size(math.prod(len(v) for v in g.values()))
     for key, vals in g.items():  # one key at a time: the message names exactly it
         for v in vals:
             _apply(base, {key: v}, label)
@@ -147,6 +151,7 @@ def build_points(base: Scenario, grid: Mapping[str, Any] | None, label: str = "-
     for i, combo in enumerate(combos):
         values = dict(zip(g, combo, strict=True))
         sc = _apply(base, values, label)
+        check_run_memory(sc, f"point {_point_id(i, width, values)}")
         points.append(Point(i, _point_id(i, width, values), values, sc, sc.engine_json()))
     return points
 

@@ -209,7 +209,7 @@ class _SweepDir:
         res = Results(point.scenario, sorted(runs, key=lambda r: r.seed))
         tmp = self.out / f"{_TMP_PREFIX}{point.id}-{uuid.uuid4().hex[:8]}"
         try:
-            res.save(tmp, report=report)
+            res.write(tmp, report=report)
             info = {
                 "id": point.id,
                 "index": point.index,
@@ -247,10 +247,25 @@ class _SweepDir:
 
 
 def _read_summary(pdir: Path) -> dict[str, Any] | None:
+    """A point's summary.json, or None if it is missing or damaged (not a
+    summary: unreadable, not JSON, or without seeds and per-seed metrics)."""
     try:
-        return json.loads((pdir / "summary.json").read_text())
-    except (OSError, ValueError):
+        s = json.loads((pdir / "summary.json").read_text())
+    except (OSError, ValueError, RecursionError):
         return None
+    if (
+        not isinstance(s, dict)
+        or not isinstance(s.get("seeds"), list)
+        or not isinstance(s.get("metrics"), dict)
+    ):
+        return None
+    n = len(s["seeds"])
+    for m in s["metrics"].values():
+        if not isinstance(m, dict) or not isinstance(m.get("per_seed"), list) or len(m["per_seed"]) != n:
+            return None
+    if not isinstance(s.get("aggregates", {}), dict):
+        return None
+    return s
 
 
 def _atomic_text(path: Path, text: str) -> None:
@@ -322,6 +337,16 @@ def sweep_frame(out: Path, meta: dict[str, Any]) -> pl.DataFrame:
         if s is not None:
             rows.extend(_rows(p["id"], p["values"], s))
     return _frame(keys, rows)
+
+
+def damaged_points(out: Path, meta: dict[str, Any]) -> list[str]:
+    """Points whose directory exists but whose summary.json is missing or
+    damaged: left out of the table, and redone when the sweep is resumed."""
+    return [
+        p["id"]
+        for p in meta.get("points") or []
+        if (out / p["id"]).is_dir() and _read_summary(out / p["id"]) is None
+    ]
 
 
 def read_meta(out: str | Path) -> dict[str, Any]:

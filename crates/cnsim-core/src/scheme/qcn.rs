@@ -137,6 +137,10 @@ pub fn table() -> Table {
              (the literal rule; off: only a queue above Qeq slows sources)",
         )
         .rule(&["pmin", "pmax"], "pmin <= pmax", |v| v.f("pmin") <= v.f("pmax"))
+        // A timer below 1 ps would round to none: say so instead.
+        .rule(&["timer_ms"], "timer_ms = 0 (no timer) or timer_ms >= 1e-9 (1 ps)", |v| {
+            v.f("timer_ms") == 0.0 || v.f("timer_ms") >= 1e-9
+        })
 }
 
 /// The `[qcn2pt]` table: two-point QCN as compared in July 2007.

@@ -1,0 +1,162 @@
+"""Results directories, written safely.
+
+A run's directory is checked before anything is simulated (can it be
+created and written?), written into a temporary sibling and renamed into
+place at the end, so that it is complete or absent whatever happens (a full
+disk, a kill). An existing results directory is replaced whole, and only
+with `force`; a directory that holds anything else (a scenario file, a
+sweep, the user's files) is never written into. A lock beside it stops a
+second run from writing the same directory. Default names come from a
+sanitised scenario name and stay under ./results."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+from .errors import ScenarioError
+
+#: What a results directory may hold (Results.save, docs/results.md).
+RESULT_FILES = {
+    "scenario.toml",
+    "summary.json",
+    "flows.parquet",
+    "links.parquet",
+    "nodes.parquet",
+    "windows.parquet",
+    "runs.parquet",
+    "timeseries.parquet",
+    "transient.parquet",
+    "report.html",
+    "point.json",
+}
+#: What a `cnsim fluid` directory may hold.
+FLUID_FILES = {"fluid.json", "fluid.parquet", "fluid.png", "packet"}
+_TMP = ".tmp-"
+_OLD = ".old-"
+
+
+def safe_name(name: str) -> str:
+    """`name` as one path component: letters, digits, '.', '_' and '-' only,
+    no leading dot, at most 80 characters ("scenario" if nothing is left)."""
+    s = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._-")[:80]
+    return s or "scenario"
+
+
+def default_dir(name: str, kind: str = "") -> Path:
+    """results/<name><kind>-<timestamp>, under the current directory."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("results") / f"{safe_name(name)}{kind}-{stamp}"
+
+
+class RunDir:
+    """The target directory of one run, checked and locked; files are written
+    into `tmp`, and `commit()` renames it into place."""
+
+    def __init__(
+        self,
+        target: Path | str,
+        force: bool = False,
+        label: str = "--out",
+        marker: str = "summary.json",
+        allowed: set[str] = RESULT_FILES,
+    ) -> None:
+        self.target = Path(target)
+        self.label = label
+        self.tmp: Path | None = None
+        self._lock_fd: int | None = None
+        t = self.target
+        where = f"{label} {t}"
+        if t.exists() and not t.is_dir():
+            raise ScenarioError(f"{where}: exists and is not a directory")
+        if t.is_dir():
+            entries = [p for p in t.iterdir()]
+            if (t / "sweep.json").exists():
+                raise ScenarioError(f"{where}: holds a sweep (sweep.json); give another directory")
+            others = sorted(
+                p.name for p in entries if p.name not in allowed and not (p.suffix == ".png" and p.is_file())
+            )
+            if others:
+                raise ScenarioError(
+                    f"{where}: holds other files ({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}); "
+                    "not a results directory, so cnsim will not write into it"
+                )
+            if entries and not (t / marker).is_file():
+                raise ScenarioError(
+                    f"{where}: holds files but no {marker}; not a results directory, so cnsim will "
+                    "not write into it"
+                )
+            if entries and not force:
+                raise ScenarioError(
+                    f"{where}: already holds results; give another directory, or --force to replace them"
+                )
+        parent = t.parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ScenarioError(f"{where}: cannot be created ({e.strerror or e})") from None
+        self._lock(parent / f".{t.name}.lock", where)
+        # Leftovers of a run of this directory that was killed while saving.
+        for p in parent.glob(f"{_TMP}{t.name}-*"):
+            shutil.rmtree(p, ignore_errors=True)
+        for p in parent.glob(f"{_OLD}{t.name}-*"):
+            shutil.rmtree(p, ignore_errors=True)
+        try:
+            self.tmp = parent / f"{_TMP}{t.name}-{uuid.uuid4().hex[:8]}"
+            self.tmp.mkdir()
+            probe = self.tmp / ".probe"
+            probe.write_bytes(b"cnsim")
+            probe.unlink()
+        except OSError as e:
+            self.abort()
+            raise ScenarioError(f"{where}: cannot be written ({e.strerror or e})") from None
+
+    def _lock(self, path: Path, where: str) -> None:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock
+            return
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise ScenarioError(f"{where}: cannot be written ({e.strerror or e})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ScenarioError(f"{where}: another cnsim run is writing this directory") from None
+        except OSError:  # a filesystem without locks: go on unlocked
+            pass
+        self._lock_fd = fd
+
+    def commit(self) -> Path:
+        """Puts the written directory in place (replacing an old one whole)."""
+        assert self.tmp is not None
+        old = None
+        if self.target.exists():
+            old = self.target.parent / f"{_OLD}{self.target.name}-{uuid.uuid4().hex[:8]}"
+            os.rename(self.target, old)
+        os.rename(self.tmp, self.target)
+        self.tmp = None
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        self.close()
+        return self.target
+
+    def abort(self) -> None:
+        """Removes what was written; the target is left as it was."""
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
+        self.close()
+
+    def close(self) -> None:
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._lock_fd)
+            self._lock_fd = None
