@@ -105,8 +105,10 @@ def _scenario(
             raise ScenarioError(f"--seed: {seed} is not allowed; expected an integer >= 0")
         changes["seeds"] = [seed]
     if duration is not None:
-        if duration <= 0:
-            raise ScenarioError(f"--duration: {duration} is not allowed; expected > 0 ms")
+        if not 0 < duration <= 1e9:  # also NaN and inf
+            raise ScenarioError(
+                f"--duration: {duration} is not allowed; expected a number > 0 and <= 1000000000 (ms)"
+            )
         changes["duration_ms"] = duration
     if changes:
         sc = sc.replace(**changes)
@@ -283,6 +285,14 @@ def sweep(
             report=report,
             progress=None if not as_json else False,
         )
+    except KeyboardInterrupt:
+        kept = target.is_dir() and any(p.name.startswith("p") and p.is_dir() for p in target.iterdir())
+        _fail(
+            f"interrupted; the finished points are kept in {target}: run the same command again to resume"
+            if kept
+            else "interrupted before any point finished; nothing was saved",
+            130,
+        )
     finally:
         signal.signal(signal.SIGTERM, old)
     info = {
@@ -375,8 +385,10 @@ def bench(
     performance.md (nocm); `--workload singlehop|multihop|fattree` times a 1 s benchmark scenario."""
     from . import _core
 
-    if duration_ms is not None and duration_ms <= 0:
-        raise ScenarioError(f"--duration-ms: {duration_ms} is not allowed; expected > 0")
+    if duration_ms is not None and not 0 < duration_ms <= 1e9:  # also NaN and inf
+        raise ScenarioError(
+            f"--duration-ms: {duration_ms} is not allowed; expected a number > 0 and <= 1000000000"
+        )
     if workload == "incast":
         if scheme is not None or pause is not None:
             raise ScenarioError("--scheme / --pause: the incast workload is nocm without PAUSE")

@@ -24,6 +24,7 @@ changes that node (e.g. `load` of one host).
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -47,8 +48,8 @@ class FatTreeTopology(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     generator: Literal["fattree"] = Field(description="the generator")
-    k: int = Field(4, ge=2, description="arity: each switch has k ports down and k up")
-    n: int = Field(3, ge=2, description="levels of switches; k**n hosts, at most 4096")
+    k: int = Field(4, ge=2, le=64, description="arity: each switch has k ports down and k up")
+    n: int = Field(3, ge=2, le=12, description="levels of switches; k**n hosts, at most 4096")
     load: float = Field(0.0, ge=0, le=1, description="every host's offered load (Bernoulli p per frame slot)")
     dest: str | dict[str, float] = Field(
         "uniform", description="every host's destinations, as a node's `dest`"
@@ -199,7 +200,7 @@ def innocent(
     k = INNOCENT_K[variant]
     edges = degree // k
     if degree % k or edges * rate_gbps < congesting_gbps + innocent_gbps or edges < 1:
-        need = max(k, -(-int(congesting_gbps + innocent_gbps) // int(rate_gbps)) * k)
+        need = max(k, math.ceil((congesting_gbps + innocent_gbps) / rate_gbps) * k)
         raise ScenarioError(
             f"topology.degree: {degree} is not allowed; topology {variant} needs a multiple of {k}, "
             f"at least {need} (each uplink carries {congesting_gbps + innocent_gbps:g} / E Gbit/s)"
@@ -242,16 +243,24 @@ def expand(raw: dict[str, Any]) -> dict[str, Any]:
             else:
                 nd["cp"] = t.cp
     else:
-        rate = float((raw.get("defaults") or {}).get("link_rate_gbps", 10.0))
+        defaults = raw.get("defaults")
+        rate = defaults.get("link_rate_gbps", 10.0) if isinstance(defaults, dict) else 10.0
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate < float("inf"):
+            rate = 10.0  # validation names the bad value; the generator needs a number
         nodes, links = innocent(t.variant, t.degree, t.congesting_gbps, t.innocent_gbps, rate)
         for nd in nodes:
             if nd["kind"] == "station" and nd.get("load"):
                 nd["start_ms"] = t.start_ms
     out = dict(raw)
+    for key in ("nodes", "links"):
+        if not isinstance(raw.get(key) or [], list):
+            raise ScenarioError(
+                f"{key}: {raw[key]!r} is not allowed; expected an array of tables ([[{key}]])"
+            )
     by_name = {nd["name"]: dict(nd) for nd in nodes}
     extra_nodes = []
     for nd in raw.get("nodes") or []:
-        if isinstance(nd, dict) and nd.get("name") in by_name:
+        if isinstance(nd, dict) and isinstance(nd.get("name"), str) and nd["name"] in by_name:
             by_name[nd["name"]].update(nd)
         else:
             extra_nodes.append(nd)
@@ -259,7 +268,8 @@ def expand(raw: dict[str, Any]) -> dict[str, Any]:
     pairs = {frozenset((lk["a"], lk["b"])): dict(lk) for lk in links}
     extra_links = []
     for lk in raw.get("links") or []:
-        key = frozenset((lk.get("a"), lk.get("b"))) if isinstance(lk, dict) else None
+        ends_ok = isinstance(lk, dict) and isinstance(lk.get("a"), str) and isinstance(lk.get("b"), str)
+        key = frozenset((lk["a"], lk["b"])) if ends_ok else None
         if key in pairs:
             pairs[key].update(lk)
         else:

@@ -28,7 +28,7 @@ BAD_INPUTS = [
     ),
     (
         ["run", "baseline", "--set", "defaults.link_rate_gbps=-10"],
-        "error: --set defaults.link_rate_gbps: -10 is not allowed; expected a number > 0",
+        "error: --set defaults.link_rate_gbps: -10 is not allowed; expected a number >= 1e-09",
     ),
     (
         ["run", "singlehop_hotspot", "--set", "hotspot.rate_gbps=-1"],

@@ -71,7 +71,7 @@ def test_tiny_is_valid():
         (
             ("defaults", "link_rate_gbps"),
             -10,
-            "defaults.link_rate_gbps: -10 is not allowed; expected a number > 0",
+            "defaults.link_rate_gbps: -10 is not allowed; expected a number >= 1e-09",
         ),
         (
             ("defaults", "link_delay_us"),
@@ -129,7 +129,7 @@ def test_bad_node_parameter_names_the_node(name, key, value, expected):
     [
         (
             {"a": "S", "b": "B", "rate_gbps": -1},
-            "links.S-B.rate_gbps: -1 is not allowed; expected a number > 0",
+            "links.S-B.rate_gbps: -1 is not allowed; expected a number >= 1e-09",
         ),
         (
             {"a": "S", "b": "B", "delay_us": -2},

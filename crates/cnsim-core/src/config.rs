@@ -78,8 +78,13 @@ fn default_max_traced_flows() -> usize {
 
 /// Most time-series bins a run records per series (as the Python layer checks).
 pub const MAX_BINS: u64 = 10_000_000;
-/// Longest run: 1e9 ms (11.6 simulated days), far inside the u64 clock.
+/// Longest run, and longest delay of any kind: 1e9 ms (11.6 simulated
+/// days), so that sums of times stay far inside the u64 clock.
 pub const MAX_TIME_PS: u64 = 1_000_000_000_000_000_000;
+/// Largest buffer or threshold: 1 TiB.
+pub const MAX_BYTES: u64 = 1 << 40;
+/// Fastest link: 1 Pbit/s.
+pub const MAX_RATE_BPS: u64 = 1_000_000_000_000_000;
 
 /// At `bridge`, frames for station `dst` leave towards neighbour `via`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -415,6 +420,54 @@ impl SimConfig {
                 "pause.xon_bytes: {} is above pause.xoff_bytes {}; XON must not exceed XOFF",
                 self.pause.xon_bytes, self.pause.xoff_bytes
             ));
+        }
+        // Times, rates and sizes within the engine's integer units, so no sum
+        // of them can overflow (the Python layer declares the same limits).
+        let time = |v: Time, what: String| {
+            if v > MAX_TIME_PS {
+                err(format!("{what}: {v} ps is not allowed; expected at most {MAX_TIME_PS} ps"))
+            } else {
+                Ok(())
+            }
+        };
+        let size = |v: u64, what: String| {
+            if v > MAX_BYTES {
+                err(format!("{what}: {v} is not allowed; expected at most {MAX_BYTES} bytes"))
+            } else {
+                Ok(())
+            }
+        };
+        let rate = |v: u64, zero_ok: bool, what: String| {
+            if v > MAX_RATE_BPS || (v == 0 && !zero_ok) {
+                err(format!(
+                    "{what}: {v} bit/s is not allowed; expected {} and at most {MAX_RATE_BPS} bit/s",
+                    if zero_ok { "0 (stopped) or at least 1" } else { "at least 1" }
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        time(self.bin_ps, "bin_us".into())?;
+        size(self.pause.xoff_bytes, "pause.xoff_bytes".into())?;
+        size(self.pause.xon_bytes, "pause.xon_bytes".into())?;
+        for s in &self.stations {
+            time(s.processing_ps, format!("nodes.{}.processing_us", s.name))?;
+            size(s.nic_buffer_bytes, format!("nodes.{}.nic_buffer_bytes", s.name))?;
+            size(s.rlq_bytes, format!("nodes.{}.rlq_bytes", s.name))?;
+        }
+        for b in &self.bridges {
+            time(b.latency_ps, format!("nodes.{}.latency_us", b.name))?;
+            size(b.buffer_bytes, format!("nodes.{}.buffer_bytes", b.name))?;
+        }
+        for l in &self.links {
+            time(l.delay_ps, format!("links.{}-{}.delay_us", l.a, l.b))?;
+            rate(l.rate_bps, false, format!("links.{}-{}.rate_gbps", l.a, l.b))?;
+        }
+        for (i, e) in self.events.iter().enumerate() {
+            time(e.at_ps(), format!("events[{i}].at_ms"))?;
+            if let EventConfig::LinkRate { rate_bps, .. } = e {
+                rate(*rate_bps, true, format!("events[{i}].rate_gbps"))?;
+            }
         }
         for s in &self.stations {
             if !(0.0..=1.0).contains(&s.load) || s.load.is_nan() {

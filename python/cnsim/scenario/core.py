@@ -16,7 +16,7 @@ from ..errors import ScenarioError
 from ..schemes import SCHEMES
 from ..topologies import expand as expand_topology
 from .messages import one_line
-from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, Node, ScenarioModel
+from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, MIN_GBPS, Node, ScenarioModel
 from .overrides import _fit_windows, _seeds_value, _table, set_dotted
 
 
@@ -288,6 +288,13 @@ class Scenario:
                 f"pause.xon_bytes: {m.pause.xon_bytes} is above pause.xoff_bytes "
                 f"{m.pause.xoff_bytes}; expected xon_bytes <= xoff_bytes"
             )
+        slow = [("hotspot.rate_gbps", m.hotspot.rate_gbps)] if m.hotspot else []
+        slow += [(f"events[{i}].rate_gbps", ev.rate_gbps) for i, ev in enumerate(m.events) if ev.rate_gbps]
+        for where, rate in slow:
+            if 0 < rate < MIN_GBPS:
+                raise ScenarioError(
+                    f"{where}: {rate} is not allowed; expected 0 (stopped) or at least {MIN_GBPS:g} (1 bit/s)"
+                )
         if m.hotspot:
             h = m.hotspot
             if h.node not in names or names[h.node].kind != "station":

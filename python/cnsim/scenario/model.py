@@ -34,6 +34,8 @@ MAX_US = 1e12
 MAX_GBPS = 1e6
 MAX_BYTES = 2**40
 ENGINE_LIMITS = (MAX_MS, MAX_US, MAX_GBPS, MAX_BYTES)
+#: The slowest link: 1 bit/s (the engine counts whole bits per second).
+MIN_GBPS = 1e-9
 #: Most replications of one scenario.
 MAX_SEEDS = 1_000_000
 
@@ -105,7 +107,9 @@ class Defaults(_Model):
     control_frame_bytes: int = Field(
         64, ge=1, le=65535, description="PAUSE / congestion-notification frame size on the wire"
     )
-    link_rate_gbps: float = Field(10.0, gt=0, le=MAX_GBPS, description="link rate of links that set none")
+    link_rate_gbps: float = Field(
+        10.0, ge=MIN_GBPS, le=MAX_GBPS, description="link rate of links that set none (at least 1 bit/s)"
+    )
     link_delay_us: float = Field(
         0.5, ge=0, le=MAX_US, description="propagation delay, each way, of links that set none"
     )
@@ -189,7 +193,10 @@ class Hotspot(_Model):
 
     node: str = Field(..., description="the hot station: the link into it slows down")
     rate_gbps: float = Field(
-        ..., ge=0, le=MAX_GBPS, description="its service rate during the hotspot (0 = stopped)"
+        ...,
+        ge=0,
+        le=MAX_GBPS,
+        description="its service rate during the hotspot (0 = stopped, else >= 1 bit/s)",
     )
     start_ms: float = Field(..., ge=0, le=MAX_MS, description="hotspot start")
     end_ms: float = Field(
@@ -248,7 +255,7 @@ class Link(_Model):
     a: str = Field(..., description="one end (node name)")
     b: str = Field(..., description="the other end (node name)")
     rate_gbps: float | None = Field(
-        None, gt=0, le=MAX_GBPS, description="link rate, both directions (none: [defaults])"
+        None, ge=MIN_GBPS, le=MAX_GBPS, description="link rate, both directions (none: [defaults])"
     )
     delay_us: float | None = Field(
         None, ge=0, le=MAX_US, description="propagation delay, each way (none: [defaults])"
@@ -267,7 +274,9 @@ class Event(_Model):
     node: str | None = Field(None, description="the station (start / stop)")
     from_: str | None = Field(None, alias="from", description="link_rate: sending node")
     to: str | None = Field(None, description="link_rate: receiving node")
-    rate_gbps: float | None = Field(None, ge=0, le=MAX_GBPS, description="link_rate: new rate (0 = stopped)")
+    rate_gbps: float | None = Field(
+        None, ge=0, le=MAX_GBPS, description="link_rate: new rate (0 = stopped, else >= 1 bit/s)"
+    )
 
     @model_validator(mode="after")
     def _fields_for_action(self) -> Event:

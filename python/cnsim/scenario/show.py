@@ -54,7 +54,7 @@ def _emit_table(lines: list[str], header: str, table: dict[str, Any], cls: Any) 
 
 def _commented_toml(d: dict[str, Any], sc: Scenario) -> str:
     lines = [
-        f"# Scenario '{sc.name}', resolved: every parameter with its value; units in the",
+        f"# Scenario {sc.name!r}, resolved: every parameter with its value; units in the",
         "# names and comments (docs/scenario-format.md). Re-run it with `cnsim run FILE`.",
     ]
     fields = ScenarioModel.model_fields
