@@ -278,6 +278,11 @@ def test_a_second_ctrl_c_exits_at_once(tmp_path):
         ),
         (["run", "baseline", "--seeds", "1000000000"], "error: seeds: 1000000000 is not allowed"),
         (["run", "baseline", "--seeds", "200000"], "error: bin_us: the run would keep about"),
+        (
+            ["run", "baseline", "--seeds", "200", "--set", "bin_us=1"],
+            "error: bin_us: the run would keep about",
+        ),
+        (["run", "baseline", "--seed", "9223372036854775808"], "error: seeds: [9223372036854775808] is not"),
         (["run", "baseline", "--duration", "inf"], "error: --duration: inf is not allowed"),
         (["bench", "--duration-ms", "nan"], "error: --duration-ms: nan is not allowed"),
         (
