@@ -8,17 +8,7 @@ import pytest
 from cnsim.metrics import knee, relative_change, settling, smooth, time_to_stability
 from cnsim.scenario import builtin_names, load
 from cnsim.schemes import SCHEMES
-from cnsim.topologies import fattree, fattree_routes
-
-
-def _path(routes: dict, leaf_of: dict, src: int, dst: int) -> list[str]:
-    node = leaf_of[f"H{src}"]
-    path = [f"H{src}", node]
-    while node != f"H{dst}":
-        node = routes[(node, f"H{dst}")]
-        path.append(node)
-        assert len(path) < 20, "routing loop"
-    return path
+from cnsim.topologies import fattree
 
 
 def test_fattree_shape_and_up_port_routing():
@@ -32,14 +22,11 @@ def test_fattree_shape_and_up_port_routing():
     assert all(degree[f"L{a}{b}"] == 8 for a in range(4) for b in range(4))
     assert all(degree[f"M{a}{c}"] == 8 for a in range(4) for c in range(4))
     assert all(degree[f"R{x}{c}"] == 4 for x in range(4) for c in range(4))
-    routes = {(r["bridge"], r["dst"]): r["via"] for r in fattree_routes(4, 3)}
-    leaf_of = {lk["a"]: lk["b"] for lk in links if lk["a"].startswith("H")}
+    pairs = [(s, d) for s in range(64) for d in range(64) if s != d]
+    paths = load("fattree_hotspot").paths([(f"H{s}", f"H{d}") for s, d in pairs])
     hops = {}
-    for s in range(64):
-        for d in range(64):
-            if s == d:
-                continue
-            p = _path(routes, leaf_of, s, d)
+    for (s, d), p in zip(pairs, paths, strict=True):
+        if True:
             links_used = len(p) - 1
             same_leaf = s // 4 == d // 4
             same_pod = s // 16 == d // 16

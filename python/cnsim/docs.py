@@ -52,6 +52,8 @@ def _type(ann: Any) -> str:
         return f"list of {_type(args[0])}s"
     if origin is dict:
         return "table" if args[-1] is Any else f"table of {_type(args[-1])}s"
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return "table {" + ", ".join(ann.model_fields) + "}"
     return {float: "number", int: "integer", bool: "bool", str: "string"}.get(
         ann, getattr(ann, "__name__", str(ann))
     )
@@ -162,11 +164,13 @@ def parameter_tables() -> str:
         ("`[pause]`", m.Pause),
         ("`[hotspot]` (optional)", m.Hotspot),
         ('`[topology]` with `generator = "fattree"` (optional)', topologies.FatTreeTopology),
+        ('`[topology]` with `generator = "leafspine"` (optional)', topologies.LeafSpineTopology),
         ('`[topology]` with `generator = "innocent"` (optional)', topologies.InnocentTopology),
         ("`[stability]` (optional)", m.Stability),
         ("`[innocent]` (optional)", m.Innocent),
         ("`[transient]` (optional)", m.Transient),
         ("`[trace]`", m.Trace),
+        ("`[stats]`", m.Stats),
         ("`[[links]]`", m.Link),
         ("`[[events]]`", m.Event),
     ]

@@ -66,6 +66,20 @@ def flow_table(run: Any) -> pl.DataFrame:
     )
 
 
+def node_table(run: Any) -> pl.DataFrame:
+    """Nodes with `throughput_from_gbps_<window>` / `throughput_to_gbps_<window>`:
+    the bytes a station sent / received that were delivered in the window,
+    over its length (what a run without per-flow counters has per station)."""
+    n = run.tables["nodes"]
+    cols = []
+    for w, a, b in _windows(run):
+        for side in ("from", "to"):
+            col = f"bytes_{side}_{w}"
+            if col in n.columns:
+                cols.append(pl.Series(f"throughput_{side}_gbps_{w}", gbps(n[col], b - a)))
+    return n.with_columns(cols)
+
+
 def link_table(run: Any) -> pl.DataFrame:
     """Link directions with `throughput_gbps_<window>` (bytes their sender
     started in the window / its length) and `time_paused_pct`: the share of the
@@ -134,17 +148,32 @@ def fairness(rates: list[float], target: float) -> dict[str, float]:
 def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
     """Every scalar metric of one run: those of every run, then the
     scenario's own (stability, innocent flows, fairness, utilisation, hotspot)."""
+    from .scenario.resolve import per_flow
+
     m: dict[str, float | int | None] = run_metrics(run)
     model = scenario.model
     names = run.window_names
     flows = flow_table(run)
+    by_flow = per_flow(model)
+    nodes = None if by_flow else node_table(run)
+
+    def into(sink: str, window: str) -> Any:
+        """Gbit/s delivered to `sink` in `window`: summed over its flows, or
+        its own counter without per-flow counters."""
+        if nodes is None:
+            return (
+                flows.filter(pl.col("dst") == sink)
+                .select(seq_sum(pl.col(f"throughput_gbps_{window}")))
+                .item()
+            )
+        row = nodes.filter(pl.col("name") == sink)
+        return row[f"throughput_to_gbps_{window}"].item() if len(row) else None
+
     if model.stability is not None:
         m.update(stability_metrics(run, scenario))
     if model.innocent is not None:
         sink = model.innocent.sink
-        got = (
-            flows.filter(pl.col("dst") == sink).select(seq_sum(pl.col(f"throughput_gbps_{names[0]}"))).item()
-        )
+        got = into(sink, names[0])
         rate = dict(
             zip(run.tables["links"]["from"].to_list(), run.tables["links"]["rate_bps"].to_list(), strict=True)
         )
@@ -158,9 +187,14 @@ def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
         m["innocent_share"] = got / offered if offered > 0 else None
     if model.fairness is not None and model.fairness.window in names:
         loaded = [n.name for n in model.nodes if n.kind == "station" and n.load > 0]
-        rates = flows.filter((pl.col("generated") > 0) & pl.col("src").is_in(loaded))[
-            f"throughput_gbps_{model.fairness.window}"
-        ].to_list()
+        if nodes is None:
+            rates = flows.filter((pl.col("generated") > 0) & pl.col("src").is_in(loaded))[
+                f"throughput_gbps_{model.fairness.window}"
+            ].to_list()
+        else:  # per source
+            rates = nodes.filter((pl.col("generated") > 0) & pl.col("name").is_in(loaded))[
+                f"throughput_from_gbps_{model.fairness.window}"
+            ].to_list()
         m.update(fairness(rates, model.fairness.target_gbps))
     if model.utilization is not None and model.utilization.window in names:
         link = link_table(run).filter(pl.col("name") == model.utilization.link)
@@ -170,11 +204,10 @@ def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
                 row["rate_bps"] / 1e9
             )
     if model.hotspot is not None:
-        hot = flows.filter(pl.col("dst") == model.hotspot.node)
-        m["hot_port_throughput"] = hot.select(seq_sum(pl.col(f"throughput_gbps_{names[0]}"))).item()
+        m["hot_port_throughput"] = into(model.hotspot.node, names[0])
         if "hotspot" in names:
             rate = model.hotspot.rate_gbps
-            delivered = hot.select(seq_sum(pl.col("throughput_gbps_hotspot"))).item()
+            delivered = into(model.hotspot.node, "hotspot")
             m["bottleneck_utilization"] = delivered / rate if rate > 0 else None
     return m
 

@@ -12,6 +12,15 @@ A scenario asks for one with a `[topology]` table (docs/scenario-format.md):
     cp = true                  # CP detection on every switch port
 
     [topology]
+    generator = "leafspine"    # two tiers: leaves x hosts_per_leaf hosts H0.., every leaf to every spine
+    leaves = 8
+    spines = 4
+    hosts_per_leaf = 16
+    oversubscription = 2.0     # host capacity of a leaf / its uplink capacity
+    load = 0.5
+    pattern = "permutation"    # uniform, permutation, incast (fan_in), hotspot (hot_host, hot_fraction)
+
+    [topology]
     generator = "innocent"     # innocent-flows study, topology A / B / C
     variant = "A"
     degree = 6
@@ -25,36 +34,87 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ScenarioError
 
-#: Most explicit routing entries (switches x hosts) a generated fat tree may need.
-MAX_ROUTES = 5_000_000
+#: Most hosts a generated fabric may have.
+MAX_HOSTS = 16384
 
 # As in cnsim.scenario.model (the engine's integer units).
 MAX_MS = 1e9
 MAX_GBPS = 1e6
+MIN_GBPS = 1e-9
 
 
-class FatTreeTopology(BaseModel):
+Pattern = Literal["uniform", "permutation", "incast", "hotspot"]
+
+
+class _Traffic(BaseModel):
+    """The traffic of a generated fabric's hosts."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    load: float = Field(0.0, ge=0, le=1, description="every host's offered load (Bernoulli p per frame slot)")
+    dest: str | dict[str, float] = Field(
+        "uniform", description="every host's destinations, as a node's `dest` (when no pattern is set)"
+    )
+    pattern: Pattern | None = Field(
+        None,
+        description="traffic pattern of the hosts: uniform (every other host), permutation (each host to "
+        "one other, a random derangement), incast (random groups of fan_in senders and one receiver, which "
+        "sends nothing), hotspot (hot_fraction of every host's frames to hot_host, the rest uniform); "
+        "none: `dest`",
+    )
+    fan_in: int = Field(16, ge=1, le=MAX_HOSTS, description="incast: senders per receiver")
+    hot_host: str = Field("H0", description="hotspot: the hot host")
+    hot_fraction: float = Field(
+        0.1, ge=0, le=1, description="hotspot: share of each host's frames to hot_host"
+    )
+    pattern_seed: int = Field(0, ge=0, le=2**63 - 1, description="seed of the permutation and incast groups")
+    cp: bool = Field(True, description="CP detection on every switch")
+
+
+class FatTreeTopology(_Traffic):
     """`generator = "fattree"`: a k-ary n-tree. k**n hosts `H0..` and n levels
     of k**(n-1) switches with 2k ports (the roots use k); for n = 3 the
     switches are `Lab`, `Mac`, `Rxc` as in scenarios.md section 7. Routing
     defaults to `fattree` (the up-port rule)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
     generator: Literal["fattree"] = Field(description="the generator")
     k: int = Field(4, ge=2, le=64, description="arity: each switch has k ports down and k up")
-    n: int = Field(3, ge=2, le=12, description="levels of switches; k**n hosts, at most 4096")
-    load: float = Field(0.0, ge=0, le=1, description="every host's offered load (Bernoulli p per frame slot)")
-    dest: str | dict[str, float] = Field(
-        "uniform", description="every host's destinations, as a node's `dest`"
+    n: int = Field(3, ge=2, le=12, description=f"levels of switches; k**n hosts, at most {MAX_HOSTS}")
+
+
+class LeafSpineTopology(_Traffic):
+    """`generator = "leafspine"`: two tiers. `leaves` leaf switches `L0..`
+    with `hosts_per_leaf` hosts each (`H0..`, host h on leaf h //
+    hosts_per_leaf) and a link from every leaf to every one of `spines`
+    spine switches `S0..`. Routing defaults to `ecmp`."""
+
+    generator: Literal["leafspine"] = Field(description="the generator")
+    leaves: int = Field(8, ge=1, le=MAX_HOSTS, description="leaf (top-of-rack) switches")
+    spines: int = Field(4, ge=1, le=1024, description="spine switches")
+    hosts_per_leaf: int = Field(16, ge=1, le=MAX_HOSTS, description="hosts on each leaf")
+    host_gbps: float | None = Field(
+        None, ge=MIN_GBPS, le=MAX_GBPS, description="host-leaf link rate (none: [defaults] link_rate_gbps)"
     )
-    cp: bool = Field(True, description="CP detection on every switch")
+    spine_gbps: float | None = Field(
+        None,
+        ge=MIN_GBPS,
+        le=MAX_GBPS,
+        description="leaf-spine link rate (none: from oversubscription, else host_gbps)",
+    )
+    oversubscription: float | None = Field(
+        None,
+        gt=0,
+        le=1e6,
+        description="a leaf's host capacity over its uplink capacity, hosts_per_leaf x host_gbps / (spines x "
+        "spine_gbps); sets spine_gbps (give one of the two)",
+    )
 
 
 class InnocentTopology(BaseModel):
@@ -79,15 +139,21 @@ class InnocentTopology(BaseModel):
 
 
 #: The topology generators by name.
-GENERATORS: dict[str, type[BaseModel]] = {"fattree": FatTreeTopology, "innocent": InnocentTopology}
+GENERATORS: dict[str, type[BaseModel]] = {
+    "fattree": FatTreeTopology,
+    "leafspine": LeafSpineTopology,
+    "innocent": InnocentTopology,
+}
 
 
-def topology_params(topo: dict[str, Any]) -> FatTreeTopology | InnocentTopology:
+def topology_params(topo: dict[str, Any]) -> FatTreeTopology | LeafSpineTopology | InnocentTopology:
     """A `[topology]` table validated against its generator's declaration."""
     gen = topo.get("generator")
     model = GENERATORS.get(gen) if isinstance(gen, str) else None
     if model is None:
-        raise ScenarioError(f"topology.generator: {gen!r} is not allowed; expected fattree or innocent")
+        raise ScenarioError(
+            f"topology.generator: {gen!r} is not allowed; expected one of " + ", ".join(GENERATORS)
+        )
     try:
         return model.model_validate(topo)  # type: ignore[return-value]
     except ValidationError as e:
@@ -126,13 +192,9 @@ def fattree(k: int, n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     differ at most in digit n - 2 - l."""
     if k < 2 or n < 2:
         raise ScenarioError(f"topology: a fat tree needs k >= 2 and n >= 2 (got k = {k}, n = {n})")
-    if k**n > 4096:
-        raise ScenarioError(f"topology.k / topology.n: k = {k}, n = {n} gives {k**n} hosts; at most 4096")
-    routes = n * k ** (n - 1) * k**n
-    if routes > MAX_ROUTES:
+    if k**n > MAX_HOSTS:
         raise ScenarioError(
-            f"topology.k / topology.n: k = {k}, n = {n} needs {routes:,} routing entries "
-            f"({n * k ** (n - 1):,} switches x {k**n:,} hosts); at most {MAX_ROUTES:,}"
+            f"topology.k / topology.n: k = {k}, n = {n} gives {k**n} hosts; at most {MAX_HOSTS}"
         )
     words = list(itertools.product(range(k), repeat=n - 1))
     nodes: list[dict[str, Any]] = [{"name": f"H{d}", "kind": "station"} for d in range(k**n)]
@@ -152,33 +214,90 @@ def fattree(k: int, n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     return nodes, links
 
 
-def fattree_routes(k: int, n: int) -> list[dict[str, str]]:
-    """The up-port rule of scenarios.md: go up only as far as the nearest
-    common ancestor, choosing the up-port by the destination (at level l set
-    digit n - 2 - l to the destination's digit n - 1 - l: leaf -> M(s0, d2),
-    middle -> R(d1, d2)), then down. Every down link then carries the
-    traffic of exactly one destination."""
-    words = list(itertools.product(range(k), repeat=n - 1))
-    routes = []
-    for level in range(n):
-        for w in words:
-            here = fattree_switch(level, w, n, k)
-            for d in range(k**n):
-                dig = _digits(d, k, n)
-                prefix = n - 1 - level  # an ancestor of d matches d's first n-1-level digits
-                if w[:prefix] == dig[:prefix]:
-                    if level == 0:
-                        via = f"H{d}"
-                    else:  # down: set digit n-1-level to the destination's
-                        pos = n - 1 - level
-                        child = w[:pos] + (dig[pos],) + w[pos + 1 :]
-                        via = fattree_switch(level - 1, child, n, k)
-                else:  # up
-                    pos = n - 2 - level
-                    parent = w[:pos] + (dig[n - 1 - level],) + w[pos + 1 :]
-                    via = fattree_switch(level + 1, parent, n, k)
-                routes.append({"bridge": here, "dst": f"H{d}", "via": via})
-    return routes
+def leafspine(t: LeafSpineTopology, default_gbps: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Hosts H0.. (host h on leaf L<h // hosts_per_leaf>), leaves L0..,
+    spines S0.., every leaf linked to every spine."""
+    hosts = t.leaves * t.hosts_per_leaf
+    if hosts > MAX_HOSTS:
+        raise ScenarioError(
+            f"topology.leaves / topology.hosts_per_leaf: {t.leaves} x {t.hosts_per_leaf} = {hosts} hosts; "
+            f"at most {MAX_HOSTS}"
+        )
+    if t.spine_gbps is not None and t.oversubscription is not None:
+        raise ScenarioError(
+            "topology.oversubscription: give spine_gbps or oversubscription, not both "
+            "(oversubscription sets spine_gbps)"
+        )
+    host = t.host_gbps if t.host_gbps is not None else default_gbps
+    if t.oversubscription is not None:
+        spine = t.hosts_per_leaf * host / (t.spines * t.oversubscription)
+        if not MIN_GBPS <= spine <= MAX_GBPS:
+            raise ScenarioError(
+                f"topology.oversubscription: {t.oversubscription:g} gives {spine:g} Gbit/s leaf-spine links; "
+                f"expected {MIN_GBPS:g} to {MAX_GBPS:g}"
+            )
+    else:
+        spine = t.spine_gbps if t.spine_gbps is not None else host
+    nodes: list[dict[str, Any]] = [{"name": f"H{h}", "kind": "station"} for h in range(hosts)]
+    nodes += [{"name": f"L{i}", "kind": "bridge"} for i in range(t.leaves)]
+    nodes += [{"name": f"S{i}", "kind": "bridge"} for i in range(t.spines)]
+    links: list[dict[str, Any]] = [
+        {"a": f"H{h}", "b": f"L{h // t.hosts_per_leaf}", "rate_gbps": host} for h in range(hosts)
+    ]
+    links += [
+        {"a": f"L{i}", "b": f"S{j}", "rate_gbps": spine} for i in range(t.leaves) for j in range(t.spines)
+    ]
+    return nodes, links
+
+
+def apply_traffic(hosts: list[dict[str, Any]], t: _Traffic) -> None:
+    """Sets every generated host's `load` and `dest` from the topology's
+    traffic keys (pattern, or load and dest)."""
+    names = [h["name"] for h in hosts]
+    for h in hosts:
+        h["load"] = t.load
+        h["dest"] = t.dest
+    if t.pattern is None or t.pattern == "uniform":
+        if t.pattern == "uniform":
+            for h in hosts:
+                h["dest"] = "uniform"
+        return
+    if len(hosts) < 2:
+        raise ScenarioError(f"topology.pattern: {t.pattern} needs at least two hosts")
+    rng = random.Random(t.pattern_seed)
+    if t.pattern == "permutation":
+        # Sattolo's shuffle: one cycle through every host, so nobody sends to itself.
+        perm = list(range(len(names)))
+        for i in range(len(perm) - 1, 0, -1):
+            j = rng.randrange(i)
+            perm[i], perm[j] = perm[j], perm[i]
+        for i, h in enumerate(hosts):
+            h["dest"] = names[perm[i]]
+    elif t.pattern == "incast":
+        if t.fan_in + 1 > len(hosts):
+            raise ScenarioError(
+                f"topology.fan_in: {t.fan_in} is not allowed; an incast group of {t.fan_in} senders and a "
+                f"receiver needs {t.fan_in + 1} hosts, the fabric has {len(hosts)}"
+            )
+        order = list(range(len(hosts)))
+        rng.shuffle(order)
+        size = t.fan_in + 1
+        for g in range(len(order) // size):
+            group = order[g * size : (g + 1) * size]
+            receiver = names[group[0]]
+            hosts[group[0]]["load"] = 0.0
+            hosts[group[0]]["dest"] = "uniform"
+            for i in group[1:]:
+                hosts[i]["dest"] = receiver
+        for i in order[len(order) // size * size :]:
+            hosts[i]["load"] = 0.0  # left over: in no group
+    else:  # hotspot
+        if t.hot_host not in names:
+            raise ScenarioError(
+                f"topology.hot_host: {t.hot_host!r} is not a host of the fabric (H0..H{len(names) - 1})"
+            )
+        for h in hosts:
+            h["dest"] = {"hotspot": t.hot_host, "fraction": t.hot_fraction}
 
 
 # ------------------------------------------------------------ innocent flows
@@ -234,19 +353,17 @@ def expand(raw: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(topo, dict):
         return raw
     t = topology_params(topo)
-    if isinstance(t, FatTreeTopology):
-        nodes, links = fattree(t.k, t.n)
+    defaults = raw.get("defaults")
+    rate = defaults.get("link_rate_gbps", 10.0) if isinstance(defaults, dict) else 10.0
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate < float("inf"):
+        rate = 10.0  # validation names the bad value; the generator needs a number
+    if isinstance(t, FatTreeTopology | LeafSpineTopology):
+        nodes, links = fattree(t.k, t.n) if isinstance(t, FatTreeTopology) else leafspine(t, rate)
+        apply_traffic([nd for nd in nodes if nd["kind"] == "station"], t)
         for nd in nodes:
-            if nd["kind"] == "station":
-                nd["load"] = t.load
-                nd["dest"] = t.dest
-            else:
+            if nd["kind"] == "bridge":
                 nd["cp"] = t.cp
     else:
-        defaults = raw.get("defaults")
-        rate = defaults.get("link_rate_gbps", 10.0) if isinstance(defaults, dict) else 10.0
-        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate < float("inf"):
-            rate = 10.0  # validation names the bad value; the generator needs a number
         nodes, links = innocent(t.variant, t.degree, t.congesting_gbps, t.innocent_gbps, rate)
         for nd in nodes:
             if nd["kind"] == "station" and nd.get("load"):
@@ -275,18 +392,22 @@ def expand(raw: dict[str, Any]) -> dict[str, Any]:
         else:
             extra_links.append(lk)
     out["links"] = list(pairs.values()) + extra_links
-    if isinstance(t, FatTreeTopology) and "routing" not in raw:
-        out["routing"] = "fattree"
+    if "routing" not in raw:
+        if isinstance(t, FatTreeTopology):
+            out["routing"] = "fattree"
+        elif isinstance(t, LeafSpineTopology):
+            out["routing"] = "ecmp"
     return out
 
 
-def routes_for(routing: str, topology: dict[str, Any] | None) -> list[dict[str, str]]:
-    """Explicit routes of a named routing function ([] for shortest paths)."""
-    if routing == "shortest_path":
-        return []
+def routing_for(routing: str, topology: dict[str, Any] | None) -> dict[str, Any]:
+    """The engine's routing function (engine-interface.md) for the scenario's
+    `routing` name."""
+    if routing in ("shortest_path", "ecmp"):
+        return {"kind": routing}
     if routing == "fattree":
         t = topology_params(topology) if topology else None
         if not isinstance(t, FatTreeTopology):
             raise ScenarioError("routing: 'fattree' needs a [topology] with generator = \"fattree\"")
-        return fattree_routes(t.k, t.n)
-    raise ScenarioError(f"routing: {routing!r} is not allowed; expected shortest_path or fattree")
+        return {"kind": "fattree", "k": t.k}
+    raise ScenarioError(f"routing: {routing!r} is not allowed; expected shortest_path, ecmp or fattree")

@@ -316,7 +316,9 @@ def test_resolve_shape_and_units():
         "pause",
         "trace_ports",
         "cp_ports",
-        "routes",
+        "routing",
+        "per_flow",
+        "max_series_keys",
         "trace_rls",
         "scheme",
     }

@@ -55,10 +55,20 @@ pub struct SimConfig {
     /// rate and RLQ series are recorded; `None`: every one (at most 256).
     #[serde(default)]
     pub trace_rls: Option<Vec<String>>,
-    /// Explicit next hops that override shortest-path routing (a routing
-    /// function computed outside the engine, e.g. the fat tree's up-port rule).
+    /// The routing function (net/routing.rs).
+    #[serde(default)]
+    pub routing: RoutingConfig,
+    /// Explicit next hops that override the routing function.
     #[serde(default)]
     pub routes: Vec<RouteConfig>,
+    /// Per-flow counters (src x dst) besides the per-source and
+    /// per-destination ones; the Python layer turns them on for small fabrics.
+    #[serde(default = "default_true")]
+    pub per_flow: bool,
+    /// A family of per-key time series (per destination, per link direction,
+    /// per port paused) is recorded only when it has at most this many keys.
+    #[serde(default = "default_max_series_keys")]
+    pub max_series_keys: usize,
     /// When not empty: CP detection on exactly these bridge ports
     /// (`"FROM->TO"`), overriding the bridges' `cp` flags.
     #[serde(default)]
@@ -74,6 +84,25 @@ fn default_control_frame_bytes() -> u32 {
 }
 fn default_max_traced_flows() -> usize {
     64
+}
+fn default_true() -> bool {
+    true
+}
+fn default_max_series_keys() -> usize {
+    usize::MAX
+}
+
+/// How bridges choose among equal-cost next hops (net/routing.rs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RoutingConfig {
+    /// The lowest-numbered port.
+    #[default]
+    ShortestPath,
+    /// A per-flow hash (seed, bridge, source, destination).
+    Ecmp,
+    /// Destination-mod-k up-ports of a k-ary n-tree.
+    Fattree { k: u32 },
 }
 
 /// Most time-series bins a run records per series (as the Python layer checks).
@@ -163,6 +192,9 @@ pub enum DestConfig {
     Fixed { node: String },
     /// Proportional to the weights (station name, weight).
     Weighted { weights: Vec<(String, f64)> },
+    /// `fraction` of the frames to `node`, the others uniform over every
+    /// other station (the hot station itself sends uniformly).
+    Hotspot { node: String, fraction: f64 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -354,7 +386,10 @@ impl SimConfig {
             pause: PauseConfig::default(),
             trace_ports: vec![],
             trace_rls: None,
+            routing: RoutingConfig::ShortestPath,
             routes: vec![],
+            per_flow: true,
+            max_series_keys: default_max_series_keys(),
             cp_ports: vec![],
             scheme: SchemeConfig::nocm(),
         }

@@ -81,8 +81,17 @@ pub struct Stats {
     pub deferred: u64,
     /// Delivered bytes per bin, all destinations.
     pub agg_bins: Vec<u64>,
-    /// Delivered bytes per (destination, bin).
+    /// Delivered bytes per (destination, bin), when recorded (`dest_series`).
     pub dest_bins: Vec<u64>,
+    pub dest_series: bool,
+    /// Per-flow counters kept (dense src x dst), else only per source and
+    /// per destination.
+    pub per_flow: bool,
+    /// Frames of each source delivered, and bytes delivered per (window,
+    /// source) and per (window, destination).
+    pub src_delivered: Vec<u64>,
+    pub src_win_bytes: Vec<u64>,
+    pub dst_win_bytes: Vec<u64>,
     /// Flow (src * n + dst) -> slot in `flow_bins`, when flows are traced.
     pub flow_slot: Vec<u32>,
     pub flow_bins: Vec<u64>,
@@ -91,8 +100,12 @@ pub struct Stats {
     /// Delivered bytes per (window, flow).
     pub flow_win_bytes: Vec<u64>,
     pub agg_win_bytes: Vec<u64>,
-    /// Transmitted bytes per (port, bin) and per (window, port).
+    /// Transmitted bytes per (port, bin) when recorded (`link_series`), and
+    /// per (window, port).
     pub link_bins: Vec<u64>,
+    pub link_series: bool,
+    /// Per-port paused-fraction series recorded.
+    pub paused_series: bool,
     pub link_win_bytes: Vec<u64>,
     pub queue_traces: Vec<QueueTrace>,
     pub n_ports: usize,
@@ -110,6 +123,9 @@ pub const DROPPED_NIC: usize = 4;
 pub const DEFERRED: usize = 5;
 
 impl Stats {
+    /// `per_flow`: dense per-flow counters; `max_series_keys`: the most keys
+    /// a per-destination / per-link series family may have to be recorded.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         duration: Time,
         bin_ps: Time,
@@ -117,14 +133,22 @@ impl Stats {
         n_stations: usize,
         n_ports: usize,
         traced_flows: &[(usize, usize)],
+        per_flow: bool,
+        max_series_keys: usize,
     ) -> Stats {
         let n_bins = duration.div_ceil(bin_ps) as usize;
-        let nf = n_stations * n_stations;
-        let mut flow_slot = vec![NO_SLOT; nf];
+        let nf = if per_flow { n_stations * n_stations } else { 0 };
+        let mut flow_slot = if traced_flows.is_empty() {
+            Vec::new()
+        } else {
+            vec![NO_SLOT; n_stations * n_stations]
+        };
         for (i, &(s, d)) in traced_flows.iter().enumerate() {
             flow_slot[s * n_stations + d] = i as u32;
         }
         let nw = windows.len();
+        let dest_series = n_stations <= max_series_keys;
+        let link_series = n_ports <= max_series_keys;
         Stats {
             bin_ps,
             n_bins,
@@ -141,14 +165,21 @@ impl Stats {
             dropped_nic: 0,
             deferred: 0,
             agg_bins: vec![0; n_bins],
-            dest_bins: vec![0; n_stations * n_bins],
+            dest_bins: if dest_series { vec![0; n_stations * n_bins] } else { Vec::new() },
+            dest_series,
+            per_flow,
+            src_delivered: vec![0; n_stations],
+            src_win_bytes: vec![0; nw * n_stations],
+            dst_win_bytes: vec![0; nw * n_stations],
             flow_slot,
             flow_bins: vec![0; traced_flows.len() * n_bins],
             flow_generated: vec![0; nf],
             flow_delivered: vec![0; nf],
             flow_win_bytes: vec![0; nw * nf],
             agg_win_bytes: vec![0; nw],
-            link_bins: vec![0; n_ports * n_bins],
+            link_bins: if link_series { vec![0; n_ports * n_bins] } else { Vec::new() },
+            link_series,
+            paused_series: link_series,
             link_win_bytes: vec![0; nw * n_ports],
             queue_traces: Vec::new(),
             n_ports,
@@ -187,17 +218,28 @@ impl Stats {
         let n = self.n_stations;
         let f = src * n + dst;
         self.agg_bins[b] += len;
-        self.dest_bins[dst * self.n_bins + b] += len;
-        self.flow_delivered[f] += 1;
-        let slot = self.flow_slot[f];
-        if slot != NO_SLOT {
-            self.flow_bins[slot as usize * self.n_bins + b] += len;
+        if self.dest_series {
+            self.dest_bins[dst * self.n_bins + b] += len;
+        }
+        self.src_delivered[src] += 1;
+        if self.per_flow {
+            self.flow_delivered[f] += 1;
+        }
+        if !self.flow_slot.is_empty() {
+            let slot = self.flow_slot[f];
+            if slot != NO_SLOT {
+                self.flow_bins[slot as usize * self.n_bins + b] += len;
+            }
         }
         for (w, &(a, e)) in self.windows.iter().enumerate() {
             if t >= a && t < e {
                 self.win_counts[w][1] += 1;
                 self.agg_win_bytes[w] += len;
-                self.flow_win_bytes[w * n * n + f] += len;
+                self.src_win_bytes[w * n + src] += len;
+                self.dst_win_bytes[w * n + dst] += len;
+                if self.per_flow {
+                    self.flow_win_bytes[w * n * n + f] += len;
+                }
             }
         }
     }
@@ -243,8 +285,10 @@ impl Stats {
     /// A frame of `len` bytes starts transmission on `port` at `t`.
     #[inline]
     pub fn transmit(&mut self, t: Time, port: usize, len: u64) {
-        let b = self.bin_now();
-        self.link_bins[port * self.n_bins + b] += len;
+        if self.link_series {
+            let b = self.bin_now();
+            self.link_bins[port * self.n_bins + b] += len;
+        }
         for (w, &(a, e)) in self.windows.iter().enumerate() {
             if t >= a && t < e {
                 self.link_win_bytes[w * self.n_ports + port] += len;
@@ -394,6 +438,11 @@ pub struct NodeResult {
     pub deferred: u64,
     /// Stations: congestion notifications received.
     pub notifications: u64,
+    /// Stations: frames this source sent that were delivered.
+    pub delivered_from: u64,
+    /// Stations: bytes from this source / to this destination delivered, one value per window.
+    pub bytes_from: Vec<u64>,
+    pub bytes_to: Vec<u64>,
 }
 
 /// One time series: one value per bin.
@@ -473,7 +522,7 @@ impl RunResult {
         links.extend(per_window("bytes", &|i| l.iter().map(|x| x.bytes[i]).collect()));
         let n = &self.nodes;
         let u = |g: &dyn Fn(&NodeResult) -> u64| Column::U64(n.iter().map(g).collect());
-        let nodes = vec![
+        let mut nodes = vec![
             ("name".into(), Column::Str(n.iter().map(|x| x.name.clone()).collect())),
             ("kind".into(), Column::Str(n.iter().map(|x| x.kind.to_string()).collect())),
             ("generated".into(), u(&|x| x.generated)),
@@ -484,7 +533,14 @@ impl RunResult {
             ("dropped_nic".into(), u(&|x| x.dropped_nic)),
             ("deferred".into(), u(&|x| x.deferred)),
             ("notifications".into(), u(&|x| x.notifications)),
+            ("delivered_from".into(), u(&|x| x.delivered_from)),
         ];
+        nodes.extend(per_window("bytes_from", &|i| {
+            n.iter().map(|x| x.bytes_from.get(i).copied().unwrap_or(0)).collect()
+        }));
+        nodes.extend(per_window("bytes_to", &|i| {
+            n.iter().map(|x| x.bytes_to.get(i).copied().unwrap_or(0)).collect()
+        }));
         vec![("windows", windows), ("flows", flows), ("links", links), ("nodes", nodes)]
     }
 }

@@ -135,6 +135,16 @@ impl Simulation {
     }
 }
 
+/// The nodes each flow (source, destination) visits in the network of
+/// `config_json` for run `seed`: `[[name, ...]]`, empty for a flow that
+/// never arrives.
+#[pyfunction]
+fn paths(py: Python<'_>, config_json: &str, seed: u64, flows: Vec<(String, String)>) -> PyResult<Vec<Vec<String>>> {
+    let cfg = SimConfig::from_json(config_json).map_err(|e| PyValueError::new_err(e.0))?;
+    py.allow_threads(|| cnsim_core::net::topology::paths(&cfg, seed, &flows))
+        .map_err(|e| PyValueError::new_err(e.0))
+}
+
 /// The `cnsim bench` workload (performance.md): the 4-to-1 incast.
 #[pyfunction]
 fn incast_config_json(duration_ps: u64) -> String {
@@ -178,6 +188,7 @@ fn version() -> &'static str {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
+    m.add_function(wrap_pyfunction!(paths, m)?)?;
     m.add_function(wrap_pyfunction!(incast_config_json, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(fluid_json, m)?)?;

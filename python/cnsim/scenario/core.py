@@ -16,7 +16,7 @@ from ..errors import ScenarioError
 from ..schemes import SCHEMES
 from ..topologies import expand as expand_topology
 from .messages import one_line
-from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, MIN_GBPS, Node, ScenarioModel
+from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, MIN_GBPS, HotspotDest, Node, ScenarioModel
 from .overrides import _fit_windows, _seeds_value, _table, set_dotted
 
 
@@ -223,6 +223,14 @@ class Scenario:
                         f"nodes.{s.name}.dest: '{s.dest}' is not another station; expected another "
                         "station, 'uniform' or a table of weights"
                     )
+            elif isinstance(s.dest, HotspotDest):
+                d = names.get(s.dest.hotspot)
+                if d is None or d.kind != "station":
+                    raise ScenarioError(
+                        f"nodes.{s.name}.dest.hotspot: '{s.dest.hotspot}' is not a station of the scenario"
+                    )
+                if len(stations) < 2 and s.load > 0:
+                    raise ScenarioError(f"nodes.{s.name}.dest: a hotspot needs at least one other station")
             elif isinstance(s.dest, dict):
                 if not s.dest or sum(s.dest.values()) <= 0:
                     raise ScenarioError(f"nodes.{s.name}.dest: expected at least one positive weight")
@@ -235,19 +243,30 @@ class Scenario:
                         )
             elif len(stations) < 2 and s.load > 0:
                 raise ScenarioError(f"nodes.{s.name}.dest: 'uniform' needs at least one other station")
-        # Reachability through bridges (stations do not forward).
+        # Reachability through bridges (stations do not forward): one
+        # component label per node, so that thousands of hosts cost no more
+        # than one pass over the links.
+        comp = _components(adj, names)
+        members: dict[int, int] = {}
+        for t in stations:
+            members[comp[t.name]] = members.get(comp[t.name], 0) + 1
         for s in stations:
             if s.load <= 0:
                 continue
             if isinstance(s.dest, str) and s.dest != "uniform":
                 dests = [s.dest]
+            elif isinstance(s.dest, HotspotDest):
+                dests = [s.dest.hotspot] if s.dest.hotspot != s.name else []
             elif isinstance(s.dest, dict):
                 dests = [k for k, w in s.dest.items() if w > 0]
             else:
-                dests = [t.name for t in stations if t.name != s.name]
-            reach = _reachable(s.name, adj, names)
+                dests = []
+                if members[comp[s.name]] < len(stations):
+                    dests = [t.name for t in stations if t.name != s.name]
+            if isinstance(s.dest, HotspotDest) and members[comp[s.name]] < len(stations):
+                dests += [t.name for t in stations if t.name != s.name]
             for d in dests:
-                if d not in reach:
+                if comp[d] != comp[s.name]:
                     raise ScenarioError(
                         f"nodes.{s.name}.dest: {d} is not reachable from {s.name} (disconnected topology)"
                     )
@@ -351,6 +370,18 @@ class Scenario:
 
         return resolve(self)
 
+    def paths(self, flows: Iterable[tuple[str, str]], seed: int | None = None) -> list[list[str]]:
+        """The nodes each flow (source, destination) visits, both included,
+        as the engine routes it in run `seed` (default: the first seed; ECMP
+        draws depend on it); [] for a flow that never arrives."""
+        from .. import _core
+
+        pairs = [(str(a), str(b)) for a, b in flows]
+        try:
+            return _core.paths(self.engine_json(), self.seeds[0] if seed is None else seed, pairs)
+        except ValueError as e:
+            raise ScenarioError(str(e)) from None
+
     def engine_json(self) -> str:
         """The engine config as the JSON text the engine reads, checked by the
         engine (every cross-parameter rule of the scheme, the topology) so
@@ -390,15 +421,33 @@ def _node_dump(n: Node) -> dict[str, Any]:
     return d
 
 
-def _reachable(src: str, adj: dict[str, list[str]], nodes: dict[str, Node]) -> set[str]:
-    """Nodes reachable from `src` (a plain BFS; stations do not forward)."""
-    seen = {src}
-    todo = deque(adj[src])
-    while todo:
-        v = todo.popleft()
-        if v in seen:
+def _components(adj: dict[str, list[str]], nodes: dict[str, Node]) -> dict[str, int]:
+    """A label per node: two stations share one when frames can travel
+    between them through bridges (stations do not forward; two stations
+    linked to each other share the link's label)."""
+    comp: dict[str, int] = {}
+    label = 0
+    for start in nodes:
+        if start in comp:
             continue
-        seen.add(v)
-        if nodes[v].kind == "bridge":
-            todo.extend(adj[v])
-    return seen
+        if nodes[start].kind == "station":
+            peers = adj[start]
+            if peers and nodes[peers[0]].kind == "station" and peers[0] in comp:
+                comp[start] = comp[peers[0]]
+                continue
+            if peers and nodes[peers[0]].kind == "bridge":
+                continue  # labelled with its bridge
+            comp[start] = label
+            label += 1
+            continue
+        comp[start] = label
+        todo = deque([start])
+        while todo:
+            v = todo.popleft()
+            for u in adj[v]:
+                if u not in comp:
+                    comp[u] = label
+                    if nodes[u].kind == "bridge":
+                        todo.append(u)
+        label += 1
+    return comp

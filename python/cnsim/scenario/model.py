@@ -85,7 +85,8 @@ class Window(_Model):
 
 
 class Fairness(_Model):
-    """The fairness metrics of metrics.md over the flows of loaded stations:
+    """The fairness metrics of metrics.md over the flows of loaded stations (over
+    the loaded stations themselves when the run keeps no per-flow counters):
     `dev_max`, `dev_min`, `dev_mean`, `dev_rms`, `jain`."""
 
     window: str = Field("fairness", description="the named window fairness is measured over")
@@ -204,6 +205,14 @@ class Hotspot(_Model):
     )
 
 
+class HotspotDest(_Model):
+    """A station's destinations with a hotspot: `fraction` of its frames go
+    to `hotspot`, the others uniformly to every other station."""
+
+    hotspot: str = Field(..., min_length=1, description="the hot station")
+    fraction: float = Field(..., ge=0, le=1, description="share of frames sent to the hot station")
+
+
 _STATION_ONLY = ("load", "dest", "start_ms", "stop_ms", "nic_buffer_bytes", "rlq_bytes")
 _STATION_ONLY += ("processing_us",)
 _BRIDGE_ONLY = ("cp", "buffer_mode", "buffer_bytes", "latency_us", "ports")
@@ -223,10 +232,11 @@ class Node(_Model):
         le=1,
         description="offered load: Bernoulli p per frame slot (one frame time at its link rate)",
     )
-    dest: str | dict[str, float] = Field(
+    dest: str | HotspotDest | dict[str, float] = Field(
         "uniform",
-        description="a station name, 'uniform' (all other stations, equally likely), or a table of "
-        "weights { A = 1.0, B = 3.0 }",
+        description="a station name, 'uniform' (all other stations, equally likely), a table of "
+        'weights { A = 1.0, B = 3.0 }, or a hotspot { hotspot = "H0", fraction = 0.2 } (that share '
+        "to the hot station, the rest uniform)",
     )
     start_ms: float = Field(0.0, ge=0, le=MAX_MS, description="source on at")
     stop_ms: float | None = Field(None, ge=0, le=MAX_MS, description="source off at (none: never)")
@@ -302,6 +312,28 @@ class Trace(_Model):
         "flow's source and destination, rl_scope = flow) or STATION|FROM->TO (the station and its CP "
         "port, rl_scope = cp); none: all, at most 256",
     )
+
+
+class Stats(_Model):
+    """What a run counts beyond the run-wide, per-link and per-node counters."""
+
+    per_flow: bool | Literal["auto"] = Field(
+        "auto",
+        description="per-flow (source x destination) counters and the flows table; auto: on up to "
+        "256 stations, else per source and per destination only (the nodes table's bytes_from_* / "
+        "bytes_to_* columns)",
+    )
+    max_series_keys: int = Field(
+        1024,
+        ge=0,
+        le=1_000_000,
+        description="a per-destination, per-link or per-port series family is recorded only when it has "
+        "at most this many keys (and so is the default of trace.ports)",
+    )
+
+
+#: Stations up to which per-flow counters are on by default.
+PER_FLOW_AUTO_STATIONS = 256
 
 
 class Stability(_Model):
@@ -392,12 +424,15 @@ class _ScenarioFields(_Model):
         "generated nodes and links come first, the file's [[nodes]] and [[links]] add to them, and a "
         "[[nodes]] entry with a generated node's name changes that node",
     )
-    routing: Literal["shortest_path", "fattree"] = Field(
+    routing: Literal["shortest_path", "ecmp", "fattree"] = Field(
         "shortest_path",
         description="routing function: shortest_path (fewest hops through bridges; ties to the "
-        "lowest-numbered port) or fattree (the up-port rule of scenarios.md section 7; the default "
-        "with a fat-tree [topology])",
+        "lowest-numbered port), ecmp (fewest hops; among equal-cost next hops a hash of the run's seed, "
+        "the bridge and the flow, so a flow keeps one path; the default with a leafspine [topology]) "
+        "or fattree (the up-port rule of scenarios.md section 7, destination mod k; the default with a "
+        "fattree [topology])",
     )
+    stats: Stats = Stats()
     stability: Stability | None = None
     innocent: Innocent | None = None
     transient: Transient | None = None

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..schemes import engine_scheme
-from ..topologies import routes_for
+from ..topologies import routing_for
 from .core import Scenario
-from .model import PS_PER_MS, PS_PER_US
+from .model import PER_FLOW_AUTO_STATIONS, PS_PER_MS, PS_PER_US, HotspotDest
 
 
 def _ps(ms: float) -> int:
@@ -18,6 +18,14 @@ def _ps(ms: float) -> int:
 
 def _bps(gbps: float) -> int:
     return round(gbps * 1e9)
+
+
+def per_flow(m: Any) -> bool:
+    """Whether the run keeps per-flow counters (`stats.per_flow`; auto: on
+    up to PER_FLOW_AUTO_STATIONS stations)."""
+    if m.stats.per_flow == "auto":
+        return sum(1 for n in m.nodes if n.kind == "station") <= PER_FLOW_AUTO_STATIONS
+    return bool(m.stats.per_flow)
 
 
 def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = None) -> dict[str, Any]:
@@ -48,8 +56,14 @@ def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = 
     st, br = m.station, m.bridge
     for n in m.nodes:
         if n.kind == "station":
-            if isinstance(n.dest, dict):
-                dest: dict[str, Any] = {"kind": "weighted", "weights": list(n.dest.items())}
+            if isinstance(n.dest, HotspotDest):
+                dest: dict[str, Any] = {
+                    "kind": "hotspot",
+                    "node": n.dest.hotspot,
+                    "fraction": n.dest.fraction,
+                }
+            elif isinstance(n.dest, dict):
+                dest = {"kind": "weighted", "weights": list(n.dest.items())}
             elif n.dest == "uniform":
                 dest = {"kind": "uniform"}
             else:
@@ -128,6 +142,8 @@ def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = 
             for (x, y) in ((link.a, link.b), (link.b, link.a))
             if x in cp_bridges
         ]
+        if len(trace) > m.stats.max_series_keys:
+            trace = []  # every CP port of a large fabric: name the ones to trace in trace.ports
     return {
         "duration_ps": _ps(m.duration_ms),
         "bin_ps": round(m.bin_us * PS_PER_US),
@@ -135,6 +151,8 @@ def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = 
         "frame_bytes": d.frame_bytes,
         "control_frame_bytes": d.control_frame_bytes,
         "max_traced_flows": 64,
+        "per_flow": per_flow(m),
+        "max_series_keys": m.stats.max_series_keys,
         "stations": stations,
         "bridges": bridges,
         "links": links,
@@ -149,7 +167,7 @@ def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = 
         "trace_ports": trace,
         "trace_rls": m.trace.rate_limiters,
         "cp_ports": list(m.cp_ports),
-        "routes": routes_for(m.routing, m.topology),
+        "routing": routing_for(m.routing, m.topology),
         "scheme": engine_scheme(scenario.scheme, scenario.table),
     }
 

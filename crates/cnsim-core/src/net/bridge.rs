@@ -15,8 +15,7 @@ impl<S: Scheme> NetSim<S> {
     /// A frame fully received (plus latency) by bridge `b` through `ingress`
     /// (the bridge's port on the arrival link) joins its output queue.
     pub(crate) fn bridge_receive(&mut self, b: u32, ingress: PortId, mut f: Frame<S::Ext>) {
-        let n_st = self.net.stations.len();
-        let out = self.net.route[b as usize * n_st + f.dst as usize];
+        let out = self.net.router.next_hop(b, f.src, f.dst);
         let bridge = &mut self.net.bridges[b as usize];
         if out == NO_ROUTE {
             // Unreachable destinations of loaded sources are rejected when
@@ -93,8 +92,9 @@ impl<S: Scheme> NetSim<S> {
     /// CP `out` of bridge `b` notifies the source of `sampled` (a 64-byte
     /// control frame on the reverse path).
     pub(crate) fn send_note(&mut self, b: u32, out: PortId, sampled: &Frame<S::Ext>, note: S::Ext) {
-        let n_st = self.net.stations.len();
-        let back = self.net.route[b as usize * n_st + sampled.src as usize];
+        // The notification's own flow (from the sampled frame's destination
+        // to its source), as every later bridge routes it.
+        let back = self.net.router.next_hop(b, sampled.dst, sampled.src);
         if back == NO_ROUTE {
             return;
         }

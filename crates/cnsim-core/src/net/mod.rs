@@ -8,6 +8,7 @@ pub mod pause;
 pub mod port;
 pub mod results;
 pub mod rl;
+pub mod routing;
 pub mod sim;
 pub mod station;
 pub mod topology;

@@ -188,8 +188,10 @@ impl<S: Scheme> NetSim<S> {
         }
         let (a, b) = (p.pause_start, p.pause_end.min(self.duration));
         p.paused_ps_window += overlap(a, b, m0, m1);
-        let bins = p.paused_bins.get_or_insert_with(|| vec![0.0; n_bins]);
-        Stats::add_interval_to_bins(bins, bin_ps, a, b);
+        if self.stats.paused_series {
+            let bins = p.paused_bins.get_or_insert_with(|| vec![0.0; n_bins]);
+            Stats::add_interval_to_bins(bins, bin_ps, a, b);
+        }
         // Mark as accounted.
         p.pause_start = p.pause_end;
     }

@@ -17,7 +17,7 @@ impl<S: Scheme> NetSim<S> {
         let nw = s.windows.len();
 
         let mut flows = Vec::new();
-        for src in 0..n_st {
+        for src in (0..n_st).filter(|_| s.per_flow) {
             for dst in 0..n_st {
                 let f = src * n_st + dst;
                 if s.flow_generated[f] == 0 && s.flow_delivered[f] == 0 {
@@ -72,6 +72,9 @@ impl<S: Scheme> NetSim<S> {
                         dropped_nic: st.dropped_nic,
                         deferred: st.deferred,
                         notifications: self.rps[i as usize].notifications,
+                        delivered_from: s.src_delivered[i as usize],
+                        bytes_from: (0..nw).map(|w| s.src_win_bytes[w * n_st + i as usize]).collect(),
+                        bytes_to: (0..nw).map(|w| s.dst_win_bytes[w * n_st + i as usize]).collect(),
                     }
                 }
                 NodeKind::Bridge(i) => stats::NodeResult {
@@ -85,6 +88,9 @@ impl<S: Scheme> NetSim<S> {
                     dropped_nic: 0,
                     deferred: 0,
                     notifications: 0,
+                    delivered_from: 0,
+                    bytes_from: Vec::new(),
+                    bytes_to: Vec::new(),
                 },
             })
             .collect();
@@ -151,7 +157,7 @@ impl<S: Scheme> NetSim<S> {
             key: "all".into(),
             values: gbps(&s.agg_bins),
         }];
-        for d in 0..net.n_stations() {
+        for d in (0..net.n_stations()).filter(|_| s.dest_series) {
             let bins = &s.dest_bins[d * nb..(d + 1) * nb];
             if bins.iter().any(|&x| x > 0) {
                 out.push(stats::Series {
@@ -179,7 +185,7 @@ impl<S: Scheme> NetSim<S> {
                 values: gbps(bins),
             });
         }
-        for (i, p) in net.ports.iter().enumerate() {
+        for (i, p) in net.ports.iter().enumerate().filter(|_| s.link_series) {
             out.push(stats::Series {
                 series: "link_throughput".into(),
                 key: p.name.clone(),

@@ -267,6 +267,12 @@ impl<S: Scheme> NetSim<S> {
                 if !self.scheme.creates_rl(&note.ext) {
                     return;
                 }
+                if self.free_rls.is_empty() && self.rls.len() > crate::engine::queue::MAX_INDEX as usize {
+                    // RL ids index timer events; the run fails in `finish`
+                    // rather than go on without this RL.
+                    self.rl_overflow = true;
+                    return;
+                }
                 self.create_rl(s, key, cpid)
             }
         };

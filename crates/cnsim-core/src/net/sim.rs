@@ -46,6 +46,8 @@ pub struct NetSim<S: Scheme> {
     pub(crate) rps: Vec<StationRp>,
     pub(crate) rls: Vec<Option<RateLimiter<S::Rl, S::Ext>>>,
     pub(crate) free_rls: Vec<u32>,
+    /// More RLs were live at once than event indices can name.
+    pub(crate) rl_overflow: bool,
     pub(crate) rl_traces: Vec<RlTrace>,
     pub(crate) rl_trace_index: BTreeMap<String, usize>,
     pub(crate) trace_rls: Option<Vec<String>>,
@@ -108,9 +110,7 @@ impl<S: Scheme> NetSim<S> {
         let rps = (0..n_st)
             .map(|s| StationRp::new(net.stations[s].rl_scope, stream(seed, &format!("{}/rp", net.station_name(s)))))
             .collect();
-        // RL ids index timer events: at most one RL per (station, destination) or (station, port).
-        let max_rls = n_st * (n_st + net.ports.len());
-        if max_rls > crate::engine::queue::MAX_INDEX as usize || net.ports.len() >= u16::MAX as usize {
+        if net.ports.len() >= u16::MAX as usize {
             return err(format!(
                 "nodes: {n_st} stations / {} ports is more than the engine indexes",
                 net.ports.len()
@@ -133,15 +133,26 @@ impl<S: Scheme> NetSim<S> {
             };
         }
 
-        // Flows that can exist; traced when few enough.
+        // Flows that can exist; traced when few enough (counted first: a
+        // large fabric has millions).
+        let n_flows: usize = net
+            .stations
+            .iter()
+            .filter(|st| st.load > 0.0)
+            .map(|st| match &st.dest {
+                Dest::Fixed(_) => 1,
+                Dest::Uniform | Dest::Hotspot { .. } => n_st - 1,
+                Dest::Weighted { stations, .. } => stations.len(),
+            })
+            .sum();
         let mut flows = Vec::new();
-        for (s, st) in net.stations.iter().enumerate() {
+        for (s, st) in net.stations.iter().enumerate().filter(|_| n_flows <= cfg.max_traced_flows) {
             if st.load <= 0.0 {
                 continue;
             }
             match &st.dest {
                 Dest::Fixed(d) => flows.push((s, *d as usize)),
-                Dest::Uniform => flows.extend((0..n_st).filter(|&d| d != s).map(|d| (s, d))),
+                Dest::Uniform | Dest::Hotspot { .. } => flows.extend((0..n_st).filter(|&d| d != s).map(|d| (s, d))),
                 Dest::Weighted { stations, .. } => flows.extend(stations.iter().map(|&d| (s, d as usize))),
             }
         }
@@ -149,7 +160,16 @@ impl<S: Scheme> NetSim<S> {
         flows.dedup();
         let traced: &[(usize, usize)] = if flows.len() <= cfg.max_traced_flows { &flows } else { &[] };
         let windows: Vec<(Time, Time)> = cfg.windows.iter().map(|w| (w.start_ps, w.end_ps)).collect();
-        let mut stats = Stats::new(cfg.duration_ps, cfg.bin_ps, windows, n_st, net.ports.len(), traced);
+        let mut stats = Stats::new(
+            cfg.duration_ps,
+            cfg.bin_ps,
+            windows,
+            n_st,
+            net.ports.len(),
+            traced,
+            cfg.per_flow,
+            cfg.max_series_keys,
+        );
 
         for name in &cfg.trace_ports {
             let (a, b) = name
@@ -208,6 +228,7 @@ impl<S: Scheme> NetSim<S> {
             rps,
             rls: Vec::new(),
             free_rls: Vec::new(),
+            rl_overflow: false,
             rl_traces: Vec::new(),
             rl_trace_index: BTreeMap::new(),
             trace_rls: cfg.trace_rls.clone(),
@@ -458,6 +479,12 @@ impl<S: Scheme> NetSim<S> {
             return Err(format!("run not finished: at {} ps of {} ps", self.now, self.duration));
         }
         self.finished = true;
+        if self.rl_overflow {
+            return Err(format!(
+                "more than {} rate limiters were live at once, more than the engine indexes",
+                crate::engine::queue::MAX_INDEX
+            ));
+        }
         let end = self.duration;
         self.close_pause_intervals(end);
         for t in &mut self.stats.queue_traces {

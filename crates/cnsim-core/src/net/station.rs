@@ -58,6 +58,18 @@ impl<S: Scheme> NetSim<S> {
                     r
                 }
             }
+            Dest::Hotspot { hot, fraction } => {
+                if *hot as u32 != s && st.rng.gen::<f64>() < *fraction {
+                    *hot
+                } else {
+                    let r = st.rng.gen_range(0..n_st as u16 - 1);
+                    if r >= s as u16 {
+                        r + 1
+                    } else {
+                        r
+                    }
+                }
+            }
             Dest::Weighted { stations, cumulative } => {
                 let x = st.rng.gen::<f64>() * cumulative[cumulative.len() - 1];
                 let i = cumulative.partition_point(|&c| c <= x).min(stations.len() - 1);
@@ -111,6 +123,8 @@ impl<S: Scheme> NetSim<S> {
         let n_st = self.n_stations;
         self.net.stations[s as usize].generated += 1;
         self.stats.count(self.now, stats::GENERATED);
-        self.stats.flow_generated[s as usize * n_st + dst as usize] += 1;
+        if self.stats.per_flow {
+            self.stats.flow_generated[s as usize * n_st + dst as usize] += 1;
+        }
     }
 }

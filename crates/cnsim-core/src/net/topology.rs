@@ -2,12 +2,13 @@
 //! direction, and static shortest-path routes with deterministic tie-breaking.
 
 use super::port::{Port, PortId, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
+use super::routing::Router;
 use crate::config::{err, BufferMode, ConfigError, DestConfig, NicFull, PauseTrigger, RlScope, SimConfig};
 use crate::engine::queue::MAX_INDEX;
 use crate::engine::rng::{stream, Stream};
 use crate::engine::time::serialization_ps;
 use crate::engine::Time;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NodeKind {
@@ -31,6 +32,11 @@ pub enum Dest {
     Weighted {
         stations: Vec<u16>,
         cumulative: Vec<f64>,
+    },
+    /// `fraction` of the frames to `hot`, the others uniform.
+    Hotspot {
+        hot: u16,
+        fraction: f64,
     },
 }
 
@@ -76,12 +82,12 @@ pub struct Network<E> {
     pub stations: Vec<Station>,
     pub bridges: Vec<Bridge>,
     pub ports: Vec<Port<E>>,
-    /// `route[bridge * n_stations + dst_station]`: egress port, or `NO_ROUTE`.
-    pub route: Vec<PortId>,
+    /// Forwarding (net/routing.rs).
+    pub router: Router,
     pub node_by_name: BTreeMap<String, u32>,
 }
 
-pub const NO_ROUTE: PortId = u32::MAX;
+pub use super::routing::NO_ROUTE;
 
 impl<E: Copy + Default> Network<E> {
     pub fn n_stations(&self) -> usize {
@@ -225,6 +231,19 @@ impl<E: Copy + Default> Network<E> {
                     Dest::Uniform
                 }
                 DestConfig::Fixed { node } => Dest::Fixed(station_index(&node_by_name, &nodes, node, &s.name)?),
+                DestConfig::Hotspot { node, fraction } => {
+                    if !(0.0..=1.0).contains(fraction) {
+                        return err(format!("nodes.{}.dest.fraction: {fraction} is not allowed; expected 0..=1", s.name));
+                    }
+                    if n_st < 2 && s.load > 0.0 {
+                        return err(format!("nodes.{}.dest: a hotspot needs at least one other station", s.name));
+                    }
+                    let hot = match node_by_name.get(node).map(|&i| nodes[i as usize].kind) {
+                        Some(NodeKind::Station(h)) => h as u16,
+                        _ => return err(format!("nodes.{}.dest.hotspot: '{node}' is not a station", s.name)),
+                    };
+                    Dest::Hotspot { hot, fraction: *fraction }
+                }
                 DestConfig::Weighted { weights } => {
                     let mut st = Vec::new();
                     let mut cum = Vec::new();
@@ -297,15 +316,16 @@ impl<E: Copy + Default> Network<E> {
                 }
             }
         }
+        let bridge_node: Vec<u32> = bridges.iter().map(|b| b.node).collect();
+        let router = Router::build(&cfg.routing, seed, &nodes, &ports, n_st, &bridge_node)?;
         let mut net = Network {
             nodes,
             stations,
             bridges,
             ports,
-            route: Vec::new(),
+            router,
             node_by_name,
         };
-        net.compute_routes();
         for (i, r) in cfg.routes.iter().enumerate() {
             let bad = |what: &str| ConfigError(format!("routes[{i}]: {what} (bridge {}, dst {}, via {})", r.bridge, r.dst, r.via));
             let b = *net.node_by_name.get(&r.bridge).ok_or_else(|| bad("unknown bridge"))?;
@@ -319,7 +339,7 @@ impl<E: Copy + Default> Network<E> {
             let p = net
                 .port_by_name(&r.bridge, &r.via)
                 .ok_or_else(|| bad("no link from the bridge to 'via'"))?;
-            net.route[bi as usize * n_st + di as usize] = p;
+            net.router.set_override(bi, di as u16, p);
         }
 
         // Every destination a loaded source can pick must be reachable.
@@ -329,7 +349,7 @@ impl<E: Copy + Default> Network<E> {
             }
             let dests: Vec<u16> = match &net.stations[s].dest {
                 Dest::Fixed(d) => vec![*d],
-                Dest::Uniform => (0..n_st as u16).filter(|&d| d as usize != s).collect(),
+                Dest::Uniform | Dest::Hotspot { .. } => (0..n_st as u16).filter(|&d| d as usize != s).collect(),
                 Dest::Weighted { stations, .. } => stations.clone(),
             };
             for d in dests {
@@ -345,53 +365,38 @@ impl<E: Copy + Default> Network<E> {
         Ok(net)
     }
 
-    /// Shortest paths (in hops) through bridges only; among equal next hops
-    /// the bridge's lowest-numbered port wins, so routes never depend on
-    /// anything but the configuration.
-    fn compute_routes(&mut self) {
-        let n_st = self.stations.len();
-        let n_nodes = self.nodes.len();
-        self.route = vec![NO_ROUTE; self.bridges.len() * n_st];
-        let mut dist = vec![u32::MAX; n_nodes];
-        let mut queue = VecDeque::new();
-        for d in 0..n_st {
-            dist.iter_mut().for_each(|x| *x = u32::MAX);
-            dist[d] = 0;
-            queue.clear();
-            queue.push_back(d as u32);
-            while let Some(v) = queue.pop_front() {
-                // Stations other than the destination do not forward.
-                if v as usize != d && matches!(self.nodes[v as usize].kind, NodeKind::Station(_)) {
-                    continue;
-                }
-                for &p in &self.nodes[v as usize].ports {
-                    let u = self.ports[p as usize].peer;
-                    if dist[u as usize] == u32::MAX {
-                        dist[u as usize] = dist[v as usize] + 1;
-                        queue.push_back(u);
-                    }
-                }
+    /// The nodes a data frame from station `s` to station `d` visits, both
+    /// included; None if it never arrives.
+    pub fn path(&self, s: usize, d: usize) -> Option<Vec<u32>> {
+        let mut out = vec![self.stations[s].node];
+        let mut node = self.ports[self.stations[s].port as usize].peer as usize;
+        for _ in 0..=self.nodes.len() {
+            out.push(node as u32);
+            if node == d {
+                return Some(out);
             }
-            for (b, bridge) in self.bridges.iter().enumerate() {
-                let v = bridge.node as usize;
-                if dist[v] == u32::MAX {
-                    continue;
-                }
-                let best = self.nodes[v].ports.iter().copied().find(|&p| {
-                    let u = self.ports[p as usize].peer as usize;
-                    dist[u] != u32::MAX && dist[u] + 1 == dist[v] && (u == d || matches!(self.nodes[u].kind, NodeKind::Bridge(_)))
-                });
-                if let Some(p) = best {
-                    self.route[b * n_st + d] = p;
+            match self.nodes[node].kind {
+                NodeKind::Station(_) => return None,
+                NodeKind::Bridge(b) => {
+                    let p = self.router.next_hop(b, s as u16, d as u16);
+                    if p == NO_ROUTE {
+                        return None;
+                    }
+                    node = self.ports[p as usize].peer as usize;
                 }
             }
         }
+        None
     }
 
     /// Whether frames from station `s` reach station `d`.
     pub fn reachable(&self, s: usize, d: usize) -> bool {
-        let n_st = self.stations.len();
         let mut node = self.ports[self.stations[s].port as usize].peer as usize;
+        if let NodeKind::Bridge(b) = self.nodes[node].kind {
+            if let Some(r) = self.router.reaches(b, d as u16) {
+                return r;
+            }
+        }
         for _ in 0..=self.nodes.len() {
             if node == d {
                 return true;
@@ -399,7 +404,7 @@ impl<E: Copy + Default> Network<E> {
             match self.nodes[node].kind {
                 NodeKind::Station(_) => return false,
                 NodeKind::Bridge(b) => {
-                    let p = self.route[b as usize * n_st + d];
+                    let p = self.router.next_hop(b, s as u16, d as u16);
                     if p == NO_ROUTE {
                         return false;
                     }
@@ -409,6 +414,29 @@ impl<E: Copy + Default> Network<E> {
         }
         false
     }
+}
+
+/// The paths (node names) of flows (source, destination) in the network of
+/// `cfg` for run `seed` (ECMP draws depend on it); an empty path for a flow
+/// that never arrives.
+pub fn paths(cfg: &SimConfig, seed: u64, flows: &[(String, String)]) -> Result<Vec<Vec<String>>, ConfigError> {
+    let net = Network::<()>::build(cfg, seed)?;
+    let station = |name: &str| -> Result<usize, ConfigError> {
+        match net.node_by_name.get(name).map(|&i| net.nodes[i as usize].kind) {
+            Some(NodeKind::Station(s)) => Ok(s as usize),
+            _ => err(format!("paths: '{name}' is not a station")),
+        }
+    };
+    flows
+        .iter()
+        .map(|(a, b)| {
+            let (s, d) = (station(a)?, station(b)?);
+            Ok(net
+                .path(s, d)
+                .map(|p| p.into_iter().map(|n| net.nodes[n as usize].name.clone()).collect())
+                .unwrap_or_default())
+        })
+        .collect()
 }
 
 fn station_index(by_name: &BTreeMap<String, u32>, nodes: &[Node], name: &str, src: &str) -> Result<u16, ConfigError> {

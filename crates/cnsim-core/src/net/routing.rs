@@ -1,0 +1,263 @@
+//! Forwarding: the egress port a bridge sends a frame on, for its destination
+//! station. Nothing here is dense in hosts x hosts or bridges x hosts: a
+//! bridge keeps, per *edge bridge* (a bridge with stations attached), the
+//! group of its equal-cost next hops towards it, interned so that a group
+//! shared by many edge bridges (a leaf's up-ports) is stored once; a station
+//! is reached through its edge bridge's port to it. A fabric of 4096 hosts
+//! on 256 leaves then needs 768 x 256 group references instead of 768 x 4096
+//! routes, and a lookup touches three small arrays.
+//!
+//! The routing function picks one hop of the group:
+//! - `shortest_path`: the bridge's lowest-numbered port (link order), so
+//!   routes depend on nothing but the configuration;
+//! - `ecmp`: a hash of (run seed, bridge, source, destination), so a flow
+//!   keeps one path for the whole run (its frames are never reordered) and
+//!   flows spread over the group;
+//! - `fattree`: destination-mod-k, the up-port rule of the k-ary n-tree
+//!   (scenarios.md section 7): a level-l bridge going up takes up-port
+//!   `(dst / k^l) mod k`, so every down link carries one destination.
+//!
+//! Explicit routes (`SimConfig::routes`) override any of them, per (bridge,
+//! destination).
+
+use super::port::{Port, PortId};
+use super::topology::{Node, NodeKind};
+use crate::config::{err, ConfigError, RoutingConfig};
+use crate::engine::rng::{splitmix64, stream};
+use rand::RngCore;
+use std::collections::{BTreeMap, VecDeque};
+
+pub const NO_ROUTE: PortId = u32::MAX;
+const NONE: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pick {
+    Lowest,
+    Ecmp,
+    DestModK(u64),
+}
+
+pub struct Router {
+    pick: Pick,
+    /// ECMP hash key of this run.
+    salt: u64,
+    n_edges: usize,
+    /// Station -> its edge bridge (bridge index) or NONE, the edge slot of
+    /// that bridge, and the bridge's port down to the station.
+    home: Vec<u32>,
+    edge_slot: Vec<u32>,
+    down: Vec<PortId>,
+    /// (bridge, edge slot) -> (start, len) in `hops`; len 0: unreachable.
+    groups: Vec<(u32, u32)>,
+    hops: Vec<PortId>,
+    /// `fattree`: k^level of each bridge (level 0: bridges next to stations).
+    divisor: Vec<u64>,
+    /// Explicit routes per bridge, sorted by destination.
+    overrides: Vec<Vec<(u16, PortId)>>,
+    any_override: bool,
+}
+
+impl Router {
+    /// Routes of the network `nodes` / `ports` (stations first, then bridges
+    /// in order; `bridge_node[b]` is bridge b's node).
+    pub fn build<E>(
+        cfg: &RoutingConfig,
+        seed: u64,
+        nodes: &[Node],
+        ports: &[Port<E>],
+        n_stations: usize,
+        bridge_node: &[u32],
+    ) -> Result<Router, ConfigError> {
+        let pick = match cfg {
+            RoutingConfig::ShortestPath => Pick::Lowest,
+            RoutingConfig::Ecmp => Pick::Ecmp,
+            RoutingConfig::Fattree { k } => {
+                if *k < 2 {
+                    return err(format!("routing: fattree needs k >= 2 (got {k})"));
+                }
+                Pick::DestModK(*k as u64)
+            }
+        };
+        let n_br = bridge_node.len();
+        let bridge_of = |node: u32| match nodes[node as usize].kind {
+            NodeKind::Bridge(b) => Some(b),
+            NodeKind::Station(_) => None,
+        };
+
+        // Stations' edge bridges, numbered in order of first appearance.
+        let mut home = vec![NONE; n_stations];
+        let mut edge_slot = vec![NONE; n_stations];
+        let mut down = vec![NO_ROUTE; n_stations];
+        let mut slot_of_bridge = vec![NONE; n_br];
+        let mut edges: Vec<u32> = Vec::new();
+        for s in 0..n_stations {
+            let Some(&p) = nodes[s].ports.first() else { continue };
+            if let Some(b) = bridge_of(ports[p as usize].peer) {
+                home[s] = b;
+                down[s] = ports[p as usize].reverse;
+                if slot_of_bridge[b as usize] == NONE {
+                    slot_of_bridge[b as usize] = edges.len() as u32;
+                    edges.push(b);
+                }
+                edge_slot[s] = slot_of_bridge[b as usize];
+            }
+        }
+        let n_edges = edges.len();
+        if n_br.saturating_mul(n_edges) > 200_000_000 {
+            return err(format!(
+                "nodes: {n_br} bridges x {n_edges} edge bridges is more routing state than the engine keeps"
+            ));
+        }
+
+        // Per edge bridge: hop distances over bridges, then each bridge's
+        // equal-cost next hops towards it, interned per bridge.
+        let mut groups = vec![(0u32, 0u32); n_br * n_edges];
+        let mut hops: Vec<PortId> = Vec::new();
+        let mut interned: Vec<BTreeMap<Vec<PortId>, u32>> = vec![BTreeMap::new(); n_br];
+        let mut dist = vec![u32::MAX; n_br];
+        let mut queue = VecDeque::new();
+        let mut group = Vec::new();
+        for (e, &a) in edges.iter().enumerate() {
+            dist.iter_mut().for_each(|x| *x = u32::MAX);
+            dist[a as usize] = 0;
+            queue.clear();
+            queue.push_back(a);
+            while let Some(v) = queue.pop_front() {
+                for &p in &nodes[bridge_node[v as usize] as usize].ports {
+                    if let Some(u) = bridge_of(ports[p as usize].peer) {
+                        if dist[u as usize] == u32::MAX {
+                            dist[u as usize] = dist[v as usize] + 1;
+                            queue.push_back(u);
+                        }
+                    }
+                }
+            }
+            for v in 0..n_br {
+                if dist[v] == u32::MAX || dist[v] == 0 {
+                    continue;
+                }
+                group.clear();
+                group.extend(
+                    nodes[bridge_node[v] as usize]
+                        .ports
+                        .iter()
+                        .copied()
+                        .filter(|&p| bridge_of(ports[p as usize].peer).is_some_and(|u| dist[u as usize] + 1 == dist[v])),
+                );
+                let start = match interned[v].get(&group) {
+                    Some(&s) => s,
+                    None => {
+                        let s = hops.len() as u32;
+                        hops.extend_from_slice(&group);
+                        interned[v].insert(group.clone(), s);
+                        s
+                    }
+                };
+                groups[v * n_edges + e] = (start, group.len() as u32);
+            }
+        }
+
+        // Levels (fattree): hops from the nearest station, minus one.
+        let divisor = match pick {
+            Pick::DestModK(k) => {
+                let mut level = vec![u32::MAX; n_br];
+                queue.clear();
+                for &b in &edges {
+                    level[b as usize] = 0;
+                    queue.push_back(b);
+                }
+                while let Some(v) = queue.pop_front() {
+                    for &p in &nodes[bridge_node[v as usize] as usize].ports {
+                        if let Some(u) = bridge_of(ports[p as usize].peer) {
+                            if level[u as usize] == u32::MAX {
+                                level[u as usize] = level[v as usize] + 1;
+                                queue.push_back(u);
+                            }
+                        }
+                    }
+                }
+                level.iter().map(|&l| k.checked_pow(l.min(64)).unwrap_or(u64::MAX)).collect()
+            }
+            _ => Vec::new(),
+        };
+
+        Ok(Router {
+            pick,
+            salt: stream(seed, "ecmp").next_u64(),
+            n_edges,
+            home,
+            edge_slot,
+            down,
+            groups,
+            hops,
+            divisor,
+            overrides: vec![Vec::new(); n_br],
+            any_override: false,
+        })
+    }
+
+    /// At bridge `b`, frames for `dst` leave through `port`.
+    pub fn set_override(&mut self, b: u32, dst: u16, port: PortId) {
+        let o = &mut self.overrides[b as usize];
+        match o.binary_search_by_key(&dst, |e| e.0) {
+            Ok(i) => o[i].1 = port,
+            Err(i) => o.insert(i, (dst, port)),
+        }
+        self.any_override = true;
+    }
+
+    /// The port bridge `b` forwards a frame of flow (`src`, `dst`) on, or `NO_ROUTE`.
+    #[inline]
+    pub fn next_hop(&self, b: u32, src: u16, dst: u16) -> PortId {
+        if self.any_override {
+            let o = &self.overrides[b as usize];
+            if let Ok(i) = o.binary_search_by_key(&dst, |e| e.0) {
+                return o[i].1;
+            }
+        }
+        let d = dst as usize;
+        if self.home[d] == b {
+            return self.down[d];
+        }
+        let e = self.edge_slot[d];
+        if e == NONE {
+            return NO_ROUTE;
+        }
+        let (start, len) = self.groups[b as usize * self.n_edges + e as usize];
+        let i = match (len, self.pick) {
+            (0, _) => return NO_ROUTE,
+            (1, _) | (_, Pick::Lowest) => 0,
+            (_, Pick::Ecmp) => {
+                let key = self.salt ^ ((b as u64) << 32) ^ ((src as u64) << 16) ^ dst as u64;
+                // Multiply-shift onto [0, len): unbiased enough and no division.
+                (((splitmix64(key) >> 32) * len as u64) >> 32) as u32
+            }
+            (_, Pick::DestModK(_)) => ((dst as u64 / self.divisor[b as usize]) % len as u64) as u32,
+        };
+        self.hops[(start + i) as usize]
+    }
+
+    /// Whether frames for `dst` at bridge `b` reach it, when that follows
+    /// from the tables alone (every hop of a group is one hop closer); None
+    /// with explicit routes, which may lead anywhere.
+    pub fn reaches(&self, b: u32, dst: u16) -> Option<bool> {
+        if self.any_override {
+            return None;
+        }
+        let d = dst as usize;
+        if self.home[d] == b {
+            return Some(true);
+        }
+        let e = self.edge_slot[d];
+        Some(e != NONE && self.groups[b as usize * self.n_edges + e as usize].1 > 0)
+    }
+
+    /// Bytes of routing state (for the scale benchmark and its tests).
+    pub fn state_bytes(&self) -> usize {
+        self.groups.len() * 8
+            + self.hops.len() * 4
+            + (self.home.len() + self.edge_slot.len() + self.down.len()) * 4
+            + self.divisor.len() * 8
+            + self.overrides.iter().map(|o| o.len() * 8).sum::<usize>()
+    }
+}
