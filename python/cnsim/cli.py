@@ -372,8 +372,17 @@ def bench(
     ] = None,
     workload: Annotated[
         str,
-        typer.Option(help="incast (performance.md), or a built-in benchmark: singlehop, multihop, fattree"),
+        typer.Option(
+            help="incast (performance.md); a built-in benchmark: singlehop, multihop, fattree; or scale "
+            "(fat trees of 64 to 4096 hosts, 10 ms at 85% uniform load, each in its own process)"
+        ),
     ] = "incast",
+    hosts: Annotated[
+        str | None,
+        typer.Option(
+            help="scale: fabric sizes, comma-separated, of 64, 512, 1000, 1024, 4096 (default: 64,512,1024,4096)"
+        ),
+    ] = None,
     scheme: Annotated[
         str | None, typer.Option(help="scheme of a scenario workload (default: the scenario's)")
     ] = None,
@@ -382,13 +391,19 @@ def bench(
     ] = None,
 ) -> None:
     """Engine speed, one seed on one core: by default the 1-second 4-to-1 incast of
-    performance.md (nocm); `--workload singlehop|multihop|fattree` times a 1 s benchmark scenario."""
+    performance.md (nocm); `--workload singlehop|multihop|fattree` times a 1 s benchmark scenario;
+    `--workload scale` fabrics of 64 to 4096 hosts."""
     from . import _core
 
     if duration_ms is not None and not 0 < duration_ms <= 1e9:  # also NaN and inf
         raise ScenarioError(
             f"--duration-ms: {duration_ms} is not allowed; expected a number > 0 and <= 1000000000"
         )
+    if hosts is not None and workload != "scale":
+        raise ScenarioError("--hosts: only the scale workload has fabric sizes")
+    if workload == "scale":
+        _bench_scale(hosts, duration_ms or 10.0, scheme, pause, as_json)
+        return
     if workload == "incast":
         if scheme is not None or pause is not None:
             raise ScenarioError("--scheme / --pause: the incast workload is nocm without PAUSE")
@@ -450,6 +465,62 @@ def bench(
     t.add_row("wall time (engine)", f"{fig['wall_s']:.3f} s")
     t.add_row("peak memory", f"{fig['peak_rss_mb']:.0f} MB")
     out.print(t)
+
+
+def _bench_scale(hosts: str | None, ms: float, scheme: str | None, pause: bool | None, as_json: bool) -> None:
+    from .benchscale import DEFAULT_HOSTS, run_sizes
+
+    try:
+        sizes = [int(h) for h in hosts.split(",")] if hosts else list(DEFAULT_HOSTS)
+    except ValueError:
+        raise ScenarioError(
+            f"--hosts: {hosts!r} is not allowed; expected sizes such as 64,512,4096"
+        ) from None
+    if as_json:
+        rows = _in_thread(run_sizes, sizes, ms, scheme, pause)
+    else:
+        rows = list(_scale_progress(sizes, ms, scheme, pause))
+    if as_json:
+        print(
+            json.dumps({"workload": "scale", "simulated_ms": ms, "sizes": rows, "version": _core_version()})
+        )
+        return
+    t = Table(
+        "hosts",
+        "k, n",
+        "events/s",
+        "delivered frames/s",
+        "engine wall",
+        "wall with results",
+        "peak memory",
+        title=f"cnsim bench: scale, {rows[0]['scheme']}, {ms:g} simulated ms at 85% uniform load, seed 0",
+    )
+    for f in rows:
+        t.add_row(
+            f"{f['hosts']:,}",
+            f"{f['k']}, {f['n']}",
+            f"{f['events_per_s'] / 1e6:.2f} M",
+            f"{f['frames_delivered_per_s'] / 1e6:.2f} M",
+            f"{f['engine_wall_s']:.2f} s",
+            f"{f['wall_s_with_results']:.2f} s",
+            f"{f['peak_rss_mb']:.0f} MB",
+        )
+    out.print(t)
+
+
+def _scale_progress(sizes: list[int], ms: float, scheme: str | None, pause: bool | None) -> Any:
+    """Each size in turn, saying which one runs (they take seconds to minutes)."""
+    from .benchscale import run_sizes
+
+    for h in sizes:
+        Console(stderr=True, markup=False).print(f"running the {h:,}-host fabric ...")
+        yield from _in_thread(run_sizes, [h], ms, scheme, pause)
+
+
+def _core_version() -> str:
+    from . import _core
+
+    return _core.version()
 
 
 @app.command()

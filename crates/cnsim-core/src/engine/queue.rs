@@ -35,8 +35,12 @@ pub const MAX_KINDS: u8 = 1 << KIND_BITS;
 /// Bucket width: 2^SHIFT ps.
 const SHIFT: u32 = 10;
 /// Buckets in the ring (a power of two, a multiple of 64 x 64).
-const BUCKETS: usize = 1 << 16;
+const BUCKETS: usize = 1 << 14;
 const WORDS: usize = BUCKETS / 64;
+/// Pending events (as estimated by the model) from which the calendar is used.
+pub const CALENDAR_MIN: usize = 1024;
+/// Drained bucket vectors kept for reuse.
+const MAX_SPARE: usize = 4096;
 
 /// A popped event: when, what kind (interpreted by the model) and on which
 /// element (a port, a station, a timer...).
@@ -48,6 +52,9 @@ pub struct Event {
 }
 
 pub struct EventQueue {
+    /// The calendar is used (else `far` alone: a plain binary heap, faster
+    /// for the few pending events of a small network).
+    calendar: bool,
     /// Absolute bucket number (time >> SHIFT) of `now`.
     cur: u64,
     /// The current bucket's keys, sorted descending (the next one is last).
@@ -60,6 +67,12 @@ pub struct EventQueue {
     in_ring: usize,
     /// Keys beyond the ring's horizon.
     far: BinaryHeap<Reverse<u128>>,
+    /// Drained bucket vectors, reused by the next buckets that fill: an
+    /// emptied ring slot holds no allocation, so memory follows the pending
+    /// events, not the ring's size times the largest bucket it ever held
+    /// (sources started together send on a common slot grid, so some
+    /// buckets hold hundreds of keys).
+    spare: Vec<Vec<u128>>,
     seq: u64,
     popped: u64,
 }
@@ -80,15 +93,25 @@ impl EventQueue {
         Self::with_capacity(1024)
     }
 
+    /// A queue for about `n` pending events: the calendar from
+    /// `CALENDAR_MIN` on, a binary heap below. Both pop in key order, so
+    /// the choice never changes a result.
     pub fn with_capacity(n: usize) -> Self {
+        Self::with_mode(n, n >= CALENDAR_MIN)
+    }
+
+    pub fn with_mode(n: usize, calendar: bool) -> Self {
+        let (buckets, words) = if calendar { (BUCKETS, WORDS) } else { (0, 0) };
         EventQueue {
+            calendar,
             cur: 0,
             now: Vec::with_capacity(64),
-            ring: vec![Vec::new(); BUCKETS],
-            bits: vec![0; WORDS],
-            summary: vec![0; WORDS / 64],
+            ring: vec![Vec::new(); buckets],
+            bits: vec![0; words],
+            summary: vec![0; words / 64],
             in_ring: 0,
             far: BinaryHeap::with_capacity(n.min(1 << 16)),
+            spare: Vec::new(),
             seq: 0,
             popped: 0,
         }
@@ -108,6 +131,10 @@ impl EventQueue {
 
     #[inline]
     fn insert(&mut self, key: u128) {
+        if !self.calendar {
+            self.far.push(Reverse(key));
+            return;
+        }
         let b = bucket_of(key);
         if b <= self.cur {
             // The current bucket (or, never in a causal model, earlier): keep it sorted.
@@ -115,7 +142,13 @@ impl EventQueue {
             self.now.insert(i, key);
         } else if b - self.cur < BUCKETS as u64 {
             let i = (b as usize) & (BUCKETS - 1);
-            self.ring[i].push(key);
+            let v = &mut self.ring[i];
+            if v.capacity() == 0 {
+                if let Some(spare) = self.spare.pop() {
+                    *v = spare;
+                }
+            }
+            v.push(key);
             self.bits[i >> 6] |= 1 << (i & 63);
             self.summary[i >> 12] |= 1 << ((i >> 6) & 63);
             self.in_ring += 1;
@@ -167,7 +200,10 @@ impl EventQueue {
         self.cur = next;
         let i = (next as usize) & (BUCKETS - 1);
         if self.bits[i >> 6] & (1 << (i & 63)) != 0 {
-            std::mem::swap(&mut self.now, &mut self.ring[i]);
+            let drained = std::mem::replace(&mut self.now, std::mem::take(&mut self.ring[i]));
+            if self.spare.len() < MAX_SPARE {
+                self.spare.push(drained);
+            }
             self.in_ring -= self.now.len();
             self.bits[i >> 6] &= !(1 << (i & 63));
             if self.bits[i >> 6] == 0 {
@@ -193,6 +229,9 @@ impl EventQueue {
     /// Time of the next event, if any.
     #[inline]
     pub fn peek_time(&mut self) -> Option<Time> {
+        if !self.calendar {
+            return self.far.peek().map(|Reverse(k)| (*k >> LOW_BITS) as Time);
+        }
         if self.now.is_empty() && !self.advance() {
             return None;
         }
@@ -201,10 +240,14 @@ impl EventQueue {
 
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
-        if self.now.is_empty() && !self.advance() {
-            return None;
-        }
-        let key = self.now.pop()?;
+        let key = if !self.calendar {
+            self.far.pop()?.0
+        } else {
+            if self.now.is_empty() && !self.advance() {
+                return None;
+            }
+            self.now.pop()?
+        };
         self.popped += 1;
         let low = key as u64;
         Some(Event {
@@ -271,9 +314,13 @@ mod tests {
     /// the bucket being drained.
     #[test]
     fn pops_in_key_order_across_buckets_and_the_far_heap() {
+        key_order(EventQueue::with_mode(1024, true));
+        key_order(EventQueue::with_mode(16, false));
+    }
+
+    fn key_order(mut q: EventQueue) {
         use rand::{Rng, SeedableRng};
         let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
-        let mut q = EventQueue::new();
         let mut reference: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
         let mut now = 0u64;
         let mut seq = 0u64;
