@@ -86,7 +86,9 @@ def snapshot() -> dict:
 
 
 def diff(a: dict, b: dict) -> int:
+    """Counts differing values; fields only in `b` (new ones) are listed, not counted."""
     bad = 0
+    new: set[str] = set()
     for key in sorted(set(a) | set(b)):
         if key not in a or key not in b:
             print(f"only in {'after' if key in b else 'before'}: {key}")
@@ -94,6 +96,9 @@ def diff(a: dict, b: dict) -> int:
             continue
         for part in sorted(set(a[key]) & set(b[key])):
             x, y = a[key][part], b[key][part]
+            if isinstance(x, dict) and isinstance(y, dict):
+                new |= {f"{part}.{k}" for k in set(y) - set(x)}
+                y = {k: v for k, v in y.items() if k in x}
             if x != y:
                 bad += 1
                 if isinstance(x, dict) and isinstance(y, dict):
@@ -103,6 +108,8 @@ def diff(a: dict, b: dict) -> int:
                     )
                 else:
                     print(f"{key} / {part} differs")
+    if new:
+        print(f"new fields (not compared): {', '.join(sorted(new))}")
     print(f"{len(a)} before, {len(b)} after, {bad} differences")
     return bad
 

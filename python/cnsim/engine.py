@@ -28,7 +28,8 @@ class SeedRun:
     - `seed`, `bin_ps`, `end_ps`, `n_bins`;
     - `frames`: run-wide counters (generated, delivered, dropped_cp,
       dropped_rp, dropped_rl, dropped_nic, deferred, in_flight, delay_sum_ps,
-      delay_max_ps, note_bytes_measure);
+      delay_max_ps, reordered (frames delivered after a later frame of their
+      flow; counted with per-flow counters only), note_bytes_measure);
     - `engine`: events and engine wall time;
     - `tables`: polars DataFrames `windows`, `flows`, `links`, `nodes` of
       raw counters (bytes per window in `bytes_<window>` columns);

@@ -51,6 +51,7 @@ def human(n: float) -> str:
 def series_count(sc: Any) -> int:
     """An upper bound on the binned series one run records (engine-interface.md)."""
     m = sc.model
+    cap = m.stats.max_series_keys
     stations = sum(1 for n in m.nodes if n.kind == "station")
     directions = 2 * len(m.links)
     cp_bridges = {n.name for n in m.nodes if n.kind == "bridge" and n.cp}
@@ -60,14 +61,22 @@ def series_count(sc: Any) -> int:
         traced = len(m.cp_ports)
     else:
         traced = sum((lk.a in cp_bridges) + (lk.b in cp_bridges) for lk in m.links)
+        traced = traced if traced <= cap else 0  # every CP port only while few enough
     loaded = [n for n in m.nodes if n.kind == "station" and n.load > 0]
     flows = sum(
-        len(n.dest) if isinstance(n.dest, dict) else 1 if n.dest != "uniform" else stations - 1
+        len(n.dest)
+        if type(n.dest) is dict
+        else 1
+        if isinstance(n.dest, str) and n.dest != "uniform"
+        else stations - 1
         for n in loaded
     )
     # A rate limiter per flow (or per CP a source hears from: no more than its flows).
     rls = len(m.trace.rate_limiters) if m.trace.rate_limiters is not None else min(256, flows)
     flows = min(flows, 64)  # per-flow series only when a scenario has at most 64 flows
+    # Per-destination, per-link and per-port families only up to stats.max_series_keys keys.
+    stations = stations if stations <= cap else 0
+    directions = directions if directions <= cap else 0
     paused = directions if m.pause.enabled else 0
     return 1 + stations + flows + directions + 2 * traced + paused + (2 * rls if sc.table is not None else 0)
 

@@ -156,6 +156,7 @@ def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
     flows = flow_table(run)
     by_flow = per_flow(model)
     nodes = None if by_flow else node_table(run)
+    m["frames_reordered"] = run.frames.get("reordered") if by_flow else None
 
     def into(sink: str, window: str) -> Any:
         """Gbit/s delivered to `sink` in `window`: summed over its flows, or

@@ -163,3 +163,51 @@ pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, schem
         ..SimConfig::new(duration_ps, stations, bridges, links, events)
     }
 }
+
+/// A two-tier leaf-spine: `leaves` x `hosts_per_leaf` hosts `H0..` (host h
+/// on leaf `L<h / hosts_per_leaf>`), every leaf linked to every one of
+/// `spines` spines `S0..`; 10 Gbit/s links, every host at `load` to uniform
+/// destinations, ECMP routing, per-output 150 KB buffers, no management.
+pub fn leafspine_config(leaves: usize, spines: usize, hosts_per_leaf: usize, load: f64, duration_ps: Time) -> SimConfig {
+    let hosts = leaves * hosts_per_leaf;
+    let stations = (0..hosts)
+        .map(|h| StationConfig {
+            name: format!("H{h}"),
+            load,
+            dest: DestConfig::Uniform,
+            nic_buffer_bytes: 150_000,
+            rlq_bytes: 150_000,
+            processing_ps: PS_PER_US,
+            rl_scope: RlScope::default(),
+            nic_full: NicFull::default(),
+        })
+        .collect();
+    let bridge = |name: String| BridgeConfig {
+        name,
+        buffer_mode: BufferMode::PerOutput,
+        buffer_bytes: 150_000,
+        latency_ps: PS_PER_US,
+        cp: false,
+        ports: None,
+    };
+    let bridges = (0..leaves)
+        .map(|l| bridge(format!("L{l}")))
+        .chain((0..spines).map(|s| bridge(format!("S{s}"))))
+        .collect();
+    let link = |a: String, b: String| LinkConfig {
+        a,
+        b,
+        rate_bps: 10_000_000_000,
+        delay_ps: PS_PER_US / 2,
+    };
+    let mut links: Vec<LinkConfig> = (0..hosts)
+        .map(|h| link(format!("H{h}"), format!("L{}", h / hosts_per_leaf)))
+        .collect();
+    for l in 0..leaves {
+        links.extend((0..spines).map(|s| link(format!("L{l}"), format!("S{s}"))));
+    }
+    SimConfig {
+        routing: RoutingConfig::Ecmp,
+        ..SimConfig::new(duration_ps, stations, bridges, links, vec![])
+    }
+}

@@ -97,6 +97,11 @@ pub struct Stats {
     pub flow_bins: Vec<u64>,
     pub flow_generated: Vec<u64>,
     pub flow_delivered: Vec<u64>,
+    /// Generation time of each flow's last delivered frame, and the frames
+    /// delivered after a later-generated frame of their flow (per-flow
+    /// counters only: a flow's frames are generated in order).
+    pub flow_last_born: Vec<Time>,
+    pub reordered: u64,
     /// Delivered bytes per (window, flow).
     pub flow_win_bytes: Vec<u64>,
     pub agg_win_bytes: Vec<u64>,
@@ -174,6 +179,8 @@ impl Stats {
             flow_slot,
             flow_bins: vec![0; traced_flows.len() * n_bins],
             flow_generated: vec![0; nf],
+            flow_last_born: vec![0; nf],
+            reordered: 0,
             flow_delivered: vec![0; nf],
             flow_win_bytes: vec![0; nw * nf],
             agg_win_bytes: vec![0; nw],
@@ -224,6 +231,12 @@ impl Stats {
         self.src_delivered[src] += 1;
         if self.per_flow {
             self.flow_delivered[f] += 1;
+            let born = t - delay;
+            if born < self.flow_last_born[f] {
+                self.reordered += 1;
+            } else {
+                self.flow_last_born[f] = born;
+            }
         }
         if !self.flow_slot.is_empty() {
             let slot = self.flow_slot[f];
@@ -370,6 +383,8 @@ pub struct FrameCounts {
     /// Sum and largest generation-to-reception delay of the delivered frames (ps).
     pub delay_sum_ps: f64,
     pub delay_max_ps: Time,
+    /// Frames delivered out of their flow's order (counted with per-flow counters only).
+    pub reordered: u64,
     /// Bytes of notification frames (CNMs, CNPs, reflections) sent inside the
     /// measure window (`windows[0]`), by every sender.
     pub note_bytes_measure: u64,

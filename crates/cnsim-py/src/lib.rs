@@ -86,6 +86,7 @@ impl Simulation {
         frames.set_item("in_flight", f.in_flight)?;
         frames.set_item("delay_sum_ps", f.delay_sum_ps)?;
         frames.set_item("delay_max_ps", f.delay_max_ps)?;
+        frames.set_item("reordered", f.reordered)?;
         frames.set_item("note_bytes_measure", f.note_bytes_measure)?;
         d.set_item("frames", frames)?;
         let engine = PyDict::new_bound(py);

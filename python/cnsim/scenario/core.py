@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from ..errors import ScenarioError
 from ..schemes import SCHEMES
 from ..topologies import expand as expand_topology
+from ..topologies import routing_for
 from .messages import one_line
 from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, MIN_GBPS, HotspotDest, Node, ScenarioModel
 from .overrides import _fit_windows, _seeds_value, _table, set_dotted
@@ -270,6 +271,7 @@ class Scenario:
                     raise ScenarioError(
                         f"nodes.{s.name}.dest: {d} is not reachable from {s.name} (disconnected topology)"
                     )
+        routing_for(m.routing, m.topology)  # fattree routing needs a fat tree
         dur = m.duration_ms
         if dur * 1000 / m.bin_us > MAX_BINS:
             raise ScenarioError(

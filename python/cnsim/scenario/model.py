@@ -420,7 +420,7 @@ class _ScenarioFields(_Model):
     trace: Trace = Trace()
     topology: dict[str, Any] | None = Field(
         None,
-        description="a generated topology (fattree or innocent), see the [topology] tables; the "
+        description="a generated topology (fattree, leafspine or innocent), see the [topology] tables; the "
         "generated nodes and links come first, the file's [[nodes]] and [[links]] add to them, and a "
         "[[nodes]] entry with a generated node's name changes that node",
     )

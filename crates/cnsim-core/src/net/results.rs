@@ -111,6 +111,7 @@ impl<S: Scheme> NetSim<S> {
                 in_flight,
                 delay_sum_ps: s.delay_sum_ps as f64,
                 delay_max_ps: s.delay_max_ps,
+                reordered: s.reordered,
                 note_bytes_measure: self.cnm_bytes_window,
             },
             engine: stats::EngineFigures {
