@@ -7,8 +7,8 @@
 //! order in which they were scheduled, so a run is deterministic without any
 //! comparison callback, and an event costs 16 bytes and no allocation.
 //!
-//! Events within the next `BUCKETS` x 2^`SHIFT` ps (65 us) go into a ring of
-//! buckets of 1.024 ns, found through a two-level bitmap; later ones wait in
+//! Events within the next `BUCKETS` x 2^`SHIFT` ps (8.4 us) go into a ring of
+//! buckets of 256 ps, found through a two-level bitmap; later ones wait in
 //! a binary heap and move into the ring as time reaches them. The current
 //! bucket is sorted once when time enters it. Keys are unique, so the pop
 //! order is exactly the binary heap's (the order of the keys): results do
@@ -33,9 +33,9 @@ pub const MAX_INDEX: u32 = (1 << INDEX_BITS) - 1;
 pub const MAX_KINDS: u8 = 1 << KIND_BITS;
 
 /// Bucket width: 2^SHIFT ps.
-const SHIFT: u32 = 10;
+const SHIFT: u32 = 8;
 /// Buckets in the ring (a power of two, a multiple of 64 x 64).
-const BUCKETS: usize = 1 << 14;
+const BUCKETS: usize = 1 << 15;
 const WORDS: usize = BUCKETS / 64;
 /// Pending events (as estimated by the model) from which the calendar is used.
 pub const CALENDAR_MIN: usize = 1024;

@@ -13,8 +13,9 @@ use crate::stats;
 
 impl<S: Scheme> NetSim<S> {
     /// A frame fully received (plus latency) by bridge `b` through `ingress`
-    /// (the bridge's port on the arrival link) joins its output queue.
-    pub(crate) fn bridge_receive(&mut self, b: u32, ingress: PortId, mut f: Frame<S::Ext>) {
+    /// (the bridge's port on the arrival link, its local index `in_local`)
+    /// joins its output queue.
+    pub(crate) fn bridge_receive(&mut self, b: u32, ingress: PortId, in_local: u16, mut f: Frame<S::Ext>) {
         let out = self.net.router.next_hop(b, f.src, f.dst);
         let bridge = &mut self.net.bridges[b as usize];
         if out == NO_ROUTE {
@@ -35,7 +36,7 @@ impl<S: Scheme> NetSim<S> {
         self.settle(out);
         let bridge = &mut self.net.bridges[b as usize];
         let ports = &mut self.net.ports;
-        let in_local = ports[ingress as usize].local as usize;
+        let in_local = in_local as usize;
         let admitted = match bridge.buffer_mode {
             BufferMode::PerOutput => ports[out as usize].data_bytes + len <= bridge.buffer_bytes,
             BufferMode::PerInput => ports[out as usize].bytes_by_ingress[in_local] + len <= bridge.buffer_bytes,
@@ -64,8 +65,12 @@ impl<S: Scheme> NetSim<S> {
             return;
         }
         f.in_port = ingress;
+        f.in_local = in_local as u16;
         bridge.total_bytes += len;
-        ports[ingress as usize].in_bytes += len;
+        if self.pause.enabled {
+            // Ingress accounting: read by PAUSE only (not touched otherwise: a cache miss per hop).
+            ports[ingress as usize].in_bytes += len;
+        }
         let o = &mut ports[out as usize];
         o.data_bytes += len;
         o.bytes_by_ingress[in_local] += len;
@@ -137,10 +142,9 @@ impl<S: Scheme> NetSim<S> {
         let len = f.len as u64;
         self.net.bridges[b as usize].total_bytes -= len;
         let ingress = f.in_port;
-        let in_local = self.net.ports[ingress as usize].local as usize;
-        self.net.ports[ingress as usize].in_bytes -= len;
-        self.net.ports[out as usize].bytes_by_ingress[in_local] -= len;
+        self.net.ports[out as usize].bytes_by_ingress[f.in_local as usize] -= len;
         if self.pause.enabled {
+            self.net.ports[ingress as usize].in_bytes -= len;
             self.pause_on_dequeue(b, out, ingress);
         }
     }

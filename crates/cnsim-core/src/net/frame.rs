@@ -37,6 +37,8 @@ pub struct Frame<E> {
     /// Ingress port (global id) at the bridge currently holding the frame;
     /// set when a bridge accepts it.
     pub in_port: u32,
+    /// At a bridge: the local index of `in_port` there (its `per_input` partition).
+    pub in_local: u16,
     /// Data: the CPID of the rate limiter the frame left (0: none).
     /// Notification: the CP that sent it (0: none, e.g. a destination).
     pub cpid: u16,
@@ -57,6 +59,7 @@ impl<E: Copy + Default> Frame<E> {
             len,
             kind: FrameKind::Data,
             in_port: u32::MAX,
+            in_local: 0,
             cpid: 0,
             about: NO_NODE,
             quanta: 0,
@@ -72,6 +75,7 @@ impl<E: Copy + Default> Frame<E> {
             len,
             kind: FrameKind::Pause,
             in_port: u32::MAX,
+            in_local: 0,
             cpid: 0,
             about: NO_NODE,
             quanta,
@@ -89,6 +93,7 @@ impl<E: Copy + Default> Frame<E> {
             len,
             kind: FrameKind::Note,
             in_port: u32::MAX,
+            in_local: 0,
             cpid,
             about,
             quanta: 0,

@@ -19,34 +19,14 @@ pub const WIRE_MAC: usize = 0; // PAUSE: acts when fully received
 pub const WIRE_DATA: usize = 1; // data: + bridge latency (bridge) or 0 (station)
 pub const WIRE_NOTE: usize = 2; // notifications: + bridge latency (bridge) or processing time (station)
 
+/// Fields are laid out by use (`repr(C)`, hottest first): the state every
+/// event reads sits in the first cache lines, so that a fabric of thousands
+/// of ports, far larger than the caches, costs a miss or two per port touched
+/// instead of one per field.
+#[repr(C)]
 pub struct Port<E> {
-    /// Display name `FROM->TO`.
-    pub name: String,
-    /// Owner node (transmitter) and peer node (receiver), node indices.
-    pub owner: u32,
-    pub peer: u32,
-    /// The reverse direction: the peer's port back to the owner.
-    pub reverse: PortId,
-    /// Index of this port among its owner's ports.
-    pub local: u16,
-    /// Current transmit rate (bit/s); 0 = stopped (output-generated hotspot).
-    pub rate_bps: u64,
-    /// Rate the link was configured with (PAUSE quanta are counted at it when stopped).
-    pub nominal_rate_bps: u64,
-    /// Serialisation time of a data frame at the current rate (cached).
-    pub ser_data_ps: Time,
-    pub delay_ps: Time,
-    /// Extra delay at the receiver, per wire class.
-    pub rx_extra_ps: [Time; 3],
-
-    // --- egress queues ---
-    pub data: VecDeque<Frame<E>>,
-    pub ctrl: VecDeque<Frame<E>>,
-    /// Bytes of data frames held for this port, including the one being sent.
-    pub data_bytes: u64,
+    // --- line 1: the transmitter's state, read by every event on the port ---
     pub busy: bool,
-    /// When the frame being transmitted ends.
-    pub done_at: Time,
     /// A TxDone event is scheduled for `done_at`. When not, the port finishes
     /// lazily: whoever touches it next settles the completion (see `Sim::settle`).
     pub done_pending: bool,
@@ -56,14 +36,51 @@ pub struct Port<E> {
     pub lazy_ok: bool,
     /// The receiver is an end station.
     pub peer_is_station: bool,
+    /// Index of this port among its owner's ports.
+    pub local: u16,
+    /// Index of `reverse` among the peer's ports: the ingress partition of
+    /// the frames this port delivers to a bridge.
+    pub reverse_local: u16,
+    /// Owner node (transmitter) and peer node (receiver), node indices.
+    pub owner: u32,
+    pub peer: u32,
+    /// The reverse direction: the peer's port back to the owner.
+    pub reverse: PortId,
+    /// Index of this port's queue trace, if traced (`NO_TRACE`: none).
+    pub trace: u32,
+    /// When the frame being transmitted ends.
+    pub done_at: Time,
+    /// Bytes of data frames held for this port, including the one being sent.
+    pub data_bytes: u64,
+    /// Current transmit rate (bit/s); 0 = stopped (output-generated hotspot).
+    pub rate_bps: u64,
+    /// Serialisation time of a data frame at the current rate (cached).
+    pub ser_data_ps: Time,
+
+    // --- lines 2-3: the egress queues and the frame being sent ---
+    pub data: VecDeque<Frame<E>>,
+    pub ctrl: VecDeque<Frame<E>>,
     /// The frame being transmitted (valid while `busy`).
     pub tx: Frame<E>,
-    /// On the wire, per class.
-    pub wire: [VecDeque<Frame<E>>; 3],
-
-    // --- PAUSE at this transmitter ---
     /// Paused until this time (the sender sends only control frames before it).
     pub pause_end: Time,
+    pub delay_ps: Time,
+    /// Bytes this port has started sending (data and control).
+    pub bytes_sent: u64,
+    pub frames_sent: u64,
+    /// Bytes in the owner bridge that arrived through this port (ingress side).
+    pub in_bytes: u64,
+
+    // --- lines 4-5: the wire ---
+    /// On the wire, per class.
+    pub wire: [VecDeque<Frame<E>>; 3],
+    /// Extra delay at the receiver, per wire class.
+    pub rx_extra_ps: [Time; 3],
+    /// Data bytes in this queue per ingress (local index at the owner
+    /// bridge): the `per_input` partitions of this output buffer.
+    pub bytes_by_ingress: Vec<u64>,
+
+    // --- PAUSE at this transmitter ---
     pub pause_start: Time,
     pub paused_ever: bool,
     /// A PortWake event is pending for this time.
@@ -74,8 +91,6 @@ pub struct Port<E> {
     pub paused_bins: Option<Vec<f64>>,
 
     // --- the owner's accounting for frames that arrived through this port (ingress side) ---
-    /// Bytes in the owner bridge that arrived through this port.
-    pub in_bytes: u64,
     /// Output queues currently holding this ingress paused (output_queue trigger).
     pub hold_count: u32,
     /// This port's upstream is paused by us (an XOFF was sent and not yet released).
@@ -85,21 +100,20 @@ pub struct Port<E> {
 
     // --- the owner's output-queue trigger state (egress side) ---
     pub oq_xoff: bool,
-    /// Data bytes in this queue per ingress (local index at the owner
-    /// bridge): the `per_input` partitions of this output buffer.
-    pub bytes_by_ingress: Vec<u64>,
     /// Ingress ports (local index) this queue holds paused.
     pub holds: Vec<bool>,
 
-    // --- counters ---
-    pub frames_sent: u64,
-    /// Bytes this port has started sending (data and control).
-    pub bytes_sent: u64,
+    // --- cold ---
+    /// Rate the link was configured with (PAUSE quanta are counted at it when stopped).
+    pub nominal_rate_bps: u64,
     pub pause_frames: u64,
     pub cnm_frames: u64,
-    /// Index of this port's queue trace, if traced.
-    pub trace: Option<usize>,
+    /// Display name `FROM->TO`.
+    pub name: String,
 }
+
+/// `Port::trace` of an untraced port.
+pub const NO_TRACE: u32 = u32::MAX;
 
 impl<E: Copy + Default> Port<E> {
     pub fn new(name: String, owner: u32, peer: u32, local: u16, rate_bps: u64, delay_ps: Time, frame_bytes: u32) -> Port<E> {
@@ -109,6 +123,7 @@ impl<E: Copy + Default> Port<E> {
             peer,
             reverse: u32::MAX,
             local,
+            reverse_local: 0,
             rate_bps,
             nominal_rate_bps: rate_bps,
             ser_data_ps: 0,
@@ -141,7 +156,7 @@ impl<E: Copy + Default> Port<E> {
             bytes_sent: 0,
             pause_frames: 0,
             cnm_frames: 0,
-            trace: None,
+            trace: NO_TRACE,
         };
         p.set_rate(rate_bps, frame_bytes);
         p

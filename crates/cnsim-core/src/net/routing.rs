@@ -29,6 +29,10 @@ use std::collections::{BTreeMap, VecDeque};
 
 pub const NO_ROUTE: PortId = u32::MAX;
 const NONE: u32 = u32::MAX;
+const SINGLE: u32 = 1 << 31;
+const LEN_BITS: u32 = 10;
+/// Most equal-cost next hops in one group.
+const MAX_GROUP: usize = (1 << LEN_BITS) - 1;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Pick {
@@ -47,8 +51,10 @@ pub struct Router {
     home: Vec<u32>,
     edge_slot: Vec<u32>,
     down: Vec<PortId>,
-    /// (bridge, edge slot) -> (start, len) in `hops`; len 0: unreachable.
-    groups: Vec<(u32, u32)>,
+    /// (bridge, edge slot) -> its group, packed in 32 bits: `NO_ROUTE`
+    /// (unreachable), `SINGLE | port` (one next hop, the common case: no
+    /// second lookup), or `start << LEN_BITS | len` into `hops`.
+    groups: Vec<u32>,
     hops: Vec<PortId>,
     /// `fattree`: k^level of each bridge (level 0: bridges next to stations).
     divisor: Vec<u64>,
@@ -111,7 +117,7 @@ impl Router {
 
         // Per edge bridge: hop distances over bridges, then each bridge's
         // equal-cost next hops towards it, interned per bridge.
-        let mut groups = vec![(0u32, 0u32); n_br * n_edges];
+        let mut groups = vec![NO_ROUTE; n_br * n_edges];
         let mut hops: Vec<PortId> = Vec::new();
         let mut interned: Vec<BTreeMap<Vec<PortId>, u32>> = vec![BTreeMap::new(); n_br];
         let mut dist = vec![u32::MAX; n_br];
@@ -144,16 +150,28 @@ impl Router {
                         .copied()
                         .filter(|&p| bridge_of(ports[p as usize].peer).is_some_and(|u| dist[u as usize] + 1 == dist[v])),
                 );
-                let start = match interned[v].get(&group) {
-                    Some(&s) => s,
-                    None => {
-                        let s = hops.len() as u32;
-                        hops.extend_from_slice(&group);
-                        interned[v].insert(group.clone(), s);
-                        s
+                groups[v * n_edges + e] = match group.len() {
+                    0 => NO_ROUTE,
+                    1 => SINGLE | group[0],
+                    len => {
+                        if len > MAX_GROUP {
+                            return err(format!("nodes: a bridge with {len} equal-cost next hops; at most {MAX_GROUP}"));
+                        }
+                        let start = match interned[v].get(&group) {
+                            Some(&s) => s,
+                            None => {
+                                let s = hops.len() as u32;
+                                hops.extend_from_slice(&group);
+                                interned[v].insert(group.clone(), s);
+                                s
+                            }
+                        };
+                        if start >= 1 << (31 - LEN_BITS) {
+                            return err("nodes: more equal-cost groups than the routing tables hold");
+                        }
+                        (start << LEN_BITS) | len as u32
                     }
                 };
-                groups[v * n_edges + e] = (start, group.len() as u32);
             }
         }
 
@@ -223,10 +241,16 @@ impl Router {
         if e == NONE {
             return NO_ROUTE;
         }
-        let (start, len) = self.groups[b as usize * self.n_edges + e as usize];
+        let g = self.groups[b as usize * self.n_edges + e as usize];
+        if g == NO_ROUTE {
+            return NO_ROUTE;
+        }
+        if g & SINGLE != 0 {
+            return g & !SINGLE;
+        }
+        let (start, len) = (g >> LEN_BITS, g & MAX_GROUP as u32);
         let i = match (len, self.pick) {
-            (0, _) => return NO_ROUTE,
-            (1, _) | (_, Pick::Lowest) => 0,
+            (_, Pick::Lowest) => 0,
             (_, Pick::Ecmp) => {
                 let key = self.salt ^ ((b as u64) << 32) ^ ((src as u64) << 16) ^ dst as u64;
                 // Multiply-shift onto [0, len): unbiased enough and no division.
@@ -249,12 +273,12 @@ impl Router {
             return Some(true);
         }
         let e = self.edge_slot[d];
-        Some(e != NONE && self.groups[b as usize * self.n_edges + e as usize].1 > 0)
+        Some(e != NONE && self.groups[b as usize * self.n_edges + e as usize] != NO_ROUTE)
     }
 
     /// Bytes of routing state (for the scale benchmark and its tests).
     pub fn state_bytes(&self) -> usize {
-        self.groups.len() * 8
+        self.groups.len() * 4
             + self.hops.len() * 4
             + (self.home.len() + self.edge_slot.len() + self.down.len()) * 4
             + self.divisor.len() * 8

@@ -5,7 +5,7 @@
 //! `results.rs` only when the run ends.
 
 use super::frame::FrameKind;
-use super::port::{PortId, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
+use super::port::{PortId, NO_TRACE, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
 use super::rl::{RateLimiter, RlTrace, StationRp};
 use super::topology::{Dest, Network, NodeKind};
 use crate::config::{err, BufferMode, ConfigError, EventConfig, PauseConfig, SimConfig};
@@ -178,8 +178,8 @@ impl<S: Scheme> NetSim<S> {
             let p = net
                 .port_by_name(a.trim(), b.trim())
                 .ok_or_else(|| ConfigError(format!("trace.ports: no link direction '{name}'")))?;
-            if net.ports[p as usize].trace.is_none() {
-                net.ports[p as usize].trace = Some(stats.queue_traces.len());
+            if net.ports[p as usize].trace == NO_TRACE {
+                net.ports[p as usize].trace = stats.queue_traces.len() as u32;
                 stats.queue_traces.push(QueueTrace::new(p, stats.n_bins));
             }
         }
@@ -400,9 +400,9 @@ impl<S: Scheme> NetSim<S> {
             p.data_bytes -= f.len as u64;
             let owner = p.owner;
             let at = p.done_at;
-            if let Some(t) = p.trace {
+            if p.trace != NO_TRACE {
                 let b = self.stats.bin_of(at);
-                self.stats.queue_traces[t].update(b, p.data_bytes);
+                self.stats.queue_traces[p.trace as usize].update(b, p.data_bytes);
             }
             if let NodeKind::Bridge(b) = self.net.nodes[owner as usize].kind {
                 self.bridge_release(b, port, &f);
@@ -436,9 +436,9 @@ impl<S: Scheme> NetSim<S> {
     #[inline]
     pub(crate) fn queue_changed(&mut self, port: PortId) {
         let p = &self.net.ports[port as usize];
-        if let Some(t) = p.trace {
+        if p.trace != NO_TRACE {
             let b = self.stats.bin_now();
-            self.stats.queue_traces[t].update(b, p.data_bytes);
+            self.stats.queue_traces[p.trace as usize].update(b, p.data_bytes);
         }
     }
 
@@ -448,6 +448,7 @@ impl<S: Scheme> NetSim<S> {
         let f = p.wire[class].pop_front().expect("arrival without a frame on the wire");
         let peer = p.peer;
         let ingress = p.reverse;
+        let in_local = p.reverse_local;
         if class == WIRE_MAC {
             self.receive_pause(ingress, f.quanta);
             return;
@@ -467,7 +468,7 @@ impl<S: Scheme> NetSim<S> {
                     self.rp_receive(s as usize, &f);
                 }
             }
-            NodeKind::Bridge(b) => self.bridge_receive(b, ingress, f),
+            NodeKind::Bridge(b) => self.bridge_receive(b, ingress, in_local, f),
         }
     }
 

@@ -182,6 +182,8 @@ impl<E: Copy + Default> Network<E> {
             let mut p_ba = Port::new(format!("{}->{}", l.b, l.a), b, a, lb, l.rate_bps, l.delay_ps, cfg.frame_bytes);
             p_ab.reverse = pb;
             p_ba.reverse = pa;
+            p_ab.reverse_local = lb;
+            p_ba.reverse_local = la;
             ports.push(p_ab);
             ports.push(p_ba);
             nodes[a as usize].ports.push(pa);
