@@ -88,7 +88,9 @@ pub struct Stats {
     /// per destination.
     pub per_flow: bool,
     /// Frames of each source delivered, and bytes delivered per (window,
-    /// source) and per (window, destination).
+    /// source) and per (window, destination); counted directly only without
+    /// per-flow counters, else summed from them when the run ends
+    /// (`finish_station_sums`), which keeps the per-frame path short.
     pub src_delivered: Vec<u64>,
     pub src_win_bytes: Vec<u64>,
     pub dst_win_bytes: Vec<u64>,
@@ -102,6 +104,10 @@ pub struct Stats {
     /// counters only: a flow's frames are generated in order).
     pub flow_last_born: Vec<Time>,
     pub reordered: u64,
+    /// Whether order is checked: with per-flow counters, when frames of a
+    /// flow can take different paths (ECMP) or wait in rate limiters; on a
+    /// single path through FIFO queues with no RLs they cannot reorder.
+    pub track_order: bool,
     /// Delivered bytes per (window, flow).
     pub flow_win_bytes: Vec<u64>,
     pub agg_win_bytes: Vec<u64>,
@@ -181,6 +187,7 @@ impl Stats {
             flow_generated: vec![0; nf],
             flow_last_born: vec![0; nf],
             reordered: 0,
+            track_order: per_flow,
             flow_delivered: vec![0; nf],
             flow_win_bytes: vec![0; nw * nf],
             agg_win_bytes: vec![0; nw],
@@ -228,14 +235,17 @@ impl Stats {
         if self.dest_series {
             self.dest_bins[dst * self.n_bins + b] += len;
         }
-        self.src_delivered[src] += 1;
-        if self.per_flow {
+        if !self.per_flow {
+            self.src_delivered[src] += 1;
+        } else {
             self.flow_delivered[f] += 1;
-            let born = t - delay;
-            if born < self.flow_last_born[f] {
-                self.reordered += 1;
-            } else {
-                self.flow_last_born[f] = born;
+            if self.track_order {
+                let born = t - delay;
+                if born < self.flow_last_born[f] {
+                    self.reordered += 1;
+                } else {
+                    self.flow_last_born[f] = born;
+                }
             }
         }
         if !self.flow_slot.is_empty() {
@@ -248,10 +258,30 @@ impl Stats {
             if t >= a && t < e {
                 self.win_counts[w][1] += 1;
                 self.agg_win_bytes[w] += len;
-                self.src_win_bytes[w * n + src] += len;
-                self.dst_win_bytes[w * n + dst] += len;
                 if self.per_flow {
                     self.flow_win_bytes[w * n * n + f] += len;
+                } else {
+                    self.src_win_bytes[w * n + src] += len;
+                    self.dst_win_bytes[w * n + dst] += len;
+                }
+            }
+        }
+    }
+
+    /// With per-flow counters: the per-source and per-destination sums from them.
+    pub fn finish_station_sums(&mut self) {
+        if !self.per_flow {
+            return;
+        }
+        let n = self.n_stations;
+        for src in 0..n {
+            for dst in 0..n {
+                let f = src * n + dst;
+                self.src_delivered[src] += self.flow_delivered[f];
+                for w in 0..self.windows.len() {
+                    let b = self.flow_win_bytes[w * n * n + f];
+                    self.src_win_bytes[w * n + src] += b;
+                    self.dst_win_bytes[w * n + dst] += b;
                 }
             }
         }

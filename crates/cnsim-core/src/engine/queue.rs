@@ -1,8 +1,8 @@
 //! The event queue: a calendar of time buckets over packed 128-bit keys.
 //!
-//! A key is `time (60 bits) | sequence (40 bits) | kind (4 bits) | index (24 bits)`.
-//! Runs end before 2^60 ps (`config::MAX_TIME_PS`); later times (a source
-//! that will never send again) are clamped to the last representable one.
+//! A key is `time (64 bits) | sequence (38 bits) | kind (4 bits) | index (22 bits)`.
+//! When the sequence would overflow (after 2^38 events) the pending events
+//! are renumbered in their order, so ties keep their order in any run.
 //! Ordering the integers orders events by time and, at equal times, by the
 //! order in which they were scheduled, so a run is deterministic without any
 //! comparison callback, and an event costs 16 bytes and no allocation.
@@ -21,11 +21,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 const KIND_BITS: u32 = 4;
-const INDEX_BITS: u32 = 24;
-const SEQ_BITS: u32 = 40;
-const LOW_BITS: u32 = SEQ_BITS + KIND_BITS + INDEX_BITS;
-/// Latest time a key holds.
-pub const MAX_EVENT_TIME: Time = (1 << (128 - LOW_BITS)) - 1;
+const INDEX_BITS: u32 = 22;
+const SEQ_BITS: u32 = 64 - KIND_BITS - INDEX_BITS;
 
 /// Largest index an event can carry (ports, stations, scenario events...).
 pub const MAX_INDEX: u32 = (1 << INDEX_BITS) - 1;
@@ -84,8 +81,13 @@ impl Default for EventQueue {
 }
 
 #[inline]
+fn time_of(key: u128) -> Time {
+    (key >> 64) as u64
+}
+
+#[inline]
 fn bucket_of(key: u128) -> u64 {
-    ((key >> LOW_BITS) as u64) >> SHIFT
+    time_of(key) >> SHIFT
 }
 
 impl EventQueue {
@@ -118,23 +120,53 @@ impl EventQueue {
     }
 
     /// Schedule `kind` on `index` at `time`.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, time: Time, kind: u8, index: u32) {
         debug_assert!(kind < MAX_KINDS && index <= MAX_INDEX);
-        debug_assert!(self.seq < (1u64 << SEQ_BITS), "event sequence overflow");
-        // Masked: after 2^40 events (days of wall time) only ties could reorder, never times.
-        let low =
-            (((self.seq & ((1 << SEQ_BITS) - 1)) as u128) << (KIND_BITS + INDEX_BITS)) | ((kind as u128) << INDEX_BITS) | index as u128;
+        if self.seq >> SEQ_BITS != 0 {
+            self.renumber();
+        }
+        let low = (self.seq << (KIND_BITS + INDEX_BITS)) | ((kind as u64) << INDEX_BITS) | index as u64;
         self.seq += 1;
-        self.insert(((time.min(MAX_EVENT_TIME) as u128) << LOW_BITS) | low);
+        let key = ((time as u128) << 64) | low as u128;
+        if self.calendar {
+            self.insert(key);
+        } else {
+            self.far.push(Reverse(key));
+        }
     }
 
-    #[inline]
-    fn insert(&mut self, key: u128) {
-        if !self.calendar {
-            self.far.push(Reverse(key));
-            return;
+    /// Gives the pending events sequence numbers 0, 1, ... in their order
+    /// (times unchanged), so that the next ones number after them: the order
+    /// of every event, ties included, is the same as with unbounded numbers.
+    #[cold]
+    fn renumber(&mut self) {
+        let mut keys: Vec<u128> = self.far.drain().map(|Reverse(k)| k).collect();
+        keys.append(&mut self.now);
+        for (i, v) in self.ring.iter_mut().enumerate() {
+            if !v.is_empty() {
+                keys.append(v);
+                self.bits[i >> 6] = 0;
+                self.summary[i >> 12] = 0;
+            }
         }
+        self.in_ring = 0;
+        keys.sort_unstable();
+        let tag_mask = (1u128 << (KIND_BITS + INDEX_BITS)) - 1;
+        self.seq = 0;
+        for k in keys {
+            let key = (k & !((1u128 << 64) - 1)) | ((self.seq as u128) << (KIND_BITS + INDEX_BITS)) | (k & tag_mask);
+            self.seq += 1;
+            if self.calendar {
+                self.insert(key);
+            } else {
+                self.far.push(Reverse(key));
+            }
+        }
+    }
+
+    #[inline(never)]
+    fn insert(&mut self, key: u128) {
         let b = bucket_of(key);
         if b <= self.cur {
             // The current bucket (or, never in a causal model, earlier): keep it sorted.
@@ -179,6 +211,7 @@ impl EventQueue {
     }
 
     /// Makes `now` hold the next bucket's keys; false when nothing is left.
+    #[inline(never)]
     fn advance(&mut self) -> bool {
         debug_assert!(self.now.is_empty());
         let ring_next = if self.in_ring > 0 {
@@ -227,18 +260,18 @@ impl EventQueue {
     }
 
     /// Time of the next event, if any.
-    #[inline]
+    #[inline(always)]
     pub fn peek_time(&mut self) -> Option<Time> {
         if !self.calendar {
-            return self.far.peek().map(|Reverse(k)| (*k >> LOW_BITS) as Time);
+            return self.far.peek().map(|Reverse(k)| time_of(*k));
         }
         if self.now.is_empty() && !self.advance() {
             return None;
         }
-        self.now.last().map(|&k| (k >> LOW_BITS) as Time)
+        self.now.last().map(|&k| time_of(k))
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<Event> {
         let key = if !self.calendar {
             self.far.pop()?.0
@@ -251,7 +284,7 @@ impl EventQueue {
         self.popped += 1;
         let low = key as u64;
         Some(Event {
-            time: (key >> LOW_BITS) as Time,
+            time: time_of(key),
             kind: ((low >> INDEX_BITS) & ((1 << KIND_BITS) - 1)) as u8,
             index: (low & MAX_INDEX as u64) as u32,
         })
@@ -357,13 +390,29 @@ mod tests {
     #[test]
     fn large_times_survive_packing() {
         let mut q = EventQueue::new();
-        let t = crate::config::MAX_TIME_PS + 5;
-        q.push(u64::MAX, 15, 2); // clamped, still after every run's end
-        q.push(t, 15, 1);
+        q.push(u64::MAX, 15, 2);
+        q.push(u64::MAX - 5, 15, MAX_INDEX);
         let e = q.pop().unwrap();
-        assert_eq!((e.time, e.kind, e.index), (t, 15, 1));
+        assert_eq!((e.time, e.kind, e.index), (u64::MAX - 5, 15, MAX_INDEX));
         let e = q.pop().unwrap();
-        assert_eq!((e.time, e.kind, e.index), (MAX_EVENT_TIME, 15, 2));
-        const { assert!(crate::config::MAX_TIME_PS < MAX_EVENT_TIME) };
+        assert_eq!((e.time, e.kind, e.index), (u64::MAX, 15, 2));
+    }
+
+    /// Near the end of the sequence numbers the pending events are
+    /// renumbered: ties still pop in push order, in both modes.
+    #[test]
+    fn ties_keep_their_order_across_a_renumbering() {
+        for calendar in [true, false] {
+            let mut q = EventQueue::with_mode(16, calendar);
+            q.seq = (1 << SEQ_BITS) - 5;
+            for i in 0..20u32 {
+                q.push(1000 + (i as u64 % 3) * 10_000_000, 1, i); // three times, far apart, many ties
+            }
+            assert!(q.seq < 100, "renumbered");
+            let got: Vec<u32> = std::iter::from_fn(|| q.pop()).map(|e| e.index).collect();
+            let mut want: Vec<u32> = (0..20).collect();
+            want.sort_by_key(|i| i % 3); // stable: push order within a time
+            assert_eq!(got, want);
+        }
     }
 }

@@ -31,6 +31,8 @@ pub const NO_ROUTE: PortId = u32::MAX;
 const NONE: u32 = u32::MAX;
 const SINGLE: u32 = 1 << 31;
 const LEN_BITS: u32 = 10;
+/// Largest bridges x stations table kept dense (256 KB).
+const DENSE_MAX: usize = 1 << 16;
 /// Most equal-cost next hops in one group.
 const MAX_GROUP: usize = (1 << LEN_BITS) - 1;
 
@@ -58,6 +60,10 @@ pub struct Router {
     hops: Vec<PortId>,
     /// `fattree`: k^level of each bridge (level 0: bridges next to stations).
     divisor: Vec<u64>,
+    /// Small networks routed without ECMP: `dense[bridge * stations + dst]`,
+    /// the whole table (at most `DENSE_MAX` entries), one lookup per hop.
+    dense: Vec<PortId>,
+    n_stations: usize,
     /// Explicit routes per bridge, sorted by destination.
     overrides: Vec<Vec<(u16, PortId)>>,
     any_override: bool,
@@ -209,9 +215,24 @@ impl Router {
             groups,
             hops,
             divisor,
+            dense: Vec::new(),
+            n_stations,
             overrides: vec![Vec::new(); n_br],
             any_override: false,
         })
+    }
+
+    /// Fills the dense table of a small network without ECMP (after the
+    /// explicit routes are set): the same next hops, looked up once.
+    pub fn densify(&mut self) {
+        let (n_br, n_st) = (self.overrides.len(), self.n_stations);
+        if self.pick == Pick::Ecmp || n_br * n_st > DENSE_MAX {
+            return;
+        }
+        let dense = (0..n_br * n_st)
+            .map(|i| self.next_hop((i / n_st) as u32, 0, (i % n_st) as u16))
+            .collect();
+        self.dense = dense;
     }
 
     /// At bridge `b`, frames for `dst` leave through `port`.
@@ -225,8 +246,16 @@ impl Router {
     }
 
     /// The port bridge `b` forwards a frame of flow (`src`, `dst`) on, or `NO_ROUTE`.
-    #[inline]
+    #[inline(always)]
     pub fn next_hop(&self, b: u32, src: u16, dst: u16) -> PortId {
+        if !self.dense.is_empty() {
+            return self.dense[b as usize * self.n_stations + dst as usize];
+        }
+        self.lookup(b, src, dst)
+    }
+
+    #[inline(never)]
+    fn lookup(&self, b: u32, src: u16, dst: u16) -> PortId {
         if self.any_override {
             let o = &self.overrides[b as usize];
             if let Ok(i) = o.binary_search_by_key(&dst, |e| e.0) {
@@ -265,7 +294,7 @@ impl Router {
     /// from the tables alone (every hop of a group is one hop closer); None
     /// with explicit routes, which may lead anywhere.
     pub fn reaches(&self, b: u32, dst: u16) -> Option<bool> {
-        if self.any_override {
+        if self.any_override || !self.dense.is_empty() {
             return None;
         }
         let d = dst as usize;
@@ -282,6 +311,7 @@ impl Router {
             + self.hops.len() * 4
             + (self.home.len() + self.edge_slot.len() + self.down.len()) * 4
             + self.divisor.len() * 8
+            + self.dense.len() * 4
             + self.overrides.iter().map(|o| o.len() * 8).sum::<usize>()
     }
 }

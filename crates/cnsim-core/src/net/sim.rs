@@ -8,7 +8,7 @@ use super::frame::FrameKind;
 use super::port::{PortId, NO_TRACE, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
 use super::rl::{RateLimiter, RlTrace, StationRp};
 use super::topology::{Dest, Network, NodeKind};
-use crate::config::{err, BufferMode, ConfigError, EventConfig, PauseConfig, SimConfig};
+use crate::config::{err, BufferMode, ConfigError, EventConfig, PauseConfig, RoutingConfig, SimConfig};
 use crate::engine::queue::EventQueue;
 use crate::engine::rng::stream;
 use crate::engine::Time;
@@ -170,6 +170,7 @@ impl<S: Scheme> NetSim<S> {
             cfg.per_flow,
             cfg.max_series_keys,
         );
+        stats.track_order = cfg.per_flow && (cfg.routing == RoutingConfig::Ecmp || cfg.scheme.name != "nocm");
 
         for name in &cfg.trace_ports {
             let (a, b) = name
@@ -491,6 +492,7 @@ impl<S: Scheme> NetSim<S> {
         for t in &mut self.stats.queue_traces {
             t.finish();
         }
+        self.stats.finish_station_sums();
         let in_flight: u64 = self.net.ports.iter().map(|p| p.data_frames_in_flight()).sum::<u64>() + self.rl_frames_queued();
         for t in &mut self.rl_traces {
             t.rate.finish();

@@ -118,7 +118,7 @@ impl<S: Scheme> NetSim<S> {
         self.try_start(port);
     }
 
-    #[inline]
+    #[inline(always)]
     fn count_generated(&mut self, s: u32, dst: u16) {
         let n_st = self.n_stations;
         self.net.stations[s as usize].generated += 1;

@@ -343,6 +343,7 @@ impl<E: Copy + Default> Network<E> {
                 .ok_or_else(|| bad("no link from the bridge to 'via'"))?;
             net.router.set_override(bi, di as u16, p);
         }
+        net.router.densify();
 
         // Every destination a loaded source can pick must be reachable.
         for s in 0..n_st {
