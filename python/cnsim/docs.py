@@ -173,6 +173,7 @@ def parameter_tables() -> str:
         ("`[stats]`", m.Stats),
         ("`[[links]]`", m.Link),
         ("`[[events]]`", m.Event),
+        ("`[[routes]]`", m.Route),
     ]
     out = [
         BEGIN,

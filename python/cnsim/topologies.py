@@ -43,6 +43,8 @@ from .errors import ScenarioError
 
 #: Most hosts a generated fabric may have.
 MAX_HOSTS = 16384
+#: Most link directions (ports) the engine indexes.
+MAX_DIRECTIONS = 65534
 
 # As in cnsim.scenario.model (the engine's integer units).
 MAX_MS = 1e9
@@ -196,6 +198,12 @@ def fattree(k: int, n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
         raise ScenarioError(
             f"topology.k / topology.n: k = {k}, n = {n} gives {k**n} hosts; at most {MAX_HOSTS}"
         )
+    directions = 2 * (k**n + (n - 1) * k ** (n - 1) * k)
+    if directions > MAX_DIRECTIONS:
+        raise ScenarioError(
+            f"topology.k / topology.n: k = {k}, n = {n} gives {directions:,} link directions; "
+            f"at most {MAX_DIRECTIONS:,}"
+        )
     words = list(itertools.product(range(k), repeat=n - 1))
     nodes: list[dict[str, Any]] = [{"name": f"H{d}", "kind": "station"} for d in range(k**n)]
     for level in range(n):
@@ -227,6 +235,11 @@ def leafspine(t: LeafSpineTopology, default_gbps: float) -> tuple[list[dict[str,
         raise ScenarioError(
             "topology.oversubscription: give spine_gbps or oversubscription, not both "
             "(oversubscription sets spine_gbps)"
+        )
+    directions = 2 * (hosts + t.leaves * t.spines)
+    if directions > MAX_DIRECTIONS:
+        raise ScenarioError(
+            f"topology.leaves / topology.spines: {directions:,} link directions; at most {MAX_DIRECTIONS:,}"
         )
     host = t.host_gbps if t.host_gbps is not None else default_gbps
     if t.oversubscription is not None:

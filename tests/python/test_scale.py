@@ -191,3 +191,17 @@ def test_bench_scale_cli_prints_the_figures():
         check=False,
     )
     assert bad.returncode == 2 and "--hosts: 100 is not allowed" in bad.stderr
+
+
+def test_explicit_routes_override_the_routing_function():
+    raw = fabric()
+    raw["routing"] = "shortest_path"
+    assert Scenario(raw).paths([("H0", "H5")]) == [["H0", "L0", "S0", "L1", "H5"]]
+    raw["routes"] = [{"bridge": "L0", "dst": "H5", "via": "S1"}]
+    assert Scenario(raw).paths([("H0", "H5"), ("H0", "H6")]) == [
+        ["H0", "L0", "S1", "L1", "H5"],
+        ["H0", "L0", "S0", "L1", "H6"],
+    ]
+    raw["routes"] = [{"bridge": "L0", "dst": "H5", "via": "L3"}]
+    with pytest.raises(ScenarioError, match=r"routes\[0\]: no link from the bridge to 'via'"):
+        Scenario(raw).paths([("H0", "H5")])

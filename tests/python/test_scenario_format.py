@@ -317,6 +317,7 @@ def test_resolve_shape_and_units():
         "trace_ports",
         "cp_ports",
         "routing",
+        "routes",
         "per_flow",
         "max_series_keys",
         "trace_rls",

@@ -259,6 +259,15 @@ class Node(_Model):
     )
 
 
+class Route(_Model):
+    """An explicit next hop: at `bridge`, frames for station `dst` leave
+    towards the neighbour `via`, whatever the routing function says."""
+
+    bridge: str = Field(..., description="the bridge")
+    dst: str = Field(..., description="the destination station")
+    via: str = Field(..., description="the neighbour of the bridge the frames go to")
+
+
 class Link(_Model):
     """A full-duplex link between two nodes."""
 
@@ -439,6 +448,7 @@ class _ScenarioFields(_Model):
     nodes: list[Node] = Field(..., description="stations and bridges ([[nodes]])")
     links: list[Link] = Field(..., description="full-duplex links ([[links]])")
     events: list[Event] = Field([], description="timed events ([[events]])")
+    routes: list[Route] = Field([], description="explicit next hops over the routing function ([[routes]])")
 
 
 #: A scenario file: its own sections and one table per scheme parameter
