@@ -290,6 +290,27 @@ impl EventQueue {
         })
     }
 
+    /// The kind and index of the event `k` places after the next one, when
+    /// the calendar's current bucket already holds it (for prefetching).
+    #[inline(always)]
+    pub fn ahead(&self, k: usize) -> Option<(u8, u32)> {
+        let n = self.now.len();
+        if n <= k {
+            return None;
+        }
+        let low = self.now[n - 1 - k] as u64;
+        Some((
+            ((low >> INDEX_BITS) & ((1 << KIND_BITS) - 1)) as u8,
+            (low & MAX_INDEX as u64) as u32,
+        ))
+    }
+
+    /// Whether the calendar is in use (a large run).
+    #[inline(always)]
+    pub fn is_calendar(&self) -> bool {
+        self.calendar
+    }
+
     /// Events popped so far (the engine's event count).
     pub fn popped(&self) -> u64 {
         self.popped
