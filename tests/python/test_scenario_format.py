@@ -237,7 +237,7 @@ def test_xon_above_xoff():
 @pytest.mark.parametrize(
     ("top", "expected"),
     [
-        ({"measure": {"end_ms": 20.0}}, "measure: [0.0, 20.0] ms is not allowed"),
+        ({"measure": {"end_ms": 20.0}}, "measure / duration_ms: [0.0, 20.0] ms is not allowed"),
         ({"measure": {"start_ms": 5.0, "end_ms": 5.0}}, "measure: [5.0, 5.0] ms is not allowed"),
         ({"measure": {"start_ms": 12.0}}, "measure: [12.0, 10.0] ms is not allowed"),
         ({"windows": {"w": {"start_ms": 1.0, "end_ms": 11.0}}}, "windows.w: [1.0, 11.0] ms is not allowed"),

@@ -280,8 +280,10 @@ class Scenario:
             )
         end = m.measure.end_ms if m.measure.end_ms is not None else dur
         if not (m.measure.start_ms < end <= dur):
+            # A window past the end may be the run's length at fault: name both.
+            where = "measure" if m.measure.start_ms >= end else "measure / duration_ms"
             raise ScenarioError(
-                f"measure: [{m.measure.start_ms}, {end}] ms is not allowed; expected "
+                f"{where}: [{m.measure.start_ms}, {end}] ms is not allowed; expected "
                 f"start < end inside the run [0, {dur}] ms"
             )
         for wn, w in m.windows.items():

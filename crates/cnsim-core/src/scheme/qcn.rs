@@ -236,7 +236,8 @@ impl Qcn {
             return 0;
         }
         let scale = self.p.qeq_bytes * (2.0 * self.p.w + 1.0);
-        (-fb * 63.0 / scale).floor().min(63.0) as u8
+        // The value is > 0 here: `as` truncates it, which is its floor.
+        (-fb * 63.0 / scale).min(63.0) as u8
     }
 
     /// Fb (bytes) of a queue of `q` bytes after `qold`.
