@@ -126,6 +126,9 @@ pub struct Stats {
 
 pub const NO_SLOT: u32 = u32::MAX;
 
+/// Windows whose per-port byte counts live in the port (`Port::win_bytes`).
+pub const INLINE_WINDOWS: usize = 2;
+
 /// What [`Stats::count`] counts.
 pub const GENERATED: usize = 0;
 pub const DROPPED_CP: usize = 2;
@@ -325,16 +328,22 @@ impl Stats {
         self.dropped_rl + self.dropped_nic
     }
 
-    /// A frame of `len` bytes starts transmission on `port` at `t`.
+    /// A frame of `len` bytes starts transmission on `port` at `t`; the
+    /// port's bytes in its first `INLINE_WINDOWS` windows are kept in the
+    /// port itself (`inline`: no cache line of its own on a large fabric).
     #[inline]
-    pub fn transmit(&mut self, t: Time, port: usize, len: u64) {
+    pub fn transmit(&mut self, t: Time, port: usize, len: u64, inline: &mut [u64; INLINE_WINDOWS]) {
         if self.link_series {
             let b = self.bin_now();
             self.link_bins[port * self.n_bins + b] += len;
         }
         for (w, &(a, e)) in self.windows.iter().enumerate() {
             if t >= a && t < e {
-                self.link_win_bytes[w * self.n_ports + port] += len;
+                if w < INLINE_WINDOWS {
+                    inline[w] += len;
+                } else {
+                    self.link_win_bytes[w * self.n_ports + port] += len;
+                }
             }
         }
     }

@@ -68,6 +68,9 @@ pub struct Port<E> {
     /// Bytes this port has started sending (data and control).
     pub bytes_sent: u64,
     pub frames_sent: u64,
+    /// Bytes this port started sending in each of the first windows
+    /// (`stats::INLINE_WINDOWS`; the others are in `Stats::link_win_bytes`).
+    pub win_bytes: [u64; crate::stats::INLINE_WINDOWS],
     /// Bytes in the owner bridge that arrived through this port (ingress side).
     pub in_bytes: u64,
 
@@ -153,6 +156,7 @@ impl<E: Copy + Default> Port<E> {
             bytes_by_ingress: Vec::new(),
             holds: Vec::new(),
             frames_sent: 0,
+            win_bytes: [0; crate::stats::INLINE_WINDOWS],
             bytes_sent: 0,
             pause_frames: 0,
             cnm_frames: 0,

@@ -44,7 +44,15 @@ impl<S: Scheme> NetSim<S> {
                     from: from.to_string(),
                     to: to.to_string(),
                     rate_bps: p.nominal_rate_bps,
-                    bytes: (0..nw).map(|w| s.link_win_bytes[w * net.ports.len() + i]).collect(),
+                    bytes: (0..nw)
+                        .map(|w| {
+                            if w < stats::INLINE_WINDOWS {
+                                p.win_bytes[w]
+                            } else {
+                                s.link_win_bytes[w * net.ports.len() + i]
+                            }
+                        })
+                        .collect(),
                     frames: p.frames_sent,
                     can_pause: self.pause.enabled && matches!(net.nodes[p.peer as usize].kind, NodeKind::Bridge(_)),
                     paused_ever: p.paused_ever,

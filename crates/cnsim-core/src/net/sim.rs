@@ -514,7 +514,7 @@ impl<S: Scheme> NetSim<S> {
             p.wire[class].push_back(frame);
             self.q.push(arrive, EV_ARRIVE + class as u8, port);
         }
-        self.stats.transmit(now, port as usize, frame.len as u64);
+        self.stats.transmit(now, port as usize, frame.len as u64, &mut p.win_bytes);
     }
 
     /// The frame being sent on `port` is done (at `done_at`): free its buffer.
