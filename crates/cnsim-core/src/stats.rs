@@ -91,8 +91,10 @@ pub struct Stats {
     /// source) and per (window, destination); counted directly only without
     /// per-flow counters, else summed from them when the run ends
     /// (`finish_station_sums`), which keeps the per-frame path short.
-    pub src_delivered: Vec<u64>,
-    pub src_win_bytes: Vec<u64>,
+    /// Station-major (one station's counts share a cache line):
+    /// `src_rec[src * (1 + windows)]` frames delivered, then bytes per
+    /// window; `dst_win_bytes[dst * windows + w]`.
+    pub src_rec: Vec<u64>,
     pub dst_win_bytes: Vec<u64>,
     /// Flow (src * n + dst) -> slot in `flow_bins`, when flows are traced.
     pub flow_slot: Vec<u32>,
@@ -182,8 +184,7 @@ impl Stats {
             dest_bins: if dest_series { vec![0; n_stations * n_bins] } else { Vec::new() },
             dest_series,
             per_flow,
-            src_delivered: vec![0; n_stations],
-            src_win_bytes: vec![0; nw * n_stations],
+            src_rec: vec![0; (1 + nw) * n_stations],
             dst_win_bytes: vec![0; nw * n_stations],
             flow_slot,
             flow_bins: vec![0; traced_flows.len() * n_bins],
@@ -238,8 +239,9 @@ impl Stats {
         if self.dest_series {
             self.dest_bins[dst * self.n_bins + b] += len;
         }
+        let nw = self.windows.len();
         if !self.per_flow {
-            self.src_delivered[src] += 1;
+            self.src_rec[src * (1 + nw)] += 1;
         } else {
             self.flow_delivered[f] += 1;
             if self.track_order {
@@ -264,8 +266,8 @@ impl Stats {
                 if self.per_flow {
                     self.flow_win_bytes[w * n * n + f] += len;
                 } else {
-                    self.src_win_bytes[w * n + src] += len;
-                    self.dst_win_bytes[w * n + dst] += len;
+                    self.src_rec[src * (1 + nw) + 1 + w] += len;
+                    self.dst_win_bytes[dst * nw + w] += len;
                 }
             }
         }
@@ -280,11 +282,12 @@ impl Stats {
         for src in 0..n {
             for dst in 0..n {
                 let f = src * n + dst;
-                self.src_delivered[src] += self.flow_delivered[f];
-                for w in 0..self.windows.len() {
+                let nw = self.windows.len();
+                self.src_rec[src * (1 + nw)] += self.flow_delivered[f];
+                for w in 0..nw {
                     let b = self.flow_win_bytes[w * n * n + f];
-                    self.src_win_bytes[w * n + src] += b;
-                    self.dst_win_bytes[w * n + dst] += b;
+                    self.src_rec[src * (1 + nw) + 1 + w] += b;
+                    self.dst_win_bytes[dst * nw + w] += b;
                 }
             }
         }

@@ -80,9 +80,9 @@ impl<S: Scheme> NetSim<S> {
                         dropped_nic: st.dropped_nic,
                         deferred: st.deferred,
                         notifications: self.rps[i as usize].notifications,
-                        delivered_from: s.src_delivered[i as usize],
-                        bytes_from: (0..nw).map(|w| s.src_win_bytes[w * n_st + i as usize]).collect(),
-                        bytes_to: (0..nw).map(|w| s.dst_win_bytes[w * n_st + i as usize]).collect(),
+                        delivered_from: s.src_rec[i as usize * (1 + nw)],
+                        bytes_from: (0..nw).map(|w| s.src_rec[i as usize * (1 + nw) + 1 + w]).collect(),
+                        bytes_to: (0..nw).map(|w| s.dst_win_bytes[i as usize * nw + w]).collect(),
                     }
                 }
                 NodeKind::Bridge(i) => stats::NodeResult {
