@@ -58,8 +58,11 @@ pub struct Router {
     /// second lookup), or `start << LEN_BITS | len` into `hops`.
     groups: Vec<u32>,
     hops: Vec<PortId>,
-    /// `fattree`: k^level of each bridge (level 0: bridges next to stations).
-    divisor: Vec<u64>,
+    /// `fattree`: each bridge's level (0: next to stations), and per (level,
+    /// destination) the destination's digit at that level, (dst / k^level)
+    /// mod k: the up-port index, found without a division.
+    level: Vec<u8>,
+    digit: Vec<u16>,
     /// Small networks routed without ECMP: `dense[bridge * stations + dst]`,
     /// the whole table (at most `DENSE_MAX` entries), one lookup per hop.
     dense: Vec<PortId>,
@@ -182,7 +185,7 @@ impl Router {
         }
 
         // Levels (fattree): hops from the nearest station, minus one.
-        let divisor = match pick {
+        let (level, digit) = match pick {
             Pick::DestModK(k) => {
                 let mut level = vec![u32::MAX; n_br];
                 queue.clear();
@@ -200,9 +203,22 @@ impl Router {
                         }
                     }
                 }
-                level.iter().map(|&l| k.checked_pow(l.min(64)).unwrap_or(u64::MAX)).collect()
+                // Unreachable bridges route nothing: any level will do.
+                let levels = level.iter().filter(|&&l| l != u32::MAX).max().map_or(1, |&l| l as usize + 1);
+                if levels > 255 || levels * n_stations > 50_000_000 {
+                    return err(format!("routing: fattree on a network {levels} bridge levels deep; at most 255"));
+                }
+                let level: Vec<u8> = level.iter().map(|&l| l.min(levels as u32 - 1) as u8).collect();
+                let mut digit = vec![0u16; levels * n_stations];
+                for l in 0..levels {
+                    let div = k.checked_pow(l as u32).unwrap_or(u64::MAX);
+                    for d in 0..n_stations {
+                        digit[l * n_stations + d] = ((d as u64 / div) % k).min(u16::MAX as u64) as u16;
+                    }
+                }
+                (level, digit)
             }
-            _ => Vec::new(),
+            _ => (Vec::new(), Vec::new()),
         };
 
         Ok(Router {
@@ -214,7 +230,8 @@ impl Router {
             down,
             groups,
             hops,
-            divisor,
+            level,
+            digit,
             dense: Vec::new(),
             n_stations,
             overrides: vec![Vec::new(); n_br],
@@ -285,7 +302,16 @@ impl Router {
                 // Multiply-shift onto [0, len): unbiased enough and no division.
                 (((splitmix64(key) >> 32) * len as u64) >> 32) as u32
             }
-            (_, Pick::DestModK(_)) => ((dst as u64 / self.divisor[b as usize]) % len as u64) as u32,
+            (_, Pick::DestModK(k)) => {
+                let l = self.level[b as usize];
+                if len as u64 == k {
+                    self.digit[l as usize * self.n_stations + dst as usize] as u32
+                } else {
+                    // A group of another size (an edited tree): the rule as written.
+                    let div = k.checked_pow(l as u32).unwrap_or(u64::MAX);
+                    ((dst as u64 / div) % len as u64) as u32
+                }
+            }
         };
         self.hops[(start + i) as usize]
     }
@@ -310,7 +336,8 @@ impl Router {
         self.groups.len() * 4
             + self.hops.len() * 4
             + (self.home.len() + self.edge_slot.len() + self.down.len()) * 4
-            + self.divisor.len() * 8
+            + self.level.len()
+            + self.digit.len() * 2
             + self.dense.len() * 4
             + self.overrides.iter().map(|o| o.len() * 8).sum::<usize>()
     }
