@@ -353,6 +353,13 @@ impl<S: Scheme> NetSim<S> {
                 if let Some(st) = self.net.stations.get(index as usize) {
                     prefetch_line((&self.net.ports[st.port as usize] as *const Port<S::Ext>).cast());
                 }
+            } else if kind == EV_TX_DONE {
+                // The partition counter the departing frame frees.
+                if let Some(p) = self.net.ports.get(index as usize) {
+                    if let Some(x) = p.bytes_by_ingress.get(p.tx.in_local as usize) {
+                        prefetch_line((x as *const u64).cast());
+                    }
+                }
             } else if let Some((out, _)) = self.output_of(kind, index) {
                 let o: *const u8 = (&self.net.ports[out as usize] as *const Port<S::Ext>).cast();
                 prefetch_line(o);
