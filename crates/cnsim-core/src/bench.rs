@@ -167,7 +167,8 @@ pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, schem
 /// A two-tier leaf-spine: `leaves` x `hosts_per_leaf` hosts `H0..` (host h
 /// on leaf `L<h / hosts_per_leaf>`), every leaf linked to every one of
 /// `spines` spines `S0..`; 10 Gbit/s links, every host at `load` to uniform
-/// destinations, ECMP routing, per-output 150 KB buffers, no management.
+/// destinations from time 0, ECMP routing, per-output 150 KB buffers, no
+/// management.
 pub fn leafspine_config(leaves: usize, spines: usize, hosts_per_leaf: usize, load: f64, duration_ps: Time) -> SimConfig {
     let hosts = leaves * hosts_per_leaf;
     let stations = (0..hosts)
@@ -206,8 +207,14 @@ pub fn leafspine_config(leaves: usize, spines: usize, hosts_per_leaf: usize, loa
     for l in 0..leaves {
         links.extend((0..spines).map(|s| link(format!("L{l}"), format!("S{s}"))));
     }
+    let events = (0..hosts)
+        .map(|h| EventConfig::Start {
+            at_ps: 0,
+            node: format!("H{h}"),
+        })
+        .collect();
     SimConfig {
         routing: RoutingConfig::Ecmp,
-        ..SimConfig::new(duration_ps, stations, bridges, links, vec![])
+        ..SimConfig::new(duration_ps, stations, bridges, links, events)
     }
 }
