@@ -41,6 +41,7 @@ SECTIONS: dict[str, Any] = {
     "trace": M.Trace,
     "fairness": M.Fairness,
     "utilization": M.Utilization,
+    "stats": M.Stats,
     **TABLES,
 }
 KEYS = sorted(
@@ -53,6 +54,16 @@ KEYS = sorted(
         "topology.variant",
         "topology.generator",
         "topology.load",
+        "topology.leaves",
+        "topology.spines",
+        "topology.hosts_per_leaf",
+        "topology.oversubscription",
+        "topology.spine_gbps",
+        "topology.pattern",
+        "topology.fan_in",
+        "topology.hot_host",
+        "topology.hot_fraction",
+        "topology.pattern_seed",
     ]
     + ["nodes.S1.load", "nodes.S1.dest", "nodes.B5.buffer_bytes", "nodes.H0.load", "nodes.X0_0.start_ms"]
     + ["windows.fairness.end_ms", "links.B5-D.rate_gbps", "nosuch", "bcn.nosuch", "nodes.nosuch.load"]
@@ -119,6 +130,17 @@ values = st.one_of(
             {"S1": 1.0},
             {"generator": "fattree", "k": 12, "n": 3},
             {"generator": "innocent", "variant": "C", "degree": 20},
+            {"generator": "leafspine", "leaves": 3, "spines": 2, "hosts_per_leaf": 2, "load": 0.5},
+            {"generator": "leafspine", "leaves": 4, "spines": 2, "pattern": "incast", "fan_in": 3},
+            {"hotspot": "S1", "fraction": 0.5},
+            {"hotspot": "B5", "fraction": 2},
+            [{"bridge": "B5", "dst": "D", "via": "D"}],
+            [{"bridge": "B5", "dst": "S1", "via": "D"}],
+            "leafspine",
+            "ecmp",
+            "permutation",
+            "incast",
+            "hotspot",
             [[[[[]]]]],
         ]
     ),
