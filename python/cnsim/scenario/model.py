@@ -328,7 +328,7 @@ class Stats(_Model):
 
     per_flow: bool | Literal["auto"] = Field(
         "auto",
-        description="per-flow (source x destination) counters and the flows table; auto: on up to "
+        description="true, false or auto: per-flow (source x destination) counters and the flows table; auto: on up to "
         "256 stations, else per source and per destination only (the nodes table's bytes_from_* / "
         "bytes_to_* columns)",
     )
