@@ -54,14 +54,9 @@ def series_count(sc: Any) -> int:
     cap = m.stats.max_series_keys
     stations = sum(1 for n in m.nodes if n.kind == "station")
     directions = 2 * len(m.links)
-    cp_bridges = {n.name for n in m.nodes if n.kind == "bridge" and n.cp}
-    if m.trace.ports is not None:
-        traced = len(m.trace.ports)
-    elif m.cp_ports:
-        traced = len(m.cp_ports)
-    else:
-        traced = sum((lk.a in cp_bridges) + (lk.b in cp_bridges) for lk in m.links)
-        traced = traced if traced <= cap else 0  # every CP port only while few enough
+    from .scenario.resolve import traced_ports
+
+    traced = len(traced_ports(m))
     loaded = [n for n in m.nodes if n.kind == "station" and n.load > 0]
     flows = sum(
         len(n.dest)

@@ -3,31 +3,27 @@
 use crate::config::*;
 use crate::engine::{Time, PS_PER_US};
 
+/// A station of the benchmark workloads: 150 KB NIC buffer and RLQs.
+fn host(name: String, load: f64, dest: DestConfig, processing_ps: Time) -> StationConfig {
+    StationConfig {
+        name,
+        load,
+        dest,
+        nic_buffer_bytes: 150_000,
+        rlq_bytes: 150_000,
+        processing_ps,
+        rl_scope: RlScope::default(),
+        nic_full: NicFull::default(),
+    }
+}
+
 /// A station -> edge bridge -> core bridge -> sink topology with `n` sources
 /// (the baseline shape, scenarios.md section 1), no congestion management.
 pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Time) -> SimConfig {
     let mut stations: Vec<StationConfig> = (1..=n)
-        .map(|i| StationConfig {
-            name: format!("S{i}"),
-            load,
-            dest: DestConfig::Fixed { node: "D".into() },
-            nic_buffer_bytes: 150_000,
-            rlq_bytes: 150_000,
-            processing_ps: 2 * PS_PER_US,
-            rl_scope: RlScope::default(),
-            nic_full: NicFull::default(),
-        })
+        .map(|i| host(format!("S{i}"), load, DestConfig::Fixed { node: "D".into() }, 2 * PS_PER_US))
         .collect();
-    stations.push(StationConfig {
-        name: "D".into(),
-        load: 0.0,
-        dest: DestConfig::Uniform,
-        nic_buffer_bytes: 150_000,
-        rlq_bytes: 150_000,
-        processing_ps: 2 * PS_PER_US,
-        rl_scope: RlScope::default(),
-        nic_full: NicFull::default(),
-    });
+    stations.push(host("D".into(), 0.0, DestConfig::Uniform, 2 * PS_PER_US));
     let mut bridges: Vec<BridgeConfig> = (1..=n)
         .map(|i| BridgeConfig {
             name: format!("B{i}"),
@@ -102,16 +98,7 @@ pub fn incast_config(duration_ps: Time) -> SimConfig {
 /// 500 ms of a 1 s run.
 pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, scheme: SchemeConfig) -> SimConfig {
     let stations: Vec<StationConfig> = (0..10)
-        .map(|i| StationConfig {
-            name: format!("H{i}"),
-            load: 0.85,
-            dest: DestConfig::Uniform,
-            nic_buffer_bytes: 150_000,
-            rlq_bytes: 150_000,
-            processing_ps: PS_PER_US,
-            rl_scope: RlScope::default(),
-            nic_full: NicFull::default(),
-        })
+        .map(|i| host(format!("H{i}"), 0.85, DestConfig::Uniform, PS_PER_US))
         .collect();
     let bridges = vec![BridgeConfig {
         name: "SW".into(),
@@ -172,16 +159,7 @@ pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, schem
 pub fn leafspine_config(leaves: usize, spines: usize, hosts_per_leaf: usize, load: f64, duration_ps: Time) -> SimConfig {
     let hosts = leaves * hosts_per_leaf;
     let stations = (0..hosts)
-        .map(|h| StationConfig {
-            name: format!("H{h}"),
-            load,
-            dest: DestConfig::Uniform,
-            nic_buffer_bytes: 150_000,
-            rlq_bytes: 150_000,
-            processing_ps: PS_PER_US,
-            rl_scope: RlScope::default(),
-            nic_full: NicFull::default(),
-        })
+        .map(|h| host(format!("H{h}"), load, DestConfig::Uniform, PS_PER_US))
         .collect();
     let bridge = |name: String| BridgeConfig {
         name,

@@ -20,6 +20,21 @@ def _bps(gbps: float) -> int:
     return round(gbps * 1e9)
 
 
+def traced_ports(m: Any) -> list[str]:
+    """The ports whose queues are traced: `trace.ports`, else `cp_ports`, else
+    every output port of a cp = true bridge while there are at most
+    `stats.max_series_keys` of them (a large fabric names its own)."""
+    if m.trace.ports is not None:
+        return list(m.trace.ports)
+    if m.cp_ports:
+        return list(m.cp_ports)
+    cp_bridges = {n.name for n in m.nodes if n.kind == "bridge" and n.cp}
+    trace = [
+        f"{x}->{y}" for link in m.links for (x, y) in ((link.a, link.b), (link.b, link.a)) if x in cp_bridges
+    ]
+    return trace if len(trace) <= m.stats.max_series_keys else []
+
+
 def per_flow(m: Any) -> bool:
     """Whether the run keeps per-flow counters (`stats.per_flow`; auto: on
     up to PER_FLOW_AUTO_STATIONS stations)."""
@@ -130,20 +145,7 @@ def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = 
             )
         else:
             events.append({"at_ps": _ps(ev.at_ms), "action": ev.action, "node": ev.node})
-    cp_bridges = {n.name for n in m.nodes if n.kind == "bridge" and n.cp}
-    if m.trace.ports is not None:
-        trace = list(m.trace.ports)
-    elif m.cp_ports:
-        trace = list(m.cp_ports)
-    else:
-        trace = [
-            f"{x}->{y}"
-            for link in m.links
-            for (x, y) in ((link.a, link.b), (link.b, link.a))
-            if x in cp_bridges
-        ]
-        if len(trace) > m.stats.max_series_keys:
-            trace = []  # every CP port of a large fabric: name the ones to trace in trace.ports
+    trace = traced_ports(m)
     return {
         "duration_ps": _ps(m.duration_ms),
         "bin_ps": round(m.bin_us * PS_PER_US),

@@ -133,20 +133,7 @@ impl Router {
         let mut queue = VecDeque::new();
         let mut group = Vec::new();
         for (e, &a) in edges.iter().enumerate() {
-            dist.iter_mut().for_each(|x| *x = u32::MAX);
-            dist[a as usize] = 0;
-            queue.clear();
-            queue.push_back(a);
-            while let Some(v) = queue.pop_front() {
-                for &p in &nodes[bridge_node[v as usize] as usize].ports {
-                    if let Some(u) = bridge_of(ports[p as usize].peer) {
-                        if dist[u as usize] == u32::MAX {
-                            dist[u as usize] = dist[v as usize] + 1;
-                            queue.push_back(u);
-                        }
-                    }
-                }
-            }
+            bridge_hops(&[a], nodes, ports, bridge_node, &mut dist, &mut queue);
             for v in 0..n_br {
                 if dist[v] == u32::MAX || dist[v] == 0 {
                     continue;
@@ -188,21 +175,7 @@ impl Router {
         let (level, digit) = match pick {
             Pick::DestModK(k) => {
                 let mut level = vec![u32::MAX; n_br];
-                queue.clear();
-                for &b in &edges {
-                    level[b as usize] = 0;
-                    queue.push_back(b);
-                }
-                while let Some(v) = queue.pop_front() {
-                    for &p in &nodes[bridge_node[v as usize] as usize].ports {
-                        if let Some(u) = bridge_of(ports[p as usize].peer) {
-                            if level[u as usize] == u32::MAX {
-                                level[u as usize] = level[v as usize] + 1;
-                                queue.push_back(u);
-                            }
-                        }
-                    }
-                }
+                bridge_hops(&edges, nodes, ports, bridge_node, &mut level, &mut queue);
                 // Unreachable bridges route nothing: any level will do.
                 let levels = level.iter().filter(|&&l| l != u32::MAX).max().map_or(1, |&l| l as usize + 1);
                 if levels > 255 || levels * n_stations > 50_000_000 {
@@ -340,6 +313,27 @@ impl Router {
             + self.digit.len() * 2
             + self.dense.len() * 4
             + self.overrides.iter().map(|o| o.len() * 8).sum::<usize>()
+    }
+}
+
+/// Hop counts over bridges only (stations do not forward) from the bridges
+/// `from` (bridge indices) into `dist`; unreached bridges keep `u32::MAX`.
+fn bridge_hops<E>(from: &[u32], nodes: &[Node], ports: &[Port<E>], bridge_node: &[u32], dist: &mut [u32], queue: &mut VecDeque<u32>) {
+    dist.iter_mut().for_each(|x| *x = u32::MAX);
+    queue.clear();
+    for &b in from {
+        dist[b as usize] = 0;
+        queue.push_back(b);
+    }
+    while let Some(v) = queue.pop_front() {
+        for &p in &nodes[bridge_node[v as usize] as usize].ports {
+            if let NodeKind::Bridge(u) = nodes[ports[p as usize].peer as usize].kind {
+                if dist[u as usize] == u32::MAX {
+                    dist[u as usize] = dist[v as usize] + 1;
+                    queue.push_back(u);
+                }
+            }
+        }
     }
 }
 
