@@ -73,7 +73,83 @@ pub struct SimConfig {
     /// (`"FROM->TO"`), overriding the bridges' `cp` flags.
     #[serde(default)]
     pub cp_ports: Vec<String>,
+    /// Flows with sizes, carried by the transport (net/transport.rs).
+    #[serde(default)]
+    pub transport: TransportConfig,
     pub scheme: SchemeConfig,
+}
+
+/// Flows and their transport: flows given one by one and Poisson arrivals
+/// with sizes from an empirical CDF; acknowledgements, go-back-N and a
+/// retransmission timeout (net/transport.rs).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransportConfig {
+    #[serde(default)]
+    pub flows: Vec<FlowConfig>,
+    #[serde(default)]
+    pub arrivals: Vec<ArrivalConfig>,
+    /// The receiver acknowledges every `ack_every` frames in order (and the last).
+    #[serde(default = "default_ack_every")]
+    pub ack_every: u32,
+    /// Retransmission timeout: go back to the first unacknowledged frame
+    /// when nothing was acknowledged for this long.
+    #[serde(default = "default_rto_ps")]
+    pub rto_ps: Time,
+    /// The run ends once every flow has finished and none will arrive
+    /// (and no open-loop source is active).
+    #[serde(default = "default_true")]
+    pub end_when_done: bool,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        TransportConfig {
+            flows: vec![],
+            arrivals: vec![],
+            ack_every: default_ack_every(),
+            rto_ps: default_rto_ps(),
+            end_when_done: true,
+        }
+    }
+}
+
+fn default_ack_every() -> u32 {
+    1
+}
+fn default_rto_ps() -> Time {
+    1_000_000_000 // 1 ms
+}
+
+/// One flow: `size_bytes` from `src` to `dst`, starting at `start_ps`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    pub src: String,
+    pub dst: String,
+    pub size_bytes: u64,
+    #[serde(default)]
+    pub start_ps: Time,
+}
+
+/// Poisson flow arrivals at each of `stations` (`rate_per_s` flows per
+/// second each, from `start_ps` to `end_ps`), to a destination drawn
+/// uniformly among the other `stations`, with sizes from the piecewise-
+/// linear CDF `cdf` (pairs of size in bytes and cumulative probability).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArrivalConfig {
+    pub stations: Vec<String>,
+    pub rate_per_s: f64,
+    pub cdf: Vec<(f64, f64)>,
+    #[serde(default)]
+    pub start_ps: Time,
+    #[serde(default = "max_time")]
+    pub end_ps: Time,
+}
+
+fn max_time() -> Time {
+    Time::MAX
 }
 
 fn default_frame_bytes() -> u32 {
@@ -391,6 +467,7 @@ impl SimConfig {
             per_flow: true,
             max_series_keys: default_max_series_keys(),
             cp_ports: vec![],
+            transport: TransportConfig::default(),
             scheme: SchemeConfig::nocm(),
         }
     }
@@ -504,6 +581,33 @@ impl SimConfig {
                 rate(*rate_bps, true, format!("events[{i}].rate_gbps"))?;
             }
         }
+        let t = &self.transport;
+        if t.ack_every == 0 {
+            return err("transport.ack_every: 0 is not allowed; expected an integer >= 1");
+        }
+        if t.rto_ps == 0 {
+            return err("transport.rto_us: must be > 0");
+        }
+        time(t.rto_ps, "transport.rto_us".into())?;
+        for (i, f) in t.flows.iter().enumerate() {
+            if f.size_bytes == 0 {
+                return err(format!("flows[{i}].size_bytes: 0 is not allowed; expected at least 1 byte"));
+            }
+            size(f.size_bytes, format!("flows[{i}].size_bytes"))?;
+            time(f.start_ps, format!("flows[{i}].start_ms"))?;
+            if f.src == f.dst {
+                return err(format!("flows[{i}]: src and dst are both '{}'", f.src));
+            }
+        }
+        for (i, a) in t.arrivals.iter().enumerate() {
+            if !(a.rate_per_s > 0.0 && a.rate_per_s.is_finite()) {
+                return err(format!("workload.load: arrivals[{i}] rate {} flows/s is not allowed; expected > 0", a.rate_per_s));
+            }
+            if a.stations.len() < 2 {
+                return err(format!("workload: arrivals[{i}] need at least 2 stations"));
+            }
+            check_cdf(&a.cdf).map_err(|e| ConfigError(format!("workload.cdf: {e}")))?;
+        }
         for s in &self.stations {
             if !(0.0..=1.0).contains(&s.load) || s.load.is_nan() {
                 return err(format!("nodes.{}.load: {} is not allowed; expected 0 <= load <= 1", s.name, s.load));
@@ -519,4 +623,28 @@ impl SimConfig {
         }
         Ok(())
     }
+}
+
+/// An empirical CDF: at least two points, sizes >= 1 byte and at most
+/// [`MAX_BYTES`], both columns non-decreasing, probabilities from >= 0 up to
+/// exactly 1.
+pub fn check_cdf(cdf: &[(f64, f64)]) -> Result<(), String> {
+    if cdf.len() < 2 {
+        return Err("at least two (size, probability) points are needed".into());
+    }
+    for (i, &(s, p)) in cdf.iter().enumerate() {
+        if !(s >= 1.0 && s <= MAX_BYTES as f64) {
+            return Err(format!("point {i}: size {s} is not within 1..={MAX_BYTES} bytes"));
+        }
+        if !(0.0..=1.0).contains(&p) {
+            return Err(format!("point {i}: probability {p} is not within 0..=1"));
+        }
+        if i > 0 && (s < cdf[i - 1].0 || p < cdf[i - 1].1) {
+            return Err(format!("point {i}: sizes and probabilities must not decrease"));
+        }
+    }
+    if cdf[cdf.len() - 1].1 != 1.0 {
+        return Err("the last probability must be 1".into());
+    }
+    Ok(())
 }

@@ -406,8 +406,21 @@ pub struct RunResult {
     pub flows: Vec<FlowResult>,
     pub links: Vec<LinkResult>,
     pub nodes: Vec<NodeResult>,
+    /// Transport flows: one record per flow, and the transport's counters.
+    pub transport: TransportResult,
     #[serde(skip)]
     pub series: Vec<Series>,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct TransportResult {
+    pub flows: Vec<crate::net::transport::FlowRecord>,
+    pub acks: u64,
+    pub nacks: u64,
+    /// Data frames the receivers discarded (beyond a gap, go-back-N).
+    pub discarded: u64,
+    /// Retransmission timeouts that fired.
+    pub timeouts: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -3,7 +3,7 @@
 //! its buffer; notifications from CPs and from notification points at
 //! destinations travel back to the flows' sources as control frames.
 
-use super::frame::{Frame, FrameKind};
+use super::frame::Frame;
 use super::port::PortId;
 use super::sim::NetSim;
 use super::topology::NO_ROUTE;
@@ -27,7 +27,7 @@ impl<S: Scheme> NetSim<S> {
             }
             return;
         }
-        if f.kind == FrameKind::Note {
+        if f.is_control() {
             self.net.ports[out as usize].ctrl.push_back(f);
             self.try_start(out);
             return;
@@ -64,7 +64,7 @@ impl<S: Scheme> NetSim<S> {
             }
             return;
         }
-        f.in_port = ingress;
+        f.in_port = ingress as u16;
         f.in_local = in_local as u16;
         bridge.total_bytes += len;
         if self.pause.enabled {
@@ -128,7 +128,8 @@ impl<S: Scheme> NetSim<S> {
     /// Queues on `port` a notification from CP `cpid` (0: none) to the source
     /// of `sampled` about its flow.
     fn emit_note(&mut self, port: PortId, sampled: &Frame<S::Ext>, note: S::Ext, cpid: u16) {
-        let f = Frame::note(self.now, sampled.dst, sampled.src, sampled.dst, cpid, self.ctrl_bytes, note);
+        let mut f = Frame::note(self.now, sampled.dst, sampled.src, sampled.dst, cpid, self.ctrl_bytes, note);
+        f.flow = sampled.flow;
         if self.now >= self.measure.0 && self.now < self.measure.1 {
             self.cnm_bytes_window += f.len as u64;
         }
@@ -141,7 +142,7 @@ impl<S: Scheme> NetSim<S> {
     pub(crate) fn bridge_release(&mut self, b: u32, out: PortId, f: &Frame<S::Ext>) {
         let len = f.len as u64;
         self.net.bridges[b as usize].total_bytes -= len;
-        let ingress = f.in_port;
+        let ingress = f.in_port as PortId;
         self.net.ports[out as usize].bytes_by_ingress[f.in_local as usize] -= len;
         if self.pause.enabled {
             self.net.ports[ingress as usize].in_bytes -= len;

@@ -16,13 +16,20 @@ pub enum FrameKind {
     Data = 0,
     /// An 802.3x PAUSE frame (MAC control; consumed by the receiving MAC).
     Pause = 1,
-    /// A scheme's notification (CNM, CNP, reflection, acknowledgement):
-    /// forwarded like data but at control priority, never paused.
+    /// A scheme's notification (CNM, CNP, reflection): forwarded like data
+    /// but at control priority, never paused.
     Note = 2,
+    /// A transport acknowledgement (cumulative, `seq` = next frame expected),
+    /// in the control class like notifications.
+    Ack = 3,
+    /// A transport negative acknowledgement (go-back-N from `seq`).
+    Nack = 4,
 }
 
 /// Node index of "no node".
 pub const NO_NODE: u16 = u16::MAX;
+/// Flow id of a frame that belongs to no transport flow (open-loop sources).
+pub const NO_FLOW: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Frame<E> {
@@ -34,9 +41,10 @@ pub struct Frame<E> {
     /// Length on the wire, bytes.
     pub len: u16,
     pub kind: FrameKind,
-    /// Ingress port (global id) at the bridge currently holding the frame;
-    /// set when a bridge accepts it.
-    pub in_port: u32,
+    /// Ingress port (global id; the engine refuses networks of 65,535 ports
+    /// or more) at the bridge currently holding the frame; set when a bridge
+    /// accepts it.
+    pub in_port: u16,
     /// At a bridge: the local index of `in_port` there (its `per_input` partition).
     pub in_local: u16,
     /// Data: the CPID of the rate limiter the frame left (0: none).
@@ -44,8 +52,12 @@ pub struct Frame<E> {
     pub cpid: u16,
     /// Notification: the flow it is about, named by the flow's destination.
     pub about: u16,
-    /// PAUSE: pause_time in quanta of 512 bit times (0 = XON).
-    pub quanta: u16,
+    /// Transport flow of a data frame, acknowledgement or notification
+    /// ([`NO_FLOW`]: open-loop traffic).
+    pub flow: u32,
+    /// Data: the frame's index in its flow. Ack / Nack: the next frame
+    /// expected. PAUSE: pause_time in quanta of 512 bit times (0 = XON).
+    pub seq: u32,
     /// The scheme's part of the frame.
     pub ext: E,
 }
@@ -58,11 +70,12 @@ impl<E: Copy + Default> Frame<E> {
             dst,
             len,
             kind: FrameKind::Data,
-            in_port: u32::MAX,
+            in_port: u16::MAX,
             in_local: 0,
             cpid: 0,
             about: NO_NODE,
-            quanta: 0,
+            flow: NO_FLOW,
+            seq: 0,
             ext: E::default(),
         }
     }
@@ -74,11 +87,12 @@ impl<E: Copy + Default> Frame<E> {
             dst: NO_NODE,
             len,
             kind: FrameKind::Pause,
-            in_port: u32::MAX,
+            in_port: u16::MAX,
             in_local: 0,
             cpid: 0,
             about: NO_NODE,
-            quanta,
+            flow: NO_FLOW,
+            seq: quanta as u32,
             ext: E::default(),
         }
     }
@@ -92,11 +106,12 @@ impl<E: Copy + Default> Frame<E> {
             dst,
             len,
             kind: FrameKind::Note,
-            in_port: u32::MAX,
+            in_port: u16::MAX,
             in_local: 0,
             cpid,
             about,
-            quanta: 0,
+            flow: NO_FLOW,
+            seq: 0,
             ext,
         }
     }
@@ -107,13 +122,27 @@ impl<E> Frame<E> {
     pub fn is_data(&self) -> bool {
         self.kind == FrameKind::Data
     }
+
+    /// PAUSE: the pause_time it carries (quanta of 512 bit times).
+    #[inline]
+    pub fn quanta(&self) -> u16 {
+        self.seq as u16
+    }
+
+    /// A control-class frame (notification or acknowledgement): never
+    /// paused, queued in the control FIFO.
+    #[inline]
+    pub fn is_control(&self) -> bool {
+        matches!(self.kind, FrameKind::Note | FrameKind::Ack | FrameKind::Nack)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn frame_stays_small() {
-        // Without a scheme extension a frame is 32 bytes; BCN's adds 8.
+        // Without a scheme extension a frame is 32 bytes (flow and sequence
+        // number included); BCN's adds 8.
         assert!(std::mem::size_of::<super::Frame<()>>() <= 32);
     }
 }

@@ -12,6 +12,7 @@ pub mod routing;
 pub mod sim;
 pub mod station;
 pub mod topology;
+pub mod transport;
 
 pub use frame::{Frame, FrameKind};
 pub use port::{Port, PortId};

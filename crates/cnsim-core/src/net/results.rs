@@ -130,6 +130,13 @@ impl<S: Scheme> NetSim<S> {
             flows,
             links,
             nodes,
+            transport: stats::TransportResult {
+                flows: self.flow_records(),
+                acks: self.tp.acks_sent,
+                nacks: self.tp.nacks_sent,
+                discarded: self.tp.ooo_discarded,
+                timeouts: self.tp.flows.iter().map(|f| f.timeouts as u64).sum(),
+            },
             series: self.build_series(),
         }
     }
@@ -142,8 +149,9 @@ impl<S: Scheme> NetSim<S> {
             .zip(&self.stats.agg_win_bytes)
             .map(|(((n, &(a, b)), c), &bytes)| stats::WindowResult {
                 name: n.clone(),
-                start_ps: a,
-                end_ps: b,
+                // A run that ended when its last flow finished ends its windows there.
+                start_ps: a.min(self.duration),
+                end_ps: b.min(self.duration),
                 generated: c[0],
                 delivered: c[1],
                 dropped_cp: c[2],

@@ -17,7 +17,8 @@
 //!
 //! RLs live in one slab shared by all stations; their ids index timer events.
 
-use super::frame::{Frame, NO_NODE};
+use super::frame::{Frame, NO_FLOW, NO_NODE};
+use super::transport::FlowPick;
 use super::port::PortId;
 use super::sim::{NetSim, EV_RL_TIMER, EV_WAKE};
 use crate::config::RlScope;
@@ -38,6 +39,9 @@ pub struct RateLimiter<R, E> {
     pub key: u16,
     /// CPID carried by the frames leaving this RL.
     pub tag: u16,
+    /// The transport flow this RL sends (`NO_FLOW`: an RL of open-loop
+    /// traffic, holding its frames in its RLQ).
+    pub flow: u32,
     pub core: RlCore,
     pub state: R,
     pub queue: VecDeque<Frame<E>>,
@@ -99,6 +103,8 @@ pub struct StationRp {
     pub rng: Stream,
     /// Notifications received (CNMs, CNPs, reflections).
     pub notifications: u64,
+    /// Transport flows of this station with frames not yet sent.
+    pub flow_pending: u32,
 }
 
 impl StationRp {
@@ -112,6 +118,7 @@ impl StationRp {
             queued: 0,
             rng,
             notifications: 0,
+            flow_pending: 0,
         }
     }
 
@@ -122,7 +129,7 @@ impl StationRp {
 
     #[inline]
     pub fn has_queued(&self) -> bool {
-        self.queued > 0
+        self.queued > 0 || self.flow_pending > 0
     }
 
     /// The RL that limits the flow to `dst`, if any.
@@ -140,7 +147,7 @@ impl StationRp {
 
 /// Time to send `len` bytes at `rate_bps` (pacing), rounded up.
 #[inline]
-fn pace_ps(len: u16, rate_bps: f64) -> Time {
+pub(crate) fn pace_ps(len: u16, rate_bps: f64) -> Time {
     (len as f64 * 8.0e12 / rate_bps).ceil() as Time
 }
 
@@ -194,6 +201,17 @@ impl<S: Scheme> NetSim<S> {
                 continue;
             }
             let id = self.rps[s].live[idx - 1];
+            if self.rls[id as usize].as_ref().expect("live").flow != NO_FLOW {
+                match self.flow_frame(s, id, port) {
+                    FlowPick::Frame(f) => {
+                        self.rps[s].rr = (idx + 1) % n;
+                        return Some(f);
+                    }
+                    FlowPick::At(t) => earliest = earliest.min(t),
+                    FlowPick::Nothing => {}
+                }
+                continue;
+            }
             let rp = &mut self.rps[s];
             let rl = self.rls[id as usize].as_mut().expect("live");
             if rl.queue.is_empty() {
@@ -256,6 +274,23 @@ impl<S: Scheme> NetSim<S> {
         let slows = self.scheme.slows(&note.ext);
         let now = self.now;
         self.rps[s].notifications += 1;
+        if note.flow != NO_FLOW {
+            // About a transport flow: its own RL, while its sender runs.
+            let id = self.tp.flows[note.flow as usize].rl;
+            if id == super::transport::NO_RL {
+                return;
+            }
+            if slows {
+                self.rl(id).tag = cpid;
+            }
+            let rp = &mut self.rps[s];
+            let rl = self.rls[id as usize].as_mut().expect("live");
+            let timer = self
+                .scheme
+                .rp_on_note(&mut rl.core, &mut rl.state, &note.ext, cpid, now, &mut rp.rng);
+            self.after_rate_change(id, timer);
+            return;
+        }
         let key = match self.rps[s].scope {
             RlScope::Flow if note.about == NO_NODE => return, // names no flow: nothing to act on
             RlScope::Flow => note.about,
@@ -309,6 +344,7 @@ impl<S: Scheme> NetSim<S> {
             station: s as u32,
             key,
             tag: cpid,
+            flow: NO_FLOW,
             core,
             state,
             queue: VecDeque::new(),
@@ -319,7 +355,17 @@ impl<S: Scheme> NetSim<S> {
             timer_at: Time::MAX,
             trace,
         };
-        let id = match self.free_rls.pop() {
+        let id = self.insert_rl(rl);
+        let rp = &mut self.rps[s];
+        rp.live.push(id);
+        rp.by_key.insert(key, id);
+        self.set_rl_timer(id, timer);
+        id
+    }
+
+    /// Puts `rl` in the slab; returns its id.
+    pub(crate) fn insert_rl(&mut self, rl: RateLimiter<S::Rl, S::Ext>) -> u32 {
+        match self.free_rls.pop() {
             Some(id) => {
                 self.rls[id as usize] = Some(rl);
                 id
@@ -328,12 +374,7 @@ impl<S: Scheme> NetSim<S> {
                 self.rls.push(Some(rl));
                 (self.rls.len() - 1) as u32
             }
-        };
-        let rp = &mut self.rps[s];
-        rp.live.push(id);
-        rp.by_key.insert(key, id);
-        self.set_rl_timer(id, timer);
-        id
+        }
     }
 
     fn rl_trace_for(&mut self, s: usize, key: u16) -> Option<usize> {
@@ -377,7 +418,7 @@ impl<S: Scheme> NetSim<S> {
         }
     }
 
-    fn set_rl_timer(&mut self, id: u32, timer: Option<Time>) {
+    pub(crate) fn set_rl_timer(&mut self, id: u32, timer: Option<Time>) {
         let Some(at) = timer else { return };
         self.rl(id).timer_at = at;
         if at != Time::MAX {
@@ -400,7 +441,7 @@ impl<S: Scheme> NetSim<S> {
     /// The scheme changed RL `id`: re-pace its head frame, record the rate,
     /// release it if it is back at line rate and empty, and let the link pick
     /// up whatever is now eligible.
-    fn after_rate_change(&mut self, id: u32, timer: Option<Time>) {
+    pub(crate) fn after_rate_change(&mut self, id: u32, timer: Option<Time>) {
         self.set_rl_timer(id, timer);
         let rl = self.rl(id);
         rl.next_release = rl.last_release + pace_ps(rl.last_len, rl.core.rate_bps);
@@ -417,10 +458,22 @@ impl<S: Scheme> NetSim<S> {
     fn maybe_release(&mut self, id: u32) {
         let now = self.now;
         let rl = self.rl(id);
-        if rl.core.rate_bps < rl.core.line_rate_bps || !rl.queue.is_empty() || rl.core.stopped_until > now || rl.core.inflight_bytes > 0 {
+        if rl.flow != NO_FLOW // a flow's RL lives until its last acknowledgement
+            || rl.core.rate_bps < rl.core.line_rate_bps
+            || !rl.queue.is_empty()
+            || rl.core.stopped_until > now
+            || rl.core.inflight_bytes > 0
+        {
             return;
         }
-        let (tr, line, s) = (rl.trace, rl.core.line_rate_bps, rl.station as usize);
+        let s = rl.station as usize;
+        self.remove_rl(s, id);
+    }
+
+    /// Frees RL `id` of station `s` (its pending timer becomes stale).
+    pub(crate) fn remove_rl(&mut self, s: usize, id: u32) {
+        let rl = self.rl(id);
+        let (tr, line) = (rl.trace, rl.core.line_rate_bps);
         self.rls[id as usize] = None;
         self.free_rls.push(id);
         let rp = &mut self.rps[s];

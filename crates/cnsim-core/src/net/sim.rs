@@ -4,10 +4,11 @@
 //! recorded through [`Stats`] and assembled into a [`RunResult`] by
 //! `results.rs` only when the run ends.
 
-use super::frame::{Frame, FrameKind};
+use super::frame::{Frame, FrameKind, NO_FLOW};
 use super::port::{Port, PortId, NO_TRACE, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
 use super::rl::{RateLimiter, RlTrace, StationRp};
 use super::topology::{Dest, Network, NodeKind, Station, NO_ROUTE};
+use super::transport::Transport;
 use crate::config::{err, BufferMode, ConfigError, EventConfig, PauseConfig, RoutingConfig, SimConfig};
 use crate::engine::queue::EventQueue;
 use crate::engine::rng::stream;
@@ -47,6 +48,9 @@ pub(crate) const EV_WAKE: u8 = 5;
 pub(crate) const EV_PAUSE_REFRESH: u8 = 6;
 pub(crate) const EV_SCENARIO: u8 = 7;
 pub(crate) const EV_RL_TIMER: u8 = 8;
+pub(crate) const EV_FLOW_START: u8 = 9;
+pub(crate) const EV_FLOW_ARRIVAL: u8 = 10;
+pub(crate) const EV_FLOW_RTO: u8 = 11;
 
 /// A resolved timed scenario event.
 #[derive(Clone, Copy, Debug)]
@@ -97,6 +101,12 @@ pub struct NetSim<S: Scheme> {
     pub(crate) cnm_bytes_window: u64,
     pub(crate) wall_s: f64,
     finished: bool,
+    /// Transport flows (net/transport.rs).
+    pub(crate) tp: Transport,
+    /// Some station has an open-loop (Bernoulli) source.
+    pub(crate) open_loop: bool,
+    /// The run ends before this time: every flow has finished (`Time::MAX`: at the duration).
+    pub(crate) stop_at: Time,
 }
 
 impl<S: Scheme> NetSim<S> {
@@ -245,7 +255,8 @@ impl<S: Scheme> NetSim<S> {
             q.push(t, EV_SCENARIO, i as u32);
         }
 
-        Ok(NetSim {
+        let open_loop = net.stations.iter().any(|st| st.load > 0.0);
+        let mut sim = NetSim {
             scheme,
             cps,
             rps,
@@ -269,12 +280,29 @@ impl<S: Scheme> NetSim<S> {
             pause: cfg.pause.clone(),
             measure: (cfg.windows[0].start_ps, cfg.windows[0].end_ps),
             actions,
-            sink_events: S::NP_EVENTS,
+            sink_events: S::NP_EVENTS || !(cfg.transport.flows.is_empty() && cfg.transport.arrivals.is_empty()),
             window_names: cfg.windows.iter().map(|w| w.name.clone()).collect(),
             cnm_bytes_window: 0,
             wall_s: 0.0,
             finished: false,
-        })
+            tp: Transport {
+                flows: Vec::new(),
+                gens: Vec::new(),
+                ack_every: 1,
+                rto_ps: Time::MAX,
+                end_when_done: false,
+                active: 0,
+                pending_starts: 0,
+                gens_live: 0,
+                acks_sent: 0,
+                nacks_sent: 0,
+                ooo_discarded: 0,
+            },
+            open_loop,
+            stop_at: Time::MAX,
+        };
+        sim.transport_init(cfg)?;
+        Ok(sim)
     }
 
     pub fn now(&self) -> Time {
@@ -302,7 +330,13 @@ impl<S: Scheme> NetSim<S> {
         } else {
             self.event_loop::<false>(t);
         }
-        self.now = self.now.max(t);
+        if self.stop_at <= t {
+            // Every flow has finished: the run ends here.
+            self.duration = self.stop_at.max(self.now);
+            self.now = self.duration;
+        } else {
+            self.now = self.now.max(t);
+        }
         self.wall_s += started.elapsed().as_secs_f64();
         self.now >= self.duration
     }
@@ -310,7 +344,7 @@ impl<S: Scheme> NetSim<S> {
     #[inline(always)]
     fn event_loop<const PREFETCH: bool>(&mut self, t: Time) {
         while let Some(et) = self.q.peek_time() {
-            if et >= t {
+            if et >= t || et >= self.stop_at {
                 break;
             }
             let ev = self.q.pop().expect("peeked");
@@ -329,6 +363,9 @@ impl<S: Scheme> NetSim<S> {
                 EV_PAUSE_REFRESH => self.on_pause_refresh(ev.index),
                 EV_SCENARIO => self.on_scenario(ev.index as usize),
                 EV_RL_TIMER => self.on_rl_timer(ev.index),
+                EV_FLOW_START => self.on_flow_start(ev.index),
+                EV_FLOW_ARRIVAL => self.on_flow_arrival(ev.index),
+                EV_FLOW_RTO => self.on_flow_rto(ev.index),
                 k => unreachable!("unknown event kind {k}"),
             }
         }
@@ -489,7 +526,7 @@ impl<S: Scheme> NetSim<S> {
         let class = match frame.kind {
             FrameKind::Pause => WIRE_MAC,
             FrameKind::Data => WIRE_DATA,
-            FrameKind::Note => WIRE_NOTE,
+            FrameKind::Note | FrameKind::Ack | FrameKind::Nack => WIRE_NOTE,
         };
         p.busy = true;
         p.tx = frame;
@@ -583,7 +620,7 @@ impl<S: Scheme> NetSim<S> {
         let ingress = p.reverse;
         let in_local = p.reverse_local;
         if class == WIRE_MAC {
-            self.receive_pause(ingress, f.quanta);
+            self.receive_pause(ingress, f.quanta());
             return;
         }
         match self.net.nodes[peer as usize].kind {
@@ -593,12 +630,18 @@ impl<S: Scheme> NetSim<S> {
                     self.net.stations[s as usize].delivered += 1;
                     self.stats
                         .deliver(self.now, f.src as usize, f.dst as usize, f.len as u64, self.now - f.born);
+                    if f.flow != NO_FLOW {
+                        self.transport_receive(s as usize, &f);
+                    }
                     if S::NP_EVENTS {
                         self.np_receive(s as usize, &f);
                     }
+                    return;
                 }
-                if f.kind == FrameKind::Note {
-                    self.rp_receive(s as usize, &f);
+                match f.kind {
+                    FrameKind::Note => self.rp_receive(s as usize, &f),
+                    FrameKind::Ack | FrameKind::Nack => self.transport_ack(&f),
+                    FrameKind::Data | FrameKind::Pause => {}
                 }
             }
             NodeKind::Bridge(b) => self.bridge_receive(b, ingress, in_local, f),
@@ -615,7 +658,7 @@ impl<S: Scheme> NetSim<S> {
         self.finished = true;
         if self.rl_overflow {
             return Err(format!(
-                "more than {} rate limiters were live at once, more than the engine indexes",
+                "more than {} rate limiters (or flows) were live at once, more than the engine indexes",
                 crate::engine::queue::MAX_INDEX
             ));
         }

@@ -119,7 +119,7 @@ impl<S: Scheme> NetSim<S> {
     }
 
     #[inline(always)]
-    fn count_generated(&mut self, s: u32, dst: u16) {
+    pub(crate) fn count_generated(&mut self, s: u32, dst: u16) {
         let n_st = self.n_stations;
         self.net.stations[s as usize].generated += 1;
         self.stats.count(self.now, stats::GENERATED);

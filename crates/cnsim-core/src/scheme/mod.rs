@@ -68,6 +68,37 @@ pub struct QueueView {
     pub now: Time,
 }
 
+/// What a transport event tells a flow's RL ([`Scheme::rp_on_ack`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckKind {
+    /// A cumulative acknowledgement.
+    Ack,
+    /// A negative acknowledgement: the receiver saw a gap, the sender goes
+    /// back to the first frame it did not acknowledge (go-back-N).
+    Nack,
+    /// Nothing was acknowledged for a retransmission timeout; the sender
+    /// goes back to the first unacknowledged frame.
+    Timeout,
+}
+
+/// A transport acknowledgement as the flow's RL sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct AckView {
+    pub kind: AckKind,
+    /// Bytes this event newly acknowledges.
+    pub acked_bytes: u64,
+    /// Round trip measured by this acknowledgement: now minus the time the
+    /// frame it answers was sent (0 for a timeout).
+    pub rtt_ps: Time,
+    /// The flow's bytes acknowledged and sent so far, after this event.
+    pub una_bytes: u64,
+    pub nxt_bytes: u64,
+    /// Wire length of the flow's full frames (the MSS, bytes).
+    pub mss: u32,
+    /// Links on the flow's path (Swift scales its target by them).
+    pub hops: u32,
+}
+
 /// A congestion-management scheme: its CP, NP and RP roles and its frame
 /// extension. Every hook but the RP's has a default that does nothing.
 pub trait Scheme: Send + 'static {
@@ -143,6 +174,21 @@ pub trait Scheme: Send + 'static {
 
     /// The RL's timer fired. Returns the next timer time, if any.
     fn rp_on_timer(&self, core: &mut RlCore, rl: &mut Self::Rl, now: Time, rng: &mut Stream) -> Option<Time>;
+
+    /// Transport flows only: an acknowledgement (or a timeout) of the RL's
+    /// flow, carrying what the receiver echoed (`echo`). The transport has
+    /// already set `core.inflight_bytes`. Returns a timer request as
+    /// `rp_on_note` does.
+    fn rp_on_ack(&self, _core: &mut RlCore, _rl: &mut Self::Rl, _ack: &AckView, _echo: &Self::Ext, _now: Time, _rng: &mut Stream) -> Option<Time> {
+        None
+    }
+
+    /// What the receiver of a transport flow echoes in the acknowledgement
+    /// of data frame `data` (default: the data frame's extension: its ECN
+    /// mark, its per-hop telemetry).
+    fn ack_echo(&self, data: &Self::Ext) -> Self::Ext {
+        *data
+    }
 }
 
 /// The schemes as users name them (`--scheme`, `scheme = "..."`).

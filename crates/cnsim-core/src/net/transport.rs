@@ -1,0 +1,847 @@
+//! Transport flows: a flow is `size` bytes from one station to another,
+//! starting at a given time (given one by one, or drawn by a Poisson
+//! arrival process with sizes from an empirical CDF).
+//!
+//! - **Sender.** Each flow has its own rate limiter from its first frame to
+//!   its last acknowledgement: the scheme's RP paces it (`rate_bps`) and may
+//!   bound what is in flight (`window_bytes`). Frames are made when the link
+//!   takes them, so a flow costs no memory per byte waiting.
+//! - **Receiver.** It acknowledges every `ack_every` frames received in
+//!   order (and the last), echoing what the scheme asks ([`Scheme::ack_echo`]:
+//!   an ECN mark, per-hop telemetry) and the data frame's send time (for RTT
+//!   samples). ACKs and NACKs are control-class frames: served first, never
+//!   paused.
+//! - **Loss recovery, as RDMA RC does:** a frame beyond the next expected one
+//!   is discarded and answered by one NACK per gap; the sender goes back to
+//!   the first unacknowledged frame (go-back-N). A retransmission timeout
+//!   (`rto`) does the same when nothing was acknowledged for that long.
+//!   With PFC and enough headroom the fabric is lossless and neither fires.
+//!
+//! A flow's completion time (FCT) is from its start to the reception of its
+//! last byte in order; its ideal FCT is the same flow alone on the empty
+//! network along its path (store and forward at each hop's nominal rate).
+
+use super::frame::{Frame, FrameKind, NO_FLOW};
+use super::port::PortId;
+use super::rl::RateLimiter;
+use super::sim::{NetSim, EV_FLOW_ARRIVAL, EV_FLOW_RTO, EV_FLOW_START};
+use super::topology::{NodeKind, NO_ROUTE};
+use crate::config::{err, ConfigError, SimConfig};
+use crate::engine::queue::MAX_INDEX;
+use crate::engine::rng::{stream, Stream};
+use crate::engine::time::serialization_ps;
+use crate::engine::{Time, PS_PER_S};
+use crate::scheme::{AckKind, AckView, RlCore, Scheme};
+use rand::Rng;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// RL id of a flow whose sender holds no RL (finished).
+pub const NO_RL: u32 = u32::MAX;
+
+/// One flow: its identity, its sender's and its receiver's state.
+#[derive(Clone, Debug)]
+pub struct Flow {
+    pub src: u16,
+    pub dst: u16,
+    pub size: u64,
+    pub n_frames: u32,
+    /// Wire length of the last frame (the others are full).
+    pub last_len: u16,
+    pub start: Time,
+    /// When the receiver had every byte in order (`Time::MAX`: not yet).
+    pub finish: Time,
+    /// Sender: next frame to send, first frame not acknowledged, highest
+    /// frame sent so far + 1 (frames below it sent again are retransmissions).
+    pub snd_nxt: u32,
+    pub snd_una: u32,
+    pub snd_max: u32,
+    /// The sender's RL (`NO_RL` before the start and after the last ACK).
+    pub rl: u32,
+    /// Receiver: next frame expected; frames in order since the last ACK;
+    /// the gap a NACK was sent for (`u32::MAX`: none).
+    pub rcv_nxt: u32,
+    pub unacked: u32,
+    pub nack_for: u32,
+    /// Retransmission timeout: the deadline, and the time of the one timer
+    /// event pending (re-armed lazily: progress only moves the deadline).
+    pub rto_deadline: Time,
+    pub rto_event: Time,
+    pub retransmitted: u32,
+    pub timeouts: u32,
+    /// Links on the flow's path.
+    pub hops: u32,
+}
+
+impl Flow {
+    fn new(src: u16, dst: u16, size: u64, start: Time, frame_bytes: u32) -> Flow {
+        let fb = frame_bytes as u64;
+        let n_frames = size.div_ceil(fb) as u32;
+        let last_len = (size - (n_frames as u64 - 1) * fb) as u16;
+        Flow {
+            src,
+            dst,
+            size,
+            n_frames,
+            last_len,
+            start,
+            finish: Time::MAX,
+            snd_nxt: 0,
+            snd_una: 0,
+            snd_max: 0,
+            rl: NO_RL,
+            rcv_nxt: 0,
+            unacked: 0,
+            nack_for: u32::MAX,
+            rto_deadline: Time::MAX,
+            rto_event: Time::MAX,
+            retransmitted: 0,
+            timeouts: 0,
+            hops: 0,
+        }
+    }
+
+    /// Wire length of frame `i`.
+    #[inline]
+    pub fn frame_len(&self, i: u32, frame_bytes: u32) -> u16 {
+        if i + 1 == self.n_frames {
+            self.last_len
+        } else {
+            frame_bytes as u16
+        }
+    }
+
+    /// Bytes of frames `a..b`.
+    #[inline]
+    pub fn bytes(&self, a: u32, b: u32, frame_bytes: u32) -> u64 {
+        if b <= a {
+            return 0;
+        }
+        let full = (b - a) as u64 * frame_bytes as u64;
+        if b == self.n_frames {
+            full - (frame_bytes as u64 - self.last_len as u64)
+        } else {
+            full
+        }
+    }
+}
+
+/// A Poisson arrival process of flows at one station.
+pub struct FlowGen {
+    pub station: u16,
+    /// Mean gap between arrivals (ps).
+    pub mean_gap_ps: f64,
+    /// Destinations, drawn uniformly (the station itself excluded).
+    pub dests: Arc<[u16]>,
+    pub cdf: Arc<[(f64, f64)]>,
+    pub end: Time,
+    pub rng: Stream,
+}
+
+/// Draws a size from a piecewise-linear CDF (inverse transform, linear
+/// between points), rounded to whole bytes, at least 1.
+pub fn sample_cdf(cdf: &[(f64, f64)], u: f64) -> u64 {
+    let i = cdf.partition_point(|&(_, p)| p < u);
+    let size = if i == 0 {
+        cdf[0].0
+    } else if i >= cdf.len() {
+        cdf[cdf.len() - 1].0
+    } else {
+        let (s0, p0) = cdf[i - 1];
+        let (s1, p1) = cdf[i];
+        if p1 > p0 {
+            s0 + (s1 - s0) * (u - p0) / (p1 - p0)
+        } else {
+            s1
+        }
+    };
+    (size.round() as u64).max(1)
+}
+
+/// Mean of a piecewise-linear CDF (bytes).
+pub fn cdf_mean(cdf: &[(f64, f64)]) -> f64 {
+    let mut m = cdf[0].0 * cdf[0].1;
+    for w in cdf.windows(2) {
+        m += (w[1].1 - w[0].1) * (w[0].0 + w[1].0) / 2.0;
+    }
+    m
+}
+
+/// The transport's part of a run.
+pub struct Transport {
+    pub flows: Vec<Flow>,
+    pub gens: Vec<FlowGen>,
+    pub ack_every: u32,
+    pub rto_ps: Time,
+    pub end_when_done: bool,
+    /// Flows started and not finished (sender side), flows given one by
+    /// one not yet started, arrival processes still running.
+    pub active: usize,
+    pub pending_starts: usize,
+    pub gens_live: usize,
+    pub acks_sent: u64,
+    pub nacks_sent: u64,
+    pub ooo_discarded: u64,
+}
+
+impl Transport {
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty() && self.gens.is_empty()
+    }
+
+    /// Every flow has finished and none will start.
+    pub fn done(&self) -> bool {
+        self.active == 0 && self.pending_starts == 0 && self.gens_live == 0
+    }
+}
+
+/// Per-flow outcome, as the results give it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FlowRecord {
+    pub src: String,
+    pub dst: String,
+    pub size_bytes: u64,
+    pub start_ps: Time,
+    /// `Time::MAX` when the flow did not finish inside the run.
+    pub finish_ps: Time,
+    pub ideal_fct_ps: Time,
+    pub retransmitted: u32,
+    pub timeouts: u32,
+    pub hops: u32,
+}
+
+/// What a flow's RL offers the link now.
+pub(crate) enum FlowPick<E> {
+    Frame(Frame<E>),
+    /// Nothing before this time (pacing).
+    At(Time),
+    /// Nothing until an acknowledgement (window full, or all sent).
+    Nothing,
+}
+
+impl<S: Scheme> NetSim<S> {
+    /// Resolves the configuration's flows and arrival processes; schedules
+    /// the first events.
+    pub(crate) fn transport_init(&mut self, cfg: &SimConfig) -> Result<(), ConfigError> {
+        let t = &cfg.transport;
+        let station = |what: String, name: &str| -> Result<u16, ConfigError> {
+            let n = *self
+                .net
+                .node_by_name
+                .get(name)
+                .ok_or_else(|| ConfigError(format!("{what}: unknown node '{name}'")))?;
+            match self.net.nodes[n as usize].kind {
+                NodeKind::Station(s) => Ok(s as u16),
+                NodeKind::Bridge(_) => err(format!("{what}: '{name}' is a bridge; flows run between stations")),
+            }
+        };
+        let mut flows = Vec::with_capacity(t.flows.len());
+        for (i, f) in t.flows.iter().enumerate() {
+            let src = station(format!("flows[{i}].src"), &f.src)?;
+            let dst = station(format!("flows[{i}].dst"), &f.dst)?;
+            flows.push(Flow::new(src, dst, f.size_bytes, f.start_ps, self.frame_bytes));
+        }
+        let mut gens = Vec::new();
+        for (i, a) in t.arrivals.iter().enumerate() {
+            let members: Vec<u16> = a
+                .stations
+                .iter()
+                .map(|n| station(format!("workload: arrivals[{i}]"), n))
+                .collect::<Result<_, _>>()?;
+            let cdf: Arc<[(f64, f64)]> = a.cdf.clone().into();
+            let dests: Arc<[u16]> = members.clone().into();
+            for &s in &members {
+                let name = self.net.station_name(s as usize).to_string();
+                gens.push(FlowGen {
+                    station: s,
+                    mean_gap_ps: PS_PER_S as f64 / a.rate_per_s,
+                    dests: dests.clone(),
+                    cdf: cdf.clone(),
+                    end: a.end_ps.min(self.duration),
+                    rng: stream(self.seed, &format!("{name}/flows/{i}")),
+                });
+            }
+        }
+        if flows.len() > MAX_INDEX as usize || gens.len() > MAX_INDEX as usize {
+            return err(format!("flows: more than {MAX_INDEX} flows or arrival processes"));
+        }
+        // Every pair that may carry a flow must be routable.
+        for f in &flows {
+            self.path_of(f.src, f.dst).map_err(ConfigError)?;
+        }
+        for g in &gens {
+            for &d in g.dests.iter().filter(|&&d| d != g.station) {
+                self.path_of(g.station, d).map_err(ConfigError)?;
+            }
+        }
+        let mut pending = 0;
+        for (i, f) in flows.iter_mut().enumerate() {
+            f.hops = self.path_of(f.src, f.dst).map_err(ConfigError)?.len() as u32;
+            if f.start < self.duration {
+                self.q.push(f.start, EV_FLOW_START, i as u32);
+                pending += 1;
+            }
+        }
+        let starts: Vec<Time> = t.arrivals.iter().flat_map(|a| a.stations.iter().map(|_| a.start_ps)).collect();
+        let mut live = 0;
+        for (g, gen) in gens.iter_mut().enumerate() {
+            let first = starts[g].saturating_add(exp_gap(gen.mean_gap_ps, &mut gen.rng));
+            if first < gen.end {
+                self.q.push(first, EV_FLOW_ARRIVAL, g as u32);
+                live += 1;
+            }
+        }
+        self.tp = Transport {
+            flows,
+            gens,
+            ack_every: t.ack_every,
+            rto_ps: t.rto_ps,
+            end_when_done: t.end_when_done,
+            active: 0,
+            pending_starts: pending,
+            gens_live: live,
+            acks_sent: 0,
+            nacks_sent: 0,
+            ooo_discarded: 0,
+        };
+        Ok(())
+    }
+
+    /// The ports a frame from station `src` to station `dst` leaves by, in order.
+    pub(crate) fn path_of(&self, src: u16, dst: u16) -> Result<Vec<PortId>, String> {
+        let mut path = vec![self.net.stations[src as usize].port];
+        loop {
+            let last = &self.net.ports[*path.last().expect("non-empty") as usize];
+            match self.net.nodes[last.peer as usize].kind {
+                NodeKind::Station(s) if s as u16 == dst => return Ok(path),
+                NodeKind::Station(_) => break,
+                NodeKind::Bridge(b) => {
+                    let out = self.net.router.next_hop(b, src, dst);
+                    if out == NO_ROUTE || path.len() > self.net.ports.len() {
+                        break;
+                    }
+                    path.push(out);
+                }
+            }
+        }
+        Err(format!(
+            "flows: no route from '{}' to '{}'",
+            self.net.station_name(src as usize),
+            self.net.station_name(dst as usize)
+        ))
+    }
+
+    /// The flow alone on the empty network: store and forward of its frames
+    /// at each hop's nominal rate, plus each hop's propagation delay and the
+    /// receiving node's latency; the time its last frame arrives.
+    pub(crate) fn ideal_fct(&self, f: &Flow) -> Time {
+        let path = self.path_of(f.src, f.dst).expect("checked at start");
+        let hops: Vec<(u64, Time)> = path
+            .iter()
+            .map(|&p| {
+                let p = &self.net.ports[p as usize];
+                (p.nominal_rate_bps, p.delay_ps + p.rx_extra_ps[super::port::WIRE_DATA])
+            })
+            .collect();
+        // done[h]: when hop h finished sending the previous frame.
+        let mut done = vec![0 as Time; hops.len()];
+        let mut arrive = 0;
+        for k in 0..f.n_frames {
+            let len = f.frame_len(k, self.frame_bytes) as u64;
+            let mut t = 0; // every frame is ready at the start (line-rate pacing)
+            for (h, &(rate, extra)) in hops.iter().enumerate() {
+                let start = t.max(done[h]);
+                done[h] = start + serialization_ps(len, rate);
+                t = done[h] + extra;
+            }
+            arrive = t;
+        }
+        arrive
+    }
+
+    /// A flow given one by one starts.
+    pub(crate) fn on_flow_start(&mut self, id: u32) {
+        self.tp.pending_starts -= 1;
+        self.start_flow(id);
+    }
+
+    /// The next Poisson arrival at generator `g`: a new flow starts now.
+    pub(crate) fn on_flow_arrival(&mut self, g: u32) {
+        let now = self.now;
+        let gen = &mut self.tp.gens[g as usize];
+        let size = sample_cdf(&gen.cdf, gen.rng.gen::<f64>());
+        let n = gen.dests.len();
+        let me = gen.dests.iter().position(|&d| d == gen.station);
+        let dst = match me {
+            Some(m) => {
+                let r = gen.rng.gen_range(0..n - 1);
+                gen.dests[if r >= m { r + 1 } else { r }]
+            }
+            None => gen.dests[gen.rng.gen_range(0..n)],
+        };
+        let next = now.saturating_add(exp_gap(gen.mean_gap_ps, &mut gen.rng));
+        let (src, end) = (gen.station, gen.end);
+        if next < end {
+            self.q.push(next, EV_FLOW_ARRIVAL, g);
+        } else {
+            self.tp.gens_live -= 1;
+        }
+        if self.tp.flows.len() >= MAX_INDEX as usize {
+            // Flow ids index events: more cannot be named. Counted as a failure in `finish`.
+            self.rl_overflow = true;
+            return;
+        }
+        let mut f = Flow::new(src, dst, size, now, self.frame_bytes);
+        f.hops = self.path_of(src, dst).map(|p| p.len() as u32).unwrap_or(0);
+        self.tp.flows.push(f);
+        self.start_flow((self.tp.flows.len() - 1) as u32);
+    }
+
+    fn start_flow(&mut self, id: u32) {
+        if self.free_rls.is_empty() && self.rls.len() > MAX_INDEX as usize {
+            self.rl_overflow = true;
+            return;
+        }
+        let now = self.now;
+        let s = self.tp.flows[id as usize].src as usize;
+        let port = self.net.stations[s].port;
+        let line = self.net.ports[port as usize].nominal_rate_bps as f64;
+        let mut core = RlCore {
+            rate_bps: line,
+            line_rate_bps: line,
+            stopped_until: 0,
+            window_bytes: u64::MAX,
+            inflight_bytes: 0,
+        };
+        let (state, timer) = self.scheme.new_rl(&mut core, now);
+        let rl = RateLimiter {
+            station: s as u32,
+            key: self.tp.flows[id as usize].dst,
+            tag: 0,
+            flow: id,
+            core,
+            state,
+            queue: VecDeque::new(),
+            bytes: 0,
+            next_release: 0,
+            last_release: now,
+            last_len: 0,
+            timer_at: Time::MAX,
+            trace: None,
+        };
+        let rl_id = self.insert_rl(rl);
+        self.rps[s].live.push(rl_id);
+        self.rps[s].flow_pending += 1;
+        self.tp.flows[id as usize].rl = rl_id;
+        self.tp.active += 1;
+        self.set_rl_timer(rl_id, timer);
+        self.try_start(port);
+    }
+
+    /// The next frame of flow RL `id` at station `s`, if its pacing and
+    /// window let one leave now.
+    pub(crate) fn flow_frame(&mut self, s: usize, id: u32, port: PortId) -> FlowPick<S::Ext> {
+        let now = self.now;
+        let fb = self.frame_bytes;
+        let rl = self.rls[id as usize].as_mut().expect("live");
+        let fl = &mut self.tp.flows[rl.flow as usize];
+        if fl.snd_nxt >= fl.n_frames {
+            return FlowPick::Nothing;
+        }
+        let at = rl.next_release.max(rl.core.stopped_until);
+        if at > now {
+            return FlowPick::At(at);
+        }
+        let len = fl.frame_len(fl.snd_nxt, fb);
+        if rl.core.window_bytes != u64::MAX && rl.core.inflight_bytes + len as u64 > rl.core.window_bytes {
+            return FlowPick::Nothing; // its acknowledgements will wake the port
+        }
+        let mut f = Frame::data(now, fl.src, fl.dst, len);
+        f.flow = rl.flow;
+        f.seq = fl.snd_nxt;
+        f.cpid = rl.tag;
+        if fl.snd_nxt < fl.snd_max {
+            fl.retransmitted += 1;
+        }
+        fl.snd_nxt += 1;
+        fl.snd_max = fl.snd_max.max(fl.snd_nxt);
+        let all_sent = fl.snd_nxt == fl.n_frames;
+        let arm = fl.rto_event == Time::MAX;
+        fl.rto_deadline = fl.rto_deadline.min(now + self.tp.rto_ps);
+        if arm {
+            fl.rto_event = fl.rto_deadline;
+        }
+        let (flow, rto_at) = (rl.flow, fl.rto_event);
+        rl.core.inflight_bytes += len as u64;
+        rl.last_release = now;
+        rl.last_len = len;
+        let rp = &mut self.rps[s];
+        let timer = self.scheme.rp_on_send(&mut rl.core, &mut rl.state, &mut f, now, &mut rp.rng);
+        rl.next_release = now + super::rl::pace_ps(len, rl.core.rate_bps);
+        if all_sent {
+            rp.flow_pending -= 1;
+        }
+        if arm {
+            self.q.push(rto_at, EV_FLOW_RTO, flow);
+        }
+        self.net.ports[port as usize].data_bytes += len as u64;
+        self.set_rl_timer(id, timer);
+        self.count_generated(s as u32, f.dst);
+        FlowPick::Frame(f)
+    }
+
+    /// A data frame of a flow reached its destination station `s`.
+    pub(crate) fn transport_receive(&mut self, s: usize, f: &Frame<S::Ext>) {
+        let now = self.now;
+        let fl = &mut self.tp.flows[f.flow as usize];
+        if f.seq == fl.rcv_nxt {
+            fl.rcv_nxt += 1;
+            fl.unacked += 1;
+            fl.nack_for = u32::MAX;
+            let last = fl.rcv_nxt == fl.n_frames;
+            if last {
+                fl.finish = now;
+            }
+            if fl.unacked >= self.tp.ack_every || last {
+                fl.unacked = 0;
+                let seq = fl.rcv_nxt;
+                self.emit_ack(s, f, FrameKind::Ack, seq);
+            }
+        } else if f.seq > fl.rcv_nxt {
+            self.tp.ooo_discarded += 1;
+            if fl.nack_for != fl.rcv_nxt {
+                fl.nack_for = fl.rcv_nxt;
+                let seq = fl.rcv_nxt;
+                self.emit_ack(s, f, FrameKind::Nack, seq);
+            }
+        } else {
+            // A duplicate (sent again after a timeout): acknowledge what we have.
+            let seq = fl.rcv_nxt;
+            self.emit_ack(s, f, FrameKind::Ack, seq);
+        }
+    }
+
+    fn emit_ack(&mut self, s: usize, data: &Frame<S::Ext>, kind: FrameKind, seq: u32) {
+        let echo = self.scheme.ack_echo(&data.ext);
+        // born: the data frame's send time, echoed for the sender's RTT sample.
+        let mut a = Frame::note(data.born, data.dst, data.src, data.dst, 0, self.ctrl_bytes, echo);
+        a.kind = kind;
+        a.flow = data.flow;
+        a.seq = seq;
+        if kind == FrameKind::Nack {
+            self.tp.nacks_sent += 1;
+        } else {
+            self.tp.acks_sent += 1;
+        }
+        let port = self.net.stations[s].port;
+        self.settle(port);
+        self.net.ports[port as usize].ctrl.push_back(a);
+        self.try_start(port);
+    }
+
+    /// An ACK or NACK reached the flow's sender.
+    pub(crate) fn transport_ack(&mut self, f: &Frame<S::Ext>) {
+        let now = self.now;
+        let fb = self.frame_bytes;
+        let fl = &mut self.tp.flows[f.flow as usize];
+        let id = fl.rl;
+        if id == NO_RL {
+            return; // the sender has finished
+        }
+        let kind = if f.kind == FrameKind::Nack { AckKind::Nack } else { AckKind::Ack };
+        let cum = f.seq.min(fl.n_frames);
+        let old_una = fl.snd_una;
+        let was_all_sent = fl.snd_nxt == fl.n_frames;
+        if cum > fl.snd_una {
+            fl.snd_una = cum;
+            fl.rto_deadline = now + self.tp.rto_ps;
+        }
+        // After going back, acknowledgements of the frames sent before can
+        // overtake the new sending position.
+        fl.snd_nxt = fl.snd_nxt.max(fl.snd_una);
+        if kind == AckKind::Nack {
+            fl.snd_nxt = fl.snd_una; // go back N
+        }
+        if fl.snd_una == fl.snd_nxt {
+            fl.rto_deadline = Time::MAX;
+        }
+        let s = fl.src as usize;
+        let now_all_sent = fl.snd_nxt == fl.n_frames;
+        if was_all_sent && !now_all_sent {
+            self.rps[s].flow_pending += 1;
+        } else if !was_all_sent && now_all_sent {
+            self.rps[s].flow_pending -= 1;
+        }
+        let view = AckView {
+            kind,
+            acked_bytes: fl.bytes(old_una, fl.snd_una, fb),
+            rtt_ps: now.saturating_sub(f.born),
+            una_bytes: fl.bytes(0, fl.snd_una, fb),
+            nxt_bytes: fl.bytes(0, fl.snd_nxt, fb),
+            mss: fb,
+            hops: fl.hops,
+        };
+        let inflight = fl.bytes(fl.snd_una, fl.snd_nxt, fb);
+        let finished = fl.snd_una == fl.n_frames;
+        let rl = self.rls[id as usize].as_mut().expect("live");
+        rl.core.inflight_bytes = inflight;
+        let rp = &mut self.rps[s];
+        let timer = self.scheme.rp_on_ack(&mut rl.core, &mut rl.state, &view, &f.ext, now, &mut rp.rng);
+        if finished {
+            self.finish_sender(f.flow);
+            let port = self.net.stations[s].port;
+            self.try_start(port);
+            return;
+        }
+        self.after_rate_change(id, timer);
+    }
+
+    /// The flow's last frame is acknowledged: its RL goes.
+    fn finish_sender(&mut self, flow: u32) {
+        let fl = &mut self.tp.flows[flow as usize];
+        let id = std::mem::replace(&mut fl.rl, NO_RL);
+        fl.rto_deadline = Time::MAX;
+        let s = fl.src as usize;
+        self.remove_rl(s, id);
+        self.tp.active -= 1;
+        if self.tp.end_when_done && self.tp.done() && !self.open_loop {
+            self.stop_at = self.now + 1;
+        }
+    }
+
+    /// The retransmission timer of `flow` fired.
+    pub(crate) fn on_flow_rto(&mut self, flow: u32) {
+        let now = self.now;
+        let fb = self.frame_bytes;
+        let fl = &mut self.tp.flows[flow as usize];
+        if fl.rto_event != now {
+            return;
+        }
+        fl.rto_event = Time::MAX;
+        if fl.rl == NO_RL || fl.rto_deadline == Time::MAX {
+            return;
+        }
+        if now < fl.rto_deadline {
+            fl.rto_event = fl.rto_deadline; // progress moved it: wait again
+            self.q.push(fl.rto_deadline, EV_FLOW_RTO, flow);
+            return;
+        }
+        // Nothing acknowledged for a whole RTO: go back to the first unacknowledged frame.
+        fl.timeouts += 1;
+        let s = fl.src as usize;
+        if fl.snd_nxt == fl.n_frames {
+            self.rps[s].flow_pending += 1;
+        }
+        fl.snd_nxt = fl.snd_una;
+        fl.rto_deadline = Time::MAX; // re-armed by the next frame sent
+        let id = fl.rl;
+        let view = AckView {
+            kind: AckKind::Timeout,
+            acked_bytes: 0,
+            rtt_ps: 0,
+            una_bytes: fl.bytes(0, fl.snd_una, fb),
+            nxt_bytes: fl.bytes(0, fl.snd_nxt, fb),
+            mss: fb,
+            hops: fl.hops,
+        };
+        let rl = self.rls[id as usize].as_mut().expect("live");
+        rl.core.inflight_bytes = 0;
+        let rp = &mut self.rps[s];
+        let timer = self
+            .scheme
+            .rp_on_ack(&mut rl.core, &mut rl.state, &view, &S::Ext::default(), now, &mut rp.rng);
+        self.after_rate_change(id, timer);
+    }
+
+    /// The per-flow records of the run.
+    pub(crate) fn flow_records(&self) -> Vec<FlowRecord> {
+        self.tp
+            .flows
+            .iter()
+            .map(|f| FlowRecord {
+                src: self.net.station_name(f.src as usize).to_string(),
+                dst: self.net.station_name(f.dst as usize).to_string(),
+                size_bytes: f.size,
+                start_ps: f.start,
+                finish_ps: f.finish,
+                ideal_fct_ps: self.ideal_fct(f),
+                retransmitted: f.retransmitted,
+                timeouts: f.timeouts,
+                hops: f.hops,
+            })
+            .collect()
+    }
+}
+
+/// An exponential gap of mean `mean_ps` (ps), at least 1.
+fn exp_gap(mean_ps: f64, rng: &mut Stream) -> Time {
+    let u = 1.0 - rng.gen::<f64>(); // (0, 1]
+    let x = -u.ln() * mean_ps;
+    if x >= 1e18 {
+        Time::MAX / 4
+    } else {
+        (x as Time).max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::star_config;
+    use crate::config::{ArrivalConfig, FlowConfig};
+    use crate::engine::{PS_PER_MS, PS_PER_US};
+    use crate::net::sim::Sim;
+    use crate::stats::RunResult;
+
+    /// `n` senders S1..Sn and the sink D of the star, every source silent;
+    /// flows of `size` bytes from each sender to D at `start`.
+    fn incast(n: usize, size: u64, pause: bool, buffer: u64) -> SimConfig {
+        let mut cfg = star_config(n, 0.0, 50 * PS_PER_MS, 0);
+        cfg.events.clear();
+        cfg.pause.enabled = pause;
+        for b in &mut cfg.bridges {
+            b.buffer_bytes = buffer;
+        }
+        cfg.transport.flows = (1..=n)
+            .map(|i| FlowConfig {
+                src: format!("S{i}"),
+                dst: "D".into(),
+                size_bytes: size,
+                start_ps: 10 * PS_PER_US,
+            })
+            .collect();
+        cfg
+    }
+
+    fn run(cfg: &SimConfig, seed: u64) -> RunResult {
+        Sim::new(cfg, seed).unwrap().run().unwrap()
+    }
+
+    #[test]
+    fn a_lone_flow_completes_in_exactly_its_ideal_time() {
+        for size in [1, 1499, 1500, 1501, 64_000, 1_000_000] {
+            let cfg = incast(1, size, false, 150_000);
+            let r = run(&cfg, 0);
+            let f = &r.transport.flows[0];
+            assert_ne!(f.finish_ps, Time::MAX, "size {size}");
+            assert_eq!(f.finish_ps - f.start_ps, f.ideal_fct_ps, "size {size}: slowdown exactly 1");
+            assert_eq!(f.hops, 3);
+            assert_eq!((f.retransmitted, r.transport.nacks), (0, 0));
+            // The run ends when the flow is done (its last ACK is back).
+            assert!(r.end_ps < 5 * PS_PER_MS, "{}", r.end_ps);
+        }
+    }
+
+    #[test]
+    fn with_pause_an_incast_loses_nothing_and_every_flow_completes() {
+        let mut cfg = incast(8, 500_000, true, 150_000);
+        cfg.pause.xoff_bytes = 100_000;
+        cfg.pause.xon_bytes = 80_000;
+        let r = run(&cfg, 0);
+        assert_eq!(r.frames.dropped_cp + r.frames.dropped_rp, 0);
+        assert!(r.transport.flows.iter().all(|f| f.finish_ps != Time::MAX));
+        assert_eq!((r.transport.nacks, r.transport.timeouts, r.transport.discarded), (0, 0, 0));
+        // Eight flows share the sink's 10 Gbit/s: the last ends no sooner than 4 MB at line rate.
+        let last = r.transport.flows.iter().map(|f| f.finish_ps).max().unwrap();
+        assert!(last - 10 * PS_PER_US >= 8 * 500_000 * 8 * 100);
+        assert_eq!(r.frames.generated, r.frames.delivered + r.frames.in_flight);
+    }
+
+    #[test]
+    fn without_pause_drops_are_recovered_and_every_byte_arrives() {
+        // A 30 KB buffer cannot hold eight line-rate senders: frames drop,
+        // receivers NACK the gaps, senders go back N.
+        let mut cfg = incast(8, 300_000, false, 30_000);
+        for (i, f) in cfg.transport.flows.iter_mut().enumerate() {
+            f.start_ps += i as Time * 777_000; // not in lockstep
+        }
+        let r = run(&cfg, 0);
+        assert!(r.frames.dropped_cp > 0, "the incast overflows the buffer");
+        assert!(r.transport.nacks > 0);
+        for f in &r.transport.flows {
+            assert_ne!(f.finish_ps, Time::MAX, "{f:?}");
+            assert!(f.finish_ps - f.start_ps >= f.ideal_fct_ps);
+        }
+        assert!(r.transport.flows.iter().map(|f| f.retransmitted).sum::<u32>() > 0);
+        // Conservation: every frame sent (retransmissions included) is delivered, dropped or in flight.
+        assert_eq!(
+            r.frames.generated,
+            r.frames.delivered + r.frames.dropped_cp + r.frames.in_flight
+        );
+    }
+
+    #[test]
+    fn a_tail_loss_is_recovered_by_the_timeout() {
+        // One flow, its last link stopped while the flow is on the way: the
+        // frames beyond the bridge's buffer drop and no later frame reveals
+        // the gap, so only the RTO can recover them.
+        let mut cfg = incast(1, 30_000, false, 150_000);
+        let link_cut = |at_ps, rate_bps| crate::config::EventConfig::LinkRate {
+            at_ps,
+            from: "B0".into(),
+            to: "D".into(),
+            rate_bps,
+        };
+        cfg.bridges.iter_mut().for_each(|b| b.buffer_bytes = 3_000);
+        cfg.events.push(link_cut(10 * PS_PER_US + 2 * PS_PER_US, 0));
+        cfg.events.push(link_cut(200 * PS_PER_US, 10_000_000_000));
+        cfg.transport.rto_ps = 500 * PS_PER_US;
+        let r = run(&cfg, 0);
+        let f = &r.transport.flows[0];
+        assert!(r.frames.dropped_cp > 0);
+        assert_ne!(f.finish_ps, Time::MAX);
+        assert!(f.timeouts >= 1, "{f:?}");
+    }
+
+    #[test]
+    fn poisson_arrivals_follow_their_rate_and_repeat_with_the_seed() {
+        let mut cfg = star_config(4, 0.0, 20 * PS_PER_MS, 0);
+        cfg.events.clear();
+        cfg.transport.end_when_done = false;
+        let stations: Vec<String> = ["S1", "S2", "S3", "S4", "D"].iter().map(|s| s.to_string()).collect();
+        cfg.transport.arrivals = vec![ArrivalConfig {
+            stations,
+            rate_per_s: 10_000.0,
+            cdf: vec![(1000.0, 0.0), (20_000.0, 1.0)],
+            start_ps: 0,
+            end_ps: 10 * PS_PER_MS,
+        }];
+        let a = run(&cfg, 3);
+        // 5 stations x 10,000/s x 10 ms = 500 expected.
+        let n = a.transport.flows.len() as f64;
+        assert!((n - 500.0).abs() < 4.0 * 500f64.sqrt(), "{n}");
+        assert!(a.transport.flows.iter().all(|f| f.src != f.dst && f.start_ps < 10 * PS_PER_MS));
+        assert!(a.transport.flows.iter().all(|f| f.finish_ps != Time::MAX));
+        let b = run(&cfg, 3);
+        assert_eq!(serde_json::to_string(&a.transport).unwrap(), serde_json::to_string(&b.transport).unwrap());
+        let c = run(&cfg, 4);
+        assert_ne!(serde_json::to_string(&a.transport).unwrap(), serde_json::to_string(&c.transport).unwrap());
+    }
+
+    #[test]
+    fn cdf_sampling_interpolates_and_its_mean_matches() {
+        let cdf = [(1000.0, 0.0), (2000.0, 0.5), (10000.0, 1.0)];
+        assert_eq!(sample_cdf(&cdf, 0.0), 1000);
+        assert_eq!(sample_cdf(&cdf, 0.25), 1500);
+        assert_eq!(sample_cdf(&cdf, 0.75), 6000);
+        assert_eq!(sample_cdf(&cdf, 1.0), 10000);
+        assert!((cdf_mean(&cdf) - (0.5 * 1500.0 + 0.5 * 6000.0)).abs() < 1e-9);
+        let mut rng = crate::engine::rng::stream(1, "t");
+        let n = 200_000;
+        let m: f64 = (0..n).map(|_| sample_cdf(&cdf, rng.gen::<f64>()) as f64).sum::<f64>() / n as f64;
+        assert!((m / cdf_mean(&cdf) - 1.0).abs() < 0.01, "{m}");
+    }
+
+    #[test]
+    fn a_flow_is_cut_into_full_frames_and_a_remainder() {
+        let f = Flow::new(0, 1, 4000, 0, 1500);
+        assert_eq!((f.n_frames, f.last_len), (3, 1000));
+        assert_eq!(f.bytes(0, 3, 1500), 4000);
+        assert_eq!(f.bytes(1, 3, 1500), 2500);
+        assert_eq!(f.bytes(0, 2, 1500), 3000);
+        let g = Flow::new(0, 1, 3000, 0, 1500);
+        assert_eq!((g.n_frames, g.last_len), (2, 1500));
+        let h = Flow::new(0, 1, 1, 0, 1500);
+        assert_eq!((h.n_frames, h.last_len, h.bytes(0, 1, 1500)), (1, 1, 1));
+    }
+}
