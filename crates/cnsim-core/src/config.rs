@@ -601,7 +601,10 @@ impl SimConfig {
         }
         for (i, a) in t.arrivals.iter().enumerate() {
             if !(a.rate_per_s > 0.0 && a.rate_per_s.is_finite()) {
-                return err(format!("workload.load: arrivals[{i}] rate {} flows/s is not allowed; expected > 0", a.rate_per_s));
+                return err(format!(
+                    "workload.load: arrivals[{i}] rate {} flows/s is not allowed; expected > 0",
+                    a.rate_per_s
+                ));
             }
             if a.stations.len() < 2 {
                 return err(format!("workload: arrivals[{i}] need at least 2 stations"));
@@ -625,7 +628,8 @@ impl SimConfig {
     }
 }
 
-/// An empirical CDF: at least two points, sizes >= 1 byte and at most
+/// An empirical CDF: at least two points, sizes >= 0 bytes (drawn sizes are
+/// at least 1) and at most
 /// [`MAX_BYTES`], both columns non-decreasing, probabilities from >= 0 up to
 /// exactly 1.
 pub fn check_cdf(cdf: &[(f64, f64)]) -> Result<(), String> {
@@ -633,8 +637,8 @@ pub fn check_cdf(cdf: &[(f64, f64)]) -> Result<(), String> {
         return Err("at least two (size, probability) points are needed".into());
     }
     for (i, &(s, p)) in cdf.iter().enumerate() {
-        if !(s >= 1.0 && s <= MAX_BYTES as f64) {
-            return Err(format!("point {i}: size {s} is not within 1..={MAX_BYTES} bytes"));
+        if !(s >= 0.0 && s <= MAX_BYTES as f64) {
+            return Err(format!("point {i}: size {s} is not within 0..={MAX_BYTES} bytes"));
         }
         if !(0.0..=1.0).contains(&p) {
             return Err(format!("point {i}: probability {p} is not within 0..=1"));

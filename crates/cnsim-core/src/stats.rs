@@ -611,7 +611,26 @@ impl RunResult {
         nodes.extend(per_window("bytes_to", &|i| {
             n.iter().map(|x| x.bytes_to.get(i).copied().unwrap_or(0)).collect()
         }));
-        vec![("windows", windows), ("flows", flows), ("links", links), ("nodes", nodes)]
+        let t = &self.transport.flows;
+        let tu = |g: &dyn Fn(&crate::net::transport::FlowRecord) -> u64| Column::U64(t.iter().map(g).collect());
+        let flow_records = vec![
+            ("src".into(), Column::Str(t.iter().map(|x| x.src.clone()).collect())),
+            ("dst".into(), Column::Str(t.iter().map(|x| x.dst.clone()).collect())),
+            ("size_bytes".into(), tu(&|x| x.size_bytes)),
+            ("start_ps".into(), tu(&|x| x.start_ps)),
+            ("finish_ps".into(), tu(&|x| x.finish_ps)),
+            ("ideal_fct_ps".into(), tu(&|x| x.ideal_fct_ps)),
+            ("retransmitted".into(), tu(&|x| x.retransmitted as u64)),
+            ("timeouts".into(), tu(&|x| x.timeouts as u64)),
+            ("hops".into(), tu(&|x| x.hops as u64)),
+        ];
+        vec![
+            ("windows", windows),
+            ("flows", flows),
+            ("links", links),
+            ("nodes", nodes),
+            ("flow_records", flow_records),
+        ]
     }
 }
 

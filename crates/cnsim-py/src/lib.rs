@@ -88,6 +88,11 @@ impl Simulation {
         frames.set_item("delay_max_ps", f.delay_max_ps)?;
         frames.set_item("reordered", f.reordered)?;
         frames.set_item("note_bytes_measure", f.note_bytes_measure)?;
+        let t = &r.transport;
+        frames.set_item("acks", t.acks)?;
+        frames.set_item("nacks", t.nacks)?;
+        frames.set_item("discarded", t.discarded)?;
+        frames.set_item("timeouts", t.timeouts)?;
         d.set_item("frames", frames)?;
         let engine = PyDict::new_bound(py);
         engine.set_item("events", r.engine.events)?;

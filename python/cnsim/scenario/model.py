@@ -399,6 +399,44 @@ class Transient(_Model):
     )
 
 
+class Workload(_Model):
+    """Transport flows with sizes (docs/scenario-format.md "Flows"): the
+    stations' transports send them, acknowledge them and recover losses;
+    results give each flow's completion time (FCT) and slowdown."""
+
+    kind: Literal["poisson", "incast", "permutation", "long_lived"] = Field(
+        ...,
+        description="poisson (arrivals at every host, sizes from `cdf`, to uniform destinations), incast "
+        "(`fan_in` senders to one receiver), permutation (host i to host i + n/2), long_lived (`fan_in` "
+        "senders to one receiver, flows longer than the run by default)",
+    )
+    hosts: list[str] | None = Field(None, description="the stations taking part (none: every station)")
+    cdf: str = Field(
+        "websearch", description="poisson: flow-size CDF: websearch, hadoop, or a file of 'size_bytes probability' lines"
+    )
+    load: float = Field(
+        0.5, gt=0, le=1, description="poisson: mean offered load of each host, as a fraction of its link rate"
+    )
+    fan_in: int = Field(16, ge=1, le=65535, description="incast / long_lived: number of senders")
+    receiver: str | None = Field(None, description="incast / long_lived: the receiver (none: the first host)")
+    size_bytes: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_BYTES,
+        description="incast / permutation / long_lived: bytes per flow (none: 500,000; long_lived 2^40)",
+    )
+    period_us: float | None = Field(
+        None, gt=0, le=MAX_MS * 1000, description="incast: repeated every period (none: once)"
+    )
+    start_ms: float = Field(0.0, ge=0, le=MAX_MS, description="first flows (poisson: arrivals from)")
+    end_ms: float | None = Field(None, ge=0, le=MAX_MS, description="no flow starts after (none: the run end)")
+    ack_every: int = Field(1, ge=1, le=65535, description="the receiver acknowledges every N frames in order")
+    rto_us: float = Field(
+        1000.0, gt=0, le=MAX_US, description="retransmission timeout: go back N when nothing was acknowledged"
+    )
+    end_when_done: bool = Field(True, description="the run ends when the last flow has finished")
+
+
 class NocmTable(_Model):
     """No congestion management: no parameters."""
 
@@ -445,6 +483,7 @@ class _ScenarioFields(_Model):
     stability: Stability | None = None
     innocent: Innocent | None = None
     transient: Transient | None = None
+    workload: Workload | None = None
     nodes: list[Node] = Field(..., description="stations and bridges ([[nodes]])")
     links: list[Link] = Field(..., description="full-duplex links ([[links]])")
     events: list[Event] = Field([], description="timed events ([[events]])")

@@ -9,6 +9,8 @@ from typing import Any
 from ..schemes import engine_scheme
 from ..topologies import routing_for
 from .core import Scenario
+from ..errors import ScenarioError
+from ..workloads import transport as flows_transport
 from .model import PER_FLOW_AUTO_STATIONS, PS_PER_MS, PS_PER_US, HotspotDest
 
 
@@ -146,7 +148,19 @@ def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = 
         else:
             events.append({"at_ps": _ps(ev.at_ms), "action": ev.action, "node": ev.node})
     trace = traced_ports(m)
-    return {
+    transport: dict[str, Any] | None = None
+    if m.workload is not None:
+        station_names = [n.name for n in m.nodes if n.kind == "station"]
+        hosts = list(m.workload.hosts) if m.workload.hosts is not None else station_names
+        unknown = [h for h in hosts if h not in station_names]
+        if unknown:
+            raise ScenarioError(f"workload.hosts: '{unknown[0]}' is not a station")
+        host_rate = {a: _bps(r) for (a, b), r in rate_of.items()}
+        missing = [h for h in hosts if h not in host_rate]
+        if missing:
+            raise ScenarioError(f"workload.hosts: '{missing[0]}' has no link")
+        transport = flows_transport(m.workload, hosts, host_rate, m.duration_ms)
+    cfg = {
         "duration_ps": _ps(m.duration_ms),
         "bin_ps": round(m.bin_us * PS_PER_US),
         "windows": windows,
@@ -173,6 +187,9 @@ def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = 
         "routes": [r.model_dump() for r in m.routes],
         "scheme": engine_scheme(scenario.scheme, scenario.table),
     }
+    if transport is not None:
+        cfg["transport"] = transport
+    return cfg
 
 
 def _or(v: Any, default: Any) -> Any:

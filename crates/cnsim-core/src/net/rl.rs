@@ -18,9 +18,9 @@
 //! RLs live in one slab shared by all stations; their ids index timer events.
 
 use super::frame::{Frame, NO_FLOW, NO_NODE};
-use super::transport::FlowPick;
 use super::port::PortId;
 use super::sim::{NetSim, EV_RL_TIMER, EV_WAKE};
+use super::transport::FlowPick;
 use crate::config::RlScope;
 use crate::engine::rng::Stream;
 use crate::engine::Time;

@@ -21,7 +21,7 @@
 //! last byte in order; its ideal FCT is the same flow alone on the empty
 //! network along its path (store and forward at each hop's nominal rate).
 
-use super::frame::{Frame, FrameKind, NO_FLOW};
+use super::frame::{Frame, FrameKind};
 use super::port::PortId;
 use super::rl::RateLimiter;
 use super::sim::{NetSim, EV_FLOW_ARRIVAL, EV_FLOW_RTO, EV_FLOW_START};
@@ -764,10 +764,7 @@ mod tests {
         }
         assert!(r.transport.flows.iter().map(|f| f.retransmitted).sum::<u32>() > 0);
         // Conservation: every frame sent (retransmissions included) is delivered, dropped or in flight.
-        assert_eq!(
-            r.frames.generated,
-            r.frames.delivered + r.frames.dropped_cp + r.frames.in_flight
-        );
+        assert_eq!(r.frames.generated, r.frames.delivered + r.frames.dropped_cp + r.frames.in_flight);
     }
 
     #[test]
@@ -813,9 +810,15 @@ mod tests {
         assert!(a.transport.flows.iter().all(|f| f.src != f.dst && f.start_ps < 10 * PS_PER_MS));
         assert!(a.transport.flows.iter().all(|f| f.finish_ps != Time::MAX));
         let b = run(&cfg, 3);
-        assert_eq!(serde_json::to_string(&a.transport).unwrap(), serde_json::to_string(&b.transport).unwrap());
+        assert_eq!(
+            serde_json::to_string(&a.transport).unwrap(),
+            serde_json::to_string(&b.transport).unwrap()
+        );
         let c = run(&cfg, 4);
-        assert_ne!(serde_json::to_string(&a.transport).unwrap(), serde_json::to_string(&c.transport).unwrap());
+        assert_ne!(
+            serde_json::to_string(&a.transport).unwrap(),
+            serde_json::to_string(&c.transport).unwrap()
+        );
     }
 
     #[test]

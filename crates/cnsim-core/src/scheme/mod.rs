@@ -24,6 +24,7 @@
 
 pub mod bcn;
 pub mod dcqcn;
+pub mod dctcp;
 pub mod nocm;
 pub mod params;
 pub mod qcn;
@@ -179,7 +180,15 @@ pub trait Scheme: Send + 'static {
     /// flow, carrying what the receiver echoed (`echo`). The transport has
     /// already set `core.inflight_bytes`. Returns a timer request as
     /// `rp_on_note` does.
-    fn rp_on_ack(&self, _core: &mut RlCore, _rl: &mut Self::Rl, _ack: &AckView, _echo: &Self::Ext, _now: Time, _rng: &mut Stream) -> Option<Time> {
+    fn rp_on_ack(
+        &self,
+        _core: &mut RlCore,
+        _rl: &mut Self::Rl,
+        _ack: &AckView,
+        _echo: &Self::Ext,
+        _now: Time,
+        _rng: &mut Stream,
+    ) -> Option<Time> {
         None
     }
 
@@ -263,6 +272,13 @@ pub const SCHEMES: &[Entry] = &[
         sets: &[],
         description: "DCQCN (RoCEv2, 2015): ECN marking, CNPs, per-flow rate limiters; use --pause (PFC)",
     },
+    Entry {
+        name: "dctcp",
+        engine: "dctcp",
+        table: Some("dctcp"),
+        sets: &[],
+        description: "DCTCP (2010): ECN marking above K, window cut by the marked fraction; transport flows",
+    },
 ];
 
 /// Every parameter table a scenario file may hold, in documentation order.
@@ -274,6 +290,7 @@ pub fn tables() -> Vec<Table> {
         qcn::table_2pt(),
         qcn::table_3pt(),
         dcqcn::table(),
+        dctcp::table(),
     ]
 }
 
@@ -288,6 +305,7 @@ pub fn build(cfg: &SimConfig, seed: u64) -> Result<Box<dyn Run>, ConfigError> {
             q => Box::new(NetSim::new(cfg, seed, q)?),
         },
         "dcqcn" => Box::new(NetSim::new(cfg, seed, dcqcn::Dcqcn::from_config(s)?)?),
+        "dctcp" => Box::new(NetSim::new(cfg, seed, dctcp::Dctcp::from_config(s)?)?),
         other => return err(format!("scheme: unknown scheme '{other}'")),
     })
 }

@@ -1,0 +1,271 @@
+//! DCTCP (Alizadeh et al., "Data Center TCP (DCTCP)", SIGCOMM 2010): a
+//! window scheme for transport flows.
+//!
+//! - CP: a frame that joins a queue longer than K is marked Congestion
+//!   Experienced (the step marking of the paper, on the instantaneous queue).
+//! - Receiver: echoes each frame's mark in its acknowledgement (every frame
+//!   acknowledged: the paper's two-state delayed-ACK machine is then exact).
+//! - Sender: alpha = (1 - g) alpha + g F once per window of data, F the
+//!   fraction of bytes acknowledged with the mark; on a marked ACK, at most
+//!   once per window, cwnd = cwnd (1 - alpha / 2); otherwise slow start below
+//!   ssthresh and one MSS per window above. A NACK halves cwnd (as TCP's
+//!   fast retransmit), a timeout sets it to one MSS. Frames leave at line
+//!   rate as the window allows.
+//!
+//! Defaults from the paper: K = 65 packets of 1,500 B at 10 Gbit/s, g = 1/16;
+//! initial window 10 MSS (RFC 6928) **[assumed]**.
+
+use super::params::{Range, Table};
+use super::{AckKind, AckView, QueueView, RlCore, Scheme};
+use crate::config::{ConfigError, SchemeConfig};
+use crate::engine::rng::Stream;
+use crate::engine::Time;
+use crate::net::Frame;
+use serde::{Deserialize, Serialize};
+
+/// DCTCP parameters, in the units of their names; declared in [`table`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DctcpParams {
+    pub k_bytes: f64,
+    pub g: f64,
+    pub init_cwnd_frames: f64,
+    pub min_cwnd_frames: f64,
+}
+
+/// The `[dctcp]` table.
+pub fn table() -> Table {
+    Table::new("dctcp", "DCTCP parameters (Alizadeh et al., SIGCOMM 2010); for transport flows")
+        .float(
+            "k_bytes",
+            97_500.0,
+            Range::ge(0.0),
+            "marking threshold K: a frame joining a longer queue is marked (bytes; 65 x 1,500 B)",
+        )
+        .float("g", 1.0 / 16.0, Range::gt(0.0).le(1.0), "weight g of the marked fraction in alpha")
+        .float(
+            "init_cwnd_frames",
+            10.0,
+            Range::ge(1.0),
+            "[assumed] initial window (full frames, RFC 6928)",
+        )
+        .float("min_cwnd_frames", 1.0, Range::gt(0.0), "smallest window (full frames)")
+}
+
+impl Default for DctcpParams {
+    fn default() -> Self {
+        table().default_params()
+    }
+}
+
+/// DCTCP's frame extension: the ECN CE bit of a data frame, echoed (ECE)
+/// in its acknowledgement.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DctcpExt {
+    pub ce: bool,
+}
+
+/// Sender state of one flow.
+#[derive(Debug, Clone)]
+pub struct DctcpRl {
+    pub cwnd: f64,
+    pub ssthresh: f64,
+    pub alpha: f64,
+    /// Bytes acknowledged, and of them marked, in the current observation window.
+    pub acked: u64,
+    pub marked: u64,
+    /// The observation window ends when the flow's acknowledged bytes reach this.
+    pub window_end: u64,
+    /// No second cut before the acknowledged bytes reach this.
+    pub cut_end: u64,
+}
+
+pub struct Dctcp {
+    p: DctcpParams,
+}
+
+impl Dctcp {
+    pub fn from_config(s: &SchemeConfig) -> Result<Dctcp, ConfigError> {
+        Ok(Dctcp {
+            p: table().parse(s.table(), &s.params)?,
+        })
+    }
+
+    pub fn new(p: DctcpParams) -> Result<Dctcp, ConfigError> {
+        Dctcp::from_config(&SchemeConfig::of("dctcp", &p))
+    }
+
+    fn min_cwnd(&self, mss: u32) -> f64 {
+        self.p.min_cwnd_frames * mss as f64
+    }
+}
+
+impl Scheme for Dctcp {
+    type Ext = DctcpExt;
+    type Cp = ();
+    type Np = ();
+    type Rl = DctcpRl;
+
+    fn new_cp(&self, _rng: Stream) {}
+
+    fn cp_on_enqueue(&self, _cp: &mut (), frame: &mut Frame<DctcpExt>, q: QueueView, _cpid: u16) -> Option<DctcpExt> {
+        if q.bytes as f64 > self.p.k_bytes {
+            frame.ext.ce = true;
+        }
+        None
+    }
+
+    fn creates_rl(&self, _note: &DctcpExt) -> bool {
+        false
+    }
+
+    fn slows(&self, _note: &DctcpExt) -> bool {
+        false
+    }
+
+    fn new_rl(&self, core: &mut RlCore, _now: Time) -> (DctcpRl, Option<Time>) {
+        // The frame length is not known here: 1,500 B until the first ACK says otherwise.
+        let cwnd = self.p.init_cwnd_frames * 1500.0;
+        core.window_bytes = cwnd as u64;
+        let rl = DctcpRl {
+            cwnd,
+            ssthresh: f64::INFINITY,
+            alpha: 1.0,
+            acked: 0,
+            marked: 0,
+            window_end: 0,
+            cut_end: 0,
+        };
+        (rl, None)
+    }
+
+    fn rp_on_note(&self, _c: &mut RlCore, _rl: &mut DctcpRl, _n: &DctcpExt, _cpid: u16, _now: Time, _rng: &mut Stream) -> Option<Time> {
+        None
+    }
+
+    fn rp_on_timer(&self, _c: &mut RlCore, _rl: &mut DctcpRl, _now: Time, _rng: &mut Stream) -> Option<Time> {
+        None
+    }
+
+    fn rp_on_ack(
+        &self,
+        core: &mut RlCore,
+        rl: &mut DctcpRl,
+        ack: &AckView,
+        echo: &DctcpExt,
+        _now: Time,
+        _rng: &mut Stream,
+    ) -> Option<Time> {
+        let mss = ack.mss as f64;
+        match ack.kind {
+            AckKind::Timeout => {
+                rl.ssthresh = (rl.cwnd / 2.0).max(2.0 * mss);
+                rl.cwnd = mss;
+                rl.cut_end = ack.nxt_bytes;
+            }
+            AckKind::Nack => {
+                if ack.una_bytes >= rl.cut_end {
+                    rl.cwnd = (rl.cwnd / 2.0).max(self.min_cwnd(ack.mss));
+                    rl.ssthresh = rl.cwnd;
+                    rl.cut_end = ack.una_bytes + rl.cwnd as u64;
+                }
+            }
+            AckKind::Ack => {
+                rl.acked += ack.acked_bytes;
+                if echo.ce {
+                    rl.marked += ack.acked_bytes;
+                }
+                if ack.una_bytes >= rl.window_end {
+                    // One window of data observed: update alpha with its marked fraction.
+                    if rl.acked > 0 {
+                        let f = rl.marked as f64 / rl.acked as f64;
+                        rl.alpha = (1.0 - self.p.g) * rl.alpha + self.p.g * f;
+                    }
+                    rl.acked = 0;
+                    rl.marked = 0;
+                    rl.window_end = ack.nxt_bytes;
+                }
+                if echo.ce {
+                    if ack.una_bytes >= rl.cut_end {
+                        rl.cwnd = (rl.cwnd * (1.0 - rl.alpha / 2.0)).max(self.min_cwnd(ack.mss));
+                        rl.ssthresh = rl.cwnd;
+                        rl.cut_end = ack.nxt_bytes;
+                    }
+                } else if rl.cwnd < rl.ssthresh {
+                    rl.cwnd += ack.acked_bytes as f64;
+                } else {
+                    rl.cwnd += mss * ack.acked_bytes as f64 / rl.cwnd;
+                }
+            }
+        }
+        core.window_bytes = rl.cwnd.max(1.0) as u64;
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::rng::stream;
+
+    fn core() -> RlCore {
+        RlCore {
+            rate_bps: 10e9,
+            line_rate_bps: 10e9,
+            stopped_until: 0,
+            window_bytes: u64::MAX,
+            inflight_bytes: 0,
+        }
+    }
+
+    fn ack(acked: u64, una: u64, nxt: u64) -> AckView {
+        AckView {
+            kind: AckKind::Ack,
+            acked_bytes: acked,
+            rtt_ps: 10_000_000,
+            una_bytes: una,
+            nxt_bytes: nxt,
+            mss: 1500,
+            hops: 2,
+        }
+    }
+
+    #[test]
+    fn marks_above_k_only() {
+        let d = Dctcp::new(DctcpParams::default()).unwrap();
+        let q = |bytes| QueueView {
+            bytes,
+            rate_bps: 10_000_000_000,
+            tx_bytes: 0,
+            now: 0,
+        };
+        let mut f: Frame<DctcpExt> = Frame::data(0, 0, 1, 1500);
+        d.cp_on_enqueue(&mut (), &mut f, q(97_500), 1);
+        assert!(!f.ext.ce);
+        d.cp_on_enqueue(&mut (), &mut f, q(97_501), 1);
+        assert!(f.ext.ce);
+    }
+
+    #[test]
+    fn slow_start_then_a_cut_by_alpha_once_per_window() {
+        let d = Dctcp::new(DctcpParams::default()).unwrap();
+        let mut c = core();
+        let mut rng = stream(0, "t");
+        let (mut rl, _) = d.new_rl(&mut c, 0);
+        assert_eq!(c.window_bytes, 15_000);
+        // Unmarked ACKs: the window grows by what they acknowledge (slow start).
+        d.rp_on_ack(&mut c, &mut rl, &ack(1500, 1500, 15_000), &DctcpExt { ce: false }, 0, &mut rng);
+        assert_eq!(c.window_bytes, 16_500);
+        // alpha = (1 - g) + g x 0 after the first window.
+        assert!((rl.alpha - 15.0 / 16.0).abs() < 1e-12);
+        // A marked ACK cuts by alpha / 2, once per window of data.
+        d.rp_on_ack(&mut c, &mut rl, &ack(1500, 3000, 18_000), &DctcpExt { ce: true }, 0, &mut rng);
+        let w = 16_500.0 * (1.0 - rl.alpha / 2.0);
+        assert_eq!(c.window_bytes, w as u64);
+        d.rp_on_ack(&mut c, &mut rl, &ack(1500, 4500, 18_000), &DctcpExt { ce: true }, 0, &mut rng);
+        assert_eq!(c.window_bytes, w as u64, "no second cut in the same window");
+        // Above ssthresh: one MSS per window.
+        d.rp_on_ack(&mut c, &mut rl, &ack(1500, 19_500, 20_000), &DctcpExt { ce: false }, 0, &mut rng);
+        assert!((rl.cwnd - (w + 1500.0 * 1500.0 / w)).abs() < 1e-9);
+    }
+}
