@@ -66,6 +66,91 @@ def flow_table(run: Any) -> pl.DataFrame:
     )
 
 
+#: Size buckets (bytes, upper bounds) of the slowdown percentiles: the
+#: boundaries of the web-search CDF's steps that FCT studies plot.
+SIZE_BUCKETS = (10_000, 30_000, 100_000, 1_000_000, 10_000_000, float("inf"))
+#: Unfinished flows' finish time in the engine's records.
+_NEVER = 2**64 - 1
+
+
+def has_flow_records(run: Any) -> bool:
+    """The run carried transport flows (a `[workload]`)."""
+    t = run.tables.get("flow_records")
+    return t is not None and len(t) > 0
+
+
+def fct_table(run: Any) -> pl.DataFrame:
+    """One row per transport flow: the engine's record (`src`, `dst`,
+    `size_bytes`, `start_ps`, `finish_ps`, `ideal_fct_ps`, `retransmitted`,
+    `timeouts`, `hops`) and `start_us`, `finish_us`, `fct_us`,
+    `ideal_fct_us` and `slowdown` (FCT over the ideal FCT: the same flow alone
+    on the empty network along its path); null for a flow that did not
+    finish inside the run."""
+    t = run.tables["flow_records"]
+    done = pl.col("finish_ps") != _NEVER
+    return t.with_columns(
+        (pl.col("start_ps").cast(pl.Float64) / 1e6).alias("start_us"),
+        pl.when(done).then(pl.col("finish_ps").cast(pl.Float64) / 1e6).otherwise(None).alias("finish_us"),
+        pl.when(done)
+        .then((pl.col("finish_ps") - pl.col("start_ps")).cast(pl.Float64) / 1e6)
+        .otherwise(None)
+        .alias("fct_us"),
+        (pl.col("ideal_fct_ps").cast(pl.Float64) / 1e6).alias("ideal_fct_us"),
+    ).with_columns((pl.col("fct_us") / pl.col("ideal_fct_us")).alias("slowdown"))
+
+
+def _pct(v: np.ndarray, q: float) -> float | None:
+    return float(np.percentile(v, q)) if len(v) else None
+
+
+def flow_metrics(run: Any) -> dict[str, Any]:
+    """FCT metrics of a run with transport flows: flows started and
+    completed, slowdown percentiles (all flows, and flows under 100 KB),
+    mean FCT; over the flows that finished."""
+    t = fct_table(run)
+    done = t.filter(pl.col("fct_us").is_not_null())
+    sd = done["slowdown"].to_numpy()
+    small = done.filter(pl.col("size_bytes") < 100_000)["slowdown"].to_numpy()
+    return {
+        "flows_started": len(t),
+        "flows_completed": len(done),
+        "slowdown_p50": _pct(sd, 50),
+        "slowdown_p95": _pct(sd, 95),
+        "slowdown_p99": _pct(sd, 99),
+        "slowdown_p99_under_100kb": _pct(small, 99),
+        "fct_mean_us": float(done["fct_us"].mean()) if len(done) else None,  # type: ignore[arg-type]
+        "retransmitted_frames": int(t["retransmitted"].sum()),
+        "timeouts": int(t["timeouts"].sum()),
+    }
+
+
+def slowdown_by_size(fct: pl.DataFrame, buckets: tuple[float, ...] = SIZE_BUCKETS) -> pl.DataFrame:
+    """Per size bucket (flows with size <= `upper_bytes` and above the
+    previous bound): flows, and the p50 / p95 / p99 slowdown of those that
+    finished."""
+    rows = []
+    lower = 0.0
+    done = fct.filter(pl.col("slowdown").is_not_null())
+    for upper in buckets:
+        part = done.filter((pl.col("size_bytes") > lower) & (pl.col("size_bytes") <= upper))
+        v = part["slowdown"].to_numpy()
+        rows.append(
+            {
+                "lower_bytes": lower,
+                "upper_bytes": upper,
+                "flows": len(v),
+                "slowdown_p50": _pct(v, 50),
+                "slowdown_p95": _pct(v, 95),
+                "slowdown_p99": _pct(v, 99),
+            }
+        )
+        lower = upper
+    return pl.DataFrame(
+        rows,
+        schema_overrides={"slowdown_p50": pl.Float64, "slowdown_p95": pl.Float64, "slowdown_p99": pl.Float64},
+    )
+
+
 def node_table(run: Any) -> pl.DataFrame:
     """Nodes with `throughput_from_gbps_<window>` / `throughput_to_gbps_<window>`:
     the bytes a station sent / received that were delivered in the window,
@@ -170,6 +255,8 @@ def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
         row = nodes.filter(pl.col("name") == sink)
         return row[f"throughput_to_gbps_{window}"].item() if len(row) else None
 
+    if has_flow_records(run):
+        m.update(flow_metrics(run))
     if model.stability is not None:
         m.update(stability_metrics(run, scenario))
     if model.innocent is not None:

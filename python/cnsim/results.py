@@ -17,7 +17,7 @@ import polars as pl
 
 from .engine import SeedRun
 from .errors import ScenarioError
-from .metrics import flow_table, link_table, per_seed, summarize
+from .metrics import fct_table, flow_table, link_table, per_seed, slowdown_by_size, summarize
 from .scenario import Scenario
 
 #: Engine fields that depend on the machine, not on (scenario, seed).
@@ -100,9 +100,32 @@ class Results:
         parts = [make(r).select(pl.lit(r.seed, dtype=pl.Int64).alias("seed"), pl.all()) for r in self.runs]
         return pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
 
+    @property
+    def transport(self) -> bool:
+        """The scenario has transport flows (a `[workload]`)."""
+        return self.scenario.model.workload is not None
+
     def flows(self) -> pl.DataFrame:
-        """Per seed and flow: frames generated / delivered, bytes and throughput per window."""
+        """Per seed and flow. With transport flows (a `[workload]`): one row
+        per flow, its size, start, finish, FCT, ideal FCT and slowdown
+        (`metrics.fct_table`). Otherwise per (src, dst) pair: frames
+        generated / delivered, bytes and throughput per window."""
+        if self.transport:
+            return self._per_seed_table(fct_table)
         return self._per_seed_table(flow_table)
+
+    def pairs(self) -> pl.DataFrame:
+        """Per seed and (src, dst) pair: frames generated / delivered, bytes
+        and throughput per window (with transport flows, flows.parquet has
+        the flows and pairs.parquet these counters)."""
+        return self._per_seed_table(flow_table)
+
+    def slowdown_by_size(self) -> pl.DataFrame:
+        """Slowdown p50 / p95 / p99 per flow-size bucket, over every seed's
+        finished flows (empty without transport flows)."""
+        if not self.transport:
+            return pl.DataFrame()
+        return slowdown_by_size(self.flows())
 
     def links(self) -> pl.DataFrame:
         """Per seed and link direction: bytes and throughput per window, PAUSE, notifications."""
@@ -274,6 +297,8 @@ class Results:
         out.mkdir(parents=True, exist_ok=True)
         _atomic_write(out / "scenario.toml", self.scenario.to_toml())
         self.flows().write_parquet(out / "flows.parquet")
+        if self.transport:
+            self.pairs().write_parquet(out / "pairs.parquet")
         self.links().write_parquet(out / "links.parquet")
         self.nodes().write_parquet(out / "nodes.parquet")
         self.windows().write_parquet(out / "windows.parquet")
@@ -328,10 +353,29 @@ def _runs_table(runs: list[SeedRun]) -> pl.DataFrame:
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
+#: The engine's columns of a flow record (flows.parquet adds derived ones).
+FLOW_RECORD_COLUMNS = (
+    "src",
+    "dst",
+    "size_bytes",
+    "start_ps",
+    "finish_ps",
+    "ideal_fct_ps",
+    "retransmitted",
+    "timeouts",
+    "hops",
+)
+
+
 def _saved_runs(out: Path) -> list[SeedRun]:
     """The SeedRuns of a results directory, rebuilt from its Parquet files."""
     runs_t = _read_parquet(out / "runs.parquet")
     tables = {n: _read_parquet(out / f"{n}.parquet") for n in ("windows", "flows", "links", "nodes")}
+    if (out / "pairs.parquet").exists():
+        # A run with transport flows: flows.parquet holds the flow records.
+        records = tables["flows"]
+        tables["flows"] = _read_parquet(out / "pairs.parquet")
+        tables["flow_records"] = records.select(["seed", *FLOW_RECORD_COLUMNS])
     ts = _read_parquet(out / "timeseries.parquet")
     # flows and links were saved with their derived columns: keep the raw counters.
     derived = ("throughput_gbps_", "time_paused_pct")

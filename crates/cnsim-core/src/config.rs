@@ -118,7 +118,7 @@ fn default_ack_every() -> u32 {
     1
 }
 fn default_rto_ps() -> Time {
-    1_000_000_000 // 1 ms
+    4_000_000_000 // 4 ms
 }
 
 /// One flow: `size_bytes` from `src` to `dst`, starting at `start_ps`.

@@ -412,7 +412,8 @@ class Workload(_Model):
     )
     hosts: list[str] | None = Field(None, description="the stations taking part (none: every station)")
     cdf: str = Field(
-        "websearch", description="poisson: flow-size CDF: websearch, hadoop, or a file of 'size_bytes probability' lines"
+        "websearch",
+        description="poisson: flow-size CDF: websearch, hadoop, or a file of 'size_bytes probability' lines",
     )
     load: float = Field(
         0.5, gt=0, le=1, description="poisson: mean offered load of each host, as a fraction of its link rate"
@@ -429,10 +430,15 @@ class Workload(_Model):
         None, gt=0, le=MAX_MS * 1000, description="incast: repeated every period (none: once)"
     )
     start_ms: float = Field(0.0, ge=0, le=MAX_MS, description="first flows (poisson: arrivals from)")
-    end_ms: float | None = Field(None, ge=0, le=MAX_MS, description="no flow starts after (none: the run end)")
+    end_ms: float | None = Field(
+        None, ge=0, le=MAX_MS, description="no flow starts after (none: the run end)"
+    )
     ack_every: int = Field(1, ge=1, le=65535, description="the receiver acknowledges every N frames in order")
     rto_us: float = Field(
-        1000.0, gt=0, le=MAX_US, description="retransmission timeout: go back N when nothing was acknowledged"
+        4000.0,
+        gt=0,
+        le=MAX_US,
+        description="retransmission timeout: go back N when nothing was acknowledged for this long (RDMA NICs: '4.096 us x 2^k', milliseconds)",
     )
     end_when_done: bool = Field(True, description="the run ends when the last flow has finished")
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import ScenarioError
 from ..schemes import engine_scheme
 from ..topologies import routing_for
-from .core import Scenario
-from ..errors import ScenarioError
 from ..workloads import transport as flows_transport
+from .core import Scenario
 from .model import PER_FLOW_AUTO_STATIONS, PS_PER_MS, PS_PER_US, HotspotDest
 
 

@@ -55,7 +55,9 @@ def _check(points: list[tuple[float, float]], source: str) -> None:
         if not (0 <= s <= 2**40) or not (0 <= p <= 1):
             raise ScenarioError(f"workload.cdf: {source} point {i}: size {s} or probability {p} out of range")
         if i and (s < points[i - 1][0] or p < points[i - 1][1]):
-            raise ScenarioError(f"workload.cdf: {source} point {i}: sizes and probabilities must not decrease")
+            raise ScenarioError(
+                f"workload.cdf: {source} point {i}: sizes and probabilities must not decrease"
+            )
     if points[-1][1] != 1.0:
         raise ScenarioError(f"workload.cdf: {source}: the last probability must be 1")
 
@@ -76,7 +78,7 @@ def load_cdf(name: str) -> list[tuple[float, float]]:
 def cdf_mean(points: list[tuple[float, float]]) -> float:
     """Mean size (bytes) of a piecewise-linear CDF."""
     m = points[0][0] * points[0][1]
-    for (s0, p0), (s1, p1) in zip(points, points[1:]):
+    for (s0, p0), (s1, p1) in zip(points[:-1], points[1:], strict=True):
         m += (p1 - p0) * (s0 + s1) / 2
     return m
 
@@ -136,5 +138,7 @@ def transport(w: Any, hosts: list[str], rate_bps: dict[str, float], duration_ms:
         period = round(w.period_us * PS_PER_US)
         while times[-1] + period < end:
             times.append(times[-1] + period)
-    out["flows"] = [{"src": s, "dst": receiver, "size_bytes": size, "start_ps": t} for t in times for s in senders]
+    out["flows"] = [
+        {"src": s, "dst": receiver, "size_bytes": size, "start_ps": t} for t in times for s in senders
+    ]
     return out

@@ -1,0 +1,204 @@
+"""Transport flows: workloads, FCT and slowdown, loss recovery, PFC, DCTCP."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import cnsim
+import numpy as np
+import polars as pl
+import pytest
+from cnsim.errors import ScenarioError
+from cnsim.scenario import Scenario
+
+#: Every scheme: each runs transport flows (the 802.1Qau ones act on the flows' RLs).
+SCHEMES = ["nocm", "bcn", "ecm", "qcn", "qcn2pt", "qcn3pt", "dcqcn", "dctcp"]
+
+
+def incast(**changes: Any) -> Scenario:
+    """flows_incast, smaller: 8 senders of 200 KB."""
+    sc = cnsim.load("flows_incast")
+    raw = sc.raw
+    raw["workload"].update({"fan_in": 8, "size_bytes": 200_000})
+    for k, v in changes.items():
+        raw[k] = v
+    return Scenario(raw)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_with_pfc_no_scheme_drops_and_every_flow_completes(scheme: str) -> None:
+    res = cnsim.run(incast(scheme=scheme), progress=False)
+    m = res.summary_dict()["metrics"]
+    assert m["dropped_cp"]["mean"] == 0 and m["dropped_rp"]["mean"] == 0
+    assert m["flows_completed"]["mean"] == m["flows_started"]["mean"] == 8
+    assert m["timeouts"]["mean"] == 0 and m["retransmitted_frames"]["mean"] == 0
+    f = res.flows()
+    assert (f["slowdown"] >= 1.0 - 1e-12).all()
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_without_pfc_losses_are_recovered_and_every_byte_arrives(scheme: str) -> None:
+    sc = incast(
+        scheme=scheme, pause={"enabled": False}, bridge={"buffer_mode": "per_output", "buffer_bytes": 60_000}
+    )
+    res = cnsim.run(sc, progress=False)
+    m = res.summary_dict()["metrics"]
+    assert m["flows_completed"]["mean"] == 8, m
+    # The engine checked conservation (generated = delivered + dropped + in flight);
+    # every byte of every flow reached its receiver in order.
+    run = res.runs[0]
+    assert run.frames["delivered"] >= 8 * round(200_000 / 1500 + 0.5)
+    if scheme == "nocm":
+        assert m["dropped_cp"]["mean"] > 0 and m["retransmitted_frames"]["mean"] > 0
+
+
+def test_a_lone_flow_has_slowdown_one() -> None:
+    sc = incast(workload={"kind": "incast", "fan_in": 1, "receiver": "H0", "size_bytes": 1_000_000})
+    f = cnsim.run(sc, progress=False).flows()
+    assert len(f) == 1
+    assert f["slowdown"][0] == pytest.approx(1.0, abs=1e-12)
+    # The ideal: 667 frames at 10 Gbit/s (0.8 ms) plus the path's per-hop latency.
+    assert 800 < f["ideal_fct_us"][0] < 820
+
+
+def test_flows_parquet_and_summary_carry_the_fct_metrics(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cnsim",
+            "run",
+            "flows_incast",
+            "--set",
+            "workload.fan_in=4",
+            "--set",
+            "workload.size_bytes=50000",
+            "--out",
+            str(out),
+            "--no-report",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 0, p.stderr
+    f = pl.read_parquet(out / "flows.parquet")
+    for col in ("src", "dst", "size_bytes", "start_us", "fct_us", "slowdown"):
+        assert col in f.columns
+    assert len(f) == 4 and set(f["dst"]) == {"H0"}
+    s = json.loads((out / "summary.json").read_text())["metrics"]
+    for k in ("slowdown_p50", "slowdown_p95", "slowdown_p99", "flows_completed"):
+        assert k in s
+    assert s["flows_completed"]["mean"] == 4
+    # The saved results reopen with the same metrics.
+    again = cnsim.open_results(out)
+    assert again.summary_dict()["metrics"]["slowdown_p99"] == s["slowdown_p99"]
+    assert len(again.flows()) == 4
+
+
+def test_poisson_arrivals_offer_the_asked_load(tmp_path: Path) -> None:
+    cdf = tmp_path / "u.cdf"
+    cdf.write_text("# uniform 1 to 20 KB\n1000 0\n20000 1\n")
+    raw = {
+        "name": "p",
+        "duration_ms": 20.0,
+        "seeds": [0],
+        "topology": {"generator": "leafspine", "leaves": 2, "spines": 2, "hosts_per_leaf": 4},
+        "workload": {"kind": "poisson", "cdf": str(cdf), "load": 0.3, "end_ms": 20.0},
+        "bridge": {"buffer_mode": "shared", "buffer_bytes": 4_000_000},
+        "pause": {"enabled": True, "xoff_bytes": 150_000, "xon_bytes": 130_000},
+    }
+    res = cnsim.run(Scenario(raw), progress=False)
+    f = res.flows()
+    offered_gbps = f["size_bytes"].sum() * 8 / 20e-3 / 1e9
+    assert offered_gbps == pytest.approx(8 * 10 * 0.3, rel=0.05)
+    assert (f["src"] != f["dst"]).all()
+    assert set(f["src"]) == {f"H{i}" for i in range(8)}
+    assert f["size_bytes"].min() >= 1000 and f["size_bytes"].max() <= 20000
+
+
+def test_dctcp_holds_the_queue_near_k_at_full_throughput() -> None:
+    """N long flows on one bottleneck: the queue oscillates around K with the
+    amplitude of the DCTCP analysis (Alizadeh et al. 2010, section 3.3: Q_max
+    = K + N, amplitude A = 1/2 sqrt(2 N (C x RTT + K)) packets), and the link
+    stays busy."""
+    n = 4
+    raw = cnsim.load("flows_incast").raw
+    raw.update(
+        scheme="dctcp",
+        duration_ms=20.0,
+        bin_us=10.0,
+        pause={"enabled": False},
+        bridge={"buffer_mode": "per_output", "buffer_bytes": 1_000_000},
+        workload={"kind": "long_lived", "fan_in": n, "receiver": "H0", "start_ms": 0.0},
+        measure={"start_ms": 5.0, "end_ms": 20.0},
+    )
+    # Senders on H0's own leaf: one bottleneck, L0->H0.
+    res = cnsim.run(Scenario(raw), progress=False)
+    m = res.summary_dict()["metrics"]
+    assert m["dropped_cp"]["mean"] == 0
+    link = res.links().filter(pl.col("name") == "L0->H0")
+    assert link["throughput_gbps_measure"][0] > 0.97 * 10.0
+    q = res.timeseries("queue_bytes").filter((pl.col("key") == "L0->H0") & (pl.col("time_ms") >= 5.0))
+    pkts = q["value"].to_numpy() / 1500
+    k = 97_500 / 1500
+    rtt_pkts = 10e9 * 12e-6 / 8 / 1500  # C x RTT: about 12 us of base RTT
+    amplitude = 0.5 * np.sqrt(2 * n * (rtt_pkts + k))
+    assert abs(np.mean(pkts) - k) < amplitude, (np.mean(pkts), k, amplitude)
+    assert pkts.max() < k + n + 2 * amplitude
+    assert pkts.min() > k - 2 * amplitude
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"workload": {"kind": "poisson", "cdf": "nosuch"}}, "workload.cdf"),
+        ({"workload": {"kind": "incast", "fan_in": 99}}, "workload.fan_in"),
+        ({"workload": {"kind": "incast", "receiver": "L0"}}, "workload.receiver"),
+        ({"workload": {"kind": "poisson", "load": 1.5}}, "workload.load"),
+        ({"workload": {"kind": "bogus"}}, "workload.kind"),
+        ({"workload": {"kind": "incast", "hosts": ["H0", "X9"]}}, "workload.hosts"),
+    ],
+)
+def test_bad_workloads_are_named(changes: dict[str, Any], message: str) -> None:
+    raw = cnsim.load("flows_incast").raw
+    raw.update(changes)
+    with pytest.raises(ScenarioError, match=message.replace(".", r"\.")):
+        Scenario(raw).engine_json()
+
+
+def test_a_bad_workload_on_the_command_line_exits_2(tmp_path: Path) -> None:
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cnsim",
+            "run",
+            "flows_incast",
+            "--set",
+            "workload.fan_in=0",
+            "--out",
+            str(tmp_path / "x"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 2
+    assert "workload.fan_in" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_flows_repeat_with_the_seed_and_change_with_another() -> None:
+    raw = cnsim.load("flows_websearch").raw
+    raw.update(
+        topology={"generator": "leafspine", "leaves": 2, "spines": 2, "hosts_per_leaf": 4}, duration_ms=5.0
+    )
+    raw["workload"]["end_ms"] = 2.0
+    a = cnsim.run(Scenario(raw), seeds=[1], progress=False).flows()
+    b = cnsim.run(Scenario(raw), seeds=[1], progress=False).flows()
+    c = cnsim.run(Scenario(raw), seeds=[2], progress=False).flows()
+    assert a.equals(b)
+    assert not a.drop("seed").equals(c.drop("seed"))
