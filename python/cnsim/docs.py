@@ -169,6 +169,7 @@ def parameter_tables() -> str:
         ("`[stability]` (optional)", m.Stability),
         ("`[innocent]` (optional)", m.Innocent),
         ("`[transient]` (optional)", m.Transient),
+        ("`[workload]`: transport flows (optional)", m.Workload),
         ("`[trace]`", m.Trace),
         ("`[stats]`", m.Stats),
         ("`[[links]]`", m.Link),
