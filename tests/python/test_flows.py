@@ -202,3 +202,10 @@ def test_flows_repeat_with_the_seed_and_change_with_another() -> None:
     c = cnsim.run(Scenario(raw), seeds=[2], progress=False).flows()
     assert a.equals(b)
     assert not a.drop("seed").equals(c.drop("seed"))
+
+
+def test_the_report_plots_slowdown_against_size(tmp_path: Path) -> None:
+    res = cnsim.run(incast(), progress=False)
+    out = res.save(tmp_path / "r")
+    assert (out / "slowdown.png").stat().st_size > 10_000
+    assert "slowdown.png" in (out / "report.html").read_text()

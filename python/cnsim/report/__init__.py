@@ -21,6 +21,7 @@ RUN_FIGURES = {
     "paused.png": figures.paused_fig,
     "fairness.png": figures.fairness_fig,
     "transient.png": figures.transient_fig,
+    "slowdown.png": figures.slowdown_fig,
 }
 
 

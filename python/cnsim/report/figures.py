@@ -142,6 +142,34 @@ def rl_fig(res: Any) -> Any | None:
     return fig
 
 
+def slowdown_fig(res: Any) -> Any | None:
+    """With transport flows: each finished flow's slowdown against its size
+    (log-log), and the p50 / p95 / p99 of each size bucket."""
+    if not getattr(res, "transport", False):
+        return None
+    f = res.flows().filter(res.flows()["slowdown"].is_not_null())
+    if len(f) == 0:
+        return None
+    fig = Figure(figsize=(9, 4.2))
+    ax = fig.subplots()
+    ax.scatter(f["size_bytes"].to_numpy(), f["slowdown"].to_numpy(), s=4, alpha=0.35, label="flows")
+    b = res.slowdown_by_size().filter(res.slowdown_by_size()["flows"] > 0)
+    lower = b["lower_bytes"].to_numpy()
+    upper = np.minimum(b["upper_bytes"].to_numpy(), float(f["size_bytes"].max()))
+    mid = np.sqrt(np.maximum(lower, 1.0) * upper)
+    for q, style in (("slowdown_p50", "o-"), ("slowdown_p95", "s--"), ("slowdown_p99", "^:")):
+        ax.plot(mid, b[q].to_numpy(), style, lw=1.5, label=q.replace("slowdown_", ""))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("flow size (bytes)")
+    ax.set_ylabel("slowdown (FCT / ideal FCT)")
+    ax.set_title(f"FCT slowdown, {res.scenario.model.scheme}, {len(f)} finished flows")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def paused_fig(res: Any) -> Any | None:
     bin_ms, ps = _series(res, "paused_fraction")
     if not ps:
