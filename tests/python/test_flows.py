@@ -19,6 +19,11 @@ from cnsim.scenario import Scenario
 SCHEMES = ["nocm", "bcn", "ecm", "qcn", "qcn2pt", "qcn3pt", "dcqcn", "dctcp"]
 
 
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """`cnsim ARGS...` in a fresh interpreter."""
+    return subprocess.run([sys.executable, "-m", "cnsim", *args], capture_output=True, text=True)
+
+
 def incast(**changes: Any) -> Scenario:
     """flows_incast, smaller: 8 senders of 200 KB."""
     sc = cnsim.load("flows_incast")
@@ -67,23 +72,16 @@ def test_a_lone_flow_has_slowdown_one() -> None:
 
 def test_flows_parquet_and_summary_carry_the_fct_metrics(tmp_path: Path) -> None:
     out = tmp_path / "r"
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cnsim",
-            "run",
-            "flows_incast",
-            "--set",
-            "workload.fan_in=4",
-            "--set",
-            "workload.size_bytes=50000",
-            "--out",
-            str(out),
-            "--no-report",
-        ],
-        capture_output=True,
-        text=True,
+    p = cli(
+        "run",
+        "flows_incast",
+        "--set",
+        "workload.fan_in=4",
+        "--set",
+        "workload.size_bytes=50000",
+        "--out",
+        str(out),
+        "--no-report",
     )
     assert p.returncode == 0, p.stderr
     f = pl.read_parquet(out / "flows.parquet")
@@ -172,21 +170,7 @@ def test_bad_workloads_are_named(changes: dict[str, Any], message: str) -> None:
 
 
 def test_a_bad_workload_on_the_command_line_exits_2(tmp_path: Path) -> None:
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cnsim",
-            "run",
-            "flows_incast",
-            "--set",
-            "workload.fan_in=0",
-            "--out",
-            str(tmp_path / "x"),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    p = cli("run", "flows_incast", "--set", "workload.fan_in=0", "--out", str(tmp_path / "x"))
     assert p.returncode == 2
     assert "workload.fan_in" in p.stderr and "Traceback" not in p.stderr
 

@@ -274,47 +274,22 @@ impl<S: Scheme> NetSim<S> {
         let slows = self.scheme.slows(&note.ext);
         let now = self.now;
         self.rps[s].notifications += 1;
-        if note.flow != NO_FLOW {
+        let id = if note.flow != NO_FLOW {
             // About a transport flow: its own RL, while its sender runs.
-            let id = self.tp.flows[note.flow as usize].rl;
-            if id == super::transport::NO_RL {
-                return;
+            match self.tp.flows[note.flow as usize].rl {
+                super::transport::NO_RL => return,
+                id => id,
             }
-            if slows {
-                self.rl(id).tag = cpid;
-            }
-            let rp = &mut self.rps[s];
-            let rl = self.rls[id as usize].as_mut().expect("live");
-            let timer = self
-                .scheme
-                .rp_on_note(&mut rl.core, &mut rl.state, &note.ext, cpid, now, &mut rp.rng);
-            self.after_rate_change(id, timer);
-            return;
-        }
-        let key = match self.rps[s].scope {
-            RlScope::Flow if note.about == NO_NODE => return, // names no flow: nothing to act on
-            RlScope::Flow => note.about,
-            RlScope::Cp => cpid,
-        };
-        let id = match self.rps[s].by_key.get(key) {
-            Some(id) => id,
-            None => {
-                if !self.scheme.creates_rl(&note.ext) {
-                    return;
-                }
-                if self.free_rls.is_empty() && self.rls.len() > crate::engine::queue::MAX_INDEX as usize {
-                    // RL ids index timer events; the run fails in `finish`
-                    // rather than go on without this RL.
-                    self.rl_overflow = true;
-                    return;
-                }
-                self.create_rl(s, key, cpid)
+        } else {
+            match self.open_loop_rl(s, note) {
+                Some(id) => id,
+                None => return,
             }
         };
         if slows {
             // The CP that last slowed the RL is the one that may raise it (BCN rule 4).
             self.rl(id).tag = cpid;
-            if self.rps[s].scope == RlScope::Cp && note.about != NO_NODE {
+            if note.flow == NO_FLOW && self.rps[s].scope == RlScope::Cp && note.about != NO_NODE {
                 // Map (or re-map to the newer CP) the flow the notification is about.
                 self.rps[s].flow_map.insert(note.about, id);
             }
@@ -327,17 +302,35 @@ impl<S: Scheme> NetSim<S> {
         self.after_rate_change(id, timer);
     }
 
+    /// The RL an open-loop notification acts on (`station.rl_scope`),
+    /// created if the notification asks for one; `None`: nothing to act on.
+    fn open_loop_rl(&mut self, s: usize, note: &Frame<S::Ext>) -> Option<u32> {
+        let cpid = note.cpid;
+        let key = match self.rps[s].scope {
+            RlScope::Flow if note.about == NO_NODE => return None, // names no flow: nothing to act on
+            RlScope::Flow => note.about,
+            RlScope::Cp => cpid,
+        };
+        if let Some(id) = self.rps[s].by_key.get(key) {
+            return Some(id);
+        }
+        if !self.scheme.creates_rl(&note.ext) {
+            return None;
+        }
+        if self.free_rls.is_empty() && self.rls.len() > crate::engine::queue::MAX_INDEX as usize {
+            // RL ids index timer events; the run fails in `finish`
+            // rather than go on without this RL.
+            self.rl_overflow = true;
+            return None;
+        }
+        Some(self.create_rl(s, key, cpid))
+    }
+
     fn create_rl(&mut self, s: usize, key: u16, cpid: u16) -> u32 {
         let now = self.now;
         let port = self.net.stations[s].port;
         let line = self.net.ports[port as usize].nominal_rate_bps as f64;
-        let mut core = RlCore {
-            rate_bps: line,
-            line_rate_bps: line,
-            stopped_until: 0,
-            window_bytes: u64::MAX,
-            inflight_bytes: 0,
-        };
+        let mut core = RlCore::at_line_rate(line);
         let (state, timer) = self.scheme.new_rl(&mut core, now);
         let trace = self.rl_trace_for(s, key);
         let rl = RateLimiter {

@@ -111,6 +111,19 @@ impl Flow {
         }
     }
 
+    /// What the flow's RL is told of a transport event.
+    fn ack_view(&self, kind: AckKind, acked_bytes: u64, rtt_ps: Time, frame_bytes: u32) -> AckView {
+        AckView {
+            kind,
+            acked_bytes,
+            rtt_ps,
+            una_bytes: self.bytes(0, self.snd_una, frame_bytes),
+            nxt_bytes: self.bytes(0, self.snd_nxt, frame_bytes),
+            mss: frame_bytes,
+            hops: self.hops,
+        }
+    }
+
     /// Bytes of frames `a..b`.
     #[inline]
     pub fn bytes(&self, a: u32, b: u32, frame_bytes: u32) -> u64 {
@@ -134,6 +147,8 @@ pub struct FlowGen {
     /// Destinations, drawn uniformly (the station itself excluded).
     pub dests: Arc<[u16]>,
     pub cdf: Arc<[(f64, f64)]>,
+    /// Arrivals in [start, end).
+    pub start: Time,
     pub end: Time,
     pub rng: Stream,
 }
@@ -257,6 +272,7 @@ impl<S: Scheme> NetSim<S> {
                     mean_gap_ps: PS_PER_S as f64 / a.rate_per_s,
                     dests: dests.clone(),
                     cdf: cdf.clone(),
+                    start: a.start_ps,
                     end: a.end_ps.min(self.duration),
                     rng: stream(self.seed, &format!("{name}/flows/{i}")),
                 });
@@ -266,9 +282,6 @@ impl<S: Scheme> NetSim<S> {
             return err(format!("flows: more than {MAX_INDEX} flows or arrival processes"));
         }
         // Every pair that may carry a flow must be routable.
-        for f in &flows {
-            self.path_of(f.src, f.dst).map_err(ConfigError)?;
-        }
         for g in &gens {
             for &d in g.dests.iter().filter(|&&d| d != g.station) {
                 self.path_of(g.station, d).map_err(ConfigError)?;
@@ -282,10 +295,9 @@ impl<S: Scheme> NetSim<S> {
                 pending += 1;
             }
         }
-        let starts: Vec<Time> = t.arrivals.iter().flat_map(|a| a.stations.iter().map(|_| a.start_ps)).collect();
         let mut live = 0;
         for (g, gen) in gens.iter_mut().enumerate() {
-            let first = starts[g].saturating_add(exp_gap(gen.mean_gap_ps, &mut gen.rng));
+            let first = gen.start.saturating_add(exp_gap(gen.mean_gap_ps, &mut gen.rng));
             if first < gen.end {
                 self.q.push(first, EV_FLOW_ARRIVAL, g as u32);
                 live += 1;
@@ -406,13 +418,7 @@ impl<S: Scheme> NetSim<S> {
         let s = self.tp.flows[id as usize].src as usize;
         let port = self.net.stations[s].port;
         let line = self.net.ports[port as usize].nominal_rate_bps as f64;
-        let mut core = RlCore {
-            rate_bps: line,
-            line_rate_bps: line,
-            stopped_until: 0,
-            window_bytes: u64::MAX,
-            inflight_bytes: 0,
-        };
+        let mut core = RlCore::at_line_rate(line);
         let (state, timer) = self.scheme.new_rl(&mut core, now);
         let rl = RateLimiter {
             station: s as u32,
@@ -572,15 +578,7 @@ impl<S: Scheme> NetSim<S> {
         } else if !was_all_sent && now_all_sent {
             self.rps[s].flow_pending -= 1;
         }
-        let view = AckView {
-            kind,
-            acked_bytes: fl.bytes(old_una, fl.snd_una, fb),
-            rtt_ps: now.saturating_sub(f.born),
-            una_bytes: fl.bytes(0, fl.snd_una, fb),
-            nxt_bytes: fl.bytes(0, fl.snd_nxt, fb),
-            mss: fb,
-            hops: fl.hops,
-        };
+        let view = fl.ack_view(kind, fl.bytes(old_una, fl.snd_una, fb), now.saturating_sub(f.born), fb);
         let inflight = fl.bytes(fl.snd_una, fl.snd_nxt, fb);
         let finished = fl.snd_una == fl.n_frames;
         let rl = self.rls[id as usize].as_mut().expect("live");
@@ -635,15 +633,7 @@ impl<S: Scheme> NetSim<S> {
         fl.snd_nxt = fl.snd_una;
         fl.rto_deadline = Time::MAX; // re-armed by the next frame sent
         let id = fl.rl;
-        let view = AckView {
-            kind: AckKind::Timeout,
-            acked_bytes: 0,
-            rtt_ps: 0,
-            una_bytes: fl.bytes(0, fl.snd_una, fb),
-            nxt_bytes: fl.bytes(0, fl.snd_nxt, fb),
-            mss: fb,
-            hops: fl.hops,
-        };
+        let view = fl.ack_view(AckKind::Timeout, 0, 0, fb);
         let rl = self.rls[id as usize].as_mut().expect("live");
         rl.core.inflight_bytes = 0;
         let rp = &mut self.rps[s];

@@ -380,13 +380,7 @@ mod tests {
     use crate::engine::PS_PER_US;
 
     fn core() -> RlCore {
-        RlCore {
-            rate_bps: 10e9,
-            line_rate_bps: 10e9,
-            stopped_until: 0,
-            window_bytes: u64::MAX,
-            inflight_bytes: 0,
-        }
+        RlCore::at_line_rate(10e9)
     }
 
     fn qv(bytes: u64) -> QueueView {

@@ -317,13 +317,7 @@ mod tests {
     fn cnp_cuts_by_alpha_and_alpha_follows_congestion() {
         let d = dcqcn();
         let mut rng = stream(0, "rp");
-        let mut c = RlCore {
-            rate_bps: 10e9,
-            line_rate_bps: 10e9,
-            stopped_until: 0,
-            window_bytes: u64::MAX,
-            inflight_bytes: 0,
-        };
+        let mut c = RlCore::at_line_rate(10e9);
         let (mut rl, _) = d.new_rl(&mut c, 0);
         let cnp = DcqcnExt::default();
         // alpha starts at 1: the first CNP halves the rate.

@@ -209,13 +209,7 @@ mod tests {
     use crate::engine::rng::stream;
 
     fn core() -> RlCore {
-        RlCore {
-            rate_bps: 10e9,
-            line_rate_bps: 10e9,
-            stopped_until: 0,
-            window_bytes: u64::MAX,
-            inflight_bytes: 0,
-        }
+        RlCore::at_line_rate(10e9)
     }
 
     fn ack(acked: u64, una: u64, nxt: u64) -> AckView {

@@ -56,6 +56,19 @@ pub struct RlCore {
     pub inflight_bytes: u64,
 }
 
+impl RlCore {
+    /// A new RL's core: at line rate, not stopped, no window, nothing in flight.
+    pub fn at_line_rate(line_rate_bps: f64) -> RlCore {
+        RlCore {
+            rate_bps: line_rate_bps,
+            line_rate_bps,
+            stopped_until: 0,
+            window_bytes: u64::MAX,
+            inflight_bytes: 0,
+        }
+    }
+}
+
 /// What a CP sees of its queue when a frame joins or leaves it.
 #[derive(Clone, Copy, Debug)]
 pub struct QueueView {

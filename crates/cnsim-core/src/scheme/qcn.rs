@@ -515,10 +515,7 @@ mod tests {
     fn core(rate: f64) -> RlCore {
         RlCore {
             rate_bps: rate,
-            line_rate_bps: 10e9,
-            stopped_until: 0,
-            window_bytes: u64::MAX,
-            inflight_bytes: 0,
+            ..RlCore::at_line_rate(10e9)
         }
     }
 
