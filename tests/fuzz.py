@@ -42,6 +42,7 @@ SECTIONS: dict[str, Any] = {
     "fairness": M.Fairness,
     "utilization": M.Utilization,
     "stats": M.Stats,
+    "workload": M.Workload,
     **TABLES,
 }
 KEYS = sorted(
@@ -142,6 +143,16 @@ values = st.one_of(
             "incast",
             "hotspot",
             [[[[[]]]]],
+            "poisson",
+            "long_lived",
+            "websearch",
+            "hadoop",
+            "H0",
+            ["H0", "H1"],
+            {"kind": "poisson", "load": 0.3},
+            {"kind": "incast", "fan_in": 3, "size_bytes": 3000},
+            {"kind": "permutation", "size_bytes": 1},
+            {"kind": "long_lived", "fan_in": 2},
         ]
     ),
     st.integers(min_value=-(2**70), max_value=2**70),

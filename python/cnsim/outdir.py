@@ -26,6 +26,7 @@ RESULT_FILES = {
     "scenario.toml",
     "summary.json",
     "flows.parquet",
+    "pairs.parquet",
     "links.parquet",
     "nodes.parquet",
     "windows.parquet",

@@ -96,6 +96,12 @@ def test_flows_parquet_and_summary_carry_the_fct_metrics(tmp_path: Path) -> None
     again = cnsim.open_results(out)
     assert again.summary_dict()["metrics"]["slowdown_p99"] == s["slowdown_p99"]
     assert len(again.flows()) == 4
+    # A results directory of a flow run is one --force may replace.
+    again_cli = cli(
+        "run", "flows_incast", "--set", "workload.fan_in=2", "--out", str(out), "--force", "--no-report"
+    )
+    assert again_cli.returncode == 0, again_cli.stderr
+    assert len(pl.read_parquet(out / "flows.parquet")) == 2
 
 
 def test_poisson_arrivals_offer_the_asked_load(tmp_path: Path) -> None:
