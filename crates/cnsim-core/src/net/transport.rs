@@ -355,20 +355,7 @@ impl<S: Scheme> NetSim<S> {
                 (p.nominal_rate_bps, p.delay_ps + p.rx_extra_ps[super::port::WIRE_DATA])
             })
             .collect();
-        // done[h]: when hop h finished sending the previous frame.
-        let mut done = vec![0 as Time; hops.len()];
-        let mut arrive = 0;
-        for k in 0..f.n_frames {
-            let len = f.frame_len(k, self.frame_bytes) as u64;
-            let mut t = 0; // every frame is ready at the start (line-rate pacing)
-            for (h, &(rate, extra)) in hops.iter().enumerate() {
-                let start = t.max(done[h]);
-                done[h] = start + serialization_ps(len, rate);
-                t = done[h] + extra;
-            }
-            arrive = t;
-        }
-        arrive
+        pipeline_ps(&hops, f.n_frames, self.frame_bytes as u64, f.last_len as u64)
     }
 
     /// A flow given one by one starts.
@@ -663,6 +650,32 @@ impl<S: Scheme> NetSim<S> {
     }
 }
 
+/// When the last of `n` frames (all `full` bytes but the last, `last`)
+/// reaches the end of `hops` (rate, then the delay after it), all ready at
+/// time 0, store and forward. In the tandem the frames' finishing times obey
+/// C(k, h) = max(C(k, h - 1) + delay, C(k - 1, h)) + service; every path
+/// through the (frame, hop) grid crosses each delay once, so C is the
+/// delays plus the longest path of services: along the first frame to hop j,
+/// down hop j for the other full frames (the slowest hop so far carries
+/// them), then the last frame from hop j on. O(hops^2), whatever the size.
+pub fn pipeline_ps(hops: &[(u64, Time)], n: u32, full: u64, last: u64) -> Time {
+    let delays: Time = hops.iter().map(|h| h.1).sum();
+    let s: Vec<Time> = hops.iter().map(|&(r, _)| serialization_ps(full, r)).collect();
+    let t: Vec<Time> = hops.iter().map(|&(r, _)| serialization_ps(last, r)).collect();
+    if n <= 1 {
+        return delays + t.iter().sum::<Time>();
+    }
+    let mut best = 0;
+    let (mut prefix, mut slowest) = (0, 0);
+    for j in 0..hops.len() {
+        prefix += s[j];
+        slowest = slowest.max(s[j]);
+        let rest: Time = t[j..].iter().sum();
+        best = best.max(prefix + (n as Time - 2) * slowest + rest);
+    }
+    delays + best
+}
+
 /// An exponential gap of mean `mean_ps` (ps), at least 1.
 fn exp_gap(mean_ps: f64, rng: &mut Stream) -> Time {
     let u = 1.0 - rng.gen::<f64>(); // (0, 1]
@@ -823,6 +836,33 @@ mod tests {
         let n = 200_000;
         let m: f64 = (0..n).map(|_| sample_cdf(&cdf, rng.gen::<f64>()) as f64).sum::<f64>() / n as f64;
         assert!((m / cdf_mean(&cdf) - 1.0).abs() < 0.01, "{m}");
+    }
+
+    /// The closed form against the frame-by-frame recursion it replaces.
+    #[test]
+    fn the_pipeline_formula_matches_frame_by_frame_store_and_forward() {
+        let mut rng = crate::engine::rng::stream(5, "pipe");
+        for _ in 0..300 {
+            let h = rng.gen_range(1..6);
+            let hops: Vec<(u64, Time)> = (0..h)
+                .map(|_| (rng.gen_range(1..100u64) * 1_000_000_000, rng.gen_range(0..3_000_000)))
+                .collect();
+            let full = 1500;
+            let size = rng.gen_range(1..200_000u64);
+            let f = Flow::new(0, 1, size, 0, full as u32);
+            let mut done = vec![0 as Time; h];
+            let mut arrive = 0;
+            for k in 0..f.n_frames {
+                let len = f.frame_len(k, full as u32) as u64;
+                let mut t = 0;
+                for (j, &(rate, extra)) in hops.iter().enumerate() {
+                    done[j] = t.max(done[j]) + serialization_ps(len, rate);
+                    t = done[j] + extra;
+                }
+                arrive = t;
+            }
+            assert_eq!(pipeline_ps(&hops, f.n_frames, full, f.last_len as u64), arrive, "{hops:?} {size}");
+        }
     }
 
     #[test]
