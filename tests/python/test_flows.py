@@ -16,7 +16,7 @@ from cnsim.errors import ScenarioError
 from cnsim.scenario import Scenario
 
 #: Every scheme: each runs transport flows (the 802.1Qau ones act on the flows' RLs).
-SCHEMES = ["nocm", "bcn", "ecm", "qcn", "qcn2pt", "qcn3pt", "dcqcn", "dctcp"]
+SCHEMES = ["nocm", "bcn", "ecm", "qcn", "qcn2pt", "qcn3pt", "dcqcn", "dctcp", "timely"]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -28,6 +28,7 @@ pub mod dctcp;
 pub mod nocm;
 pub mod params;
 pub mod qcn;
+pub mod timely;
 
 use params::{Entry, Table};
 
@@ -292,6 +293,13 @@ pub const SCHEMES: &[Entry] = &[
         sets: &[],
         description: "DCTCP (2010): ECN marking above K, window cut by the marked fraction; transport flows",
     },
+    Entry {
+        name: "timely",
+        engine: "timely",
+        table: Some("timely"),
+        sets: &[],
+        description: "TIMELY (2015): rate from the RTT gradient (rule = original | patched); transport flows",
+    },
 ];
 
 /// Every parameter table a scenario file may hold, in documentation order.
@@ -304,6 +312,7 @@ pub fn tables() -> Vec<Table> {
         qcn::table_3pt(),
         dcqcn::table(),
         dctcp::table(),
+        timely::table(),
     ]
 }
 
@@ -319,6 +328,7 @@ pub fn build(cfg: &SimConfig, seed: u64) -> Result<Box<dyn Run>, ConfigError> {
         },
         "dcqcn" => Box::new(NetSim::new(cfg, seed, dcqcn::Dcqcn::from_config(s)?)?),
         "dctcp" => Box::new(NetSim::new(cfg, seed, dctcp::Dctcp::from_config(s)?)?),
+        "timely" => Box::new(NetSim::new(cfg, seed, timely::Timely::from_config(s)?)?),
         other => return err(format!("scheme: unknown scheme '{other}'")),
     })
 }
