@@ -16,7 +16,7 @@ from cnsim.errors import ScenarioError
 from cnsim.scenario import Scenario
 
 #: Every scheme: each runs transport flows (the 802.1Qau ones act on the flows' RLs).
-SCHEMES = ["nocm", "bcn", "ecm", "qcn", "qcn2pt", "qcn3pt", "dcqcn", "dctcp", "timely"]
+SCHEMES = ["nocm", "bcn", "ecm", "qcn", "qcn2pt", "qcn3pt", "dcqcn", "dctcp", "timely", "hpcc"]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -199,3 +199,40 @@ def test_the_report_plots_slowdown_against_size(tmp_path: Path) -> None:
     out = res.save(tmp_path / "r")
     assert (out / "slowdown.png").stat().st_size > 10_000
     assert "slowdown.png" in (out / "report.html").read_text()
+
+
+def test_hpcc_drains_an_incast_queue_within_a_few_rtts_without_pause() -> None:
+    """16 senders at line rate into one 10 Gbit/s port (HPCC paper, section
+    5): the queue peaks at about the senders' first windows and drains to a
+    few frames within 0.2 ms of the onset (about two RTTs at the peak queue,
+    137 us of queueing plus the 10.5 us base RTT), with no PAUSE."""
+    raw = cnsim.load("flows_incast").raw
+    raw.update(scheme="hpcc", bin_us=5.0)
+    res = cnsim.run(Scenario(raw), progress=False)
+    q = res.timeseries("queue_bytes").filter(pl.col("key") == "L0->H0")
+    t, v = q["time_ms"].to_numpy(), q["value"].to_numpy()
+    onset = raw["workload"]["start_ms"]
+    assert v.max() < 16 * 15_000, v.max()  # 16 first windows of one BDP (13 KB) and change
+    end = res.runs[0].end_ps / 1e9
+    settled = v[(t >= onset + 0.2) & (t < end - 0.2)]
+    assert settled.max() < 30_000, settled.max()  # 16 windows of at least one frame: 24 KB
+    m = res.summary_dict()["metrics"]
+    assert m["pause_frames"]["mean"] == 0
+    assert m["aggregate_throughput"]["mean"] > 0.95 * 10.0
+
+
+def test_an_hpcc_flow_starts_at_line_rate() -> None:
+    """HPCC's first window is one BDP at line rate: a flow of that size
+    completes in exactly its ideal time, and a long one stays near eta."""
+    raw = cnsim.load("flows_incast").raw
+    raw["scheme"] = "hpcc"
+    # H1 -> L0 -> H0: base RTT 9.5 us, one BDP at 10 Gbit/s = 11,875 B.
+    raw["workload"] = {"kind": "incast", "fan_in": 1, "receiver": "H0", "size_bytes": 11_875}
+    f = cnsim.run(Scenario(raw), progress=False).flows()
+    assert f["slowdown"][0] == pytest.approx(1.0, abs=1e-12)
+    raw["workload"]["size_bytes"] = 12_000  # one frame beyond it waits for the first ACK
+    f = cnsim.run(Scenario(raw), progress=False).flows()
+    assert f["slowdown"][0] > 1.05
+    raw["workload"]["size_bytes"] = 1_000_000
+    f = cnsim.run(Scenario(raw), progress=False).flows()
+    assert 1.0 < f["slowdown"][0] < 1.0 / 0.95 + 0.1

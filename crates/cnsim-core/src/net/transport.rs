@@ -69,8 +69,10 @@ pub struct Flow {
     pub rto_event: Time,
     pub retransmitted: u32,
     pub timeouts: u32,
-    /// Links on the flow's path.
+    /// Links on the flow's path, and its base RTT: a full frame there and
+    /// its ACK back on the empty network.
     pub hops: u32,
+    pub base_rtt_ps: Time,
 }
 
 impl Flow {
@@ -98,6 +100,7 @@ impl Flow {
             retransmitted: 0,
             timeouts: 0,
             hops: 0,
+            base_rtt_ps: 0,
         }
     }
 
@@ -121,6 +124,7 @@ impl Flow {
             nxt_bytes: self.bytes(0, self.snd_nxt, frame_bytes),
             mss: frame_bytes,
             hops: self.hops,
+            base_rtt_ps: self.base_rtt_ps,
         }
     }
 
@@ -289,7 +293,7 @@ impl<S: Scheme> NetSim<S> {
         }
         let mut pending = 0;
         for (i, f) in flows.iter_mut().enumerate() {
-            f.hops = self.path_of(f.src, f.dst).map_err(ConfigError)?.len() as u32;
+            (f.hops, f.base_rtt_ps) = self.path_info(f.src, f.dst).map_err(ConfigError)?;
             if f.start < self.duration {
                 self.q.push(f.start, EV_FLOW_START, i as u32);
                 pending += 1;
@@ -343,6 +347,22 @@ impl<S: Scheme> NetSim<S> {
         ))
     }
 
+    /// Links from `src` to `dst`, and the base RTT: a full data frame
+    /// there and a control frame (its ACK) back, each hop's serialisation,
+    /// propagation and receiving-node latency.
+    pub(crate) fn path_info(&self, src: u16, dst: u16) -> Result<(u32, Time), String> {
+        use super::port::{WIRE_DATA, WIRE_NOTE};
+        let path = self.path_of(src, dst)?;
+        let mut rtt = 0;
+        for &p in &path {
+            let there = &self.net.ports[p as usize];
+            let back = &self.net.ports[there.reverse as usize];
+            rtt += serialization_ps(self.frame_bytes as u64, there.nominal_rate_bps) + there.delay_ps + there.rx_extra_ps[WIRE_DATA];
+            rtt += serialization_ps(self.ctrl_bytes as u64, back.nominal_rate_bps) + back.delay_ps + back.rx_extra_ps[WIRE_NOTE];
+        }
+        Ok((path.len() as u32, rtt))
+    }
+
     /// The flow alone on the empty network: store and forward of its frames
     /// at each hop's nominal rate, plus each hop's propagation delay and the
     /// receiving node's latency; the time its last frame arrives.
@@ -391,7 +411,7 @@ impl<S: Scheme> NetSim<S> {
             return;
         }
         let mut f = Flow::new(src, dst, size, now, self.frame_bytes);
-        f.hops = self.path_of(src, dst).map(|p| p.len() as u32).unwrap_or(0);
+        (f.hops, f.base_rtt_ps) = self.path_info(src, dst).unwrap_or((0, 0));
         self.tp.flows.push(f);
         self.start_flow((self.tp.flows.len() - 1) as u32);
     }
@@ -405,7 +425,10 @@ impl<S: Scheme> NetSim<S> {
         let s = self.tp.flows[id as usize].src as usize;
         let port = self.net.stations[s].port;
         let line = self.net.ports[port as usize].nominal_rate_bps as f64;
-        let mut core = RlCore::at_line_rate(line);
+        let mut core = RlCore {
+            base_rtt_ps: self.tp.flows[id as usize].base_rtt_ps,
+            ..RlCore::at_line_rate(line)
+        };
         let (state, timer) = self.scheme.new_rl(&mut core, now);
         let rl = RateLimiter {
             station: s as u32,

@@ -221,6 +221,7 @@ mod tests {
             nxt_bytes: nxt,
             mss: 1500,
             hops: 2,
+            base_rtt_ps: 10_000_000,
         }
     }
 

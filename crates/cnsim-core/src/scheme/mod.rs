@@ -25,6 +25,7 @@
 pub mod bcn;
 pub mod dcqcn;
 pub mod dctcp;
+pub mod hpcc;
 pub mod nocm;
 pub mod params;
 pub mod qcn;
@@ -53,8 +54,11 @@ pub struct RlCore {
     pub window_bytes: u64,
     /// Bytes sent and not yet acknowledged. The engine adds each frame the
     /// RL sends; a scheme with a window subtracts what its acknowledgements
-    /// cover in [`Scheme::rp_on_note`].
+    /// cover in [`Scheme::rp_on_note`] (the transport sets it for flows).
     pub inflight_bytes: u64,
+    /// A transport flow's base RTT (a full frame there and its ACK back on
+    /// the empty path), known from the start; 0 for open-loop traffic.
+    pub base_rtt_ps: Time,
 }
 
 impl RlCore {
@@ -66,6 +70,7 @@ impl RlCore {
             stopped_until: 0,
             window_bytes: u64::MAX,
             inflight_bytes: 0,
+            base_rtt_ps: 0,
         }
     }
 }
@@ -112,6 +117,9 @@ pub struct AckView {
     pub mss: u32,
     /// Links on the flow's path (Swift scales its target by them).
     pub hops: u32,
+    /// The flow's base RTT: a full frame there and its ACK back on the
+    /// empty network (HPCC's T, Swift's base delay).
+    pub base_rtt_ps: Time,
 }
 
 /// A congestion-management scheme: its CP, NP and RP roles and its frame
@@ -300,6 +308,13 @@ pub const SCHEMES: &[Entry] = &[
         sets: &[],
         description: "TIMELY (2015): rate from the RTT gradient (rule = original | patched); transport flows",
     },
+    Entry {
+        name: "hpcc",
+        engine: "hpcc",
+        table: Some("hpcc"),
+        sets: &[],
+        description: "HPCC (2019): window and rate from per-hop telemetry (INT); transport flows",
+    },
 ];
 
 /// Every parameter table a scenario file may hold, in documentation order.
@@ -313,6 +328,7 @@ pub fn tables() -> Vec<Table> {
         dcqcn::table(),
         dctcp::table(),
         timely::table(),
+        hpcc::table(),
     ]
 }
 
@@ -329,6 +345,7 @@ pub fn build(cfg: &SimConfig, seed: u64) -> Result<Box<dyn Run>, ConfigError> {
         "dcqcn" => Box::new(NetSim::new(cfg, seed, dcqcn::Dcqcn::from_config(s)?)?),
         "dctcp" => Box::new(NetSim::new(cfg, seed, dctcp::Dctcp::from_config(s)?)?),
         "timely" => Box::new(NetSim::new(cfg, seed, timely::Timely::from_config(s)?)?),
+        "hpcc" => Box::new(NetSim::new(cfg, seed, hpcc::Hpcc::from_config(s)?)?),
         other => return err(format!("scheme: unknown scheme '{other}'")),
     })
 }
