@@ -16,7 +16,7 @@ from cnsim.errors import ScenarioError
 from cnsim.scenario import Scenario
 
 #: Every scheme: each runs transport flows (the 802.1Qau ones act on the flows' RLs).
-SCHEMES = ["nocm", "bcn", "ecm", "qcn", "qcn2pt", "qcn3pt", "dcqcn", "dctcp", "timely", "hpcc"]
+SCHEMES = ["nocm", "bcn", "ecm", "qcn", "qcn2pt", "qcn3pt", "dcqcn", "dctcp", "timely", "hpcc", "swift"]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -236,3 +236,29 @@ def test_an_hpcc_flow_starts_at_line_rate() -> None:
     raw["workload"]["size_bytes"] = 1_000_000
     f = cnsim.run(Scenario(raw), progress=False).flows()
     assert 1.0 < f["slowdown"][0] < 1.0 / 0.95 + 0.1
+
+
+def test_swift_holds_the_delay_at_its_target_and_shares_the_link() -> None:
+    """Four long Swift flows on one 10 Gbit/s port, flow scaling off: the
+    RTT settles at the target, 25 us + 2 hops x 1 us, so the queue holds
+    (target - base RTT 9.5 us) x 10 Gbit/s = 21.9 KB (within 25%); equal
+    shares, the link full."""
+    raw = cnsim.load("flows_incast").raw
+    raw.update(
+        scheme="swift",
+        duration_ms=20.0,
+        bin_us=10.0,
+        pause={"enabled": False},
+        bridge={"buffer_mode": "per_output", "buffer_bytes": 1_000_000},
+        workload={"kind": "long_lived", "fan_in": 4, "receiver": "H0", "start_ms": 0.0},
+        measure={"start_ms": 5.0, "end_ms": 20.0},
+        swift={"fs_range_us": 0.0},
+    )
+    res = cnsim.run(Scenario(raw), progress=False)
+    link = res.links().filter(pl.col("name") == "L0->H0")
+    assert link["throughput_gbps_measure"][0] > 0.98 * 10.0
+    q = res.timeseries("queue_bytes").filter((pl.col("key") == "L0->H0") & (pl.col("time_ms") >= 5.0))
+    expected = (27.0 - 9.5) * 1e-6 * 10e9 / 8
+    assert q["value"].mean() == pytest.approx(expected, rel=0.25)
+    shares = res.pairs().filter(pl.col("dst") == "H0")["throughput_gbps_measure"].to_numpy()
+    assert len(shares) == 4 and shares.max() < 1.1 * shares.min()

@@ -243,7 +243,10 @@ mod tests {
             h.cp_on_dequeue(&mut (), &mut f, q, 1);
         }
         assert_eq!(f.ext.n as usize, MAX_HOPS, "at most MAX_HOPS hops");
-        assert!(std::mem::size_of::<Frame<HpccExt>>() <= 160, "five hops of telemetry on a 32-byte frame");
+        assert!(
+            std::mem::size_of::<Frame<HpccExt>>() <= 160,
+            "five hops of telemetry on a 32-byte frame"
+        );
         assert_eq!(
             f.ext.hops[2],
             IntHop {

@@ -29,6 +29,7 @@ pub mod hpcc;
 pub mod nocm;
 pub mod params;
 pub mod qcn;
+pub mod swift;
 pub mod timely;
 
 use params::{Entry, Table};
@@ -315,6 +316,13 @@ pub const SCHEMES: &[Entry] = &[
         sets: &[],
         description: "HPCC (2019): window and rate from per-hop telemetry (INT); transport flows",
     },
+    Entry {
+        name: "swift",
+        engine: "swift",
+        table: Some("swift"),
+        sets: &[],
+        description: "Swift (2020): window toward a delay target scaled by hops and window; transport flows",
+    },
 ];
 
 /// Every parameter table a scenario file may hold, in documentation order.
@@ -329,6 +337,7 @@ pub fn tables() -> Vec<Table> {
         dctcp::table(),
         timely::table(),
         hpcc::table(),
+        swift::table(),
     ]
 }
 
@@ -346,6 +355,7 @@ pub fn build(cfg: &SimConfig, seed: u64) -> Result<Box<dyn Run>, ConfigError> {
         "dctcp" => Box::new(NetSim::new(cfg, seed, dctcp::Dctcp::from_config(s)?)?),
         "timely" => Box::new(NetSim::new(cfg, seed, timely::Timely::from_config(s)?)?),
         "hpcc" => Box::new(NetSim::new(cfg, seed, hpcc::Hpcc::from_config(s)?)?),
+        "swift" => Box::new(NetSim::new(cfg, seed, swift::Swift::from_config(s)?)?),
         other => return err(format!("scheme: unknown scheme '{other}'")),
     })
 }
