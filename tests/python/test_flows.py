@@ -262,3 +262,31 @@ def test_swift_holds_the_delay_at_its_target_and_shares_the_link() -> None:
     assert q["value"].mean() == pytest.approx(expected, rel=0.25)
     shares = res.pairs().filter(pl.col("dst") == "H0")["throughput_gbps_measure"].to_numpy()
     assert len(shares) == 4 and shares.max() < 1.1 * shares.min()
+
+
+def test_a_flow_sweep_reports_the_p99_table_and_the_slowdown_by_size(tmp_path: Path) -> None:
+    """The FCT study as one command (`cnsim sweep` over schemes x loads),
+    here on a small fabric."""
+    base = tmp_path / "small.toml"
+    text = (Path(cnsim.__file__).parent / "scenarios" / "flows_websearch.toml").read_text()
+    text = text.replace("leaves = 8", "leaves = 2").replace("hosts_per_leaf = 16", "hosts_per_leaf = 4")
+    text = text.replace("end_ms = 10.0", "end_ms = 2.0")
+    base.write_text(text)
+    out = tmp_path / "sw"
+    p = cli(
+        "sweep",
+        str(base),
+        "--grid",
+        "scheme=dcqcn,hpcc",
+        "--grid",
+        "workload.load=0.3,0.6",
+        "--out",
+        str(out),
+    )
+    assert p.returncode == 0, p.stderr
+    html = (out / "report.html").read_text()
+    assert "p99 slowdown of flows under 100 KB" in html
+    assert "scheme \\ workload.load" in html
+    assert (out / "sweep-slowdown-by-size.png").stat().st_size > 10_000
+    frame = pl.read_parquet(out / "sweep.parquet")
+    assert frame["slowdown_p99_under_100kb"].null_count() < len(frame)

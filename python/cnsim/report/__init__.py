@@ -84,6 +84,53 @@ def write_sweep_report(out: Path, meta: dict[str, Any], frame: Any) -> Path:
                 fig.savefig(out / name, dpi=90)
                 images.append({"metric": m, "key": k, "file": name})
     const_values = [(m, frame[m].drop_nulls()[0]) for m in constant] if len(frame) else []
+    fct = _fct_study(out, meta, frame)
     path = out / "report.html"
-    _atomic_text(path, sweep_html(meta, frame, out, images, const_values))
+    _atomic_text(path, sweep_html(meta, frame, out, images, const_values, fct))
     return path
+
+
+def _fct_study(out: Path, meta: dict[str, Any], frame: Any) -> dict[str, Any] | None:
+    """With transport flows: the table of p99 slowdown of flows under 100 KB
+    (scheme by the other swept parameter, mean over seeds) and the figure of
+    p99 slowdown per size bucket, from each point's flows.parquet."""
+    import polars as pl
+
+    from ..metrics import slowdown_by_size
+
+    if not len(frame) or "slowdown_p99_under_100kb" not in frame.columns:
+        return None
+    grid: dict[str, list[Any]] = meta.get("grid") or {}
+    keys = list(grid)
+    row_key = "scheme" if "scheme" in grid else keys[0] if keys else None
+    others = [k for k in keys if k != row_key and len(grid[k]) > 1]
+    col_key = others[0] if others else None
+    if row_key is None:
+        return None
+    means = frame.group_by([k for k in (row_key, col_key) if k], maintain_order=True).agg(
+        pl.col("slowdown_p99_under_100kb").mean()
+    )
+    cols = grid[col_key] if col_key else [None]
+    rows = []
+    for r in grid[row_key]:
+        vals = []
+        for c in cols:
+            sel = means.filter(pl.col(row_key) == r)
+            if col_key:
+                sel = sel.filter(pl.col(col_key) == c)
+            vals.append(sel["slowdown_p99_under_100kb"][0] if len(sel) else None)
+        rows.append({"value": r, "cells": vals})
+    curves: dict[Any, dict[Any, Any]] = {}
+    for p in meta.get("points") or []:
+        f = out / p["id"] / "flows.parquet"
+        if not f.is_file():
+            continue
+        values = p["values"]
+        c = values.get(col_key) if col_key else None
+        curves.setdefault(c, {})[values.get(row_key)] = slowdown_by_size(pl.read_parquet(f))
+    image = None
+    if curves:
+        fig = figures.sweep_slowdown_figure(curves, row_key, col_key)
+        image = "sweep-slowdown-by-size.png"
+        fig.savefig(out / image, dpi=90)
+    return {"row_key": row_key, "col_key": col_key, "cols": cols, "rows": rows, "image": image}

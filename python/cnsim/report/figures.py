@@ -263,6 +263,30 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=-]", "_", name)
 
 
+def sweep_slowdown_figure(curves: dict[Any, dict[Any, Any]], row_key: str, col_key: str | None) -> Any:
+    """FCT study: p99 slowdown per flow-size bucket, one panel per value of
+    `col_key` (e.g. the load), one line per value of `row_key` (e.g. the
+    scheme); `curves[col][row]` is a `slowdown_by_size` table."""
+    cols = list(curves)
+    fig = Figure(figsize=(4.2 * max(len(cols), 1), 3.8))
+    axes = fig.subplots(1, max(len(cols), 1), squeeze=False)[0]
+    for ax, c in zip(axes, cols, strict=False):
+        for r, b in curves[c].items():
+            b = b.filter(b["flows"] > 0)
+            upper = np.minimum(b["upper_bytes"].to_numpy(), 3e7)
+            lower = np.maximum(b["lower_bytes"].to_numpy(), 1.0)
+            ax.plot(np.sqrt(lower * upper), b["slowdown_p99"].to_numpy(), "o-", lw=1.3, label=f"{_label(r)}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("flow size (bytes, bucket)")
+        ax.set_title(f"{col_key} = {_label(c)}" if col_key else "p99 slowdown")
+        ax.grid(alpha=0.3, which="both")
+    axes[0].set_ylabel("p99 slowdown")
+    axes[0].legend(fontsize=8, title=row_key)
+    fig.tight_layout()
+    return fig
+
+
 def sweep_figure(frame: Any, metric: str, key: str, grid: dict[str, list[Any]]) -> Any:
     """`metric` against grid key `key`: the mean over seeds with its 95%
     confidence band (Student t over seeds; none with one seed), one line per

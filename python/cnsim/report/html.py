@@ -85,7 +85,12 @@ def run_html(res: Any, images: list[str]) -> str:
 
 
 def sweep_html(
-    meta: dict[str, Any], frame: Any, out: Path, images: list[dict[str, str]], constant: list[Any]
+    meta: dict[str, Any],
+    frame: Any,
+    out: Path,
+    images: list[dict[str, str]],
+    constant: list[Any],
+    fct: dict[str, Any] | None = None,
 ) -> str:
     """A sweep's report.html."""
     import polars as pl
@@ -126,6 +131,7 @@ def sweep_html(
         points=points,
         images=images,
         constant=constant,
+        fct=fct,
         toml=str(meta.get("scenario_toml", "")),
     )
 
