@@ -27,6 +27,7 @@ RESULT_FILES = {
     "summary.json",
     "flows.parquet",
     "pairs.parquet",
+    "queues.parquet",
     "links.parquet",
     "nodes.parquet",
     "windows.parquet",

@@ -24,7 +24,7 @@ from .scenario import Scenario
 WALL_CLOCK_FIELDS = ("wall_s", "events_per_s", "frames_delivered_per_s", "sim_speed")
 
 #: Tables a Results has, by name (`Results.to_polars(name)`).
-TABLES = ("summary", "flows", "links", "nodes", "windows", "timeseries")
+TABLES = ("summary", "flows", "pairs", "links", "nodes", "windows", "queues", "timeseries")
 
 
 class Results:
@@ -120,6 +120,25 @@ class Results:
         the flows and pairs.parquet these counters)."""
         return self._per_seed_table(flow_table)
 
+    def queues(self) -> pl.DataFrame:
+        """Per seed and traced port: the queue-length distribution over the
+        measure window, one row per bucket of `frame_bytes`: `lower_bytes`,
+        `time_ps` spent there, `fraction` of the window and `cdf` (the
+        fraction of time with a queue below the bucket's upper end)."""
+        parts = []
+        for r in self.runs:
+            t = r.tables.get("queue_hist")
+            if t is None or not len(t):
+                continue
+            t = t.with_columns(pl.lit(r.seed, dtype=pl.Int64).alias("seed"))
+            total = pl.col("time_ps").sum().over("port")
+            parts.append(
+                t.with_columns((pl.col("time_ps") / total).alias("fraction"))
+                .with_columns(pl.col("fraction").cum_sum().over("port").alias("cdf"))
+                .select("seed", "port", "lower_bytes", "time_ps", "fraction", "cdf")
+            )
+        return pl.concat(parts) if parts else pl.DataFrame()
+
     def slowdown_by_size(self) -> pl.DataFrame:
         """Slowdown p50 / p95 / p99 per flow-size bucket, over every seed's
         finished flows (empty without transport flows)."""
@@ -175,7 +194,7 @@ class Results:
 
     def to_polars(self, table: str = "summary") -> pl.DataFrame:
         """One of the tables as a polars DataFrame: summary (one row per
-        seed), flows, links, nodes, windows or timeseries."""
+        seed), flows, pairs, links, nodes, windows, queues or timeseries."""
         if table not in TABLES:
             raise ValueError(f"table: {table!r} is not allowed; expected one of {', '.join(TABLES)}")
         return self.summary if table == "summary" else getattr(self, table)()
@@ -299,6 +318,7 @@ class Results:
         self.flows().write_parquet(out / "flows.parquet")
         if self.transport:
             self.pairs().write_parquet(out / "pairs.parquet")
+        self.queues().write_parquet(out / "queues.parquet")
         self.links().write_parquet(out / "links.parquet")
         self.nodes().write_parquet(out / "nodes.parquet")
         self.windows().write_parquet(out / "windows.parquet")
@@ -371,6 +391,10 @@ def _saved_runs(out: Path) -> list[SeedRun]:
     """The SeedRuns of a results directory, rebuilt from its Parquet files."""
     runs_t = _read_parquet(out / "runs.parquet")
     tables = {n: _read_parquet(out / f"{n}.parquet") for n in ("windows", "flows", "links", "nodes")}
+    if (out / "queues.parquet").exists():
+        q = _read_parquet(out / "queues.parquet")
+        if len(q):
+            tables["queue_hist"] = q.select("seed", "port", "lower_bytes", "time_ps")
     if (out / "pairs.parquet").exists():
         # A run with transport flows: flows.parquet holds the flow records.
         records = tables["flows"]

@@ -194,11 +194,18 @@ def test_flows_repeat_with_the_seed_and_change_with_another() -> None:
     assert not a.drop("seed").equals(c.drop("seed"))
 
 
-def test_the_report_plots_slowdown_against_size(tmp_path: Path) -> None:
+def test_the_report_plots_slowdown_against_size_and_the_queue_distribution(tmp_path: Path) -> None:
     res = cnsim.run(incast(), progress=False)
     out = res.save(tmp_path / "r")
-    assert (out / "slowdown.png").stat().st_size > 10_000
-    assert "slowdown.png" in (out / "report.html").read_text()
+    for png in ("slowdown.png", "queue_cdf.png"):
+        assert (out / png).stat().st_size > 10_000
+        assert png in (out / "report.html").read_text()
+    # The distribution covers the measure window exactly and reopens from disk.
+    q = res.queues()
+    assert set(q["port"]) == {"L0->H0"}
+    assert q["time_ps"].sum() == res.runs[0].end_ps
+    assert q["cdf"][-1] == pytest.approx(1.0)
+    assert cnsim.open_results(out).queues().equals(q)
 
 
 def test_hpcc_drains_an_incast_queue_within_a_few_rtts_without_pause() -> None:

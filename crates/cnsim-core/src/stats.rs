@@ -58,6 +58,57 @@ impl QueueTrace {
     }
 }
 
+/// The time a traced port's queue spent at each length inside the measure
+/// window: buckets of `width` bytes (the last takes everything above).
+#[derive(Debug, Clone)]
+pub struct QueueHist {
+    pub port: u32,
+    pub width: u64,
+    /// Picoseconds spent with a queue in [i width, (i + 1) width).
+    pub time_ps: Vec<u64>,
+    window: (Time, Time),
+    last_t: Time,
+    last_q: u64,
+}
+
+/// Most buckets of a queue histogram.
+pub const QUEUE_HIST_BUCKETS: usize = 4096;
+
+impl QueueHist {
+    pub fn new(port: u32, width: u64, window: (Time, Time)) -> Self {
+        QueueHist {
+            port,
+            width: width.max(1),
+            time_ps: Vec::new(),
+            window,
+            last_t: 0,
+            last_q: 0,
+        }
+    }
+
+    /// The queue length last recorded.
+    pub fn last_q_bytes(&self) -> u64 {
+        self.last_q
+    }
+
+    /// The queue is `q` bytes from time `t` on.
+    #[inline]
+    pub fn record(&mut self, t: Time, q: u64) {
+        let t = t.max(self.last_t);
+        let a = self.last_t.max(self.window.0);
+        let b = t.min(self.window.1);
+        if b > a {
+            let i = ((self.last_q / self.width) as usize).min(QUEUE_HIST_BUCKETS - 1);
+            if self.time_ps.len() <= i {
+                self.time_ps.resize(i + 1, 0);
+            }
+            self.time_ps[i] += b - a;
+        }
+        self.last_t = t;
+        self.last_q = q;
+    }
+}
+
 /// Counters and bins of one run.
 pub struct Stats {
     pub bin_ps: Time,
@@ -121,6 +172,8 @@ pub struct Stats {
     pub paused_series: bool,
     pub link_win_bytes: Vec<u64>,
     pub queue_traces: Vec<QueueTrace>,
+    /// Queue-length distribution of each traced port (same index as `queue_traces`).
+    pub queue_hists: Vec<QueueHist>,
     pub n_ports: usize,
     /// Frame counts per window: generated, delivered, dropped_cp, dropped_rp, deferred.
     pub win_counts: Vec<[u64; 5]>,
@@ -200,6 +253,7 @@ impl Stats {
             paused_series: link_series,
             link_win_bytes: vec![0; nw * n_ports],
             queue_traces: Vec::new(),
+            queue_hists: Vec::new(),
             n_ports,
             win_counts: vec![[0; 5]; nw],
         }
@@ -408,6 +462,8 @@ pub struct RunResult {
     pub nodes: Vec<NodeResult>,
     /// Transport flows: one record per flow, and the transport's counters.
     pub transport: TransportResult,
+    /// Per traced port: (port, bucket width in bytes, ps spent per bucket in the measure window).
+    pub queue_hists: Vec<(String, u64, Vec<u64>)>,
     #[serde(skip)]
     pub series: Vec<Series>,
 }
@@ -624,12 +680,28 @@ impl RunResult {
             ("timeouts".into(), tu(&|x| x.timeouts as u64)),
             ("hops".into(), tu(&|x| x.hops as u64)),
         ];
+        let mut qport = Vec::new();
+        let mut qlow = Vec::new();
+        let mut qtime = Vec::new();
+        for (port, width, times) in &self.queue_hists {
+            for (i, &t) in times.iter().enumerate() {
+                qport.push(port.clone());
+                qlow.push(i as u64 * width);
+                qtime.push(t);
+            }
+        }
+        let queue_hist = vec![
+            ("port".into(), Column::Str(qport)),
+            ("lower_bytes".into(), Column::U64(qlow)),
+            ("time_ps".into(), Column::U64(qtime)),
+        ];
         vec![
             ("windows", windows),
             ("flows", flows),
             ("links", links),
             ("nodes", nodes),
             ("flow_records", flow_records),
+            ("queue_hist", queue_hist),
         ]
     }
 }

@@ -22,6 +22,7 @@ RUN_FIGURES = {
     "fairness.png": figures.fairness_fig,
     "transient.png": figures.transient_fig,
     "slowdown.png": figures.slowdown_fig,
+    "queue_cdf.png": figures.queue_cdf_fig,
 }
 
 

@@ -142,6 +142,34 @@ def rl_fig(res: Any) -> Any | None:
     return fig
 
 
+def queue_cdf_fig(res: Any) -> Any | None:
+    """The traced ports' queue-length distribution over the measure window
+    (first seed): the fraction of time the queue was below each length."""
+    q = res.queues()
+    if not len(q):
+        return None
+    first = q.filter(q["seed"] == res.runs[0].seed)
+    fig = Figure(figsize=(9, 4.2))
+    ax = fig.subplots()
+    for part in first.partition_by("port", maintain_order=True)[:16]:
+        upper = (part["lower_bytes"].to_numpy() + res.scenario.model.defaults.frame_bytes) / 1000
+        ax.step(
+            np.concatenate([[0.0], upper]),
+            np.concatenate([[0.0], part["cdf"].to_numpy()]),
+            where="post",
+            lw=1.2,
+            label=part["port"][0],
+        )
+    ax.set_xlabel("queue length (KB)")
+    ax.set_ylabel("fraction of the measure window below")
+    ax.set_title(f"Queue length distribution, seed {res.runs[0].seed}")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
 def slowdown_fig(res: Any) -> Any | None:
     """With transport flows: each finished flow's slowdown against its size
     (log-log), and the p50 / p95 / p99 of each size bucket."""

@@ -130,6 +130,11 @@ impl<S: Scheme> NetSim<S> {
             flows,
             links,
             nodes,
+            queue_hists: s
+                .queue_hists
+                .iter()
+                .map(|h| (net.ports[h.port as usize].name.clone(), h.width, h.time_ps.clone()))
+                .collect(),
             transport: stats::TransportResult {
                 flows: self.flow_records(),
                 acks: self.tp.acks_sent,

@@ -14,7 +14,7 @@ use crate::engine::queue::EventQueue;
 use crate::engine::rng::stream;
 use crate::engine::Time;
 use crate::scheme::{QueueView, Scheme};
-use crate::stats::{QueueTrace, RunResult, Stats};
+use crate::stats::{QueueHist, QueueTrace, RunResult, Stats};
 use rand::Rng;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -214,6 +214,8 @@ impl<S: Scheme> NetSim<S> {
             if net.ports[p as usize].trace == NO_TRACE {
                 net.ports[p as usize].trace = stats.queue_traces.len() as u32;
                 stats.queue_traces.push(QueueTrace::new(p, stats.n_bins));
+                let measure = (cfg.windows[0].start_ps, cfg.windows[0].end_ps);
+                stats.queue_hists.push(QueueHist::new(p, cfg.frame_bytes as u64, measure));
             }
         }
 
@@ -573,6 +575,7 @@ impl<S: Scheme> NetSim<S> {
             if p.trace != NO_TRACE {
                 let b = self.stats.bin_of(at);
                 self.stats.queue_traces[p.trace as usize].update(b, p.data_bytes);
+                self.stats.queue_hists[p.trace as usize].record(at, p.data_bytes);
             }
             if let NodeKind::Bridge(b) = self.net.nodes[owner as usize].kind {
                 self.bridge_release(b, port, &f);
@@ -609,6 +612,7 @@ impl<S: Scheme> NetSim<S> {
         if p.trace != NO_TRACE {
             let b = self.stats.bin_now();
             self.stats.queue_traces[p.trace as usize].update(b, p.data_bytes);
+            self.stats.queue_hists[p.trace as usize].record(self.now, p.data_bytes);
         }
     }
 
@@ -666,6 +670,10 @@ impl<S: Scheme> NetSim<S> {
         self.close_pause_intervals(end);
         for t in &mut self.stats.queue_traces {
             t.finish();
+        }
+        for h in &mut self.stats.queue_hists {
+            let q = h.last_q_bytes();
+            h.record(end, q);
         }
         self.stats.finish_station_sums();
         let in_flight: u64 = self.net.ports.iter().map(|p| p.data_frames_in_flight()).sum::<u64>() + self.rl_frames_queued();
