@@ -153,6 +153,7 @@ values = st.one_of(
             {"kind": "incast", "fan_in": 3, "size_bytes": 3000},
             {"kind": "permutation", "size_bytes": 1},
             {"kind": "long_lived", "fan_in": 2},
+            "dynamic",
         ]
     ),
     st.integers(min_value=-(2**70), max_value=2**70),

@@ -297,3 +297,22 @@ def test_a_flow_sweep_reports_the_p99_table_and_the_slowdown_by_size(tmp_path: P
     assert (out / "sweep-slowdown-by-size.png").stat().st_size > 10_000
     frame = pl.read_parquet(out / "sweep.parquet")
     assert frame["slowdown_p99_under_100kb"].null_count() < len(frame)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.25])
+def test_dynamic_thresholds_cap_one_congested_queue(alpha: float) -> None:
+    """A shared buffer with dynamic thresholds: one congested output queue
+    holds at most alpha / (1 + alpha) of the buffer (q <= alpha (B - q)),
+    give or take a frame; no PFC, so the incast drops and recovers."""
+    b = 600_000
+    sc = incast(
+        scheme="nocm",
+        pause={"enabled": False},
+        bridge={"buffer_mode": "dynamic", "buffer_bytes": b, "dt_alpha": alpha},
+    )
+    res = cnsim.run(sc, progress=False)
+    q = res.timeseries("queue_bytes_max").filter(pl.col("key") == "L0->H0")["value"]
+    cap = alpha / (1 + alpha) * b
+    assert cap - 3000 < q.max() <= cap + 1500
+    m = res.summary_dict()["metrics"]
+    assert m["dropped_cp"]["mean"] > 0 and m["flows_completed"]["mean"] == 8

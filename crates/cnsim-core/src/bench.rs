@@ -32,6 +32,7 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
             latency_ps: PS_PER_US,
             cp: false,
             ports: None,
+            dt_alpha: 1.0,
         })
         .collect();
     bridges.push(BridgeConfig {
@@ -41,6 +42,7 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
         latency_ps: PS_PER_US,
         cp: true,
         ports: None,
+        dt_alpha: 1.0,
     });
     let link = |a: String, b: String| LinkConfig {
         a,
@@ -107,6 +109,7 @@ pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, schem
         latency_ps: PS_PER_US,
         cp: true,
         ports: None,
+        dt_alpha: 1.0,
     }];
     let links = (0..10)
         .map(|i| LinkConfig {
@@ -168,6 +171,7 @@ pub fn leafspine_config(leaves: usize, spines: usize, hosts_per_leaf: usize, loa
         latency_ps: PS_PER_US,
         cp: false,
         ports: None,
+        dt_alpha: 1.0,
     };
     let bridges = (0..leaves)
         .map(|l| bridge(format!("L{l}")))

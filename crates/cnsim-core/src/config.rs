@@ -283,6 +283,9 @@ pub enum BufferMode {
     PerInput,
     /// The whole switch shares `buffer_bytes`.
     Shared,
+    /// Shared, with dynamic thresholds (Choudhury and Hahne): an output
+    /// queue may hold at most `dt_alpha` x the buffer still free.
+    Dynamic,
     /// No limit.
     Infinite,
 }
@@ -302,6 +305,13 @@ pub struct BridgeConfig {
     /// Number of ports; more links than this is an error (None: unlimited).
     #[serde(default)]
     pub ports: Option<u32>,
+    /// `dynamic` buffers: the share alpha of the free buffer a queue may take.
+    #[serde(default = "default_dt_alpha")]
+    pub dt_alpha: f64,
+}
+
+fn default_dt_alpha() -> f64 {
+    1.0
 }
 
 /// A full-duplex link; both directions start at `rate_bps`.
@@ -568,6 +578,12 @@ impl SimConfig {
             size(s.rlq_bytes, format!("nodes.{}.rlq_bytes", s.name))?;
         }
         for b in &self.bridges {
+            if !(b.dt_alpha > 0.0 && b.dt_alpha <= 1e6) {
+                return err(format!(
+                    "bridge.dt_alpha: {} is not allowed; expected 0 < dt_alpha <= 1e6",
+                    b.dt_alpha
+                ));
+            }
             time(b.latency_ps, format!("nodes.{}.latency_us", b.name))?;
             size(b.buffer_bytes, format!("nodes.{}.buffer_bytes", b.name))?;
         }

@@ -27,6 +27,7 @@ fn bridge(name: &str, mode: BufferMode, latency_ps: u64) -> BridgeConfig {
         latency_ps,
         cp: true,
         ports: None,
+        dt_alpha: 1.0,
     }
 }
 

@@ -34,7 +34,12 @@ fn case() -> impl Strategy<Value = Case> {
             Just(n),
             prop::collection::vec(0.0f64..=1.0, n),
             20_000u64..=300_000,
-            prop_oneof![Just(BufferMode::PerOutput), Just(BufferMode::PerInput), Just(BufferMode::Shared)],
+            prop_oneof![
+                Just(BufferMode::PerOutput),
+                Just(BufferMode::PerInput),
+                Just(BufferMode::Shared),
+                Just(BufferMode::Dynamic)
+            ],
             any::<bool>(),
             0u8..4,
             any::<bool>(),

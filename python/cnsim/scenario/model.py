@@ -116,7 +116,7 @@ class Defaults(_Model):
     )
 
 
-BufferMode = Literal["per_output", "per_input", "shared", "infinite"]
+BufferMode = Literal["per_output", "per_input", "shared", "dynamic", "infinite"]
 
 
 class BridgeDefaults(_Model):
@@ -125,12 +125,19 @@ class BridgeDefaults(_Model):
     buffer_mode: BufferMode = Field(
         "per_output",
         description="buffer accounting: per_output (B bytes per output port), per_input (each input "
-        "owns B bytes of every output buffer), shared (B bytes per switch), infinite",
+        "owns B bytes of every output buffer), shared (B bytes per switch), dynamic (B bytes per switch, an "
+        "output queue at most dt_alpha x the free buffer: dynamic thresholds, Choudhury and Hahne), infinite",
     )
     buffer_bytes: int = Field(
         150_000, ge=0, le=MAX_BYTES, description="B in the sense of buffer_mode; ignored for infinite"
     )
     latency_us: float = Field(1.0, ge=0, le=MAX_US, description="store-and-forward latency")
+    dt_alpha: float = Field(
+        1.0,
+        gt=0,
+        le=1e6,
+        description="dynamic buffers: alpha, the share of the free buffer one queue may take",
+    )
 
 
 class StationDefaults(_Model):

@@ -109,6 +109,7 @@ def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = 
                     "name": n.name,
                     "buffer_mode": n.buffer_mode or br.buffer_mode,
                     "buffer_bytes": _or(n.buffer_bytes, br.buffer_bytes),
+                    "dt_alpha": br.dt_alpha,
                     "latency_ps": round(latency * PS_PER_US),
                     "cp": n.cp,
                     "ports": n.ports,

@@ -41,6 +41,10 @@ impl<S: Scheme> NetSim<S> {
             BufferMode::PerOutput => ports[out as usize].data_bytes + len <= bridge.buffer_bytes,
             BufferMode::PerInput => ports[out as usize].bytes_by_ingress[in_local] + len <= bridge.buffer_bytes,
             BufferMode::Shared => bridge.total_bytes + len <= bridge.buffer_bytes,
+            BufferMode::Dynamic => {
+                let free = bridge.buffer_bytes.saturating_sub(bridge.total_bytes);
+                len <= free && (ports[out as usize].data_bytes + len) as f64 <= bridge.dt_alpha * free as f64
+            }
             BufferMode::Infinite => true,
         };
         if !admitted {

@@ -69,6 +69,8 @@ pub struct Bridge {
     pub node: u32,
     pub buffer_mode: BufferMode,
     pub buffer_bytes: u64,
+    /// `dynamic` buffers: alpha of the dynamic threshold.
+    pub dt_alpha: f64,
     pub latency_ps: Time,
     pub cp: bool,
     pub trigger: PauseTrigger,
@@ -295,13 +297,14 @@ impl<E: Copy + Default> Network<E> {
                 node: (n_st + i) as u32,
                 buffer_mode: b.buffer_mode,
                 buffer_bytes: b.buffer_bytes,
+                dt_alpha: b.dt_alpha,
                 latency_ps: b.latency_ps,
                 cp: b.cp,
                 trigger: match cfg.pause.trigger {
                     PauseTrigger::Auto => match b.buffer_mode {
                         BufferMode::PerOutput | BufferMode::Infinite => PauseTrigger::OutputQueue,
                         BufferMode::PerInput => PauseTrigger::Partition,
-                        BufferMode::Shared => PauseTrigger::Ingress,
+                        BufferMode::Shared | BufferMode::Dynamic => PauseTrigger::Ingress,
                     },
                     t => t,
                 },
