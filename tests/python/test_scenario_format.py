@@ -82,7 +82,7 @@ def test_tiny_is_valid():
         (
             ("bridge", "buffer_mode"),
             "huge",
-            "bridge.buffer_mode: 'huge' is not allowed; expected one of 'per_output', 'per_input', 'shared' or 'infinite'",
+            "bridge.buffer_mode: 'huge' is not allowed; expected one of 'per_output', 'per_input', 'shared', 'dynamic' or 'infinite'",
         ),
         (("pause", "enabled"), "maybe", "pause.enabled: 'maybe' is not allowed; expected true or false"),
         (("duration_ms",), 0, "duration_ms: 0 is not allowed; expected a number >= 1e-09"),

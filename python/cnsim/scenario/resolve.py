@@ -104,17 +104,17 @@ def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = 
                     events.append({"at_ps": _ps(n.stop_ms), "action": "stop", "node": n.name})
         else:
             latency = n.latency_us if n.latency_us is not None else br.latency_us
-            bridges.append(
-                {
-                    "name": n.name,
-                    "buffer_mode": n.buffer_mode or br.buffer_mode,
-                    "buffer_bytes": _or(n.buffer_bytes, br.buffer_bytes),
-                    "dt_alpha": br.dt_alpha,
-                    "latency_ps": round(latency * PS_PER_US),
-                    "cp": n.cp,
-                    "ports": n.ports,
-                }
-            )
+            bridge: dict[str, Any] = {
+                "name": n.name,
+                "buffer_mode": n.buffer_mode or br.buffer_mode,
+                "buffer_bytes": _or(n.buffer_bytes, br.buffer_bytes),
+                "latency_ps": round(latency * PS_PER_US),
+                "cp": n.cp,
+                "ports": n.ports,
+            }
+            if bridge["buffer_mode"] == "dynamic":
+                bridge["dt_alpha"] = br.dt_alpha
+            bridges.append(bridge)
     links = []
     rate_of: dict[tuple[str, str], float] = {}
     for link in m.links:
