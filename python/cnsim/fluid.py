@@ -115,6 +115,21 @@ def fluid_config(sc: Scenario, step_us: float = DEFAULT_STEP_US, dest: str | Non
         raise ScenarioError("fluid: the fluid model has no PAUSE; run it with --no-pause")
     loaded = [s for s in cfg["stations"] if s["load"] > 0]
     names = [s["name"] for s in cfg["stations"]]
+    transport = (cfg.get("transport") or {}).get("flows") or []
+    if not loaded and transport:
+        # Transport flows (a [workload] of flows given one by one): each
+        # sender is a fluid flow at up to its line rate from its first flow on.
+        by_name = {s["name"]: s for s in cfg["stations"]}
+        first: dict[str, dict[str, Any]] = {}
+        for f in transport:
+            first.setdefault(f["src"], f)
+        loaded = [
+            {**by_name[src], "load": 1.0, "dest": {"kind": "fixed", "node": f["dst"]}}
+            for src, f in first.items()
+        ]
+        cfg["events"] = cfg["events"] + [
+            {"at_ps": f["start_ps"], "action": "start", "node": src} for src, f in first.items()
+        ]
     if dest is None:
         fixed = {s["dest"].get("node") if s["dest"]["kind"] == "fixed" else None for s in loaded}
         if loaded and len(fixed) == 1 and None not in fixed:

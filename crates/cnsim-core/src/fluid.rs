@@ -1,4 +1,6 @@
-//! Fluid models of BCN and QCN (schemes.md, "Fluid models"): one bottleneck
+//! Fluid models of BCN, QCN, DCQCN and DCTCP (schemes.md, "Fluid models";
+//! DCQCN as Zhu et al., CoNEXT 2016; DCTCP as Alizadeh et al., SIGMETRICS
+//! 2011): one bottleneck
 //! of capacity C fed by N flows, the queue `dq/dt = sum x_i(t - tau_f) - C`,
 //! the CP's feedback computed from q and dq/dt, and each flow's rate moved by
 //! the expected effect of the messages it receives after the feedback delay
@@ -13,6 +15,8 @@
 use crate::config::{err, ConfigError, SchemeConfig};
 use crate::engine::{Time, PS_PER_US};
 use crate::scheme::bcn::{Bcn, BcnParams};
+use crate::scheme::dcqcn::Dcqcn;
+use crate::scheme::dctcp::Dctcp;
 use crate::scheme::qcn::{Efr, Qcn, QcnParams};
 use serde::{Deserialize, Serialize};
 
@@ -76,16 +80,23 @@ enum Law {
     Nocm,
     Bcn(Bcn),
     Qcn(Qcn),
+    /// The CP's feedback is the ECN marking probability of the queue.
+    Dcqcn(Dcqcn),
+    Dctcp(Dctcp),
 }
 
 /// Per-flow RP state.
 #[derive(Clone)]
 struct Rp {
     active: bool,
-    /// Current rate (BCN: the RL rate).
+    /// Current rate (BCN: the RL rate; DCTCP: window / RTT).
     cr: f64,
-    /// QCN target rate.
+    /// QCN and DCQCN target rate.
     tr: f64,
+    /// DCQCN and DCTCP alpha.
+    alpha: f64,
+    /// DCTCP window (frames).
+    w: f64,
 }
 
 /// A ring buffer holding the last `len` values of a signal, one per step.
@@ -154,6 +165,8 @@ pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
             }
             Law::Bcn(b)
         }
+        "dcqcn" => Law::Dcqcn(Dcqcn::from_config(s)?),
+        "dctcp" => Law::Dctcp(Dctcp::from_config(s)?),
         "qcn" => {
             let q = Qcn::from_config(s)?;
             if q.params().three_point {
@@ -196,6 +209,11 @@ pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
             active: false,
             cr: f.line_rate_bps,
             tr: f.line_rate_bps,
+            alpha: 1.0,
+            w: match &law {
+                Law::Dctcp(d) => d.params().init_cwnd_frames,
+                _ => 0.0,
+            },
         })
         .collect();
 
@@ -251,6 +269,8 @@ pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
             Law::Nocm => (0.0, f64::INFINITY),
             Law::Bcn(b) => bcn_feedback(b, q, qdot, a_bps),
             Law::Qcn(c) => qcn_feedback(c, q, qdot, a_bps),
+            Law::Dcqcn(d) => (d.mark_probability(q), f64::INFINITY),
+            Law::Dctcp(d) => ((q > d.params().k_bytes) as u8 as f64, f64::INFINITY),
         };
         fb_h.push(fb);
         for i in 0..n {
@@ -273,6 +293,12 @@ pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
                 Law::Nocm => {}
                 Law::Bcn(b) => bcn_rp(b.params(), r, m, fb, line, dt),
                 Law::Qcn(c) => qcn_rp(c.params(), r, m, fb, sent[i], line, dt),
+                Law::Dcqcn(d) => dcqcn_rp(d, r, fb, sent_h[i].ago(fbd[i]), cfg.frame_bytes, line, dt),
+                Law::Dctcp(d) => {
+                    let base = (cfg.flows[i].forward_delay_ps + cfg.flows[i].feedback_delay_ps) as f64 * 1e-12;
+                    let rtt = base + 8.0 * q / capacity.max(1.0);
+                    dctcp_rp(d, r, fb, rtt, cfg.frame_bytes, line, dt)
+                }
             }
         }
 
@@ -288,6 +314,71 @@ pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
         }
     }
     Ok(out)
+}
+
+/// `x / ((1 - p)^(-n) - 1)` for marking probability `p` and `n` trials: the
+/// rate of runs of `n` unmarked packets among `x` packets per second (its
+/// limit `x / n` at p = 0), as the DCQCN fluid model counts counter cycles.
+fn clean_runs(x: f64, p: f64, n: f64) -> f64 {
+    if n <= 0.0 {
+        return 0.0;
+    }
+    if p <= 1e-12 {
+        return x / n;
+    }
+    if p >= 1.0 {
+        return 0.0;
+    }
+    let e = (-n * (-p).ln_1p()).exp_m1();
+    if e.is_finite() && e > 0.0 {
+        x * p / e
+    } else {
+        0.0
+    }
+}
+
+/// DCQCN's RP (Zhu et al., CoNEXT 2016, eqs. 1-3): `pd` is the marking
+/// probability the flow's packets met, `sent_d` the rate they were sent at
+/// (both one feedback delay ago). A CNP per interval tau comes with
+/// probability 1 - (1 - p)^(tau R); byte-counter (B) and timer (T) cycles
+/// complete at the rate of clean runs; R_AI raises TR after F clean cycles.
+fn dcqcn_rp(d: &Dcqcn, r: &mut Rp, pd: f64, sent_d: f64, frame_bytes: f64, line: f64, dt: f64) {
+    let p = d.params();
+    let pps = sent_d / (8.0 * frame_bytes);
+    let tau = p.cnp_interval_us * 1e-6;
+    let t = p.timer_us * 1e-6;
+    let b = p.bc_bytes / frame_bytes;
+    let f = p.fr_thr as f64;
+    let marked_in = |window: f64| {
+        if pd >= 1.0 {
+            1.0
+        } else {
+            -(window * pps * (-pd).ln_1p()).exp_m1()
+        }
+    };
+    let a = marked_in(tau);
+    let a_timer = marked_in(t);
+    // Counter cycles per second: byte counter (B packets) and timer (T R packets).
+    let cycles = clean_runs(pps, pd, b) + clean_runs(pps, pd, t * pps);
+    let ai = clean_runs(pps, pd, f * b) + clean_runs(pps, pd, f * t * pps);
+    let d_rc = -r.cr * r.alpha / (2.0 * tau) * a + (r.tr - r.cr) / 2.0 * cycles;
+    let d_rt = -(r.tr - r.cr) / tau * a + p.r_ai_bps() * ai;
+    let d_alpha = p.g / t * (a_timer - r.alpha);
+    r.cr = (r.cr + d_rc * dt).clamp(p.min_rate_bps(), line);
+    r.tr = (r.tr + d_rt * dt).clamp(r.cr, line);
+    r.alpha = (r.alpha + d_alpha * dt).clamp(0.0, 1.0);
+}
+
+/// DCTCP (Alizadeh et al., SIGMETRICS 2011): dW/dt = 1/R - W alpha p / (2R),
+/// dalpha/dt = g / R (p - alpha), with p = 1{q > K} one feedback delay ago
+/// and R the base RTT plus the queue's delay; the flow sends W / R.
+fn dctcp_rp(d: &Dctcp, r: &mut Rp, pd: f64, rtt: f64, frame_bytes: f64, line: f64, dt: f64) {
+    let p = d.params();
+    let dw = 1.0 / rtt - r.w * r.alpha * pd / (2.0 * rtt);
+    let da = p.g / rtt * (pd - r.alpha);
+    r.w = (r.w + dw * dt).max(p.min_cwnd_frames);
+    r.alpha = (r.alpha + da * dt).clamp(0.0, 1.0);
+    r.cr = (r.w * 8.0 * frame_bytes / rtt).min(line);
 }
 
 /// BCN's Fb (pages) and sampling interval (bytes) for the arriving fluid.
@@ -497,5 +588,77 @@ mod tests {
         c.flows.clear();
         c.scheme = SchemeConfig::nocm();
         assert!(integrate(&c).is_err());
+    }
+}
+
+#[cfg(test)]
+mod dc_tests {
+    use super::*;
+    use crate::engine::PS_PER_MS;
+    use crate::scheme::dcqcn::DcqcnParams;
+    use crate::scheme::dctcp::DctcpParams;
+
+    pub(super) fn line_flows(n: usize, stagger_ms: u64) -> Vec<FluidFlow> {
+        (0..n)
+            .map(|i| FluidFlow {
+                name: format!("S{}", i + 1),
+                offered_bps: 10e9,
+                line_rate_bps: 10e9,
+                start_ps: i as Time * stagger_ms * PS_PER_MS,
+                stop_ps: Time::MAX,
+                forward_delay_ps: 4 * PS_PER_US,
+                feedback_delay_ps: 4 * PS_PER_US,
+            })
+            .collect()
+    }
+
+    pub(super) fn cfg(scheme: SchemeConfig, flows: Vec<FluidFlow>, dur_ms: u64) -> FluidConfig {
+        FluidConfig {
+            capacity_bps: 10e9,
+            capacity_changes: vec![],
+            buffer_bytes: 10e6,
+            duration_ps: dur_ms * PS_PER_MS,
+            bin_ps: 10 * PS_PER_US,
+            step_ps: default_step(),
+            frame_bytes: 1500.0,
+            flows,
+            scheme,
+        }
+    }
+
+    /// DCTCP's fluid model: N long flows hold the queue at K within the
+    /// amplitude of the analysis (A = 1/2 sqrt(2 N (C RTT + K)) packets; the
+    /// fluid trajectory is smoother than the packets' sawtooth) and fill the link.
+    #[test]
+    fn dctcp_holds_the_queue_at_k_and_fills_the_link() {
+        let k = DctcpParams::default().k_bytes / 1500.0;
+        for n in [2usize, 4, 8] {
+            let r = integrate(&cfg(SchemeConfig::of("dctcp", &DctcpParams::default()), line_flows(n, 0), 20)).unwrap();
+            let tail = 1000..r.queue_bytes.len();
+            let q: Vec<f64> = r.queue_bytes[tail.clone()].iter().map(|x| x / 1500.0).collect();
+            let crtt = 10e9 * 8e-6 / 8.0 / 1500.0;
+            let a = 0.5 * (2.0 * n as f64 * (crtt + k)).sqrt();
+            assert!(q.iter().all(|&x| x > k - a && x < k + n as f64 + a), "n {n}");
+            let total: f64 = (0..n).map(|i| mean(&r.sent_bps[i][tail.clone()])).sum();
+            assert!(total > 0.99 * 10e9, "n {n}: {total}");
+        }
+    }
+
+    /// DCQCN's fluid model: flows starting 5 ms apart end at equal shares.
+    #[test]
+    fn dcqcn_flows_converge_to_equal_shares() {
+        for n in [2usize, 4, 8] {
+            let dur = 5 * n as u64 + 30;
+            let r = integrate(&cfg(SchemeConfig::of("dcqcn", &DcqcnParams::default()), line_flows(n, 5), dur)).unwrap();
+            let nb = r.queue_bytes.len();
+            for i in 0..n {
+                let rate = mean(&r.sent_bps[i][nb - 100..]);
+                assert!((rate / (10e9 / n as f64) - 1.0).abs() < 0.03, "n {n} flow {i}: {rate}");
+            }
+        }
+    }
+
+    fn mean(v: &[f64]) -> f64 {
+        v.iter().sum::<f64>() / v.len() as f64
     }
 }

@@ -126,6 +126,10 @@ impl Dcqcn {
         Dcqcn::from_config(&SchemeConfig::of("dcqcn", &p))
     }
 
+    pub fn params(&self) -> &DcqcnParams {
+        &self.p
+    }
+
     /// Marking probability at a queue of `q` bytes.
     pub fn mark_probability(&self, q: f64) -> f64 {
         let p = &self.p;

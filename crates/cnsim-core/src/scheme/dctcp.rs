@@ -95,6 +95,10 @@ impl Dctcp {
         Dctcp::from_config(&SchemeConfig::of("dctcp", &p))
     }
 
+    pub fn params(&self) -> &DctcpParams {
+        &self.p
+    }
+
     fn min_cwnd(&self, mss: u32) -> f64 {
         self.p.min_cwnd_frames * mss as f64
     }
