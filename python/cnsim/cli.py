@@ -591,7 +591,7 @@ def fluid(
         str, typer.Argument(help="built-in name or TOML file (one destination, or a hotspot node)")
     ],
     scheme: Annotated[
-        str | None, typer.Option(help="nocm, bcn, bcnmax, ecm, qcn, qcn2pt, dcqcn, dctcp")
+        str | None, typer.Option(help="nocm, bcn, bcnmax, ecm, qcn, qcn2pt, dcqcn, dctcp, timely")
     ] = None,
     pause: Annotated[
         bool | None,
@@ -616,7 +616,7 @@ def fluid(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
-    """Fluid model of BCN / QCN / DCQCN / DCTCP on one bottleneck, beside the packet simulator (same axes)."""
+    """Fluid model of BCN / QCN / DCQCN / DCTCP / TIMELY on one bottleneck, beside the packet simulator (same axes)."""
     from .fluid import compare, comparison_window, plot_comparison, run_fluid
     from .outdir import FLUID_FILES, RunDir, default_dir
 

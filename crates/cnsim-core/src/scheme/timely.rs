@@ -137,6 +137,10 @@ impl Timely {
         Timely::from_config(&SchemeConfig::of("timely", &p))
     }
 
+    pub fn params(&self) -> &TimelyParams {
+        &self.p
+    }
+
     /// One rate update with RTT sample `rtt` (us).
     pub fn update(&self, core: &mut RlCore, rl: &mut TimelyRl, rtt: f64) {
         let p = &self.p;
