@@ -119,14 +119,6 @@ impl Scheme for Dctcp {
         None
     }
 
-    fn creates_rl(&self, _note: &DctcpExt) -> bool {
-        false
-    }
-
-    fn slows(&self, _note: &DctcpExt) -> bool {
-        false
-    }
-
     fn new_rl(&self, core: &mut RlCore, _now: Time) -> (DctcpRl, Option<Time>) {
         // The frame length is not known here: 1,500 B until the first ACK says otherwise.
         let cwnd = self.p.init_cwnd_frames * 1500.0;
@@ -141,14 +133,6 @@ impl Scheme for Dctcp {
             cut_end: 0,
         };
         (rl, None)
-    }
-
-    fn rp_on_note(&self, _c: &mut RlCore, _rl: &mut DctcpRl, _n: &DctcpExt, _cpid: u16, _now: Time, _rng: &mut Stream) -> Option<Time> {
-        None
-    }
-
-    fn rp_on_timer(&self, _c: &mut RlCore, _rl: &mut DctcpRl, _now: Time, _rng: &mut Stream) -> Option<Time> {
-        None
     }
 
     fn rp_on_ack(

@@ -153,14 +153,6 @@ impl Scheme for Hpcc {
         }
     }
 
-    fn creates_rl(&self, _note: &HpccExt) -> bool {
-        false
-    }
-
-    fn slows(&self, _note: &HpccExt) -> bool {
-        false
-    }
-
     fn new_rl(&self, core: &mut RlCore, _now: Time) -> (HpccRl, Option<Time>) {
         // The paper's start: line rate, a window of one BDP (B x T).
         let bdp = core.line_rate_bps / 8.0 * core.base_rtt_ps as f64 / 1e12;
@@ -176,14 +168,6 @@ impl Scheme for Hpcc {
             started: false,
         };
         (rl, None)
-    }
-
-    fn rp_on_note(&self, _c: &mut RlCore, _rl: &mut HpccRl, _n: &HpccExt, _cpid: u16, _now: Time, _rng: &mut Stream) -> Option<Time> {
-        None
-    }
-
-    fn rp_on_timer(&self, _c: &mut RlCore, _rl: &mut HpccRl, _now: Time, _rng: &mut Stream) -> Option<Time> {
-        None
     }
 
     fn rp_on_ack(&self, core: &mut RlCore, rl: &mut HpccRl, ack: &AckView, echo: &HpccExt, _now: Time, _rng: &mut Stream) -> Option<Time> {

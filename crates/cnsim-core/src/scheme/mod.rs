@@ -168,20 +168,35 @@ pub trait Scheme: Send + 'static {
         None
     }
 
-    /// Whether notification `note` creates an RL for a flow that has none.
-    fn creates_rl(&self, note: &Self::Ext) -> bool;
+    /// Whether notification `note` creates an RL for a flow that has none
+    /// (default: no; schemes of transport flows have an RL per flow anyway).
+    fn creates_rl(&self, _note: &Self::Ext) -> bool {
+        false
+    }
 
     /// Whether `note` slows its RL: the CP that sent it then tags the RL's
     /// frames, and with RLs per CP the flow is mapped to that CP's RL.
-    fn slows(&self, note: &Self::Ext) -> bool;
+    fn slows(&self, _note: &Self::Ext) -> bool {
+        false
+    }
 
     /// A new RL for a flow (at line rate). Returns its state and first timer.
     fn new_rl(&self, core: &mut RlCore, now: Time) -> (Self::Rl, Option<Time>);
 
     /// A notification from CP `cpid` (0: none) reached the RL. Returns when
     /// its timer should next fire (`None` leaves a pending timer as it is,
-    /// `Some(Time::MAX)` cancels it).
-    fn rp_on_note(&self, core: &mut RlCore, rl: &mut Self::Rl, note: &Self::Ext, cpid: u16, now: Time, rng: &mut Stream) -> Option<Time>;
+    /// `Some(Time::MAX)` cancels it). Default: nothing happens.
+    fn rp_on_note(
+        &self,
+        _core: &mut RlCore,
+        _rl: &mut Self::Rl,
+        _note: &Self::Ext,
+        _cpid: u16,
+        _now: Time,
+        _rng: &mut Stream,
+    ) -> Option<Time> {
+        None
+    }
 
     /// The RL sends `frame` (it may write the frame's extension). Returns a
     /// timer request as `rp_on_note` does; the rate may change.
@@ -196,8 +211,11 @@ pub trait Scheme: Send + 'static {
         None
     }
 
-    /// The RL's timer fired. Returns the next timer time, if any.
-    fn rp_on_timer(&self, core: &mut RlCore, rl: &mut Self::Rl, now: Time, rng: &mut Stream) -> Option<Time>;
+    /// The RL's timer fired. Returns the next timer time, if any (default:
+    /// the scheme never asks for one).
+    fn rp_on_timer(&self, _core: &mut RlCore, _rl: &mut Self::Rl, _now: Time, _rng: &mut Stream) -> Option<Time> {
+        None
+    }
 
     /// Transport flows only: an acknowledgement (or a timeout) of the RL's
     /// flow, carrying what the receiver echoed (`echo`). The transport has

@@ -24,23 +24,7 @@ impl Scheme for NoCm {
 
     fn new_cp(&self, _rng: Stream) {}
 
-    fn creates_rl(&self, _note: &()) -> bool {
-        false
-    }
-
-    fn slows(&self, _note: &()) -> bool {
-        false
-    }
-
     fn new_rl(&self, _core: &mut RlCore, _now: Time) -> ((), Option<Time>) {
         ((), None)
-    }
-
-    fn rp_on_note(&self, _c: &mut RlCore, _rl: &mut (), _n: &(), _cpid: u16, _now: Time, _rng: &mut Stream) -> Option<Time> {
-        None
-    }
-
-    fn rp_on_timer(&self, _c: &mut RlCore, _rl: &mut (), _now: Time, _rng: &mut Stream) -> Option<Time> {
-        None
     }
 }

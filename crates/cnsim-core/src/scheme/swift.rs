@@ -166,14 +166,6 @@ impl Scheme for Swift {
 
     fn new_cp(&self, _rng: Stream) {}
 
-    fn creates_rl(&self, _note: &()) -> bool {
-        false
-    }
-
-    fn slows(&self, _note: &()) -> bool {
-        false
-    }
-
     fn new_rl(&self, core: &mut RlCore, _now: Time) -> (SwiftRl, Option<Time>) {
         // One BDP of the path to start (1,500-byte frames until the first ACK).
         let bdp = core.line_rate_bps / 8.0 * core.base_rtt_ps as f64 / 1e12 / 1500.0;
@@ -185,14 +177,6 @@ impl Scheme for Swift {
         };
         core.window_bytes = (rl.cwnd * 1500.0) as u64;
         (rl, None)
-    }
-
-    fn rp_on_note(&self, _c: &mut RlCore, _rl: &mut SwiftRl, _n: &(), _cpid: u16, _now: Time, _rng: &mut Stream) -> Option<Time> {
-        None
-    }
-
-    fn rp_on_timer(&self, _c: &mut RlCore, _rl: &mut SwiftRl, _now: Time, _rng: &mut Stream) -> Option<Time> {
-        None
     }
 
     fn rp_on_ack(&self, core: &mut RlCore, rl: &mut SwiftRl, ack: &AckView, _echo: &(), now: Time, _rng: &mut Stream) -> Option<Time> {

@@ -191,27 +191,11 @@ impl Scheme for Timely {
 
     fn new_cp(&self, _rng: Stream) {}
 
-    fn creates_rl(&self, _note: &()) -> bool {
-        false
-    }
-
-    fn slows(&self, _note: &()) -> bool {
-        false
-    }
-
     fn new_rl(&self, core: &mut RlCore, _now: Time) -> (TimelyRl, Option<Time>) {
         if self.p.init_rate_gbps > 0.0 {
             core.rate_bps = (self.p.init_rate_gbps * 1e9).clamp(self.p.min_rate_mbps * 1e6, core.line_rate_bps);
         }
         (TimelyRl::default(), None)
-    }
-
-    fn rp_on_note(&self, _c: &mut RlCore, _rl: &mut TimelyRl, _n: &(), _cpid: u16, _now: Time, _rng: &mut Stream) -> Option<Time> {
-        None
-    }
-
-    fn rp_on_timer(&self, _c: &mut RlCore, _rl: &mut TimelyRl, _now: Time, _rng: &mut Stream) -> Option<Time> {
-        None
     }
 
     fn rp_on_ack(&self, core: &mut RlCore, rl: &mut TimelyRl, ack: &AckView, _echo: &(), _now: Time, _rng: &mut Stream) -> Option<Time> {
