@@ -14,9 +14,8 @@ use crate::stats;
 impl<S: Scheme> NetSim<S> {
     /// A frame fully received (plus latency) by bridge `b` through `ingress`
     /// (the bridge's port on the arrival link, its local index `in_local`)
-    /// joins its output queue.
-    pub(crate) fn bridge_receive(&mut self, b: u32, ingress: PortId, in_local: u16, mut f: Frame<S::Ext>) {
-        let out = self.net.router.next_hop(b, f.src, f.dst);
+    /// joins its output queue `out` (routed when the frame was sent).
+    pub(crate) fn bridge_receive(&mut self, b: u32, ingress: PortId, in_local: u16, out: PortId, mut f: Frame<S::Ext>) {
         let bridge = &mut self.net.bridges[b as usize];
         if out == NO_ROUTE {
             // Unreachable destinations of loaded sources are rejected when

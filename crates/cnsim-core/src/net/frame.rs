@@ -43,7 +43,10 @@ pub struct Frame<E> {
     pub kind: FrameKind,
     /// Ingress port (global id; the engine refuses networks of 65,535 ports
     /// or more) at the bridge currently holding the frame; set when a bridge
-    /// accepts it.
+    /// accepts it. On the wire to a bridge it carries instead the port that
+    /// bridge will forward the frame on, routed once when the frame was sent
+    /// (`u16::MAX`: no route), so neither the arrival nor its prefetch
+    /// looks the route up again.
     pub in_port: u16,
     /// At a bridge: the local index of `in_port` there (its `per_input` partition).
     pub in_local: u16,

@@ -48,6 +48,8 @@ pub struct Port<E> {
     pub reverse: PortId,
     /// Index of this port's queue trace, if traced (`NO_TRACE`: none).
     pub trace: u32,
+    /// The receiving bridge's index (`NO_PEER_BRIDGE`: the peer is a station).
+    pub peer_bridge: u32,
     /// When the frame being transmitted ends.
     pub done_at: Time,
     /// Bytes of data frames held for this port, including the one being sent.
@@ -115,6 +117,9 @@ pub struct Port<E> {
     pub name: String,
 }
 
+/// `Port::peer_bridge` of a port whose peer is a station.
+pub const NO_PEER_BRIDGE: u32 = u32::MAX;
+
 /// `Port::trace` of an untraced port.
 pub const NO_TRACE: u32 = u32::MAX;
 
@@ -161,6 +166,7 @@ impl<E: Copy + Default> Port<E> {
             pause_frames: 0,
             cnm_frames: 0,
             trace: NO_TRACE,
+            peer_bridge: NO_PEER_BRIDGE,
         };
         p.set_rate(rate_bps, frame_bytes);
         p

@@ -5,7 +5,7 @@
 //! `results.rs` only when the run ends.
 
 use super::frame::{Frame, FrameKind, NO_FLOW};
-use super::port::{Port, PortId, NO_TRACE, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
+use super::port::{Port, PortId, NO_PEER_BRIDGE, NO_TRACE, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
 use super::rl::{RateLimiter, RlTrace, StationRp};
 use super::topology::{Dest, Network, NodeKind, Station, NO_ROUTE};
 use super::transport::Transport;
@@ -39,6 +39,9 @@ fn prefetch_line(addr: *const u8) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = addr;
 }
+
+/// `Frame::in_port` of a frame on the wire to a bridge that has no route for it.
+const NO_ROUTE_U16: u16 = u16::MAX;
 
 pub(crate) const EV_GENERATE: u8 = 0;
 pub(crate) const EV_TX_DONE: u8 = 1;
@@ -152,6 +155,9 @@ impl<S: Scheme> NetSim<S> {
             let owner = net.ports[p].owner as usize;
             let peer = net.ports[p].peer as usize;
             net.ports[p].peer_is_station = matches!(net.nodes[peer].kind, NodeKind::Station(_));
+            if let NodeKind::Bridge(b) = net.nodes[peer].kind {
+                net.ports[p].peer_bridge = b;
+            }
             net.ports[p].lazy_ok = match net.nodes[owner].kind {
                 NodeKind::Station(_) => true,
                 NodeKind::Bridge(b) => {
@@ -459,12 +465,11 @@ impl<S: Scheme> NetSim<S> {
             return None;
         }
         let p = self.net.ports.get(index as usize)?;
-        let f = p.wire[WIRE_DATA].front()?;
-        let NodeKind::Bridge(b) = self.net.nodes[p.peer as usize].kind else {
+        if p.peer_bridge == NO_PEER_BRIDGE {
             return None;
-        };
-        let out = self.net.router.next_hop(b, f.src, f.dst);
-        (out != NO_ROUTE).then_some((out, p.reverse_local))
+        }
+        let f = p.wire[WIRE_DATA].front()?;
+        (f.in_port != NO_ROUTE_U16).then_some((f.in_port as PortId, p.reverse_local))
     }
 
     // ------------------------------------------------------------ sources
@@ -557,6 +562,14 @@ impl<S: Scheme> NetSim<S> {
                 p.wire[class].push_back(frame); // still in flight when the run ends
             }
         } else {
+            let mut frame = frame;
+            if class != WIRE_MAC && p.peer_bridge != NO_PEER_BRIDGE {
+                // Routed once, here: on the wire `in_port` carries the port
+                // the next bridge forwards the frame on (the bridge sets the
+                // field to the frame's ingress when it accepts it).
+                let out = self.net.router.next_hop(p.peer_bridge, frame.src, frame.dst);
+                frame.in_port = if out == NO_ROUTE { NO_ROUTE_U16 } else { out as u16 };
+            }
             p.wire[class].push_back(frame);
             self.q.push(arrive, EV_ARRIVE + class as u8, port);
         }
@@ -623,8 +636,15 @@ impl<S: Scheme> NetSim<S> {
         let peer = p.peer;
         let ingress = p.reverse;
         let in_local = p.reverse_local;
+        let peer_bridge = p.peer_bridge;
         if class == WIRE_MAC {
             self.receive_pause(ingress, f.quanta());
+            return;
+        }
+        if peer_bridge != NO_PEER_BRIDGE {
+            let b = peer_bridge;
+            let out = if f.in_port == NO_ROUTE_U16 { NO_ROUTE } else { f.in_port as PortId };
+            self.bridge_receive(b, ingress, in_local, out, f);
             return;
         }
         match self.net.nodes[peer as usize].kind {
@@ -648,7 +668,7 @@ impl<S: Scheme> NetSim<S> {
                     FrameKind::Data | FrameKind::Pause => {}
                 }
             }
-            NodeKind::Bridge(b) => self.bridge_receive(b, ingress, in_local, f),
+            NodeKind::Bridge(_) => unreachable!("a bridge peer is handled above"),
         }
     }
 
