@@ -161,7 +161,7 @@ pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, schem
 /// management.
 pub fn leafspine_config(leaves: usize, spines: usize, hosts_per_leaf: usize, load: f64, duration_ps: Time) -> SimConfig {
     let hosts = leaves * hosts_per_leaf;
-    let stations = (0..hosts)
+    let stations: Vec<StationConfig> = (0..hosts)
         .map(|h| host(format!("H{h}"), load, DestConfig::Uniform, PS_PER_US))
         .collect();
     let bridge = |name: String| BridgeConfig {
@@ -195,8 +195,16 @@ pub fn leafspine_config(leaves: usize, spines: usize, hosts_per_leaf: usize, loa
             node: format!("H{h}"),
         })
         .collect();
+    let n_stations = stations.len();
     SimConfig {
         routing: RoutingConfig::Ecmp,
+        // As a scenario gets it (`stats.per_flow = "auto"`): per-flow
+        // counters, hosts x hosts of them, only for small fabrics.
+        per_flow: n_stations <= PER_FLOW_AUTO_STATIONS,
         ..SimConfig::new(duration_ps, stations, bridges, links, events)
     }
 }
+
+/// Stations up to which a scenario keeps per-flow counters by default
+/// (`stats.per_flow = "auto"`, python/cnsim/scenario/model.py).
+pub const PER_FLOW_AUTO_STATIONS: usize = 256;
