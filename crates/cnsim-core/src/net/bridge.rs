@@ -4,7 +4,7 @@
 //! destinations travel back to the flows' sources as control frames.
 
 use super::frame::Frame;
-use super::port::PortId;
+use super::port::{PortId, TxFrame};
 use super::sim::NetSim;
 use super::topology::NO_ROUTE;
 use crate::config::BufferMode;
@@ -142,7 +142,7 @@ impl<S: Scheme> NetSim<S> {
     }
 
     /// A data frame left bridge `b` through `out`: free its buffer.
-    pub(crate) fn bridge_release(&mut self, b: u32, out: PortId, f: &Frame<S::Ext>) {
+    pub(crate) fn bridge_release(&mut self, b: u32, out: PortId, f: &TxFrame) {
         let len = f.len as u64;
         self.net.bridges[b as usize].total_bytes -= len;
         let ingress = f.in_port as PortId;

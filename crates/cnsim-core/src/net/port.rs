@@ -19,11 +19,12 @@ pub const WIRE_MAC: usize = 0; // PAUSE: acts when fully received
 pub const WIRE_DATA: usize = 1; // data: + bridge latency (bridge) or 0 (station)
 pub const WIRE_NOTE: usize = 2; // notifications: + bridge latency (bridge) or processing time (station)
 
-/// Fields are laid out by use (`repr(C)`, hottest first): the state every
+/// Fields are laid out by use (`repr(C)`, hottest first, each port starting
+/// on a cache line): the state every
 /// event reads sits in the first cache lines, so that a fabric of thousands
 /// of ports, far larger than the caches, costs a miss or two per port touched
 /// instead of one per field.
-#[repr(C)]
+#[repr(C, align(64))]
 pub struct Port<E> {
     // --- line 1: the transmitter's state, read by every event on the port ---
     pub busy: bool,
@@ -59,11 +60,14 @@ pub struct Port<E> {
     /// Serialisation time of a data frame at the current rate (cached).
     pub ser_data_ps: Time,
 
-    // --- lines 2-3: the egress queues and the frame being sent ---
+    // --- line 2: the egress queues ---
     pub data: VecDeque<Frame<E>>,
     pub ctrl: VecDeque<Frame<E>>,
-    /// The frame being transmitted (valid while `busy`).
-    pub tx: Frame<E>,
+
+    // --- line 3: what the frame being sent frees, and the transmitter's counters ---
+    /// The frame being transmitted (valid while `busy`): what releasing its
+    /// buffer needs, not the whole frame (a line less per port).
+    pub tx: TxFrame,
     /// Paused until this time (the sender sends only control frames before it).
     pub pause_end: Time,
     pub delay_ps: Time,
@@ -73,17 +77,23 @@ pub struct Port<E> {
     /// Bytes this port started sending in each of the first windows
     /// (`stats::INLINE_WINDOWS`; the others are in `Stats::link_win_bytes`).
     pub win_bytes: [u64; crate::stats::INLINE_WINDOWS],
-    /// Bytes in the owner bridge that arrived through this port (ingress side).
-    pub in_bytes: u64,
+    /// `rx_extra_ps[WIRE_DATA]`, here with the data path's other fields.
+    pub rx_extra_data_ps: Time,
 
-    // --- lines 4-5: the wire ---
-    /// On the wire, per class.
-    pub wire: [VecDeque<Frame<E>>; 3],
-    /// Extra delay at the receiver, per wire class.
-    pub rx_extra_ps: [Time; 3],
+    // --- line 4: the data wire and the partitions ---
+    /// Data frames on the wire (the other classes: `wire_ctl`).
+    pub wire_data: VecDeque<Frame<E>>,
     /// Data bytes in this queue per ingress (local index at the owner
     /// bridge): the `per_input` partitions of this output buffer.
     pub bytes_by_ingress: Vec<u64>,
+    /// Bytes in the owner bridge that arrived through this port (ingress side).
+    pub in_bytes: u64,
+
+    // --- rarely touched by a data frame ---
+    /// PAUSE frames and notifications on the wire (`WIRE_MAC`, `WIRE_NOTE`).
+    pub wire_ctl: [VecDeque<Frame<E>>; 2],
+    /// Extra delay at the receiver, per wire class.
+    pub rx_extra_ps: [Time; 3],
 
     // --- PAUSE at this transmitter ---
     pub pause_start: Time,
@@ -117,6 +127,16 @@ pub struct Port<E> {
     pub name: String,
 }
 
+/// What the transmitter keeps of the frame it is sending.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxFrame {
+    pub len: u16,
+    /// At a bridge: the frame's ingress port and its local index there.
+    pub in_port: u16,
+    pub in_local: u16,
+    pub data: bool,
+}
+
 /// `Port::peer_bridge` of a port whose peer is a station.
 pub const NO_PEER_BRIDGE: u32 = u32::MAX;
 
@@ -137,6 +157,7 @@ impl<E: Copy + Default> Port<E> {
             ser_data_ps: 0,
             delay_ps,
             rx_extra_ps: [0; 3],
+            rx_extra_data_ps: 0,
             data: VecDeque::new(),
             ctrl: VecDeque::new(),
             data_bytes: 0,
@@ -145,8 +166,9 @@ impl<E: Copy + Default> Port<E> {
             done_pending: false,
             lazy_ok: false,
             peer_is_station: false,
-            tx: Frame::pause(0, 0, 0),
-            wire: [VecDeque::new(), VecDeque::new(), VecDeque::new()],
+            tx: TxFrame::default(),
+            wire_data: VecDeque::new(),
+            wire_ctl: [VecDeque::new(), VecDeque::new()],
             pause_end: 0,
             pause_start: 0,
             paused_ever: false,
@@ -198,7 +220,72 @@ impl<E: Copy + Default> Port<E> {
 
     /// Data frames held by this port: queued, being sent, or on the wire.
     pub fn data_frames_in_flight(&self) -> u64 {
-        let wire = self.wire.iter().map(|w| w.iter().filter(|f| f.is_data()).count()).sum::<usize>();
-        (self.data.len() + wire) as u64
+        let ctl = self
+            .wire_ctl
+            .iter()
+            .map(|w| w.iter().filter(|f| f.is_data()).count())
+            .sum::<usize>();
+        (self.data.len() + self.wire_data.len() + ctl) as u64
+    }
+
+    /// The frames of wire class `class` on the wire, oldest first.
+    #[inline(always)]
+    pub fn wire(&self, class: usize) -> &VecDeque<Frame<E>> {
+        match class {
+            WIRE_DATA => &self.wire_data,
+            WIRE_MAC => &self.wire_ctl[0],
+            _ => &self.wire_ctl[1],
+        }
+    }
+
+    #[inline(always)]
+    pub fn wire_mut(&mut self, class: usize) -> &mut VecDeque<Frame<E>> {
+        match class {
+            WIRE_DATA => &mut self.wire_data,
+            WIRE_MAC => &mut self.wire_ctl[0],
+            _ => &mut self.wire_ctl[1],
+        }
+    }
+
+    /// Extra delay at the receiver for wire class `class`.
+    #[inline(always)]
+    pub fn rx_extra(&self, class: usize) -> Time {
+        if class == WIRE_DATA {
+            self.rx_extra_data_ps
+        } else {
+            self.rx_extra_ps[class]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheme::qcn::QcnExt;
+    use std::mem::{offset_of, size_of};
+
+    /// Every field a forwarded data frame reads or writes at its output port
+    /// lies in the port's first four cache lines: on a fabric whose ports
+    /// outgrow the caches each line is a miss (docs/performance.md).
+    #[test]
+    fn the_data_path_fields_fit_in_four_cache_lines() {
+        type P = Port<QcnExt>;
+        let ends = [
+            offset_of!(P, ser_data_ps) + size_of::<Time>(),
+            offset_of!(P, data) + size_of::<VecDeque<Frame<QcnExt>>>(),
+            offset_of!(P, ctrl) + size_of::<VecDeque<Frame<QcnExt>>>(),
+            offset_of!(P, tx) + size_of::<TxFrame>(),
+            offset_of!(P, pause_end) + 8,
+            offset_of!(P, bytes_sent) + 8,
+            offset_of!(P, frames_sent) + 8,
+            offset_of!(P, win_bytes) + size_of::<[u64; crate::stats::INLINE_WINDOWS]>(),
+            offset_of!(P, rx_extra_data_ps) + 8,
+            offset_of!(P, wire_data) + size_of::<VecDeque<Frame<QcnExt>>>(),
+            offset_of!(P, bytes_by_ingress) + size_of::<Vec<u64>>(),
+        ];
+        let last = ends.iter().max().unwrap();
+        assert!(*last <= 4 * 64, "the data path ends at byte {last}");
+        // Ports start on a cache line, so "the first four lines" are four lines.
+        assert_eq!(std::mem::align_of::<P>(), 64);
     }
 }

@@ -5,7 +5,7 @@
 //! `results.rs` only when the run ends.
 
 use super::frame::{Frame, FrameKind, NO_FLOW};
-use super::port::{Port, PortId, NO_PEER_BRIDGE, NO_TRACE, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
+use super::port::{Port, PortId, TxFrame, NO_PEER_BRIDGE, NO_TRACE, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
 use super::rl::{RateLimiter, RlTrace, StationRp};
 use super::topology::{Dest, Network, NodeKind, Station, NO_ROUTE};
 use super::transport::Transport;
@@ -450,7 +450,7 @@ impl<S: Scheme> NetSim<S> {
                 .net
                 .ports
                 .get(index as usize)
-                .and_then(|p| p.wire[(kind - EV_ARRIVE) as usize].front())
+                .and_then(|p| p.wire((kind - EV_ARRIVE) as usize).front())
             {
                 prefetch_line((f as *const Frame<S::Ext>).cast());
             }
@@ -468,7 +468,7 @@ impl<S: Scheme> NetSim<S> {
         if p.peer_bridge == NO_PEER_BRIDGE {
             return None;
         }
-        let f = p.wire[WIRE_DATA].front()?;
+        let f = p.wire_data.front()?;
         (f.in_port != NO_ROUTE_U16).then_some((f.in_port as PortId, p.reverse_local))
     }
 
@@ -536,7 +536,12 @@ impl<S: Scheme> NetSim<S> {
             FrameKind::Note | FrameKind::Ack | FrameKind::Nack => WIRE_NOTE,
         };
         p.busy = true;
-        p.tx = frame;
+        p.tx = TxFrame {
+            len: frame.len,
+            in_port: frame.in_port,
+            in_local: frame.in_local,
+            data: frame.is_data(),
+        };
         p.frames_sent += 1;
         p.bytes_sent += frame.len as u64;
         p.done_at = now + ser;
@@ -544,7 +549,7 @@ impl<S: Scheme> NetSim<S> {
         if p.done_pending {
             self.q.push(now + ser, EV_TX_DONE, port);
         }
-        let arrive = now + ser + p.delay_ps + p.rx_extra_ps[class];
+        let arrive = now + ser + p.delay_ps + p.rx_extra(class);
         if class == WIRE_DATA && p.peer_is_station && !self.sink_events {
             // Delivery is certain once sending starts, and nothing happens at
             // the sink but counting: record it now, at its arrival time.
@@ -559,7 +564,7 @@ impl<S: Scheme> NetSim<S> {
                     arrive - frame.born,
                 );
             } else {
-                p.wire[class].push_back(frame); // still in flight when the run ends
+                p.wire_mut(class).push_back(frame); // still in flight when the run ends
             }
         } else {
             let mut frame = frame;
@@ -570,7 +575,7 @@ impl<S: Scheme> NetSim<S> {
                 let out = self.net.router.next_hop(p.peer_bridge, frame.src, frame.dst);
                 frame.in_port = if out == NO_ROUTE { NO_ROUTE_U16 } else { out as u16 };
             }
-            p.wire[class].push_back(frame);
+            p.wire_mut(class).push_back(frame);
             self.q.push(arrive, EV_ARRIVE + class as u8, port);
         }
         self.stats.transmit(now, port as usize, frame.len as u64, &mut p.win_bytes);
@@ -581,7 +586,7 @@ impl<S: Scheme> NetSim<S> {
         let p = &mut self.net.ports[port as usize];
         p.busy = false;
         let f = p.tx;
-        if f.is_data() {
+        if f.data {
             p.data_bytes -= f.len as u64;
             let owner = p.owner;
             let at = p.done_at;
@@ -632,7 +637,7 @@ impl<S: Scheme> NetSim<S> {
     /// The frame at the head of `port`'s wire ring `class` is received by the peer.
     fn on_arrive(&mut self, port: PortId, class: usize) {
         let p = &mut self.net.ports[port as usize];
-        let f = p.wire[class].pop_front().expect("arrival without a frame on the wire");
+        let f = p.wire_mut(class).pop_front().expect("arrival without a frame on the wire");
         let peer = p.peer;
         let ingress = p.reverse;
         let in_local = p.reverse_local;

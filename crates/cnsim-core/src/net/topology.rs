@@ -207,6 +207,7 @@ impl<E: Copy + Default> Network<E> {
             };
             debug_assert_eq!(WIRE_MAC, 0);
             ports[p].rx_extra_ps = extra;
+            ports[p].rx_extra_data_ps = extra[WIRE_DATA];
             let _ = (WIRE_DATA, WIRE_NOTE);
             if let NodeKind::Bridge(_) = nodes[ports[p].owner as usize].kind {
                 let k = nodes[ports[p].owner as usize].ports.len();
