@@ -99,6 +99,21 @@ def run_sizes(
     return out
 
 
+def best_of(rounds: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per size, the round with the most events per second (its figures), the
+    largest peak memory of all rounds, and events per second relative to the
+    smallest fabric's (`events_per_s_vs_smallest`)."""
+    rows = []
+    for runs in zip(*rounds, strict=True):
+        best = dict(max(runs, key=lambda r: r["events_per_s"]))
+        best["peak_rss_mb"] = max(r["peak_rss_mb"] for r in runs)
+        rows.append(best)
+    rows.sort(key=lambda r: r["hosts"])
+    for r in rows:
+        r["events_per_s_vs_smallest"] = r["events_per_s"] / rows[0]["events_per_s"]
+    return rows
+
+
 def main(argv: list[str]) -> int:
     hosts, ms = int(argv[0]), float(argv[1])
     scheme = argv[2] if len(argv) > 2 and argv[2] != "-" else None

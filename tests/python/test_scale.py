@@ -184,6 +184,14 @@ def test_bench_scale_cli_prints_the_figures():
     (row,) = out["sizes"]
     for key in ("events_per_s", "frames_delivered_per_s", "engine_wall_s", "peak_rss_mb"):
         assert row[key] > 0
+    assert out["runs"] == 1 and row["events_per_s_vs_smallest"] == 1.0
+    bad_repeat = subprocess.run(
+        [sys.executable, "-m", "cnsim", "bench", "--workload", "scale", "--repeat", "0"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert bad_repeat.returncode == 2 and "--repeat: 0 is not allowed" in bad_repeat.stderr
     bad = subprocess.run(
         [sys.executable, "-m", "cnsim", "bench", "--workload", "scale", "--hosts", "100"],
         capture_output=True,
@@ -191,6 +199,20 @@ def test_bench_scale_cli_prints_the_figures():
         check=False,
     )
     assert bad.returncode == 2 and "--hosts: 100 is not allowed" in bad.stderr
+
+
+def test_best_of_keeps_each_sizes_fastest_run_and_the_largest_memory():
+    from cnsim.benchscale import best_of
+
+    def row(hosts: int, eps: float, mb: float) -> dict:
+        return {"hosts": hosts, "events_per_s": eps, "peak_rss_mb": mb, "engine_wall_s": 1 / eps}
+
+    rounds = [[row(64, 10.0, 90), row(1000, 5.0, 130)], [row(64, 12.0, 95), row(1000, 4.0, 120)]]
+    small, large = best_of(rounds)
+    assert (small["events_per_s"], small["engine_wall_s"], small["peak_rss_mb"]) == (12.0, 1 / 12.0, 95)
+    assert (large["events_per_s"], large["engine_wall_s"], large["peak_rss_mb"]) == (5.0, 1 / 5.0, 130)
+    assert small["events_per_s_vs_smallest"] == 1.0
+    assert large["events_per_s_vs_smallest"] == 5.0 / 12.0
 
 
 def test_explicit_routes_override_the_routing_function():
