@@ -160,44 +160,21 @@ def test_a_4096_host_fat_tree_runs_in_bounded_memory():
     assert fig["peak_rss_mb"] < 2048, fig
 
 
+def _cnsim(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cnsim", *args], capture_output=True, text=True, check=False)
+
+
 def test_bench_scale_cli_prints_the_figures():
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cnsim",
-            "bench",
-            "--workload",
-            "scale",
-            "--hosts",
-            "64",
-            "--duration-ms",
-            "0.5",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    p = _cnsim("bench", "--workload", "scale", "--hosts", "64", "--duration-ms", "0.5", "--json")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     (row,) = out["sizes"]
     for key in ("events_per_s", "frames_delivered_per_s", "engine_wall_s", "peak_rss_mb"):
         assert row[key] > 0
     assert out["runs"] == 1 and row["events_per_s_vs_smallest"] == 1.0
-    bad_repeat = subprocess.run(
-        [sys.executable, "-m", "cnsim", "bench", "--workload", "scale", "--repeat", "0"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    bad_repeat = _cnsim("bench", "--workload", "scale", "--repeat", "0")
     assert bad_repeat.returncode == 2 and "--repeat: 0 is not allowed" in bad_repeat.stderr
-    bad = subprocess.run(
-        [sys.executable, "-m", "cnsim", "bench", "--workload", "scale", "--hosts", "100"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    bad = _cnsim("bench", "--workload", "scale", "--hosts", "100")
     assert bad.returncode == 2 and "--hosts: 100 is not allowed" in bad.stderr
 
 
