@@ -54,6 +54,11 @@ pub enum Fb0Action {
     Increase,
     /// A qFb = 0 message does nothing.
     None,
+    /// A qFb = 0 message stands for the 1 / RefP frames the destination
+    /// received: it advances the byte counter by that many full frames (a
+    /// CNM resets the counter, so it raises the RL only after a stretch of
+    /// them with no decrease).
+    Credit,
 }
 
 /// QCN parameters, in the units of their names; declared in [`table`].
@@ -105,7 +110,7 @@ pub fn table() -> Table {
         .float("refp", 0.04, Range::ge(0.0).le(1.0), "three-point: reflection probability")
         .choice(
             "fb0_action",
-            &["increase", "none"],
+            &["increase", "none", "credit"],
             "increase",
             "three-point: what a qFb = 0 message does at the RP",
         )
@@ -306,6 +311,18 @@ impl Qcn {
         core.rate_bps = ((core.rate_bps + rl.tr) / 2.0).min(core.line_rate_bps);
     }
 
+    /// A byte-counter cycle completes: next stage, counter reloaded, self-increase.
+    fn byte_cycle(&self, core: &mut RlCore, rl: &mut QcnRl, rng: &mut Stream) {
+        rl.si += 1;
+        let base = if rl.si < self.p.fr_thr {
+            self.p.bc_limit_bytes
+        } else {
+            self.p.bc_ai_bytes
+        };
+        rl.bc = base * self.jitter(rng);
+        self.self_increase(core, rl);
+    }
+
     fn timer_after(&self, rl: &QcnRl, now: Time, rng: &mut Stream) -> Option<Time> {
         if self.p.timer_ps() == 0 {
             return None;
@@ -403,9 +420,18 @@ impl Scheme for Qcn {
         let p = &self.p;
         if note.qfb == 0 {
             // A qFb = 0 message (three-point reflection of an unmarked frame).
-            if p.fb0_action == Fb0Action::Increase {
-                rl.si += 1;
-                self.self_increase(core, rl);
+            match p.fb0_action {
+                Fb0Action::Increase => {
+                    rl.si += 1;
+                    self.self_increase(core, rl);
+                }
+                Fb0Action::Credit if p.refp > 0.0 => {
+                    rl.bc -= 1500.0 / p.refp;
+                    if rl.bc < 0.0 {
+                        self.byte_cycle(core, rl, rng);
+                    }
+                }
+                Fb0Action::Credit | Fb0Action::None => {}
             }
             return None;
         }
@@ -428,14 +454,7 @@ impl Scheme for Qcn {
     fn rp_on_send(&self, core: &mut RlCore, rl: &mut QcnRl, frame: &mut Frame<QcnExt>, _now: Time, rng: &mut Stream) -> Option<Time> {
         rl.bc -= frame.len as f64;
         if rl.bc < 0.0 {
-            rl.si += 1;
-            let base = if rl.si < self.p.fr_thr {
-                self.p.bc_limit_bytes
-            } else {
-                self.p.bc_ai_bytes
-            };
-            rl.bc = base * self.jitter(rng);
-            self.self_increase(core, rl);
+            self.byte_cycle(core, rl, rng);
         }
         None
     }
@@ -756,5 +775,39 @@ mod tests {
         q.rp_on_note(&mut c, &mut rl, &zero[0].0, 4, 0, &mut rng);
         assert_eq!(rl.si, 1);
         assert!((c.rate_bps - 2e9).abs() < 1.0);
+    }
+
+    #[test]
+    fn credit_reading_counts_reflections_toward_the_byte_counter_and_a_cnm_resets_it() {
+        let q = qcn(QcnParams {
+            three_point: true,
+            fb0_action: Fb0Action::Credit,
+            efr: Efr::ResetStage,
+            randomize: 0.0,
+            ..QcnParams::default()
+        });
+        let mut rng = stream(0, "rp");
+        let mut c = core(1e9);
+        let mut rl = QcnRl {
+            tr: 3e9,
+            bc: 150_000.0,
+            ..QcnRl::default()
+        };
+        let zero = QcnExt::default();
+        // Each stands for 1 / RefP = 25 frames of 1500 B: 37.5 KB of the 150 KB cycle.
+        for _ in 0..4 {
+            q.rp_on_note(&mut c, &mut rl, &zero, 0, 0, &mut rng);
+        }
+        assert_eq!((rl.si, c.rate_bps), (0, 1e9), "150 KB exactly: the cycle is not over");
+        q.rp_on_note(&mut c, &mut rl, &zero, 0, 0, &mut rng);
+        assert_eq!(rl.si, 1);
+        assert!((c.rate_bps - 2e9).abs() < 1.0, "one cycle: halfway to TR");
+        // A CNM reloads the counter: four reflections after it raise nothing.
+        q.rp_on_note(&mut c, &mut rl, &cnm(10), 0, 0, &mut rng);
+        let after_cnm = c.rate_bps;
+        for _ in 0..4 {
+            q.rp_on_note(&mut c, &mut rl, &zero, 0, 0, &mut rng);
+        }
+        assert_eq!(c.rate_bps, after_cnm);
     }
 }
