@@ -46,6 +46,7 @@ BAD_INPUTS = [
     (["run", "baseline", "--seeds", "2", "--seed", "1"], "error: --seeds and --seed: give one of them"),
     (["show", "nosuch"], "error: unknown scenario 'nosuch'"),
     (["bench", "--duration-ms", "0"], "error: --duration-ms: 0.0 is not allowed"),
+    (["bench", "--repeat", "101"], "error: --repeat: 101 is not allowed"),
 ]
 
 
