@@ -391,7 +391,7 @@ impl Stats {
     #[inline]
     pub fn transmit(&mut self, t: Time, port: usize, len: u64, inline: &mut [u64; INLINE_WINDOWS]) {
         if self.link_series {
-            let b = self.bin_now();
+            let b = self.bin_of(t);
             self.link_bins[port * self.n_bins + b] += len;
         }
         for (w, &(a, e)) in self.windows.iter().enumerate() {

@@ -43,6 +43,56 @@ fn prefetch_line(addr: *const u8) {
 /// `Frame::in_port` of a frame on the wire to a bridge that has no route for it.
 const NO_ROUTE_U16: u16 = u16::MAX;
 
+/// `NetSim::express` of a port that does not end at a pass-through bridge.
+pub(crate) const NO_EXPRESS: PortId = PortId::MAX;
+
+/// For each port, the output of the bridge at its far end when that bridge
+/// forwards every data frame the moment it arrives, so that the arrival can
+/// be computed when the frame is sent, with no event of its own. That holds
+/// for a bridge with exactly two ports (what enters one leaves by the
+/// other), no CP on either, a private buffer per output (`per_output`,
+/// `per_input`, `infinite`: an empty queue admits any frame), an output at
+/// least as fast as the input and neither rate ever changed by a scenario
+/// event, and an untraced output: frames then arrive at least one
+/// serialisation apart and find the output idle. The caller also requires a
+/// network in which no control frame can use the output (no PAUSE, a scheme
+/// that never notifies, no transport flows). Frames leave as they would have
+/// at the same instants; only the order in which equal-time events were
+/// scheduled can differ, which the tests show leaves results identical.
+fn express_ports<E: Copy + Default>(net: &Network<E>, has_cp: &[bool], rate_changes: &[PortId]) -> Vec<PortId> {
+    (0..net.ports.len())
+        .map(|p| {
+            let port = &net.ports[p];
+            let b = port.peer_bridge;
+            if b == NO_PEER_BRIDGE {
+                return NO_EXPRESS;
+            }
+            let node = &net.nodes[port.peer as usize];
+            if node.ports.len() != 2 || node.ports.iter().any(|&q| has_cp[q as usize]) {
+                return NO_EXPRESS;
+            }
+            if !matches!(
+                net.bridges[b as usize].buffer_mode,
+                BufferMode::PerOutput | BufferMode::PerInput | BufferMode::Infinite
+            ) {
+                return NO_EXPRESS;
+            }
+            let out = if node.ports[0] == port.reverse {
+                node.ports[1]
+            } else {
+                node.ports[0]
+            };
+            let o = &net.ports[out as usize];
+            let fixed = !rate_changes.contains(&(p as PortId)) && !rate_changes.contains(&out);
+            if fixed && o.rate_bps >= port.rate_bps && o.rate_bps > 0 && o.trace == NO_TRACE {
+                out
+            } else {
+                NO_EXPRESS
+            }
+        })
+        .collect()
+}
+
 pub(crate) const EV_GENERATE: u8 = 0;
 pub(crate) const EV_TX_DONE: u8 = 1;
 /// EV_ARRIVE + wire class (MAC, DATA, CNM).
@@ -77,6 +127,9 @@ pub struct NetSim<S: Scheme> {
     pub(crate) rl_overflow: bool,
     /// The event loop prefetches (a large network in a calendar-queue run).
     prefetch: bool,
+    /// Per port, the output port of the pass-through bridge at its far end
+    /// (`NO_EXPRESS`: none); see [`express_ports`].
+    pub(crate) express: Vec<PortId>,
     pub(crate) rl_traces: Vec<RlTrace>,
     pub(crate) rl_trace_index: BTreeMap<String, usize>,
     pub(crate) trace_rls: Option<Vec<String>>,
@@ -136,12 +189,13 @@ impl<S: Scheme> NetSim<S> {
                 cp_on[p as usize] = true;
             }
         }
-        let cps = net
+        let cps: Vec<Option<S::Cp>> = net
             .ports
             .iter()
             .zip(&cp_on)
             .map(|(p, &on)| on.then(|| scheme.new_cp(stream(seed, &format!("{}/cp", p.name)))))
             .collect();
+        let has_cp: Vec<bool> = cps.iter().map(Option::is_some).collect();
         let rps = (0..n_st)
             .map(|s| StationRp::new(net.stations[s].rl_scope, stream(seed, &format!("{}/rp", net.station_name(s)))))
             .collect();
@@ -257,6 +311,19 @@ impl<S: Scheme> NetSim<S> {
                 timed.push((at, i));
             }
         }
+        let quiet = !S::NOTIFIES && !cfg.pause.enabled && cfg.transport.flows.is_empty() && cfg.transport.arrivals.is_empty();
+        let express = if quiet {
+            let rate_changes: Vec<PortId> = actions
+                .iter()
+                .filter_map(|a| match a {
+                    Action::LinkRate(p, _) => Some(*p),
+                    _ => None,
+                })
+                .collect();
+            express_ports(&net, &has_cp, &rate_changes)
+        } else {
+            vec![NO_EXPRESS; net.ports.len()]
+        };
         // Equal times apply in list order: the queue breaks ties by push order.
         timed.sort_by_key(|&(t, i)| (t, i));
         for (t, i) in timed {
@@ -272,6 +339,7 @@ impl<S: Scheme> NetSim<S> {
             free_rls: Vec::new(),
             rl_overflow: false,
             prefetch: q.is_calendar() && net.ports.len() * std::mem::size_of::<Port<S::Ext>>() > PREFETCH_MIN_BYTES,
+            express,
             rl_traces: Vec::new(),
             rl_trace_index: BTreeMap::new(),
             trace_rls: cfg.trace_rls.clone(),
@@ -566,6 +634,12 @@ impl<S: Scheme> NetSim<S> {
             } else {
                 p.wire_mut(class).push_back(frame); // still in flight when the run ends
             }
+        } else if class == WIRE_DATA && self.express[port as usize] != NO_EXPRESS && arrive < self.duration {
+            // Through a pass-through bridge: it starts forwarding at `arrive`.
+            let out = self.express[port as usize];
+            self.stats.transmit(now, port as usize, frame.len as u64, &mut p.win_bytes);
+            self.forward_express(out, frame, arrive);
+            return;
         } else {
             let mut frame = frame;
             if class != WIRE_MAC && p.peer_bridge != NO_PEER_BRIDGE {
@@ -579,6 +653,35 @@ impl<S: Scheme> NetSim<S> {
             self.q.push(arrive, EV_ARRIVE + class as u8, port);
         }
         self.stats.transmit(now, port as usize, frame.len as u64, &mut p.win_bytes);
+    }
+
+    /// `frame` leaves pass-through port `out` at `start` (see [`express_ports`]):
+    /// what `try_start` does for it there, at the instants it would.
+    fn forward_express(&mut self, out: PortId, mut frame: Frame<S::Ext>, start: Time) {
+        let o = &mut self.net.ports[out as usize];
+        let len = frame.len;
+        let arrive = start + o.ser_ps(len, self.frame_bytes) + o.delay_ps + o.rx_extra_data_ps;
+        o.frames_sent += 1;
+        o.bytes_sent += len as u64;
+        if o.peer_is_station && !self.sink_events {
+            if arrive < self.duration {
+                let st = o.peer as usize;
+                self.net.stations[st].delivered += 1;
+                self.stats
+                    .deliver(arrive, frame.src as usize, frame.dst as usize, len as u64, arrive - frame.born);
+            } else {
+                o.wire_data.push_back(frame);
+            }
+        } else {
+            if o.peer_bridge != NO_PEER_BRIDGE {
+                let next = self.net.router.next_hop(o.peer_bridge, frame.src, frame.dst);
+                frame.in_port = if next == NO_ROUTE { NO_ROUTE_U16 } else { next as u16 };
+            }
+            o.wire_data.push_back(frame);
+            self.q.push(arrive, EV_ARRIVE + WIRE_DATA as u8, out);
+        }
+        let o = &mut self.net.ports[out as usize];
+        self.stats.transmit(start, out as usize, len as u64, &mut o.win_bytes);
     }
 
     /// The frame being sent on `port` is done (at `done_at`): free its buffer.
@@ -812,6 +915,46 @@ mod tests {
     use crate::net::Frame;
     use crate::scheme::bcn::{Bcn, BcnExt, BcnMsg, BcnParams};
     use crate::scheme::nocm::NoCm;
+
+    /// Through a pass-through bridge a frame's arrival downstream is worked
+    /// out when it is sent, with no event at the bridge: the results are the
+    /// event-by-event run's, to the bit (counters, windows, binned series).
+    #[test]
+    fn express_forwarding_through_two_port_bridges_changes_no_result() {
+        let mut cfg = crate::bench::incast_config(30 * PS_PER_MS);
+        cfg.windows.push(crate::config::WindowConfig {
+            name: "late".into(),
+            start_ps: 10 * PS_PER_MS + 123,
+            end_ps: 20 * PS_PER_MS + 7,
+        });
+        let run = |express: bool| {
+            let mut sim = NetSim::new(&cfg, 3, NoCm).unwrap();
+            if !express {
+                sim.express.fill(NO_EXPRESS);
+            }
+            let used = sim.express.iter().filter(|&&x| x != NO_EXPRESS).count();
+            sim.run_until(Time::MAX);
+            let mut r = serde_json::to_value(sim.finish().unwrap()).unwrap();
+            let events = r["engine"]["events"].as_u64().unwrap();
+            r.as_object_mut().unwrap().remove("engine");
+            (r, events, used)
+        };
+        let (fast, fast_events, used) = run(true);
+        let (slow, slow_events, _) = run(false);
+        // Both directions of the four edge bridges.
+        assert_eq!(used, 8);
+        assert!(fast_events < slow_events * 3 / 4, "{fast_events} events against {slow_events}");
+        assert_eq!(fast, slow);
+        // With a CP on an edge bridge, or with PAUSE, nothing is forwarded express.
+        let mut paused = cfg.clone();
+        paused.pause.enabled = true;
+        assert!(NetSim::new(&paused, 3, NoCm).unwrap().express.iter().all(|&x| x == NO_EXPRESS));
+        let mut with_cp = cfg.clone();
+        for b in &mut with_cp.bridges {
+            b.cp = true;
+        }
+        assert!(NetSim::new(&with_cp, 3, NoCm).unwrap().express.iter().all(|&x| x == NO_EXPRESS));
+    }
 
     /// A notification is a control frame: it leaves a paused port at once,
     /// ahead of the data waiting there, and reaches its source at exactly the

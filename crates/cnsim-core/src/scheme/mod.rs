@@ -142,6 +142,11 @@ pub trait Scheme: Send + 'static {
     const NP_EVENTS: bool = false;
     /// The CP also sees every data frame leave its queue (`cp_on_dequeue`).
     const CP_ON_DEQUEUE: bool = false;
+    /// Some CP or NP of the scheme may send a notification. Without any (and
+    /// without PAUSE or transport flows) no control frame ever crosses the
+    /// network, which lets the engine forward through pass-through bridges
+    /// without an event (`NetSim::express`).
+    const NOTIFIES: bool = true;
 
     fn new_cp(&self, rng: Stream) -> Self::Cp;
 

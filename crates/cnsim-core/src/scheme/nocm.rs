@@ -21,6 +21,7 @@ impl Scheme for NoCm {
     type Cp = ();
     type Np = ();
     type Rl = ();
+    const NOTIFIES: bool = false;
 
     fn new_cp(&self, _rng: Stream) {}
 
