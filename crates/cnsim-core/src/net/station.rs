@@ -22,7 +22,7 @@ impl<S: Scheme> NetSim<S> {
                     return;
                 }
                 st.active = true;
-                let gap = geometric_gap(st.load, st.inv_ln_q, &mut st.rng);
+                let gap = geometric_gap(st.load, st.inv_ln_q, &st.q_pow, &mut st.rng);
                 st.next_gen = self.now.saturating_add(gap.saturating_mul(st.slot_ps));
                 self.q.push(st.next_gen, EV_GENERATE, s);
             }
@@ -76,7 +76,7 @@ impl<S: Scheme> NetSim<S> {
                 stations[i]
             }
         };
-        let gap = geometric_gap(st.load, st.inv_ln_q, &mut st.rng);
+        let gap = geometric_gap(st.load, st.inv_ln_q, &st.q_pow, &mut st.rng);
         st.next_gen = now.saturating_add((gap + 1).saturating_mul(st.slot_ps));
         let next = st.next_gen;
         let port = st.port;
@@ -113,6 +113,13 @@ impl<S: Scheme> NetSim<S> {
         self.count_generated(s, dst);
         let p = &mut self.net.ports[port as usize];
         p.data_bytes += frame.len as u64;
+        if !p.busy && p.data.is_empty() && p.ctrl.is_empty() && p.rate_bps > 0 && !p.is_paused(now) && !self.rps[s as usize].active() {
+            // An idle NIC (settled above) sends the frame at once: what
+            // `try_start` would take from the FIFO, without the round trip.
+            self.queue_changed(port);
+            self.start_tx(port, frame, false);
+            return;
+        }
         p.data.push_back(frame);
         self.queue_changed(port);
         self.try_start(port);

@@ -46,6 +46,9 @@ pub struct Station {
     pub load: f64,
     /// 1 / ln(1 - p), for drawing geometric gaps between Bernoulli successes.
     pub inv_ln_q: f64,
+    /// (1 - p)^1 .. (1 - p)^GAP_TABLE: the draws that give the shortest gaps
+    /// (`sim::geometric_gap`).
+    pub q_pow: [f64; crate::net::sim::GAP_TABLE],
     /// One frame time at the station's link rate.
     pub slot_ps: Time,
     pub dest: Dest,
@@ -272,6 +275,8 @@ impl<E: Copy + Default> Network<E> {
                 port,
                 load: s.load,
                 inv_ln_q: if s.load > 0.0 && s.load < 1.0 { 1.0 / q.ln() } else { 0.0 },
+                // Above any draw (u <= 1) when there is nothing to read off.
+                q_pow: std::array::from_fn(|j| if s.load > 0.0 && s.load < 1.0 { q.powi(j as i32 + 1) } else { 2.0 }),
                 slot_ps: serialization_ps(cfg.frame_bytes as u64, rate),
                 dest,
                 nic_buffer_bytes: s.nic_buffer_bytes,
