@@ -10,6 +10,11 @@ series it returns, wall-clock figures left out.
     python scripts/engine_fingerprint.py            # compare with tests/golden/engine_fingerprints.json
     python scripts/engine_fingerprint.py --write    # a model change: record the new fingerprints
 
+The engine's floating point is deterministic, but it calls the C library's
+`log` and `exp`, whose last bit may differ between libm builds and CPU
+paths: the recorded fingerprints are this project's machine kind's (x86-64
+with FMA, Debian 12's glibc), where CI runs.
+
 `tests/python/test_golden.py` runs the comparison. A change that is meant to
 move results (a model change) rewrites the file with `--write` and says
 why in its commit message; anything else that moves a fingerprint is a bug.
