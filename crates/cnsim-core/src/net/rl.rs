@@ -55,6 +55,28 @@ pub struct RateLimiter<R, E> {
     pub trace: Option<usize>,
 }
 
+impl<R, E> RateLimiter<R, E> {
+    /// A new RL of station `station`, empty, created at `now` (no timer yet).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(station: usize, key: u16, tag: u16, flow: u32, core: RlCore, state: R, now: Time, trace: Option<usize>) -> Self {
+        RateLimiter {
+            station: station as u32,
+            key,
+            tag,
+            flow,
+            core,
+            state,
+            queue: VecDeque::new(),
+            bytes: 0,
+            next_release: 0,
+            last_release: now,
+            last_len: 0,
+            timer_at: Time::MAX,
+            trace,
+        }
+    }
+}
+
 /// A small map from a 16-bit key to an RL id, sorted by key: the few RLs a
 /// station has make a binary search over a flat vector the cheapest lookup.
 #[derive(Default)]
@@ -333,21 +355,7 @@ impl<S: Scheme> NetSim<S> {
         let mut core = RlCore::at_line_rate(line);
         let (state, timer) = self.scheme.new_rl(&mut core, now);
         let trace = self.rl_trace_for(s, key);
-        let rl = RateLimiter {
-            station: s as u32,
-            key,
-            tag: cpid,
-            flow: NO_FLOW,
-            core,
-            state,
-            queue: VecDeque::new(),
-            bytes: 0,
-            next_release: 0,
-            last_release: now,
-            last_len: 0,
-            timer_at: Time::MAX,
-            trace,
-        };
+        let rl = RateLimiter::new(s, key, cpid, NO_FLOW, core, state, now, trace);
         let id = self.insert_rl(rl);
         let rp = &mut self.rps[s];
         rp.live.push(id);

@@ -625,6 +625,28 @@ impl<S: Scheme> NetSim<S> {
             self.q.push(now + ser, EV_TX_DONE, port);
         }
         let arrive = now + ser + p.delay_ps + p.rx_extra(class);
+        let len = frame.len as u64;
+        self.onto_wire(port, class, frame, arrive);
+        let p = &mut self.net.ports[port as usize];
+        self.stats.transmit(now, port as usize, len, &mut p.win_bytes);
+    }
+
+    /// `frame`, sent on `port`, reaches the far end at `arrive`.
+    #[inline(always)]
+    fn onto_wire(&mut self, port: PortId, class: usize, frame: Frame<S::Ext>, arrive: Time) {
+        if class == WIRE_DATA && self.express[port as usize] != NO_EXPRESS && arrive < self.duration {
+            // Through a pass-through bridge: it starts forwarding at `arrive`.
+            self.forward_express(self.express[port as usize], frame, arrive);
+        } else {
+            self.arrive_at_far_end(port, class, frame, arrive);
+        }
+    }
+
+    /// `frame` is on `port`'s wire until `arrive`: delivered at once to a
+    /// station that only counts it, else an arrival event.
+    #[inline(always)]
+    fn arrive_at_far_end(&mut self, port: PortId, class: usize, mut frame: Frame<S::Ext>, arrive: Time) {
+        let p = &mut self.net.ports[port as usize];
         if class == WIRE_DATA && p.peer_is_station && !self.sink_events {
             // Delivery is certain once sending starts, and nothing happens at
             // the sink but counting: record it now, at its arrival time.
@@ -641,14 +663,7 @@ impl<S: Scheme> NetSim<S> {
             } else {
                 p.wire_mut(class).push_back(frame); // still in flight when the run ends
             }
-        } else if class == WIRE_DATA && self.express[port as usize] != NO_EXPRESS && arrive < self.duration {
-            // Through a pass-through bridge: it starts forwarding at `arrive`.
-            let out = self.express[port as usize];
-            self.stats.transmit(now, port as usize, frame.len as u64, &mut p.win_bytes);
-            self.forward_express(out, frame, arrive);
-            return;
         } else {
-            let mut frame = frame;
             if class != WIRE_MAC && p.peer_bridge != NO_PEER_BRIDGE {
                 // Routed once, here: on the wire `in_port` carries the port
                 // the next bridge forwards the frame on (the bridge sets the
@@ -659,36 +674,19 @@ impl<S: Scheme> NetSim<S> {
             p.wire_mut(class).push_back(frame);
             self.q.push(arrive, EV_ARRIVE + class as u8, port);
         }
-        self.stats.transmit(now, port as usize, frame.len as u64, &mut p.win_bytes);
     }
 
     /// `frame` leaves pass-through port `out` at `start` (see [`express_ports`]):
-    /// what `try_start` does for it there, at the instants it would.
-    fn forward_express(&mut self, out: PortId, mut frame: Frame<S::Ext>, start: Time) {
+    /// what `start_tx` does for it there, at the instants it would.
+    fn forward_express(&mut self, out: PortId, frame: Frame<S::Ext>, start: Time) {
         let o = &mut self.net.ports[out as usize];
-        let len = frame.len;
-        let arrive = start + o.ser_ps(len, self.frame_bytes) + o.delay_ps + o.rx_extra_data_ps;
+        let len = frame.len as u64;
+        let arrive = start + o.ser_ps(frame.len, self.frame_bytes) + o.delay_ps + o.rx_extra_data_ps;
         o.frames_sent += 1;
-        o.bytes_sent += len as u64;
-        if o.peer_is_station && !self.sink_events {
-            if arrive < self.duration {
-                let st = o.peer as usize;
-                self.net.stations[st].delivered += 1;
-                self.stats
-                    .deliver(arrive, frame.src as usize, frame.dst as usize, len as u64, arrive - frame.born);
-            } else {
-                o.wire_data.push_back(frame);
-            }
-        } else {
-            if o.peer_bridge != NO_PEER_BRIDGE {
-                let next = self.net.router.next_hop(o.peer_bridge, frame.src, frame.dst);
-                frame.in_port = if next == NO_ROUTE { NO_ROUTE_U16 } else { next as u16 };
-            }
-            o.wire_data.push_back(frame);
-            self.q.push(arrive, EV_ARRIVE + WIRE_DATA as u8, out);
-        }
+        o.bytes_sent += len;
+        self.arrive_at_far_end(out, WIRE_DATA, frame, arrive);
         let o = &mut self.net.ports[out as usize];
-        self.stats.transmit(start, out as usize, len as u64, &mut o.win_bytes);
+        self.stats.transmit(start, out as usize, len, &mut o.win_bytes);
     }
 
     /// The frame being sent on `port` is done (at `done_at`): free its buffer.

@@ -33,7 +33,6 @@ use crate::engine::time::serialization_ps;
 use crate::engine::{Time, PS_PER_S};
 use crate::scheme::{AckKind, AckView, RlCore, Scheme};
 use rand::Rng;
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// RL id of a flow whose sender holds no RL (finished).
@@ -430,21 +429,7 @@ impl<S: Scheme> NetSim<S> {
             ..RlCore::at_line_rate(line)
         };
         let (state, timer) = self.scheme.new_rl(&mut core, now);
-        let rl = RateLimiter {
-            station: s as u32,
-            key: self.tp.flows[id as usize].dst,
-            tag: 0,
-            flow: id,
-            core,
-            state,
-            queue: VecDeque::new(),
-            bytes: 0,
-            next_release: 0,
-            last_release: now,
-            last_len: 0,
-            timer_at: Time::MAX,
-            trace: None,
-        };
+        let rl = RateLimiter::new(s, self.tp.flows[id as usize].dst, 0, id, core, state, now, None);
         let rl_id = self.insert_rl(rl);
         self.rps[s].live.push(rl_id);
         self.rps[s].flow_pending += 1;
