@@ -34,6 +34,23 @@ def incast(**changes: Any) -> Scenario:
     return Scenario(raw)
 
 
+def long_flows(scheme: str, n: int, **changes: Any) -> Scenario:
+    """`n` long-lived flows into H0 from its own leaf: one bottleneck, L0->H0,
+    no PFC, a deep buffer, 20 ms measured from 5 ms."""
+    raw = cnsim.load("flows_incast").raw
+    raw.update(
+        scheme=scheme,
+        duration_ms=20.0,
+        bin_us=10.0,
+        pause={"enabled": False},
+        bridge={"buffer_mode": "per_output", "buffer_bytes": 1_000_000},
+        workload={"kind": "long_lived", "fan_in": n, "receiver": "H0", "start_ms": 0.0},
+        measure={"start_ms": 5.0, "end_ms": 20.0},
+        **changes,
+    )
+    return Scenario(raw)
+
+
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_with_pfc_no_scheme_drops_and_every_flow_completes(scheme: str) -> None:
     res = cnsim.run(incast(scheme=scheme), progress=False)
@@ -131,18 +148,7 @@ def test_dctcp_holds_the_queue_near_k_at_full_throughput() -> None:
     = K + N, amplitude A = 1/2 sqrt(2 N (C x RTT + K)) packets), and the link
     stays busy."""
     n = 4
-    raw = cnsim.load("flows_incast").raw
-    raw.update(
-        scheme="dctcp",
-        duration_ms=20.0,
-        bin_us=10.0,
-        pause={"enabled": False},
-        bridge={"buffer_mode": "per_output", "buffer_bytes": 1_000_000},
-        workload={"kind": "long_lived", "fan_in": n, "receiver": "H0", "start_ms": 0.0},
-        measure={"start_ms": 5.0, "end_ms": 20.0},
-    )
-    # Senders on H0's own leaf: one bottleneck, L0->H0.
-    res = cnsim.run(Scenario(raw), progress=False)
+    res = cnsim.run(long_flows("dctcp", n), progress=False)
     m = res.summary_dict()["metrics"]
     assert m["dropped_cp"]["mean"] == 0
     link = res.links().filter(pl.col("name") == "L0->H0")
@@ -250,18 +256,7 @@ def test_swift_holds_the_delay_at_its_target_and_shares_the_link() -> None:
     RTT settles at the target, 25 us + 2 hops x 1 us, so the queue holds
     (target - base RTT 9.5 us) x 10 Gbit/s = 21.9 KB (within 25%); equal
     shares, the link full."""
-    raw = cnsim.load("flows_incast").raw
-    raw.update(
-        scheme="swift",
-        duration_ms=20.0,
-        bin_us=10.0,
-        pause={"enabled": False},
-        bridge={"buffer_mode": "per_output", "buffer_bytes": 1_000_000},
-        workload={"kind": "long_lived", "fan_in": 4, "receiver": "H0", "start_ms": 0.0},
-        measure={"start_ms": 5.0, "end_ms": 20.0},
-        swift={"fs_range_us": 0.0},
-    )
-    res = cnsim.run(Scenario(raw), progress=False)
+    res = cnsim.run(long_flows("swift", 4, swift={"fs_range_us": 0.0}), progress=False)
     link = res.links().filter(pl.col("name") == "L0->H0")
     assert link["throughput_gbps_measure"][0] > 0.98 * 10.0
     q = res.timeseries("queue_bytes").filter((pl.col("key") == "L0->H0") & (pl.col("time_ms") >= 5.0))

@@ -175,13 +175,15 @@ def slowdown_fig(res: Any) -> Any | None:
     (log-log), and the p50 / p95 / p99 of each size bucket."""
     if not getattr(res, "transport", False):
         return None
-    f = res.flows().filter(res.flows()["slowdown"].is_not_null())
+    flows = res.flows()
+    f = flows.filter(flows["slowdown"].is_not_null())
     if len(f) == 0:
         return None
     fig = Figure(figsize=(9, 4.2))
     ax = fig.subplots()
     ax.scatter(f["size_bytes"].to_numpy(), f["slowdown"].to_numpy(), s=4, alpha=0.35, label="flows")
-    b = res.slowdown_by_size().filter(res.slowdown_by_size()["flows"] > 0)
+    by_size = res.slowdown_by_size()
+    b = by_size.filter(by_size["flows"] > 0)
     lower = b["lower_bytes"].to_numpy()
     upper = np.minimum(b["upper_bytes"].to_numpy(), float(f["size_bytes"].max()))
     mid = np.sqrt(np.maximum(lower, 1.0) * upper)
