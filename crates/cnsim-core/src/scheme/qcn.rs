@@ -3,8 +3,9 @@
 //! CP: Fb = -(Qoff + w Qdelta) in bytes, quantised to 6 bits; sampling by the
 //! final standard's table, or by the 2007 rule (probability rising linearly
 //! from Pmin to Pmax with qFb, by bytes or per frame). Two-point: the CP sends
-//! the CNM. Three-point: the CP marks the frame and the destination reflects
-//! it, also sampling unmarked frames with probability RefP (qFb = 0 messages).
+//! the CNM. Three-point: the CP marks a frame (by default the next to leave
+//! its queue, mark-front) and the destination reflects it, also sampling
+//! unmarked frames with probability RefP (qFb = 0 messages).
 //!
 //! RP: the rate-limiter state machine (current rate CR, target rate TR, byte
 //! counter and timer stages SI / TS, fast recovery, active and hyperactive
@@ -61,6 +62,21 @@ pub enum Fb0Action {
     Credit,
 }
 
+/// Which frame a three-point CP marks (docs/calibration.md section 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkAt {
+    /// The sampled arriving frame: the mark waits out the queue it reports on.
+    Enqueue,
+    /// The CP samples departures instead of arrivals and marks the sampled
+    /// departing frame.
+    Dequeue,
+    /// Mark-front: the CP samples arriving frames exactly as the two-point
+    /// CP does, and each sample's mark goes on the next frame to leave the
+    /// queue, so it does not wait behind the queue it reports on.
+    Front,
+}
+
 /// QCN parameters, in the units of their names; declared in [`table`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -76,6 +92,7 @@ pub struct QcnParams {
     pub three_point: bool,
     pub refp: f64,
     pub fb0_action: Fb0Action,
+    pub mark_at: MarkAt,
     pub bc_limit_bytes: f64,
     pub bc_ai_bytes: f64,
     pub timer_ms: f64,
@@ -110,9 +127,15 @@ pub fn table() -> Table {
         .float("refp", 0.04, Range::ge(0.0).le(1.0), "three-point: reflection probability")
         .choice(
             "fb0_action",
-            &["increase", "none", "credit"],
-            "increase",
-            "three-point: what a qFb = 0 message does at the RP",
+            &["credit", "increase", "none"],
+            "credit",
+            "three-point: what a qFb = 0 message does at the RP (credit: 1 / RefP frames of byte counter)",
+        )
+        .choice(
+            "mark_at",
+            &["front", "enqueue", "dequeue"],
+            "front",
+            "three-point: the frame a sample marks (front: the next to leave the queue)",
         )
         .float("bc_limit_bytes", 150_000.0, Range::gt(0.0), "byte counter in fast recovery")
         .float("bc_ai_bytes", 75_000.0, Range::gt(0.0), "byte counter in active increase")
@@ -175,7 +198,11 @@ fn table_2007(name: &'static str, doc: &'static str) -> Table {
         .with_default("timer_ms", 0.0, Some("no timer in 2007"))
         .with_default("r_ai_mbps", 12.0, Some("Ri, the active-increase step (Mbit/s)"))
         .with_default("hai", false, Some("no hyperactive increase in 2007"))
-        .with_default("efr", "reset_stage", Some("Extra Fast Recovery: off | reset_stage | tr8"))
+        .with_default(
+            "efr",
+            "standard",
+            Some("Extra Fast Recovery: stage reset and the TR/8 rule (calibration.md)"),
+        )
 }
 
 impl Default for QcnParams {
@@ -341,6 +368,9 @@ pub struct QcnCp {
     time_to_mark: f64,
     qold: f64,
     started: bool,
+    /// Three-point mark-front: the qFb of samples whose marks wait for the
+    /// next departures (never more than the frames queued).
+    pending: std::collections::VecDeque<u8>,
 }
 
 /// RP state of one rate limiter.
@@ -367,6 +397,7 @@ impl Scheme for Qcn {
             time_to_mark: 0.0,
             qold: 0.0,
             started: false,
+            pending: std::collections::VecDeque::new(),
         }
     }
 
@@ -476,12 +507,43 @@ impl Scheme for Qcn3pt {
     type Np = ();
     type Rl = QcnRl;
     const NP_EVENTS: bool = true;
+    const CP_ON_DEQUEUE: bool = true;
 
     fn new_cp(&self, rng: Stream) -> QcnCp {
         self.0.new_cp(rng)
     }
     fn cp_on_enqueue(&self, cp: &mut QcnCp, frame: &mut Frame<QcnExt>, q: QueueView, cpid: u16) -> Option<QcnExt> {
-        self.0.cp_on_enqueue(cp, frame, q, cpid)
+        match self.0.p.mark_at {
+            MarkAt::Enqueue => self.0.cp_on_enqueue(cp, frame, q, cpid),
+            MarkAt::Dequeue => None,
+            MarkAt::Front => {
+                let before = frame.ext;
+                self.0.cp_on_enqueue(cp, frame, q, cpid);
+                if frame.ext != before {
+                    // One mark per queued frame: a sample that finds every
+                    // frame in the queue already carrying one is lost.
+                    let queued = q.bytes.div_ceil(frame.len.max(1) as u64) as usize;
+                    if cp.pending.len() < queued {
+                        cp.pending.push_back(frame.ext.qfb);
+                    }
+                    frame.ext = before;
+                }
+                None
+            }
+        }
+    }
+    fn cp_on_dequeue(&self, cp: &mut QcnCp, frame: &mut Frame<QcnExt>, q: QueueView, cpid: u16) {
+        match self.0.p.mark_at {
+            MarkAt::Enqueue => {}
+            MarkAt::Dequeue => {
+                self.0.cp_on_enqueue(cp, frame, q, cpid);
+            }
+            MarkAt::Front => {
+                if let Some(qfb) = cp.pending.pop_front() {
+                    frame.ext = QcnExt { qfb, marked_by: cpid };
+                }
+            }
+        }
     }
     fn np_on_data(&self, _np: &mut (), frame: &Frame<QcnExt>, _now: Time, rng: &mut Stream) -> Option<(QcnExt, u16)> {
         if frame.ext.marked_by != 0 {
@@ -616,10 +678,11 @@ mod tests {
         let sent: Vec<_> = (0..1000).filter_map(|_| q.cp_on_enqueue(&mut cp, &mut f, qv(200_000), 3)).collect();
         assert!(sent.len() >= 70 && sent.len() <= 82, "{}", sent.len());
         assert!(sent.iter().all(|n| n.qfb >= 1));
-        // Three-point: the frame is marked instead.
+        // Three-point, marking the sampled arrival: the frame is marked instead.
         let q3 = qcn(QcnParams {
             randomize: 0.0,
             three_point: true,
+            mark_at: MarkAt::Enqueue,
             ..QcnParams::default()
         });
         let mut cp = q3.new_cp(stream(0, "cp"));
@@ -753,6 +816,7 @@ mod tests {
     fn three_point_destination_reflects_marks_and_samples_refp() {
         let q = Qcn3pt(qcn(QcnParams {
             three_point: true,
+            fb0_action: Fb0Action::Increase,
             ..QcnParams::default()
         }));
         let mut rng = stream(0, "sink");
@@ -809,5 +873,92 @@ mod tests {
             q.rp_on_note(&mut c, &mut rl, &zero, 0, 0, &mut rng);
         }
         assert_eq!(c.rate_bps, after_cnm);
+    }
+
+    fn three_point(mark_at: MarkAt) -> Qcn3pt {
+        Qcn3pt(qcn(QcnParams {
+            three_point: true,
+            randomize: 0.0,
+            mark_at,
+            ..QcnParams::default()
+        }))
+    }
+
+    #[test]
+    fn mark_front_samples_arrivals_like_the_two_point_cp_and_marks_the_next_departures() {
+        let q = three_point(MarkAt::Front);
+        let two_point = qcn(QcnParams {
+            randomize: 0.0,
+            ..QcnParams::default()
+        });
+        let (mut cp, mut cp2) = (q.new_cp(stream(0, "cp")), two_point.new_cp(stream(0, "cp")));
+        let mut cnms = vec![];
+        for i in 0..1000u64 {
+            let q_bytes = 100_000 + 100 * i; // far above Qeq and rising
+            let mut arriving: Frame<QcnExt> = Frame::data(0, 0, 1, 1500);
+            assert!(q.cp_on_enqueue(&mut cp, &mut arriving, qv(q_bytes), 3).is_none());
+            assert_eq!(arriving.ext, QcnExt::default(), "the sampled arrival itself is not marked");
+            let mut same = arriving;
+            cnms.extend(two_point.cp_on_enqueue(&mut cp2, &mut same, qv(q_bytes), 3));
+        }
+        // The same samples, with the same qFb, as the two-point CP's CNMs.
+        let pending: Vec<u8> = cp.pending.iter().copied().collect();
+        assert_eq!(pending, cnms.iter().map(|n| n.qfb).collect::<Vec<_>>());
+        assert!(pending.len() > 50, "{}", pending.len());
+        // Each departure takes one mark, oldest first, replacing an upstream CP's mark.
+        for &qfb in &pending {
+            let mut leaving: Frame<QcnExt> = Frame::data(5, 0, 2, 1500);
+            leaving.ext = QcnExt { qfb: 9, marked_by: 7 };
+            q.cp_on_dequeue(&mut cp, &mut leaving, qv(100_000), 3);
+            assert_eq!(leaving.ext, QcnExt { qfb, marked_by: 3 });
+        }
+        // Nothing pending: a departure keeps what it carries.
+        let mut leaving: Frame<QcnExt> = Frame::data(5, 0, 2, 1500);
+        leaving.ext = QcnExt { qfb: 9, marked_by: 7 };
+        q.cp_on_dequeue(&mut cp, &mut leaving, qv(100_000), 3);
+        assert_eq!(leaving.ext, QcnExt { qfb: 9, marked_by: 7 });
+    }
+
+    #[test]
+    fn mark_front_holds_at_most_one_mark_per_queued_frame() {
+        let q = three_point(MarkAt::Front);
+        let mut cp = q.new_cp(stream(0, "cp"));
+        // 30 KB of 10 KB frames (above Qeq): at most three frames to mark.
+        for _ in 0..2000 {
+            let mut arriving: Frame<QcnExt> = Frame::data(0, 0, 1, 10_000);
+            q.cp_on_enqueue(&mut cp, &mut arriving, qv(30_000), 3);
+        }
+        assert_eq!(cp.pending.len(), 3);
+    }
+
+    #[test]
+    fn mark_at_dequeue_samples_departures_and_enqueue_marks_the_arrival() {
+        let deq = three_point(MarkAt::Dequeue);
+        let mut cp = deq.new_cp(stream(0, "cp"));
+        let mut marked = 0;
+        for _ in 0..1000 {
+            let mut f: Frame<QcnExt> = Frame::data(0, 0, 1, 1500);
+            assert!(deq.cp_on_enqueue(&mut cp, &mut f, qv(200_000), 3).is_none());
+            assert_eq!(f.ext, QcnExt::default(), "arrivals are not sampled");
+            deq.cp_on_dequeue(&mut cp, &mut f, qv(200_000), 3);
+            marked += usize::from(f.ext.marked_by == 3);
+        }
+        assert!((70..=82).contains(&marked), "{marked}");
+        let enq = three_point(MarkAt::Enqueue);
+        let mut cp = enq.new_cp(stream(0, "cp"));
+        let mut f: Frame<QcnExt> = Frame::data(0, 0, 1, 1500);
+        for _ in 0..1000 {
+            enq.cp_on_dequeue(&mut cp, &mut f, qv(200_000), 3);
+        }
+        assert_eq!(f.ext, QcnExt::default(), "departures are not marked");
+    }
+
+    #[test]
+    fn the_2007_tables_default_to_the_calibrated_readings() {
+        for t in [table_2pt(), table_3pt()] {
+            let p: QcnParams = t.default_params();
+            assert_eq!(p.efr, Efr::Standard);
+            assert_eq!((p.fb0_action, p.mark_at), (Fb0Action::Credit, MarkAt::Front));
+        }
     }
 }
