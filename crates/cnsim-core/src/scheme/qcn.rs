@@ -198,11 +198,7 @@ fn table_2007(name: &'static str, doc: &'static str) -> Table {
         .with_default("timer_ms", 0.0, Some("no timer in 2007"))
         .with_default("r_ai_mbps", 12.0, Some("Ri, the active-increase step (Mbit/s)"))
         .with_default("hai", false, Some("no hyperactive increase in 2007"))
-        .with_default(
-            "efr",
-            "standard",
-            Some("Extra Fast Recovery: stage reset and the TR/8 rule (calibration.md)"),
-        )
+        .with_default("efr", "reset_stage", Some("Extra Fast Recovery: off | reset_stage | tr8"))
 }
 
 impl Default for QcnParams {
@@ -957,7 +953,7 @@ mod tests {
     fn the_2007_tables_default_to_the_calibrated_readings() {
         for t in [table_2pt(), table_3pt()] {
             let p: QcnParams = t.default_params();
-            assert_eq!(p.efr, Efr::Standard);
+            assert_eq!(p.efr, Efr::ResetStage);
             assert_eq!((p.fb0_action, p.mark_at), (Fb0Action::Credit, MarkAt::Front));
         }
     }
