@@ -166,10 +166,10 @@ SINGLEHOP: dict[tuple[float, str, bool], tuple[float, float, float, int, float]]
 #: 2 paused, 3 dropped, 4 overhead. Marked only when actually out of tolerance.
 KNOWN_SINGLEHOP: dict[tuple[float, str, bool], dict[int, str]] = {
     (0.0, "qcn2pt", True): {0: "cold-traffic bound", 1: "cold-traffic bound"},
-    (0.0, "qcn3pt", True): {0: "fb0 readings bracket", 1: "fb0 readings bracket"},
-    (2.0, "qcn3pt", False): {3: "reflection through the hot queue"},
-    (0.5, "qcn3pt", False): {3: "reflection through the hot queue"},
-    (0.0, "qcn3pt", False): {3: "reflection through the hot queue"},
+    (0.0, "qcn3pt", True): {0: "cold-traffic bound", 1: "reflections after the stopped hotspot"},
+    (2.0, "qcn3pt", False): {3: "marks ride the hot link"},
+    (0.5, "qcn3pt", False): {3: "marks ride the hot link"},
+    (0.0, "qcn3pt", False): {3: "marks ride the hot link"},
     (0.0, "qcn2pt", False): {1: "RL floor bound by the fat tree", 4: "CNMs below Qeq"},
     (0.0, "ecm", False): {1: "RL floor bound by the fat tree", 4: "CNMs below Qeq"},
     (0.5, "qcn2pt", True): {0: "QCN-2pt at 0.5G", 1: "QCN-2pt at 0.5G", 2: "QCN-2pt at 0.5G"},
@@ -179,6 +179,7 @@ KNOWN_SINGLEHOP: dict[tuple[float, str, bool], dict[int, str]] = {
 KNOWN_ORDERINGS: dict[tuple[float, bool, str], str] = {
     (0.5, True, "aggregate_throughput"): "QCN-2pt at 0.5G",
     (0.5, True, "hot_port_throughput"): "QCN-2pt at 0.5G",
+    (0.5, False, "hot_port_throughput"): "QCN-2pt at 0.5G",
     (0.0, True, "hot_port_throughput"): "ECM recovery from the floor",
     (0.0, False, "hot_port_throughput"): "ECM recovery from the floor",
     (0.0, False, "aggregate_throughput"): "ECM recovery from the floor",
