@@ -178,3 +178,27 @@ def test_the_fat_tree_hotspot_under_pause_is_controlled_by_every_2007_scheme():
     assert got["qcn2pt"][0] < 10 and got["ecm"][0] < 10, got
     assert got["qcn3pt"][0] < 15, got
     assert all(agg > 450 for _, agg in got.values()), got
+
+
+def test_validate_fattree_checks_single_digits_and_the_aggregate_share(monkeypatch):
+    from cnsim import validate as V
+
+    def fake(jobs, progress):
+        out = {}
+        for scheme in V.FATTREE_SCHEMES:
+            out[(scheme, 2.0)] = {"time_paused_pct": 1.0, "aggregate_throughput": 530.0}
+            out[(scheme, 0.5)] = {"time_paused_pct": 6.0, "aggregate_throughput": 500.0}
+        out[("qcn3pt", 0.5)] = {"time_paused_pct": 11.0, "aggregate_throughput": 480.0}
+        out[("ecm", 0.5)] = {"time_paused_pct": None, "aggregate_throughput": 470.0}  # never paused
+        return out
+
+    monkeypatch.setattr(V, "fattree_results", fake)
+    rows = {(r.study, r.figure): r for r in V.fattree_study(None, False)}
+    assert len(rows) == 6
+    q3 = rows[("fattree 0.5G qcn3pt +pause", "time paused (%)")]
+    assert not q3.ok and q3.known == "marks ride the hot link"
+    assert rows[("fattree 0.5G qcn3pt +pause", "aggregate / 2 Gbit/s case")].ok  # 480 / 530 = 0.906
+    assert rows[("fattree 0.5G ecm +pause", "time paused (%)")].ok
+    share = rows[("fattree 0.5G ecm +pause", "aggregate / 2 Gbit/s case")]
+    assert not share.ok and share.known == ""  # 470 / 530 = 0.887: out, and unexplained
+    assert rows[("fattree 0.5G qcn2pt +pause", "time paused (%)")].ok
