@@ -75,6 +75,11 @@ def run_many(
     return {k: Results(scenarios[k], by[k]) for k in scenarios}
 
 
+def _means(got: dict[Any, Results]) -> dict[Any, dict[str, Any]]:
+    """Each run's metrics, by key: the mean over its seeds."""
+    return {k: {m: v["mean"] for m, v in res.metrics.items()} for k, res in got.items()}
+
+
 def _rel(study: str, figure: str, pub: float, ours: float | None, tol: float) -> Row:
     ok = ours is not None and abs(ours - pub) <= tol * abs(pub)
     return Row(study, figure, pub, ours, f"+-{tol:.0%}", ok)
@@ -207,8 +212,7 @@ def singlehop_results(jobs: int | None, progress: bool) -> dict[tuple[float, str
         (rate, scheme, pause): base.replace(scheme=scheme, pause=pause, **{"hotspot.rate_gbps": rate})
         for rate, scheme, pause in SINGLEHOP
     }
-    got = run_many(scenarios, "validate singlehop: 24 runs of 1 s", jobs, progress)
-    return {k: {m: v["mean"] for m, v in res.metrics.items()} for k, res in got.items()}
+    return _means(run_many(scenarios, "validate singlehop: 24 runs of 1 s", jobs, progress))
 
 
 def singlehop(jobs: int | None, progress: bool) -> list[Row]:
@@ -356,8 +360,7 @@ def fattree_results(jobs: int | None, progress: bool) -> dict[tuple[str, float],
         for scheme in FATTREE_SCHEMES
         for rate in (2.0, 0.5)
     }
-    got = run_many(scenarios, "validate fattree: 6 runs of 1 s", jobs, progress)
-    return {k: {m: v["mean"] for m, v in res.metrics.items()} for k, res in got.items()}
+    return _means(run_many(scenarios, "validate fattree: 6 runs of 1 s", jobs, progress))
 
 
 def fattree_study(jobs: int | None, progress: bool) -> list[Row]:

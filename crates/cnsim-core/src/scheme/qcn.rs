@@ -295,6 +295,33 @@ impl Qcn {
         }
     }
 
+    /// The CP's sampler sees a frame of `len` bytes (the queue `qv` includes
+    /// it): the qFb of a sample that finds congestion, if this frame is one.
+    fn sample(&self, cp: &mut QcnCp, len: u16, qv: QueueView) -> Option<u8> {
+        let q = qv.bytes as f64;
+        let qfb = if self.p.sampling == Sampling::Frames {
+            let qfb = self.sample_qfb(q, cp.qold);
+            if cp.rng.gen::<f64>() >= self.probability(qfb) {
+                return None;
+            }
+            qfb
+        } else {
+            if !cp.started {
+                cp.started = true;
+                cp.time_to_mark = self.interval_bytes(0) * self.jitter(&mut cp.rng);
+            }
+            cp.time_to_mark -= len as f64;
+            if cp.time_to_mark >= 0.0 {
+                return None;
+            }
+            let qfb = self.sample_qfb(q, cp.qold);
+            cp.time_to_mark = self.interval_bytes(qfb) * self.jitter(&mut cp.rng);
+            qfb
+        };
+        cp.qold = q;
+        (qfb > 0).then_some(qfb)
+    }
+
     fn jitter(&self, rng: &mut Stream) -> f64 {
         let r = self.p.randomize;
         if r > 0.0 {
@@ -304,10 +331,9 @@ impl Qcn {
         }
     }
 
+    /// A sample with `qfb` > 0: the two-point CP's CNM, or the three-point
+    /// CP's mark on the sampled frame.
     fn notify(&self, frame: &mut Frame<QcnExt>, qfb: u8, cpid: u16) -> Option<QcnExt> {
-        if qfb == 0 {
-            return None;
-        }
         if self.p.three_point {
             frame.ext = QcnExt { qfb, marked_by: cpid };
             return None;
@@ -398,26 +424,7 @@ impl Scheme for Qcn {
     }
 
     fn cp_on_enqueue(&self, cp: &mut QcnCp, frame: &mut Frame<QcnExt>, qv: QueueView, cpid: u16) -> Option<QcnExt> {
-        let q = qv.bytes as f64;
-        if self.p.sampling == Sampling::Frames {
-            let qfb = self.sample_qfb(q, cp.qold);
-            if cp.rng.gen::<f64>() >= self.probability(qfb) {
-                return None;
-            }
-            cp.qold = q;
-            return self.notify(frame, qfb, cpid);
-        }
-        if !cp.started {
-            cp.started = true;
-            cp.time_to_mark = self.interval_bytes(0) * self.jitter(&mut cp.rng);
-        }
-        cp.time_to_mark -= frame.len as f64;
-        if cp.time_to_mark >= 0.0 {
-            return None;
-        }
-        let qfb = self.sample_qfb(q, cp.qold);
-        cp.qold = q;
-        cp.time_to_mark = self.interval_bytes(qfb) * self.jitter(&mut cp.rng);
+        let qfb = self.sample(cp, frame.len, qv)?;
         self.notify(frame, qfb, cpid)
     }
 
@@ -513,32 +520,26 @@ impl Scheme for Qcn3pt {
             MarkAt::Enqueue => self.0.cp_on_enqueue(cp, frame, q, cpid),
             MarkAt::Dequeue => None,
             MarkAt::Front => {
-                let before = frame.ext;
-                self.0.cp_on_enqueue(cp, frame, q, cpid);
-                if frame.ext != before {
-                    // One mark per queued frame: a sample that finds every
-                    // frame in the queue already carrying one is lost.
-                    let queued = q.bytes.div_ceil(frame.len.max(1) as u64) as usize;
+                // One mark per queued frame: a sample that finds every frame
+                // in the queue already carrying one is lost.
+                let queued = q.bytes.div_ceil(frame.len.max(1) as u64) as usize;
+                if let Some(qfb) = self.0.sample(cp, frame.len, q) {
                     if cp.pending.len() < queued {
-                        cp.pending.push_back(frame.ext.qfb);
+                        cp.pending.push_back(qfb);
                     }
-                    frame.ext = before;
                 }
                 None
             }
         }
     }
     fn cp_on_dequeue(&self, cp: &mut QcnCp, frame: &mut Frame<QcnExt>, q: QueueView, cpid: u16) {
-        match self.0.p.mark_at {
-            MarkAt::Enqueue => {}
-            MarkAt::Dequeue => {
-                self.0.cp_on_enqueue(cp, frame, q, cpid);
-            }
-            MarkAt::Front => {
-                if let Some(qfb) = cp.pending.pop_front() {
-                    frame.ext = QcnExt { qfb, marked_by: cpid };
-                }
-            }
+        let qfb = match self.0.p.mark_at {
+            MarkAt::Enqueue => None,
+            MarkAt::Dequeue => self.0.sample(cp, frame.len, q),
+            MarkAt::Front => cp.pending.pop_front(),
+        };
+        if let Some(qfb) = qfb {
+            frame.ext = QcnExt { qfb, marked_by: cpid };
         }
     }
     fn np_on_data(&self, _np: &mut (), frame: &Frame<QcnExt>, _now: Time, rng: &mut Stream) -> Option<(QcnExt, u16)> {
