@@ -150,6 +150,66 @@ def test_transient_is_shorter_with_bcn_max_and_with_more_sampling():
     assert t["bcn10"] < t["bcn"], t
 
 
+def _transient_file(name: str) -> dict:
+    import tomllib
+    from importlib import resources
+
+    return tomllib.loads((resources.files("cnsim") / "scenarios" / f"{name}.toml").read_text())
+
+
+@pytest.mark.parametrize("name", ["multihop_transient", "multihop_transient_75kb"])
+def test_transient_parameters_follow_the_per_port_buffer(name):
+    """scenarios.md section 4 derives Qeq, the gains, XOFF / XON, Qsc and the
+    RTT from the per-port buffer B; both shipped cases follow the formulas."""
+    raw = _transient_file(name)
+    b = raw["bridge"]["buffer_bytes"] / 4  # four ports share 4 x B
+    bcn = raw["bcn"]
+    qeq_pages = b / 4 / 64
+    assert bcn["qeq_pages"] == pytest.approx(qeq_pages)
+    # Gi = (line rate / 10 in units of Ru) / ((1 + 2W) Qeq); Gd = 0.5 / ((1 + 2W) Qeq).
+    spread = (1 + 2 * bcn["w"]) * qeq_pages
+    assert bcn["gi"] == pytest.approx(10e9 / 10 / (bcn["ru_mbps"] * 1e6) / spread, rel=2e-3)
+    assert bcn["gd"] == pytest.approx(0.5 / spread, rel=2e-3)
+    assert raw["pause"]["xoff_bytes"] == b - 20_000
+    assert raw["pause"]["xon_bytes"] == b / 2
+    assert bcn["qsc_bytes"] == bcn["qmc_bytes"] == bcn["oversample_above_bytes"] == 0.75 * b
+    rtt_ms = 0.016 + b / 4 * 8 / 0.5e9 * 1e3  # 16 us + Qeq at the 500 Mbit/s service rate
+    assert raw["transient"]["rtt_ms"] == pytest.approx(rtt_ms, rel=1e-3)
+
+
+def test_the_75kb_transient_case_changes_only_what_follows_from_the_buffer():
+    big, small = _transient_file("multihop_transient"), _transient_file("multihop_transient_75kb")
+    derived = {
+        ("bridge", "buffer_bytes"),
+        ("pause", "xoff_bytes"),
+        ("pause", "xon_bytes"),
+        ("transient", "rtt_ms"),
+        *(("bcn", k) for k in ("qeq_pages", "gi", "gd", "qsc_bytes", "qmc_bytes", "oversample_above_bytes")),
+    }
+    for section in set(big) | set(small):
+        if section in ("name", "description"):
+            continue
+        a, b = big.get(section), small.get(section)
+        if not isinstance(a, dict):
+            assert a == b, section
+            continue
+        for k in set(a) | set(b):
+            if (section, k) not in derived:
+                assert a.get(k) == b.get(k), (section, k)
+
+
+@pytest.mark.slow
+def test_the_75kb_transient_case_is_lossless_and_bcn_max_still_cuts_it_short():
+    base = load("multihop_transient_75kb", seeds=[0, 1, 2, 3])
+    bcn = cnsim.run(base, progress=False)
+    bcnmax = cnsim.run(base.replace(scheme="bcnmax"), progress=False)
+    for res in (bcn, bcnmax):
+        # XOFF = B - 20 KB leaves a loop's worth of headroom: nothing lost in a bridge.
+        assert all(r.frames["dropped_cp"] == 0 for r in res.runs)
+    t, t_max = bcn.aggregates()["transient_ms"], bcnmax.aggregates()["transient_ms"]
+    assert t > 0 and t >= 5 * t_max, (t, t_max)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", builtin_names())
 def test_every_builtin_scenario_runs_with_every_scheme(name):
