@@ -52,7 +52,9 @@ def main() -> None:
     print("|---|---|---|")
     for case, (name, sets) in CASES.items():
         base = cnsim.load(name, seeds=list(range(args.seeds))).replace(**sets)
-        cells = [cell(cnsim.run(base.replace(scheme=s), progress=False).aggregates()) for s in ("bcn", "bcnmax")]
+        cells = [
+            cell(cnsim.run(base.replace(scheme=s), progress=False).aggregates()) for s in ("bcn", "bcnmax")
+        ]
         print(f"| {case} | {cells[0]} | {cells[1]} |", flush=True)
 
 
