@@ -322,6 +322,32 @@ def test_bad_grid_exits_2_naming_the_key_before_anything_runs(tmp_path, args, li
     assert not out.exists()
 
 
+def test_values_that_only_hold_together_can_be_swept(tmp_path):
+    """Topology B needs a degree that is a multiple of 5 (the base has 6): a
+    variant in --set or in the grid is checked with the swept degrees, point
+    by point, and a point that breaks the rule is still named."""
+    ok = _cli(
+        "sweep", "innocent", "--set", "topology.variant=B", "--grid", "topology.degree=15,20",
+        "--duration", "5", "--out", str(tmp_path / "b"), "--no-report", "--json",
+    )  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["points"] == 2
+    frame = cnsim.sweep(
+        "innocent", grid={"topology.variant": ["A", "B"], "topology.degree": [15, 30]}, seeds=1
+    )
+    assert frame.height == 4
+    bad = _cli(
+        "sweep", "innocent", "--set", "topology.variant=B", "--grid", "topology.degree=15,32",
+        "--out", str(tmp_path / "c"),
+    )  # fmt: skip
+    assert bad.returncode == 2
+    assert bad.stderr.strip().startswith("error: --grid topology.degree: 32 is not allowed"), bad.stderr
+    alone = _cli("sweep", "innocent", "--set", "topology.variant=B", "--out", str(tmp_path / "d"))
+    assert alone.returncode == 2
+    assert alone.stderr.strip().startswith("error: --set topology.variant: topology.degree: 6 is not allowed")
+    assert not (tmp_path / "c").exists() and not (tmp_path / "d").exists()
+
+
 def test_grid_values_parse_like_set_values():
     g = parse_grid(
         ['trace.ports=["B5->D"],["B1->B5", "B5->D"]', "scheme=bcn,qcn", 'name="a,b",c', "bcn.w=1,2.5"]

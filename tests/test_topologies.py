@@ -74,13 +74,28 @@ def test_innocent_generator_holds_severity_constant_and_checks_the_degree():
 
 
 def test_innocent_flows_keep_their_throughput_and_stability_is_reported():
-    res = cnsim.run(load("innocent", seeds=[0]), progress=False)
+    sc = load("innocent", seeds=[0])
+    assert sc.pause, "the innocent-flows study runs with PAUSE (scenarios.md section 3)"
+    res = cnsim.run(sc, progress=False)
     m = res.metrics
     assert m["innocent_share"]["mean"] > 0.97
+    assert m["time_paused_pct"]["mean"] > 0  # the core paused the uplinks
+    assert m["dropped_cp"]["mean"] == 0  # and nothing was lost in a bridge
     assert m["congestion_onset_ms"]["mean"] is not None
     # Either a time to stability after the onset, or null: never NaN.
     t = m["time_to_stability_ms"]["per_seed"][0]
     assert t is None or t > m["congestion_onset_ms"]["mean"]
+
+
+def test_congestion_lasts_longer_as_the_hotspot_degree_grows():
+    """The innocent study's question: time to stability against the number of
+    contending sources at constant severity (topology A)."""
+    t = {}
+    for d in (3, 12, 24):
+        res = cnsim.run(load("innocent", seeds=[0]).replace(**{"topology.degree": d}), progress=False)
+        t[d] = res.metrics["time_to_stability_ms"]["per_seed"][0]
+    assert None not in t.values(), t
+    assert t[3] < t[12] < t[24], t
 
 
 def test_knee_of_a_series_with_a_known_knee():

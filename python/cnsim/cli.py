@@ -259,12 +259,24 @@ def sweep(
     directory per point, DIR/sweep.parquet, DIR/report.html; resumable."""
     import signal
 
+    from .scenario import apply_sets
     from .sweeps import parse_grid, run_sweep
 
     if backend is None:
         backend = "dask" if address is not None else "local"
-    sc = _scenario(scenario, scheme, pause, set_, seeds, seed, duration)
     g = parse_grid(grid or [])
+    base = _scenario(scenario, scheme, pause, None, seeds, seed, duration)
+    try:
+        sc = apply_sets(base, set_ or [])
+    except ScenarioError as alone:
+        if not g:
+            raise
+        # A --set that only holds with the swept values (topology.variant=B with a grid
+        # of B's degrees) is checked at the first point; every point is checked whole.
+        try:
+            sc = apply_sets(base.replace(**{k: v[0] for k, v in g.items()}), set_ or [])
+        except ScenarioError:
+            raise alone from None
     from .outdir import default_dir
 
     target = out_dir or default_dir(sc.name, "-sweep")

@@ -142,9 +142,9 @@ def build_points(base: Scenario, grid: Mapping[str, Any] | None, label: str = "-
 
     g = _normalize_grid(grid, label)
     check_grid_size(math.prod(len(v) for v in g.values()))
-    for key, vals in g.items():  # one key at a time: the message names exactly it
-        for v in vals:
-            _apply(base, {key: v}, label)
+    # Each point is checked whole, not one key at a time, so that values that
+    # only make sense together (a topology variant and the degrees it allows)
+    # can be swept; the message still names the parameter at fault.
     combos = list(itertools.product(*g.values())) if g else [()]
     width = max(3, len(str(len(combos) - 1)))
     points = []
