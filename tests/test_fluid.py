@@ -74,7 +74,9 @@ def test_fluid_integrates_a_100_ms_run_in_well_under_a_second():
 
 def test_only_single_bottleneck_scenarios_and_modelled_schemes():
     with pytest.raises(ScenarioError, match="not one bottleneck"):
-        fluid_config(load("innocent"))
+        fluid_config(load("innocent", pause=False))
+    with pytest.raises(ScenarioError, match="no PAUSE"):
+        fluid_config(load("innocent"))  # the study runs with PAUSE
     with pytest.raises(ScenarioError, match="three_point"):
         run_fluid(load("baseline", scheme="qcn3pt"))
     with pytest.raises(ScenarioError, match="--step-us"):
@@ -91,7 +93,7 @@ def test_cli_writes_the_fluid_series_the_comparison_and_the_plot(cli, tmp_path):
         assert (tmp_path / "f" / name).exists(), name
     ts = pl.read_parquet(tmp_path / "f" / "fluid.parquet")
     assert set(ts["series"].unique()) == {"queue_bytes", "sent_gbps", "rl_rate_gbps"}
-    bad = cli("fluid", "innocent")
+    bad = cli("fluid", "innocent", "--no-pause")
     assert bad.returncode == 2 and "not one bottleneck" in bad.stderr and "Traceback" not in bad.stderr
 
 
