@@ -391,8 +391,10 @@ pub struct QcnCp {
     qold: f64,
     started: bool,
     /// Three-point mark-front: the qFb of samples whose marks wait for the
-    /// next departures (never more than the frames queued).
-    pending: std::collections::VecDeque<u8>,
+    /// next departures (never more than the frames queued). Boxed: only the
+    /// three-point CP uses it, and the sampler's fields, touched by every
+    /// arriving frame, stay within 48 bytes.
+    pending: Box<std::collections::VecDeque<u8>>,
 }
 
 /// RP state of one rate limiter.
@@ -419,7 +421,7 @@ impl Scheme for Qcn {
             time_to_mark: 0.0,
             qold: 0.0,
             started: false,
-            pending: std::collections::VecDeque::new(),
+            pending: Box::default(),
         }
     }
 
@@ -948,6 +950,16 @@ mod tests {
             enq.cp_on_dequeue(&mut cp, &mut f, qv(200_000), 3);
         }
         assert_eq!(f.ext, QcnExt::default(), "departures are not marked");
+    }
+
+    #[test]
+    fn a_cp_stays_within_48_bytes() {
+        // Every arriving frame updates its port's CP: keep it small (docs/performance.md).
+        assert!(
+            std::mem::size_of::<Option<QcnCp>>() <= 48,
+            "{}",
+            std::mem::size_of::<Option<QcnCp>>()
+        );
     }
 
     #[test]
