@@ -394,6 +394,7 @@ pub struct QcnCp {
     /// next departures (never more than the frames queued). Boxed: only the
     /// three-point CP uses it, and the sampler's fields, touched by every
     /// arriving frame, stay within 48 bytes.
+    #[allow(clippy::box_collection)] // deliberate: the box keeps the CP small
     pending: Box<std::collections::VecDeque<u8>>,
 }
 
