@@ -99,6 +99,20 @@ def test_the_innocent_edges_are_lossless_under_pause_with_twenty_hosts_each():
     assert res.metrics["innocent_share"]["mean"] > 0.97
 
 
+def test_in_order_rate_limiters_never_reorder_a_flow():
+    """Under PAUSE an RL is often created while frames of its flow wait in the
+    paused NIC FIFO; schemes.md's round robin lets the RLQ overtake them,
+    `station.rl_order = "in_order"` sends them first."""
+    base = load("multihop_transient", seeds=[0]).replace(duration_ms=300.0)
+    rr = cnsim.run(base, progress=False).runs[0].frames
+    ordered = cnsim.run(base.replace(**{"station.rl_order": "in_order"}), progress=False).runs[0].frames
+    assert rr["reordered"] > 0
+    assert ordered["reordered"] == 0
+    for f in (rr, ordered):
+        assert f["generated"] == f["delivered"] + f["dropped_cp"] + f["dropped_rp"] + f["in_flight"]
+        assert f["dropped_cp"] == 0
+
+
 def test_congestion_lasts_longer_as_the_hotspot_degree_grows():
     """The innocent study's question: time to stability against the number of
     contending sources at constant severity (topology A)."""

@@ -14,6 +14,7 @@ fn host(name: String, load: f64, dest: DestConfig, processing_ps: Time) -> Stati
         processing_ps,
         rl_scope: RlScope::default(),
         nic_full: NicFull::default(),
+        rl_order: Default::default(),
     }
 }
 

@@ -232,6 +232,24 @@ pub struct StationConfig {
     /// (which only PAUSE or a stopped link makes happen).
     #[serde(default)]
     pub nic_full: NicFull,
+    /// How the link orders a rate-limited flow's frames against its frames
+    /// already in the NIC FIFO when its RL was created.
+    #[serde(default)]
+    pub rl_order: RlOrder,
+}
+
+/// The order of a flow's frames when its RL is created while frames of it
+/// wait in the NIC FIFO (docs/calibration.md, "The station under PAUSE").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RlOrder {
+    /// schemes.md: the link serves the FIFO and the RLQs round-robin, so the
+    /// RLQ may send frames of the flow ahead of its older frames in the FIFO.
+    #[default]
+    RoundRobin,
+    /// A new RL (per-flow scope) sends nothing until the frames its flow had
+    /// in the FIFO have left: a flow's frames are never reordered.
+    InOrder,
 }
 
 /// Which rate limiter a notification acts on (docs/calibration.md, "Multi-hop

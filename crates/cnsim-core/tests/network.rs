@@ -16,6 +16,7 @@ fn station(name: &str, load: f64, dest: DestConfig) -> StationConfig {
         processing_ps: 2 * PS_PER_US,
         rl_scope: RlScope::default(),
         nic_full: NicFull::default(),
+        rl_order: Default::default(),
     }
 }
 

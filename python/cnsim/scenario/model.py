@@ -170,6 +170,14 @@ class StationDefaults(_Model):
         "generator holds it back: not generated, nothing lost, counted in frames_deferred) | drop "
         "(dropped at the NIC: dropped_nic, part of dropped_rp)",
     )
+    rl_order: Literal["round_robin", "in_order"] = Field(
+        "round_robin",
+        description="a flow whose RL is created while frames of it wait in the NIC FIFO: round_robin "
+        "(schemes.md: the link serves the FIFO and the RLQs in turn, so the RLQ can overtake the "
+        "flow's older frames; frames_reordered counts them) | in_order (with rl_scope = flow, the new "
+        "RL sends nothing until those frames have left: no flow is reordered); docs/calibration.md "
+        "section 4",
+    )
 
 
 class Pause(_Model):

@@ -96,6 +96,7 @@ def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = 
                     "processing_ps": round(processing * PS_PER_US),
                     "rl_scope": st.rl_scope,
                     "nic_full": st.nic_full,
+                    "rl_order": st.rl_order,
                 }
             )
             if n.load > 0:

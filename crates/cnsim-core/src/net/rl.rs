@@ -53,6 +53,9 @@ pub struct RateLimiter<R, E> {
     /// The valid pending timer (stale timer events are ignored).
     pub timer_at: Time,
     pub trace: Option<usize>,
+    /// `rl_order = in_order`: frames of this RL's flow that were in the NIC
+    /// FIFO (past the shaper) when it was created; they leave first.
+    pub ahead: u32,
 }
 
 impl<R, E> RateLimiter<R, E> {
@@ -73,6 +76,7 @@ impl<R, E> RateLimiter<R, E> {
             last_len: 0,
             timer_at: Time::MAX,
             trace,
+            ahead: 0,
         }
     }
 }
@@ -127,6 +131,9 @@ pub struct StationRp {
     pub notifications: u64,
     /// Transport flows of this station with frames not yet sent.
     pub flow_pending: u32,
+    /// `rl_order = in_order` (flow scope): a new RL waits for the frames its
+    /// flow already had in the NIC FIFO.
+    pub in_order: bool,
 }
 
 impl StationRp {
@@ -141,6 +148,7 @@ impl StationRp {
             rng,
             notifications: 0,
             flow_pending: 0,
+            in_order: false,
         }
     }
 
@@ -213,11 +221,19 @@ impl<S: Scheme> NetSim<S> {
         let n = self.rps[s].live.len() + 1;
         let start = self.rps[s].rr % n;
         let mut earliest = Time::MAX;
+        let fifo_empty = self.net.ports[port as usize].data.is_empty();
         for i in 0..n {
             let idx = (start + i) % n;
             if idx == 0 {
                 if let Some(f) = self.net.ports[port as usize].data.pop_front() {
                     self.rps[s].rr = 1;
+                    if self.rps[s].in_order {
+                        // One of the frames an RL of its flow waits for has left.
+                        if let Some(id) = self.rps[s].by_key.get(f.dst) {
+                            let rl = self.rl(id);
+                            rl.ahead = rl.ahead.saturating_sub(1);
+                        }
+                    }
                     return Some(f);
                 }
                 continue;
@@ -236,7 +252,9 @@ impl<S: Scheme> NetSim<S> {
             }
             let rp = &mut self.rps[s];
             let rl = self.rls[id as usize].as_mut().expect("live");
-            if rl.queue.is_empty() {
+            if rl.queue.is_empty() || (rl.ahead > 0 && !fifo_empty) {
+                // Empty, or (in order) its flow's older frames are still in the
+                // NIC FIFO, which this round serves.
                 continue;
             }
             let at = rl.next_release.max(rl.core.stopped_until);
@@ -355,7 +373,10 @@ impl<S: Scheme> NetSim<S> {
         let mut core = RlCore::at_line_rate(line);
         let (state, timer) = self.scheme.new_rl(&mut core, now);
         let trace = self.rl_trace_for(s, key);
-        let rl = RateLimiter::new(s, key, cpid, NO_FLOW, core, state, now, trace);
+        let mut rl = RateLimiter::new(s, key, cpid, NO_FLOW, core, state, now, trace);
+        if self.rps[s].in_order {
+            rl.ahead = self.net.ports[port as usize].data.iter().filter(|f| f.dst == key).count() as u32;
+        }
         let id = self.insert_rl(rl);
         let rp = &mut self.rps[s];
         rp.live.push(id);

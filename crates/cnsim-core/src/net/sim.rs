@@ -197,7 +197,12 @@ impl<S: Scheme> NetSim<S> {
             .collect();
         let has_cp: Vec<bool> = cps.iter().map(Option::is_some).collect();
         let rps = (0..n_st)
-            .map(|s| StationRp::new(net.stations[s].rl_scope, stream(seed, &format!("{}/rp", net.station_name(s)))))
+            .map(|s| {
+                let st = &net.stations[s];
+                let mut rp = StationRp::new(st.rl_scope, stream(seed, &format!("{}/rp", net.station_name(s))));
+                rp.in_order = st.rl_order == crate::config::RlOrder::InOrder && st.rl_scope == crate::config::RlScope::Flow;
+                rp
+            })
             .collect();
         if net.ports.len() >= u16::MAX as usize {
             return err(format!(

@@ -3,7 +3,7 @@
 
 use super::port::{Port, PortId, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
 use super::routing::Router;
-use crate::config::{err, BufferMode, ConfigError, DestConfig, NicFull, PauseTrigger, RlScope, SimConfig};
+use crate::config::{err, BufferMode, ConfigError, DestConfig, NicFull, PauseTrigger, RlOrder, RlScope, SimConfig};
 use crate::engine::queue::MAX_INDEX;
 use crate::engine::rng::{stream, Stream};
 use crate::engine::time::serialization_ps;
@@ -66,6 +66,7 @@ pub struct Station {
     pub deferred: u64,
     pub rl_scope: RlScope,
     pub nic_full: NicFull,
+    pub rl_order: RlOrder,
 }
 
 pub struct Bridge {
@@ -292,6 +293,7 @@ impl<E: Copy + Default> Network<E> {
                 deferred: 0,
                 rl_scope: s.rl_scope,
                 nic_full: s.nic_full,
+                rl_order: s.rl_order,
             });
         }
 
