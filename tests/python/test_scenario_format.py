@@ -338,6 +338,7 @@ def test_resolve_shape_and_units():
         "processing_ps": 1_500_000,
         "rl_scope": "flow",
         "nic_full": "defer",
+        "rl_order": "round_robin",
     }
     assert cfg["stations"][1]["dest"] == {"kind": "uniform"}
     assert cfg["bridges"] == [
