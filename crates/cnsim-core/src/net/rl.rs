@@ -21,7 +21,7 @@ use super::frame::{Frame, NO_FLOW, NO_NODE};
 use super::port::PortId;
 use super::sim::{NetSim, EV_RL_TIMER, EV_WAKE};
 use super::transport::FlowPick;
-use crate::config::RlScope;
+use crate::config::{RlOrder, RlScope};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
 use crate::scheme::{RlCore, Scheme};
@@ -137,9 +137,11 @@ pub struct StationRp {
 }
 
 impl StationRp {
-    pub fn new(scope: RlScope, rng: Stream) -> Self {
+    pub fn new(scope: RlScope, order: RlOrder, rng: Stream) -> Self {
         StationRp {
             scope,
+            // Only a per-flow RL knows which FIFO frames are its flow's.
+            in_order: order == RlOrder::InOrder && scope == RlScope::Flow,
             live: Vec::new(),
             by_key: RlMap::default(),
             flow_map: RlMap::default(),
@@ -148,7 +150,6 @@ impl StationRp {
             rng,
             notifications: 0,
             flow_pending: 0,
-            in_order: false,
         }
     }
 

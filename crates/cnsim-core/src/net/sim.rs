@@ -199,9 +199,7 @@ impl<S: Scheme> NetSim<S> {
         let rps = (0..n_st)
             .map(|s| {
                 let st = &net.stations[s];
-                let mut rp = StationRp::new(st.rl_scope, stream(seed, &format!("{}/rp", net.station_name(s))));
-                rp.in_order = st.rl_order == crate::config::RlOrder::InOrder && st.rl_scope == crate::config::RlScope::Flow;
-                rp
+                StationRp::new(st.rl_scope, st.rl_order, stream(seed, &format!("{}/rp", net.station_name(s))))
             })
             .collect();
         if net.ports.len() >= u16::MAX as usize {
