@@ -885,4 +885,44 @@ mod tests {
         let h = Flow::new(0, 1, 1, 0, 1500);
         assert_eq!((h.n_frames, h.last_len, h.bytes(0, 1, 1500)), (1, 1, 1));
     }
+
+    /// A DCTCP flow alone on a path as fast as its own link never fills its
+    /// window: cwnd validation keeps the window from growing on every ACK
+    /// (to megabytes after 5 ms), so flows joining later meet a queue DCTCP
+    /// holds near K, not the first flow's inflated window in the buffer.
+    #[test]
+    fn a_dctcp_window_grows_only_while_it_limits_the_flow() {
+        use crate::scheme::dctcp::DctcpParams;
+        let late_fct = |cwnd_validation: bool| {
+            let mut cfg = incast(3, 0, false, 4_000_000);
+            let p = DctcpParams {
+                cwnd_validation,
+                ..DctcpParams::default()
+            };
+            cfg.scheme = crate::config::SchemeConfig::of("dctcp", &p);
+            let flow = |src: &str, size_bytes: u64, start_ps: Time| FlowConfig {
+                src: src.into(),
+                dst: "D".into(),
+                size_bytes,
+                start_ps,
+            };
+            cfg.transport.flows = vec![
+                flow("S1", 20_000_000, 0),
+                flow("S2", 2_000_000, 5 * PS_PER_MS),
+                flow("S3", 30_000, 5 * PS_PER_MS + 500 * PS_PER_US),
+            ];
+            let r = run(&cfg, 0);
+            assert_eq!(r.frames.dropped_cp, 0);
+            assert!(r.transport.flows.iter().all(|f| f.finish_ps != Time::MAX));
+            let late = &r.transport.flows[2];
+            late.finish_ps - late.start_ps
+        };
+        // The queue near K (78 us) and the new flow's alpha of 1 halving its
+        // window each RTT: about 7 RTTs of 90 us (measured 590 us).
+        let fct = late_fct(true);
+        assert!(fct < PS_PER_MS, "the 30 KB flow took {} us", fct / PS_PER_US);
+        // Growing S1's window by every ACK: 2,411 us.
+        let fct = late_fct(false);
+        assert!(fct > 2 * PS_PER_MS, "the 30 KB flow took {} us", fct / PS_PER_US);
+    }
 }

@@ -31,6 +31,7 @@ pub struct DctcpParams {
     pub g: f64,
     pub init_cwnd_frames: f64,
     pub min_cwnd_frames: f64,
+    pub cwnd_validation: bool,
 }
 
 /// The `[dctcp]` table.
@@ -50,6 +51,11 @@ pub fn table() -> Table {
             "[assumed] initial window (full frames, RFC 6928)",
         )
         .float("min_cwnd_frames", 1.0, Range::gt(0.0), "smallest window (full frames)")
+        .flag(
+            "cwnd_validation",
+            true,
+            "[assumed] the window grows only while it limits the flow (RFC 7661, Linux); false: by every ACK",
+        )
 }
 
 impl Default for DctcpParams {
@@ -78,6 +84,10 @@ pub struct DctcpRl {
     pub window_end: u64,
     /// No second cut before the acknowledged bytes reach this.
     pub cut_end: u64,
+    /// The most bytes in flight seen by an ACK in the current and in the
+    /// last observation window (cwnd validation).
+    pub max_inflight: u64,
+    pub last_max_inflight: u64,
 }
 
 pub struct Dctcp {
@@ -131,6 +141,8 @@ impl Scheme for Dctcp {
             marked: 0,
             window_end: 0,
             cut_end: 0,
+            max_inflight: 0,
+            last_max_inflight: 0,
         };
         (rl, None)
     }
@@ -159,6 +171,9 @@ impl Scheme for Dctcp {
                 }
             }
             AckKind::Ack => {
+                // In flight just before this ACK: what the window allowed.
+                let inflight = ack.nxt_bytes.saturating_sub(ack.una_bytes) + ack.acked_bytes;
+                rl.max_inflight = rl.max_inflight.max(inflight);
                 rl.acked += ack.acked_bytes;
                 if echo.ce {
                     rl.marked += ack.acked_bytes;
@@ -172,7 +187,14 @@ impl Scheme for Dctcp {
                     rl.acked = 0;
                     rl.marked = 0;
                     rl.window_end = ack.nxt_bytes;
+                    rl.last_max_inflight = rl.max_inflight;
+                    rl.max_inflight = 0;
                 }
+                let used = if self.p.cwnd_validation {
+                    rl.max_inflight.max(rl.last_max_inflight) as f64
+                } else {
+                    f64::INFINITY
+                };
                 if echo.ce {
                     if ack.una_bytes >= rl.cut_end {
                         rl.cwnd = (rl.cwnd * (1.0 - rl.alpha / 2.0)).max(self.min_cwnd(ack.mss));
@@ -180,8 +202,10 @@ impl Scheme for Dctcp {
                         rl.cut_end = ack.nxt_bytes;
                     }
                 } else if rl.cwnd < rl.ssthresh {
-                    rl.cwnd += ack.acked_bytes as f64;
-                } else {
+                    if rl.cwnd < 2.0 * used {
+                        rl.cwnd += ack.acked_bytes as f64;
+                    }
+                } else if used + mss > rl.cwnd {
                     rl.cwnd += mss * ack.acked_bytes as f64 / rl.cwnd;
                 }
             }
@@ -250,5 +274,40 @@ mod tests {
         // Above ssthresh: one MSS per window.
         d.rp_on_ack(&mut c, &mut rl, &ack(1500, 19_500, 20_000), &DctcpExt { ce: false }, 0, &mut rng);
         assert!((rl.cwnd - (w + 1500.0 * 1500.0 / w)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_window_grows_only_while_it_limits_the_flow() {
+        let d = Dctcp::new(DctcpParams::default()).unwrap();
+        let mut c = core();
+        let mut rng = stream(0, "t");
+        let (mut rl, _) = d.new_rl(&mut c, 0);
+        // Slow start with 4 frames in flight (the sender's own link limits
+        // it): the 15 KB window is more than twice that, and stays.
+        for i in 1..=20u64 {
+            d.rp_on_ack(
+                &mut c,
+                &mut rl,
+                &ack(1500, 1500 * i, 1500 * (i + 3)),
+                &DctcpExt { ce: false },
+                0,
+                &mut rng,
+            );
+        }
+        assert_eq!(c.window_bytes, 15_000);
+        // With 8 frames in flight (more than half the window) it grows again.
+        d.rp_on_ack(&mut c, &mut rl, &ack(1500, 31_500, 42_000), &DctcpExt { ce: false }, 0, &mut rng);
+        assert_eq!(c.window_bytes, 16_500);
+        // Above ssthresh: only while the flight came within one MSS of cwnd.
+        rl.ssthresh = 0.0;
+        let w = rl.cwnd;
+        for i in 0..40u64 {
+            let una = 43_500 + 1500 * i;
+            d.rp_on_ack(&mut c, &mut rl, &ack(1500, una, una + 3000), &DctcpExt { ce: false }, 0, &mut rng);
+        }
+        assert_eq!(rl.cwnd, w, "two windows of 3 frames in flight: no growth");
+        let una = 43_500 + 1500 * 40;
+        d.rp_on_ack(&mut c, &mut rl, &ack(1500, una, una + 15_000), &DctcpExt { ce: false }, 0, &mut rng);
+        assert!(rl.cwnd > w);
     }
 }
