@@ -11,6 +11,13 @@
 //!   ssthresh and one MSS per window above. A NACK halves cwnd (as TCP's
 //!   fast retransmit), a timeout sets it to one MSS. Frames leave at line
 //!   rate as the window allows.
+//! - **[assumed]** The window grows only while it limits the flow (RFC
+//!   7661's cwnd validation, as Linux's `tcp_is_cwnd_limited`): in slow
+//!   start while cwnd < 2 x the most bytes in flight in this or the last
+//!   window, above ssthresh while they came within one MSS of cwnd. Without
+//!   it a flow whose own link is its bottleneck grows cwnd by every ACK and
+//!   meets its first competitor with a window of megabytes, which alpha,
+//!   near 0 after a long time without marks, cuts by little.
 //!
 //! Defaults from the paper: K = 65 packets of 1,500 B at 10 Gbit/s, g = 1/16;
 //! initial window 10 MSS (RFC 6928) **[assumed]**.
