@@ -35,6 +35,11 @@ pub struct Port<E> {
     /// completion at the instant it happens (stations; bridges without PAUSE
     /// whose admission depends only on this port's own queue).
     pub lazy_ok: bool,
+    /// Lazily draining (a bridge port that only counts into a station, in a
+    /// run where nothing else watches it): even with frames waiting no TxDone
+    /// event is scheduled; `Sim::settle` sends the queue's frames at the
+    /// instants they would have started, up to the time it is called for.
+    pub drain_lazy: bool,
     /// The receiver is an end station.
     pub peer_is_station: bool,
     /// Index of this port among its owner's ports.
@@ -165,6 +170,7 @@ impl<E: Copy + Default> Port<E> {
             done_at: 0,
             done_pending: false,
             lazy_ok: false,
+            drain_lazy: false,
             peer_is_station: false,
             tx: TxFrame::default(),
             wire_data: VecDeque::new(),
