@@ -121,6 +121,19 @@ def test_flows_parquet_and_summary_carry_the_fct_metrics(tmp_path: Path) -> None
     assert len(pl.read_parquet(out / "flows.parquet")) == 2
 
 
+def test_a_named_flow_sender_is_traced_and_only_it() -> None:
+    """trace.rate_limiters names a flow's sender as SRC|DST: its rate series
+    starts at line rate and shows DCQCN's cuts in the incast; the other
+    senders are not traced."""
+    sc = incast(scheme="dcqcn", trace={"rate_limiters": ["H1|H0"]})
+    res = cnsim.run(sc, progress=False)
+    rates = res.timeseries("rl_rate")
+    assert set(rates["key"]) == {"H1|H0"}
+    v = rates.sort("time_ms")["value"].to_numpy()
+    assert v[0] == pytest.approx(10.0)
+    assert v.min() < 5.0, "eight senders into one 10 Gbit/s link: DCQCN cuts each below half"
+
+
 def test_poisson_arrivals_offer_the_asked_load(tmp_path: Path) -> None:
     cdf = tmp_path / "u.cdf"
     cdf.write_text("# uniform 1 to 20 KB\n1000 0\n20000 1\n")

@@ -406,6 +406,11 @@ impl<S: Scheme> NetSim<S> {
             RlScope::Cp if key == NO_CPID => "-".to_string(),
             RlScope::Cp => self.net.ports[key as usize - 1].name.clone(),
         };
+        self.rl_trace_named(s, target)
+    }
+
+    /// The trace of the RLs of station `s` named `STATION|target`, if traced.
+    pub(crate) fn rl_trace_named(&mut self, s: usize, target: String) -> Option<usize> {
         let key = format!("{}|{}", self.net.station_name(s), target);
         if let Some(&i) = self.rl_trace_index.get(&key) {
             return Some(i);

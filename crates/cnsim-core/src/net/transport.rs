@@ -429,7 +429,22 @@ impl<S: Scheme> NetSim<S> {
             ..RlCore::at_line_rate(line)
         };
         let (state, timer) = self.scheme.new_rl(&mut core, now);
-        let rl = RateLimiter::new(s, self.tp.flows[id as usize].dst, 0, id, core, state, now, None);
+        let dst = self.tp.flows[id as usize].dst;
+        // A flow's sender is traced only when asked for by name (`SRC|DST`;
+        // the flows between one pair share the series): a flow run has
+        // thousands of senders.
+        let trace = if self.trace_rls.is_some() {
+            let target = self.net.station_name(dst as usize).to_string();
+            self.rl_trace_named(s, target)
+        } else {
+            None
+        };
+        let rate = core.rate_bps;
+        let rl = RateLimiter::new(s, dst, 0, id, core, state, now, trace);
+        if let Some(t) = trace {
+            let b = self.stats.bin_now();
+            self.rl_traces[t].rate.update(b, rate as u64);
+        }
         let rl_id = self.insert_rl(rl);
         self.rps[s].live.push(rl_id);
         self.rps[s].flow_pending += 1;
@@ -477,8 +492,15 @@ impl<S: Scheme> NetSim<S> {
         rl.last_release = now;
         rl.last_len = len;
         let rp = &mut self.rps[s];
+        let rate_before = rl.core.rate_bps;
         let timer = self.scheme.rp_on_send(&mut rl.core, &mut rl.state, &mut f, now, &mut rp.rng);
         rl.next_release = now + super::rl::pace_ps(len, rl.core.rate_bps);
+        if rl.core.rate_bps != rate_before {
+            if let Some(t) = rl.trace {
+                let b = self.stats.bin_now();
+                self.rl_traces[t].rate.update(b, rl.core.rate_bps as u64);
+            }
+        }
         if all_sent {
             rp.flow_pending -= 1;
         }
