@@ -354,6 +354,7 @@ _SERIES_UNITS = {
     "queue_bytes_max": "bytes",
     "rl_rate": "Gbit/s",
     "rlq_bytes": "bytes",
+    "rl_window_bytes": "bytes",
     "paused_fraction": "fraction of the bin",
 }
 

@@ -132,6 +132,19 @@ def test_a_named_flow_sender_is_traced_and_only_it() -> None:
     v = rates.sort("time_ms")["value"].to_numpy()
     assert v[0] == pytest.approx(10.0)
     assert v.min() < 5.0, "eight senders into one 10 Gbit/s link: DCQCN cuts each below half"
+    assert len(res.timeseries("rl_window_bytes")) == 0, "DCQCN has no window"
+
+
+def test_a_traced_window_scheme_sender_records_its_window() -> None:
+    """DCTCP in the incast: the traced sender's window starts at 10 frames and
+    the marks of the shared queue cut it below that."""
+    sc = incast(scheme="dctcp", trace={"rate_limiters": ["H3|H0"]})
+    w = cnsim.run(sc, progress=False).timeseries("rl_window_bytes")
+    assert set(w["key"]) == {"H3|H0"}
+    v = w.sort("time_ms")["value"].to_numpy()
+    v = v[np.argmax(v > 0) :]  # from the flow's start (0.1 ms; no window before)
+    assert v[0] >= 15_000
+    assert 0 < v.min() < 15_000
 
 
 def test_poisson_arrivals_offer_the_asked_load(tmp_path: Path) -> None:

@@ -334,8 +334,8 @@ class Trace(_Model):
         None,
         description="rate limiters whose rl_rate / rlq_bytes series are recorded: STATION|DEST (the "
         "flow's source and destination, rl_scope = flow) or STATION|FROM->TO (the station and its CP "
-        "port, rl_scope = cp); none: all, at most 256. A transport flow's sender (its rate; the "
-        "flows between one pair share a series) only when named",
+        "port, rl_scope = cp); none: all, at most 256. A transport flow's sender only when named (its "
+        "rate, and rl_window_bytes for a window scheme; the flows between one pair share a series)",
     )
 
 

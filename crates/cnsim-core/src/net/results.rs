@@ -238,6 +238,13 @@ impl<S: Scheme> NetSim<S> {
                 key: t.key.clone(),
                 values: t.bytes.end.clone(),
             });
+            if let Some(w) = &t.window {
+                out.push(stats::Series {
+                    series: "rl_window_bytes".into(),
+                    key: t.key.clone(),
+                    values: w.end.clone(),
+                });
+            }
         }
         for p in &net.ports {
             if let Some(bins) = &p.paused_bins {

@@ -187,6 +187,8 @@ pub struct RlTrace {
     pub key: String,
     pub rate: QueueTrace,
     pub bytes: QueueTrace,
+    /// A window scheme's window (transport flows only).
+    pub window: Option<QueueTrace>,
 }
 
 impl<S: Scheme> NetSim<S> {
@@ -433,6 +435,7 @@ impl<S: Scheme> NetSim<S> {
             key: key.clone(),
             rate,
             bytes: QueueTrace::new(0, n),
+            window: None,
         });
         self.rl_trace_index.insert(key, self.rl_traces.len() - 1);
         Some(self.rl_traces.len() - 1)

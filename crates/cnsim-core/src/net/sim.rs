@@ -865,6 +865,9 @@ impl<S: Scheme> NetSim<S> {
         for t in &mut self.rl_traces {
             t.rate.finish();
             t.bytes.finish();
+            if let Some(w) = &mut t.window {
+                w.finish();
+            }
         }
         let s = &self.stats;
         let accounted = s.delivered + s.dropped_cp + s.dropped_rp() + in_flight;

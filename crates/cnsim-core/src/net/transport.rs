@@ -32,6 +32,7 @@ use crate::engine::rng::{stream, Stream};
 use crate::engine::time::serialization_ps;
 use crate::engine::{Time, PS_PER_S};
 use crate::scheme::{AckKind, AckView, RlCore, Scheme};
+use crate::stats::QueueTrace;
 use rand::Rng;
 use std::sync::Arc;
 
@@ -439,11 +440,12 @@ impl<S: Scheme> NetSim<S> {
         } else {
             None
         };
-        let rate = core.rate_bps;
+        let (rate, window) = (core.rate_bps, core.window_bytes);
         let rl = RateLimiter::new(s, dst, 0, id, core, state, now, trace);
         if let Some(t) = trace {
             let b = self.stats.bin_now();
             self.rl_traces[t].rate.update(b, rate as u64);
+            self.trace_window(t, window);
         }
         let rl_id = self.insert_rl(rl);
         self.rps[s].live.push(rl_id);
@@ -602,6 +604,10 @@ impl<S: Scheme> NetSim<S> {
         rl.core.inflight_bytes = inflight;
         let rp = &mut self.rps[s];
         let timer = self.scheme.rp_on_ack(&mut rl.core, &mut rl.state, &view, &f.ext, now, &mut rp.rng);
+        if let Some(t) = rl.trace {
+            let window = rl.core.window_bytes;
+            self.trace_window(t, window);
+        }
         if finished {
             self.finish_sender(f.flow);
             let port = self.net.stations[s].port;
@@ -609,6 +615,18 @@ impl<S: Scheme> NetSim<S> {
             return;
         }
         self.after_rate_change(id, timer);
+    }
+
+    /// A traced sender's window (window schemes only: `u64::MAX` is none).
+    fn trace_window(&mut self, t: usize, window: u64) {
+        if window == u64::MAX {
+            return;
+        }
+        let (b, n) = (self.stats.bin_now(), self.stats.n_bins);
+        self.rl_traces[t]
+            .window
+            .get_or_insert_with(|| QueueTrace::new(0, n))
+            .update(b, window);
     }
 
     /// The flow's last frame is acknowledged: its RL goes.
