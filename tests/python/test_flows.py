@@ -142,9 +142,11 @@ def test_a_traced_window_scheme_sender_records_its_window() -> None:
     w = cnsim.run(sc, progress=False).timeseries("rl_window_bytes")
     assert set(w["key"]) == {"H3|H0"}
     v = w.sort("time_ms")["value"].to_numpy()
-    v = v[np.argmax(v > 0) :]  # from the flow's start (0.1 ms; no window before)
-    assert v[0] >= 15_000
-    assert 0 < v.min() < 15_000
+    live = v[np.argmax(v > 0) :]  # from the flow's start (0.1 ms; no window before)
+    live = live[: np.argmin(live > 0)]  # to its end (0 once the sender is gone)
+    assert live[0] >= 15_000
+    assert 0 < live.min() < 15_000
+    assert v[-1] == 0
 
 
 def test_poisson_arrivals_offer_the_asked_load(tmp_path: Path) -> None:

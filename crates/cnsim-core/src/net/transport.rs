@@ -635,6 +635,12 @@ impl<S: Scheme> NetSim<S> {
         let id = std::mem::replace(&mut fl.rl, NO_RL);
         fl.rto_deadline = Time::MAX;
         let s = fl.src as usize;
+        if let Some(t) = self.rls[id as usize].as_ref().and_then(|rl| rl.trace) {
+            if let Some(w) = &mut self.rl_traces[t].window {
+                // The sender is gone: no window until the pair's next flow.
+                w.update(self.stats.bin_now(), 0);
+            }
+        }
         self.remove_rl(s, id);
         self.tp.active -= 1;
         if self.tp.end_when_done && self.tp.done() && !self.open_loop {
