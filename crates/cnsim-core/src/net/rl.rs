@@ -289,10 +289,7 @@ impl<S: Scheme> NetSim<S> {
             self.trace_rl_bytes(tr, bytes);
             self.set_rl_timer(id, timer);
             if rate_changed {
-                if let Some(t) = tr {
-                    let b = self.stats.bin_now();
-                    self.rl_traces[t].rate.update(b, rate as u64);
-                }
+                self.trace_rl_rate(tr, rate);
             }
             self.maybe_release(id);
             return Some(f);
@@ -441,6 +438,15 @@ impl<S: Scheme> NetSim<S> {
         Some(self.rl_traces.len() - 1)
     }
 
+    /// A traced RL's rate changed.
+    #[inline]
+    pub(crate) fn trace_rl_rate(&mut self, trace: Option<usize>, rate_bps: f64) {
+        if let Some(t) = trace {
+            let b = self.stats.bin_now();
+            self.rl_traces[t].rate.update(b, rate_bps as u64);
+        }
+    }
+
     #[inline]
     fn trace_rl_bytes(&mut self, trace: Option<usize>, bytes: u64) {
         if let Some(t) = trace {
@@ -477,10 +483,7 @@ impl<S: Scheme> NetSim<S> {
         let rl = self.rl(id);
         rl.next_release = rl.last_release + pace_ps(rl.last_len, rl.core.rate_bps);
         let (tr, rate, s) = (rl.trace, rl.core.rate_bps, rl.station as usize);
-        if let Some(t) = tr {
-            let b = self.stats.bin_now();
-            self.rl_traces[t].rate.update(b, rate as u64);
-        }
+        self.trace_rl_rate(tr, rate);
         self.maybe_release(id);
         let port = self.net.stations[s].port;
         self.try_start(port);

@@ -442,9 +442,8 @@ impl<S: Scheme> NetSim<S> {
         };
         let (rate, window) = (core.rate_bps, core.window_bytes);
         let rl = RateLimiter::new(s, dst, 0, id, core, state, now, trace);
+        self.trace_rl_rate(trace, rate);
         if let Some(t) = trace {
-            let b = self.stats.bin_now();
-            self.rl_traces[t].rate.update(b, rate as u64);
             self.trace_window(t, window);
         }
         let rl_id = self.insert_rl(rl);
@@ -497,12 +496,7 @@ impl<S: Scheme> NetSim<S> {
         let rate_before = rl.core.rate_bps;
         let timer = self.scheme.rp_on_send(&mut rl.core, &mut rl.state, &mut f, now, &mut rp.rng);
         rl.next_release = now + super::rl::pace_ps(len, rl.core.rate_bps);
-        if rl.core.rate_bps != rate_before {
-            if let Some(t) = rl.trace {
-                let b = self.stats.bin_now();
-                self.rl_traces[t].rate.update(b, rl.core.rate_bps as u64);
-            }
-        }
+        let (trace, rate) = (rl.trace, rl.core.rate_bps);
         if all_sent {
             rp.flow_pending -= 1;
         }
@@ -511,6 +505,9 @@ impl<S: Scheme> NetSim<S> {
         }
         self.net.ports[port as usize].data_bytes += len as u64;
         self.set_rl_timer(id, timer);
+        if rate != rate_before {
+            self.trace_rl_rate(trace, rate);
+        }
         self.count_generated(s as u32, f.dst);
         FlowPick::Frame(f)
     }
