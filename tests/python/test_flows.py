@@ -149,6 +149,13 @@ def test_a_traced_window_scheme_sender_records_its_window() -> None:
     assert v[-1] == 0
 
 
+def test_the_report_plots_a_traced_window(tmp_path: Path) -> None:
+    sc = incast(scheme="dctcp", trace={"rate_limiters": ["H3|H0"]})
+    cnsim.run(sc, progress=False).save(tmp_path / "r")
+    assert (tmp_path / "r" / "rl_window.png").stat().st_size > 0
+    assert "rl_window.png" in (tmp_path / "r" / "report.html").read_text()
+
+
 def test_poisson_arrivals_offer_the_asked_load(tmp_path: Path) -> None:
     cdf = tmp_path / "u.cdf"
     cdf.write_text("# uniform 1 to 20 KB\n1000 0\n20000 1\n")

@@ -18,6 +18,7 @@ RUN_FIGURES = {
     "throughput.png": figures.throughput_fig,
     "queue.png": figures.queue_fig,
     "rl_rate.png": figures.rl_fig,
+    "rl_window.png": figures.window_fig,
     "paused.png": figures.paused_fig,
     "fairness.png": figures.fairness_fig,
     "transient.png": figures.transient_fig,

@@ -142,6 +142,25 @@ def rl_fig(res: Any) -> Any | None:
     return fig
 
 
+def window_fig(res: Any) -> Any | None:
+    """The traced flow senders' windows (window schemes), in frames."""
+    bin_ms, windows = _series(res, "rl_window_bytes")
+    if not windows:
+        return None
+    frame = res.scenario.model.defaults.frame_bytes
+    fig = Figure(figsize=(9, 4.2))
+    ax = fig.subplots()
+    for k, v in windows[:16]:
+        ax.step(np.arange(len(v)) * bin_ms, np.asarray(v) / frame, where="post", lw=1, label=k)
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel("sender window (frames, at bin end)")
+    ax.set_title(f"Flow senders' windows, seed {res.runs[0].seed}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
 def queue_cdf_fig(res: Any) -> Any | None:
     """The traced ports' queue-length distribution over the measure window
     (first seed): the fraction of time the queue was below each length."""
