@@ -211,6 +211,29 @@ def run(
         f"{(e['frames_delivered_per_s'] or 0) / 1e6:.2f} M delivered frames/s"
     )
     out.print(f"results: {target}" + (f"  report: {target / 'report.html'}" if report else ""))
+    _warn_untraced(sc, res)
+
+
+def _warn_untraced(sc: Any, res: Any) -> None:
+    """Names in trace.rate_limiters that no rate limiter (or flow sender) had
+    in any seed: a typo, or a pair with no flow, would otherwise trace nothing
+    silently."""
+    asked = sc.model.trace.rate_limiters
+    if not asked:
+        return
+    seen = {k for run in res.runs for (name, k, _) in run.series if name == "rl_rate"}
+    missing = [k for k in asked if k not in seen]
+    if missing:
+        from rich.text import Text
+
+        Console(stderr=True).print(
+            Text.assemble(
+                ("warning:", "yellow"),
+                f" trace.rate_limiters: no rate limiter {', '.join(missing)} existed in this run "
+                "(a flow's sender is SRC|DST; an RL exists only once a notification created it)",
+            ),
+            soft_wrap=True,
+        )
 
 
 @app.command()

@@ -149,6 +149,23 @@ def test_a_traced_window_scheme_sender_records_its_window() -> None:
     assert v[-1] == 0
 
 
+def test_a_traced_name_that_matched_nothing_is_warned_about(tmp_path: Path) -> None:
+    p = cli(
+        "run",
+        "flows_incast",
+        "--set",
+        "workload.fan_in=2",
+        "--set",
+        'trace.rate_limiters=["H1|H0", "H1|H5"]',
+        "--out",
+        str(tmp_path / "r"),
+        "--no-report",
+    )
+    assert p.returncode == 0, p.stderr
+    assert "no rate limiter H1|H5 existed" in p.stderr
+    assert "H1|H0" not in p.stderr
+
+
 def test_the_report_plots_a_traced_window(tmp_path: Path) -> None:
     sc = incast(scheme="dctcp", trace={"rate_limiters": ["H3|H0"]})
     cnsim.run(sc, progress=False).save(tmp_path / "r")
