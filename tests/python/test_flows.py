@@ -166,6 +166,16 @@ def test_a_traced_name_that_matched_nothing_is_warned_about(tmp_path: Path) -> N
     assert "H1|H0" not in p.stderr
 
 
+def test_plots_of_a_flow_run_end_when_its_last_flow_does() -> None:
+    from cnsim.report.figures import _series
+
+    res = cnsim.run(incast(), progress=False)
+    run = res.runs[0]
+    assert run.end_ps < 50 * 10**9 / 2, "the run ends with its flows, long before its 50 ms"
+    _, agg = _series(res, "aggregate_throughput")
+    assert len(agg[0][1]) == -(-run.end_ps // run.bin_ps) < run.n_bins
+
+
 def test_the_report_plots_a_traced_window(tmp_path: Path) -> None:
     sc = incast(scheme="dctcp", trace={"rate_limiters": ["H3|H0"]})
     cnsim.run(sc, progress=False).save(tmp_path / "r")

@@ -27,7 +27,10 @@ def _ci_half(std: float | None, n: int) -> float:
 def _series(res: Any, name: str, seed_index: int = 0) -> tuple[float, list[tuple[str, np.ndarray]]]:
     run = res.runs[seed_index]
     bin_ms = run.bin_ps / 1e9
-    return bin_ms, [(k, v) for (s, k, v) in run.series if s == name]
+    # A flow run that ends when its last flow does stops before its
+    # duration: draw only up to its end, not the empty bins after.
+    n = -(-run.end_ps // run.bin_ps)
+    return bin_ms, [(k, v[:n]) for (s, k, v) in run.series if s == name]
 
 
 def _smooth(v: np.ndarray, bin_ms: float) -> np.ndarray:
