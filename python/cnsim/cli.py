@@ -49,6 +49,11 @@ def _fail(msg: str, code: int) -> NoReturn:
 _SAID = False  # the command printed why it stops
 
 
+def _warn(msg: str) -> None:
+    """One yellow `warning:` line on stderr; the command goes on."""
+    Console(stderr=True).print(Text.assemble(("warning:", "yellow"), f" {msg}"), soft_wrap=True)
+
+
 @app.command("list")
 def list_cmd() -> None:
     """Built-in scenarios and schemes, one line each."""
@@ -224,15 +229,9 @@ def _warn_untraced(sc: Any, res: Any) -> None:
     seen = {k for run in res.runs for (name, k, _) in run.series if name == "rl_rate"}
     missing = [k for k in asked if k not in seen]
     if missing:
-        from rich.text import Text
-
-        Console(stderr=True).print(
-            Text.assemble(
-                ("warning:", "yellow"),
-                f" trace.rate_limiters: no rate limiter {', '.join(missing)} existed in this run "
-                "(a flow's sender is SRC|DST; an RL exists only once a notification created it)",
-            ),
-            soft_wrap=True,
+        _warn(
+            f"trace.rate_limiters: no rate limiter {', '.join(missing)} existed in this run "
+            "(a flow's sender is SRC|DST; an RL exists only once a notification created it)"
         )
 
 
@@ -355,8 +354,6 @@ def report_cmd(
 ) -> None:
     """Write DIR/report.html: a sweep's metrics against each swept parameter (mean and
     95% confidence band over seeds), or a run's plots again from its files."""
-    from rich.text import Text
-
     from .report import rebuild_report, write_sweep_report
     from .sweeps import SWEEP_JSON, damaged_points, read_meta, sweep_frame
 
@@ -365,13 +362,9 @@ def report_cmd(
     if (directory / SWEEP_JSON).is_file():
         meta = read_meta(directory)
         for pid in damaged_points(directory, meta):
-            Console(stderr=True).print(
-                Text.assemble(
-                    ("warning:", "yellow"),
-                    f" {directory / pid}/summary.json is missing or damaged; "
-                    "the point is left out of the report (resuming the sweep redoes it)",
-                ),
-                soft_wrap=True,
+            _warn(
+                f"{directory / pid}/summary.json is missing or damaged; "
+                "the point is left out of the report (resuming the sweep redoes it)"
             )
         path = write_sweep_report(directory, meta, sweep_frame(directory, meta))
     else:

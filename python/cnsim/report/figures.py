@@ -42,6 +42,17 @@ def _smooth(v: np.ndarray, bin_ms: float) -> np.ndarray:
     return np.convolve(v, k, mode="same") / np.convolve(np.ones(len(v)), k, mode="same")
 
 
+def _finish(fig: Any, ax: Any, ylabel: str, title: str, ncol: int = 2) -> Any:
+    """The time axis, labels, grid and legend every time-series figure shares."""
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=ncol)
+    fig.tight_layout()
+    return fig
+
+
 def series_figure(res: Any, name: str) -> Any:
     fig = Figure(figsize=(9, 4.2))
     ax = fig.subplots()
@@ -76,13 +87,9 @@ def throughput_fig(res: Any) -> Any:
     fair = res.scenario.model.fairness
     if fair is not None:
         ax.axhline(fair.target_gbps, ls="--", color="grey", lw=1, label="fair share")
-    ax.set_xlabel("time (ms)")
-    ax.set_ylabel("throughput (Gbit/s, 1 ms average)")
-    ax.set_title(f"Throughput, seed {res.runs[0].seed}")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=3)
-    fig.tight_layout()
-    return fig
+    return _finish(
+        fig, ax, "throughput (Gbit/s, 1 ms average)", f"Throughput, seed {res.runs[0].seed}", ncol=3
+    )
 
 
 def queue_fig(res: Any) -> Any | None:
@@ -116,13 +123,7 @@ def queue_fig(res: Any) -> Any | None:
     if len(sizes) == 1:  # one buffer size for every plotted port: draw it
         size = sizes.pop()
         ax.axhline(size / 1000, ls="-.", color="grey", lw=1, label=f"buffer {size / 1000:g} KB")
-    ax.set_xlabel("time (ms)")
-    ax.set_ylabel("queue (KB)")
-    ax.set_title(f"CP queue, seed {res.runs[0].seed}")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, "queue (KB)", f"CP queue, seed {res.runs[0].seed}")
 
 
 def rl_fig(res: Any) -> Any | None:
@@ -136,13 +137,9 @@ def rl_fig(res: Any) -> Any | None:
     fair = res.scenario.model.fairness
     if fair is not None:
         ax.axhline(fair.target_gbps, ls="--", color="grey", lw=1, label="fair share")
-    ax.set_xlabel("time (ms)")
-    ax.set_ylabel("rate-limiter rate (Gbit/s, at bin end)")
-    ax.set_title(f"Reaction points, seed {res.runs[0].seed}")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    return fig
+    return _finish(
+        fig, ax, "rate-limiter rate (Gbit/s, at bin end)", f"Reaction points, seed {res.runs[0].seed}"
+    )
 
 
 def window_fig(res: Any) -> Any | None:
@@ -155,13 +152,9 @@ def window_fig(res: Any) -> Any | None:
     ax = fig.subplots()
     for k, v in windows[:16]:
         ax.step(np.arange(len(v)) * bin_ms, np.asarray(v) / frame, where="post", lw=1, label=k)
-    ax.set_xlabel("time (ms)")
-    ax.set_ylabel("sender window (frames, at bin end)")
-    ax.set_title(f"Flow senders' windows, seed {res.runs[0].seed}")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    return fig
+    return _finish(
+        fig, ax, "sender window (frames, at bin end)", f"Flow senders' windows, seed {res.runs[0].seed}"
+    )
 
 
 def queue_cdf_fig(res: Any) -> Any | None:
@@ -230,14 +223,8 @@ def paused_fig(res: Any) -> Any | None:
     ax = fig.subplots()
     for k, v in ps[:16]:
         ax.plot(np.arange(len(v)) * bin_ms, _smooth(v, bin_ms), lw=1, label=k)
-    ax.set_xlabel("time (ms)")
-    ax.set_ylabel("fraction of time paused (1 ms average)")
-    ax.set_title(f"PAUSE, seed {res.runs[0].seed}")
     ax.set_ylim(-0.02, 1.02)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, "fraction of time paused (1 ms average)", f"PAUSE, seed {res.runs[0].seed}")
 
 
 def fairness_fig(res: Any) -> Any | None:
