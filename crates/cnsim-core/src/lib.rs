@@ -6,7 +6,8 @@
 //!   nothing of networks.
 //! - [`config`]: the resolved engine configuration (engine units: integer
 //!   picoseconds, bit/s, bytes), validated once when a [`Sim`] is built.
-//! - [`net`]: frames, ports, stations, bridges, PAUSE and the simulation loop.
+//! - [`frame`]: the frame every layer moves (the scheme's extension opaque).
+//! - [`net`]: ports, stations, bridges, PAUSE and the simulation loop.
 //! - [`scheme`]: congestion-management schemes (CP and RP roles), one file each.
 //! - [`stats`]: statistics recorded in fixed bins and windows, and the
 //!   [`RunResult`] computed from them at the end of a run.
@@ -17,6 +18,7 @@ pub mod bench;
 pub mod config;
 pub mod engine;
 pub mod fluid;
+pub mod frame;
 pub mod net;
 pub mod scheme;
 pub mod stats;

@@ -470,13 +470,28 @@ pub struct RunResult {
 
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct TransportResult {
-    pub flows: Vec<crate::net::transport::FlowRecord>,
+    pub flows: Vec<FlowRecord>,
     pub acks: u64,
     pub nacks: u64,
     /// Data frames the receivers discarded (beyond a gap, go-back-N).
     pub discarded: u64,
     /// Retransmission timeouts that fired.
     pub timeouts: u64,
+}
+
+/// Per-flow outcome, as the results give it.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowRecord {
+    pub src: String,
+    pub dst: String,
+    pub size_bytes: u64,
+    pub start_ps: Time,
+    /// `Time::MAX` when the flow did not finish inside the run.
+    pub finish_ps: Time,
+    pub ideal_fct_ps: Time,
+    pub retransmitted: u32,
+    pub timeouts: u32,
+    pub hops: u32,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -668,7 +683,7 @@ impl RunResult {
             n.iter().map(|x| x.bytes_to.get(i).copied().unwrap_or(0)).collect()
         }));
         let t = &self.transport.flows;
-        let tu = |g: &dyn Fn(&crate::net::transport::FlowRecord) -> u64| Column::U64(t.iter().map(g).collect());
+        let tu = |g: &dyn Fn(&FlowRecord) -> u64| Column::U64(t.iter().map(g).collect());
         let flow_records = vec![
             ("src".into(), Column::Str(t.iter().map(|x| x.src.clone()).collect())),
             ("dst".into(), Column::Str(t.iter().map(|x| x.dst.clone()).collect())),

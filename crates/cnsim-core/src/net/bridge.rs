@@ -3,11 +3,11 @@
 //! its buffer; notifications from CPs and from notification points at
 //! destinations travel back to the flows' sources as control frames.
 
-use super::frame::Frame;
 use super::port::{PortId, TxFrame};
 use super::sim::NetSim;
 use super::topology::NO_ROUTE;
 use crate::config::BufferMode;
+use crate::frame::Frame;
 use crate::scheme::{QueueView, Scheme};
 use crate::stats;
 

@@ -3,7 +3,7 @@
 //! Nothing here knows about a specific congestion-management scheme.
 
 pub mod bridge;
-pub mod frame;
+pub mod build;
 pub mod pause;
 pub mod port;
 pub mod results;
@@ -14,5 +14,5 @@ pub mod station;
 pub mod topology;
 pub mod transport;
 
-pub use frame::{Frame, FrameKind};
+pub use crate::frame::{Frame, FrameKind};
 pub use port::{Port, PortId};

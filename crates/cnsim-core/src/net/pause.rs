@@ -13,12 +13,12 @@
 //! A PAUSE frame is a control frame: queued ahead of data, never paused
 //! itself, and acted on when fully received (no bridge latency).
 
-use super::frame::Frame;
 use super::port::PortId;
 use super::sim::{NetSim, EV_PAUSE_REFRESH};
 use crate::config::PauseTrigger;
 use crate::engine::time::pause_quanta_ps;
 use crate::engine::Time;
+use crate::frame::Frame;
 use crate::scheme::Scheme;
 use crate::stats::{overlap, Stats};
 

@@ -5,9 +5,9 @@
 //! also the *ingress* of the frames that arrive over the reverse direction,
 //! the owner's per-ingress accounting that PAUSE and `per_input` buffers need.
 
-use super::frame::Frame;
 use crate::engine::time::serialization_ps;
 use crate::engine::Time;
+use crate::frame::Frame;
 use std::collections::VecDeque;
 
 pub type PortId = u32;

@@ -17,21 +17,19 @@
 //!
 //! RLs live in one slab shared by all stations; their ids index timer events.
 
-use super::frame::{Frame, NO_FLOW, NO_NODE};
 use super::port::PortId;
 use super::sim::{NetSim, EV_RL_TIMER, EV_WAKE};
 use super::transport::FlowPick;
 use crate::config::{RlOrder, RlScope};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
-use crate::scheme::{RlCore, Scheme};
+use crate::frame::{Frame, NO_FLOW, NO_NODE};
+use crate::scheme::{RlCore, Scheme, NO_CPID};
 use crate::stats::QueueTrace;
 use std::collections::VecDeque;
 
 /// At most this many RLs get rate / RLQ time series.
 pub const MAX_RL_TRACES: usize = 256;
-/// CPID of a notification that names no congestion point.
-pub const NO_CPID: u16 = 0;
 
 pub struct RateLimiter<R, E> {
     pub station: u32,

@@ -4,11 +4,11 @@
 //! goes: its flow's rate-limiter queue, or the NIC FIFO (deferred or dropped
 //! when PAUSE has filled it).
 
-use super::frame::Frame;
 use super::sim::{geometric_gap, Action, NetSim, EV_GENERATE};
 use super::topology::Dest;
 use crate::config::NicFull;
 use crate::engine::Time;
+use crate::frame::Frame;
 use crate::scheme::Scheme;
 use crate::stats;
 use rand::Rng;

@@ -21,7 +21,6 @@
 //! last byte in order; its ideal FCT is the same flow alone on the empty
 //! network along its path (store and forward at each hop's nominal rate).
 
-use super::frame::{Frame, FrameKind};
 use super::port::PortId;
 use super::rl::RateLimiter;
 use super::sim::{NetSim, EV_FLOW_ARRIVAL, EV_FLOW_RTO, EV_FLOW_START};
@@ -31,7 +30,9 @@ use crate::engine::queue::MAX_INDEX;
 use crate::engine::rng::{stream, Stream};
 use crate::engine::time::serialization_ps;
 use crate::engine::{Time, PS_PER_S};
+use crate::frame::{Frame, FrameKind};
 use crate::scheme::{AckKind, AckView, RlCore, Scheme};
+use crate::stats::FlowRecord;
 use crate::stats::QueueTrace;
 use rand::Rng;
 use std::sync::Arc;
@@ -212,21 +213,6 @@ impl Transport {
     pub fn done(&self) -> bool {
         self.active == 0 && self.pending_starts == 0 && self.gens_live == 0
     }
-}
-
-/// Per-flow outcome, as the results give it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct FlowRecord {
-    pub src: String,
-    pub dst: String,
-    pub size_bytes: u64,
-    pub start_ps: Time,
-    /// `Time::MAX` when the flow did not finish inside the run.
-    pub finish_ps: Time,
-    pub ideal_fct_ps: Time,
-    pub retransmitted: u32,
-    pub timeouts: u32,
-    pub hops: u32,
 }
 
 /// What a flow's RL offers the link now.

@@ -17,7 +17,7 @@ use super::{QueueView, RlCore, Scheme};
 use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::{us_to_ps, Time};
-use crate::net::Frame;
+use crate::frame::Frame;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -204,7 +204,7 @@ impl Scheme for Dcqcn {
         }
         np.last_cnp = Some(now);
         // A CNP names the flow (the RP keys its RL by the flow), not a CP.
-        Some((DcqcnExt::default(), crate::net::rl::NO_CPID))
+        Some((DcqcnExt::default(), super::NO_CPID))
     }
 
     fn creates_rl(&self, _note: &DcqcnExt) -> bool {
@@ -312,7 +312,7 @@ mod tests {
             .collect();
         assert_eq!(sent, vec![0, 50 * PS_PER_US, 120 * PS_PER_US]);
         let (_, id) = d.np_on_data(&mut np, &f, 500 * PS_PER_US, &mut rng).unwrap();
-        assert_eq!(id, crate::net::rl::NO_CPID, "a CNP names no CP");
+        assert_eq!(id, crate::scheme::NO_CPID, "a CNP names no CP");
         f.ext.ce = false;
         assert!(d.np_on_data(&mut np, &f, 1_000 * PS_PER_US, &mut rng).is_none());
     }

@@ -27,7 +27,7 @@ use super::{AckKind, AckView, QueueView, RlCore, Scheme};
 use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
-use crate::net::Frame;
+use crate::frame::Frame;
 use serde::{Deserialize, Serialize};
 
 /// DCTCP parameters, in the units of their names; declared in [`table`].

@@ -18,8 +18,8 @@
 //!   which RL a notification reaches (`station.rl_scope`).
 //!
 //! A scheme declares its parameters once ([`params::Table`]); registering it
-//! is one line in [`build`], one in [`tables`] and one [`SCHEMES`] entry per
-//! name users give it. Schemes are type parameters of the simulation, so the
+//! is its variant of [`AnyScheme`] (and its arm of `with_scheme!`), one line
+//! in [`tables`] and one [`SCHEMES`] entry per name users give it. Schemes are type parameters of the simulation, so the
 //! per-frame path has no dynamic dispatch.
 
 pub mod bcn;
@@ -34,11 +34,13 @@ pub mod timely;
 
 use params::{Entry, Table};
 
-use crate::config::{err, ConfigError, SimConfig};
+use crate::config::{err, ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
-use crate::net::sim::{NetSim, Run};
-use crate::net::Frame;
+use crate::frame::Frame;
+
+/// CPID of a notification that names no congestion point.
+pub const NO_CPID: u16 = 0;
 
 /// The part of a rate limiter a scheme may change.
 #[derive(Clone, Debug)]
@@ -364,21 +366,57 @@ pub fn tables() -> Vec<Table> {
     ]
 }
 
-/// Builds the simulation of `cfg` with its scheme: one line per scheme.
-pub fn build(cfg: &SimConfig, seed: u64) -> Result<Box<dyn Run>, ConfigError> {
-    let s = &cfg.scheme;
-    Ok(match s.name.as_str() {
-        "nocm" => Box::new(NetSim::new(cfg, seed, nocm::NoCm::from_config(s)?)?),
-        "bcn" => Box::new(NetSim::new(cfg, seed, bcn::Bcn::from_config(s)?)?),
-        "qcn" => match qcn::Qcn::from_config(s)? {
-            q if q.params().three_point => Box::new(NetSim::new(cfg, seed, qcn::Qcn3pt(q))?),
-            q => Box::new(NetSim::new(cfg, seed, q)?),
-        },
-        "dcqcn" => Box::new(NetSim::new(cfg, seed, dcqcn::Dcqcn::from_config(s)?)?),
-        "dctcp" => Box::new(NetSim::new(cfg, seed, dctcp::Dctcp::from_config(s)?)?),
-        "timely" => Box::new(NetSim::new(cfg, seed, timely::Timely::from_config(s)?)?),
-        "hpcc" => Box::new(NetSim::new(cfg, seed, hpcc::Hpcc::from_config(s)?)?),
-        "swift" => Box::new(NetSim::new(cfg, seed, swift::Swift::from_config(s)?)?),
-        other => return err(format!("scheme: unknown scheme '{other}'")),
-    })
+/// The scheme a config names, built from its parameters: one variant per
+/// scheme type. The simulator is generic over the scheme; it picks the
+/// instantiation once per run with [`with_scheme!`](crate::with_scheme).
+pub enum AnyScheme {
+    NoCm(nocm::NoCm),
+    Bcn(bcn::Bcn),
+    Qcn(qcn::Qcn),
+    Qcn3pt(qcn::Qcn3pt),
+    Dcqcn(dcqcn::Dcqcn),
+    Dctcp(dctcp::Dctcp),
+    Timely(timely::Timely),
+    Hpcc(hpcc::Hpcc),
+    Swift(swift::Swift),
+}
+
+impl AnyScheme {
+    /// One line per scheme.
+    pub fn from_config(s: &SchemeConfig) -> Result<AnyScheme, ConfigError> {
+        Ok(match s.name.as_str() {
+            "nocm" => AnyScheme::NoCm(nocm::NoCm::from_config(s)?),
+            "bcn" => AnyScheme::Bcn(bcn::Bcn::from_config(s)?),
+            "qcn" => match qcn::Qcn::from_config(s)? {
+                q if q.params().three_point => AnyScheme::Qcn3pt(qcn::Qcn3pt(q)),
+                q => AnyScheme::Qcn(q),
+            },
+            "dcqcn" => AnyScheme::Dcqcn(dcqcn::Dcqcn::from_config(s)?),
+            "dctcp" => AnyScheme::Dctcp(dctcp::Dctcp::from_config(s)?),
+            "timely" => AnyScheme::Timely(timely::Timely::from_config(s)?),
+            "hpcc" => AnyScheme::Hpcc(hpcc::Hpcc::from_config(s)?),
+            "swift" => AnyScheme::Swift(swift::Swift::from_config(s)?),
+            other => return err(format!("scheme: unknown scheme '{other}'")),
+        })
+    }
+}
+
+/// `with_scheme!(any, s => expr)`: evaluates `expr` with `s` bound to the
+/// concrete scheme inside an [`AnyScheme`] (one monomorphised copy of
+/// `expr` per scheme type).
+#[macro_export]
+macro_rules! with_scheme {
+    ($any:expr, $s:ident => $body:expr) => {
+        match $any {
+            $crate::scheme::AnyScheme::NoCm($s) => $body,
+            $crate::scheme::AnyScheme::Bcn($s) => $body,
+            $crate::scheme::AnyScheme::Qcn($s) => $body,
+            $crate::scheme::AnyScheme::Qcn3pt($s) => $body,
+            $crate::scheme::AnyScheme::Dcqcn($s) => $body,
+            $crate::scheme::AnyScheme::Dctcp($s) => $body,
+            $crate::scheme::AnyScheme::Timely($s) => $body,
+            $crate::scheme::AnyScheme::Hpcc($s) => $body,
+            $crate::scheme::AnyScheme::Swift($s) => $body,
+        }
+    };
 }

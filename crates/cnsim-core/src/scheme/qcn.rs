@@ -16,7 +16,7 @@ use super::{QueueView, RlCore, Scheme};
 use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::{ms_to_ps, Time};
-use crate::net::Frame;
+use crate::frame::Frame;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
