@@ -14,6 +14,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::errors::ParquetError;
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 
 /// Rows per row group of the time series.
 pub const SERIES_ROWS_PER_GROUP: usize = 1 << 20;
@@ -31,10 +32,18 @@ pub enum WriteError {
     Shape { path: String, message: String },
 }
 
-fn props() -> WriterProperties {
-    WriterProperties::builder()
+/// Zstandard-compressed; dictionary encoding only for text columns (names
+/// repeat; numbers rarely do, and hashing every one costs more than it saves).
+fn props(schema: &Schema) -> WriterProperties {
+    let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .build()
+        .set_dictionary_enabled(false);
+    for f in schema.fields() {
+        if f.data_type() == &DataType::Utf8 {
+            b = b.set_column_dictionary_enabled(ColumnPath::from(f.name().as_str()), true);
+        }
+    }
+    b.build()
 }
 
 /// Writes `batches` (all of `schema`) as one Parquet file, one row group
@@ -42,7 +51,8 @@ fn props() -> WriterProperties {
 pub fn write_batches(path: &Path, schema: SchemaRef, batches: &[RecordBatch]) -> Result<(), WriteError> {
     let p = path.display().to_string();
     let file = File::create(path).map_err(|source| WriteError::Io { path: p.clone(), source })?;
-    let mut w = ArrowWriter::try_new(file, schema, Some(props())).map_err(|source| WriteError::Parquet { path: p.clone(), source })?;
+    let props = props(&schema);
+    let mut w = ArrowWriter::try_new(file, schema, Some(props)).map_err(|source| WriteError::Parquet { path: p.clone(), source })?;
     for b in batches {
         if b.num_rows() > 0 {
             w.write(b).map_err(|source| WriteError::Parquet { path: p.clone(), source })?;
@@ -88,8 +98,8 @@ pub fn write_series(path: &Path, runs: &[SeriesRun<'_>]) -> Result<(), WriteErro
     let p = path.display().to_string();
     let schema = series_schema();
     let file = File::create(path).map_err(|source| WriteError::Io { path: p.clone(), source })?;
-    let mut w =
-        ArrowWriter::try_new(file, schema.clone(), Some(props())).map_err(|source| WriteError::Parquet { path: p.clone(), source })?;
+    let mut w = ArrowWriter::try_new(file, schema.clone(), Some(props(&schema)))
+        .map_err(|source| WriteError::Parquet { path: p.clone(), source })?;
     let mut chunk = SeriesChunk::default();
     for run in runs {
         let bin_ms = run.bin_ps as f64 / 1e9;
