@@ -289,14 +289,15 @@ def sweep(
     g = parse_grid(grid or [])
     base = _scenario(scenario, scheme, pause, None, seeds, seed, duration)
     try:
-        sc = apply_sets(base, set_ or [])
+        sc = apply_sets(base, set_ or [], schemes=g.get("scheme", []))
     except ScenarioError as alone:
         if not g:
             raise
         # A --set that only holds with the swept values (topology.variant=B with a grid
         # of B's degrees) is checked at the first point; every point is checked whole.
         try:
-            sc = apply_sets(base.replace(**{k: v[0] for k, v in g.items()}), set_ or [])
+            first = base._replace({k: v[0] for k, v in g.items()}, schemes=g.get("scheme", []))
+            sc = apply_sets(first, set_ or [], schemes=g.get("scheme", []))
         except ScenarioError:
             raise alone from None
     from .outdir import default_dir

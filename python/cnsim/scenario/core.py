@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import ScenarioError
-from ..schemes import SCHEMES
+from ..schemes import SCHEMES, TABLES
 from ..topologies import expand as expand_topology
 from ..topologies import routing_for
 from .messages import one_line
@@ -109,7 +109,15 @@ class Scenario:
         """A copy with `scheme`, `pause`, `seeds` (a count or seeds) and dotted
         parameters changed, e.g.
         `sc.replace(scheme="qcn2pt", seeds=range(10), **{"hotspot.rate_gbps": 0.5})`.
-        Changing `duration_ms` clips the measurement windows to the new run."""
+        Changing `duration_ms` clips the measurement windows to the new run.
+        A parameter of a scheme that does not run (`hpcc.eta` while dcqcn
+        runs) is refused: it would be ignored."""
+        return self._replace(changes)
+
+    def _replace(self, changes: dict[str, Any], schemes: Iterable[str] = (), label: str = "") -> Scenario:
+        """`replace`; a scheme parameter may also belong to one of `schemes`
+        (a sweep whose grid sweeps the scheme)."""
+        changes = dict(changes)
         raw = copy.deepcopy(self.raw)
         scheme = changes.pop("scheme", None)
         pause = changes.pop("pause", None)
@@ -118,7 +126,9 @@ class Scenario:
             set_dotted(raw, key, value)
         if "duration_ms" in changes:
             _fit_windows(raw)
-        return Scenario(raw, scheme=scheme, pause=pause, seeds=seeds, source=self.source)
+        sc = Scenario(raw, scheme=scheme, pause=pause, seeds=seeds, source=self.source)
+        check_scheme_keys(changes, sc.scheme, schemes, label)
+        return sc
 
     def resolved_raw(self) -> dict[str, Any]:
         """The full scenario with every default filled in (re-runnable). With a
@@ -401,6 +411,28 @@ class Scenario:
                 raise ScenarioError(str(e)) from None
             self._engine_json = text
         return self._engine_json
+
+
+def check_scheme_keys(keys: Iterable[str], scheme: str, schemes: Iterable[str] = (), label: str = "") -> None:
+    """Refuses a changed parameter of a scheme's table (`hpcc.eta`) that the
+    running `scheme` (nor any of `schemes`, those a sweep's grid runs) does
+    not read: it would be accepted and silently ignored."""
+    running = list(dict.fromkeys([scheme, *schemes]))
+    read = {SCHEMES[s][0] for s in running if s in SCHEMES}
+    for key in keys:
+        table = key.partition(".")[0]
+        if table in TABLES and table not in read:
+            users = [n for n, (t, _) in SCHEMES.items() if t == table]
+            runs = " / ".join(running)
+            choose = (
+                f"--scheme {users[0]}, or sweep it: --grid scheme={','.join(running)},{users[0]}"
+                if label
+                else f"scheme={users[0]!r}"
+            )
+            raise ScenarioError(
+                f"{label}{key}: a parameter of {', '.join(users)}, but the scheme that runs is {runs}, "
+                f"so it would be ignored; choose that scheme too ({choose})"
+            )
 
 
 def _port(name: str, where: str, adj: dict[str, list[str]]) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ScenarioError
-from .core import Scenario
+from .core import Scenario, check_scheme_keys
 from .overrides import _fit_windows, parse_value, set_dotted
 
 
@@ -55,8 +55,10 @@ def _scenario_text(name: str) -> tuple[str, str]:
     )
 
 
-def apply_sets(sc: Scenario, sets: Iterable[str]) -> Scenario:
-    """Applies `KEY=VALUE` overrides (CLI `--set`), values as TOML literals."""
+def apply_sets(sc: Scenario, sets: Iterable[str], schemes: Iterable[str] = ()) -> Scenario:
+    """Applies `KEY=VALUE` overrides (CLI `--set`), values as TOML literals. A
+    parameter of a scheme that does not run is refused, unless it belongs to
+    one of `schemes` (a sweep's grid of schemes)."""
     changes: dict[str, Any] = {}
     for s in sets:
         key, sep, val = s.partition("=")
@@ -71,7 +73,9 @@ def apply_sets(sc: Scenario, sets: Iterable[str]) -> Scenario:
             set_dotted(raw, key, value)
         if "duration_ms" in changes:
             _fit_windows(raw)
-        return Scenario(raw, source=sc.source)
+        out = Scenario(raw, source=sc.source)
+        check_scheme_keys(changes, out.scheme, schemes, "--set ")
+        return out
     except ScenarioError as e:
         msg = str(e)
         if msg.startswith("--set"):
