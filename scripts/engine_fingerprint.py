@@ -4,8 +4,9 @@ catching a change to results that was not meant as a change to the model.
 Each built-in scenario with every scheme, PAUSE off and on, seed 0, its first
 `FINGERPRINT_MS` (the flow scenarios: whole runs), run by the engine alone
 (no Python metrics, so the fingerprint does not move with numpy or polars);
-the fingerprint is the SHA-256 of every counter, table buffer and binned
-series it returns, wall-clock figures left out.
+the fingerprint is the SHA-256 of every counter and table buffer of
+`results()` and of every binned series of `series()` (name, key and its
+little-endian float64 values), wall-clock figures left out.
 
     python scripts/engine_fingerprint.py            # compare with tests/golden/engine_fingerprints.json
     python scripts/engine_fingerprint.py --write    # a model change: record the new fingerprints
@@ -55,6 +56,21 @@ def _feed(h: Any, x: Any) -> None:
         h.update(repr(x).encode())
 
 
+def fingerprint(sim: Any) -> str:
+    """The SHA-256 of a finished run's results and time series."""
+    import numpy as np
+
+    h = hashlib.sha256()
+    _feed(h, sim.results())
+    h.update(b"series")
+    for name, key, values in sim.series():
+        h.update(name.encode() + b"\0" + key.encode() + b"\0")
+        # The same bytes whether the binding hands over bytes or an array.
+        raw = values if isinstance(values, bytes) else np.asarray(values, dtype="<f8").tobytes()
+        h.update(len(raw).to_bytes(8, "little") + raw)
+    return h.hexdigest()
+
+
 def jobs() -> list[tuple[str, str]]:
     """(name, engine config) of every fingerprinted run."""
     import cnsim
@@ -83,9 +99,7 @@ def fingerprints() -> dict[str, str]:
         key, cfg = job
         sim = _core.Simulation(cfg, 0)
         sim.run()
-        h = hashlib.sha256()
-        _feed(h, sim.results())
-        return key, h.hexdigest()
+        return key, fingerprint(sim)
 
     with ThreadPoolExecutor(2) as pool:
         return dict(sorted(pool.map(one, jobs())))
