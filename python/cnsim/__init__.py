@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 #: Public name -> (module, attribute); None: the module itself.
 _LAZY: dict[str, tuple[str, str | None]] = {
     "ScenarioError": (".errors", "ScenarioError"),
+    "ScenarioWarning": (".errors", "ScenarioWarning"),
     "Scenario": (".scenario", "Scenario"),
     "load": (".scenario", "load"),
     "resolve": (".scenario", "resolve"),
@@ -35,6 +36,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 
 __all__ = [
     "ScenarioError",
+    "ScenarioWarning",
     "Scenario",
     "load",
     "resolve",
@@ -49,7 +51,7 @@ __all__ = [
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import fluid
-    from .errors import ScenarioError
+    from .errors import ScenarioError, ScenarioWarning
     from .results import Results, open_results
     from .runner import run
     from .scenario import Scenario, load, resolve

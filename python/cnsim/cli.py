@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .errors import ScenarioError
+from .errors import ScenarioError, ScenarioWarning
 
 app = typer.Typer(
     add_completion=False,
@@ -805,9 +805,20 @@ def _exit_now(code: int) -> None:
 def main() -> None:
     """Entry point: maps errors to exit codes, never shows a traceback for bad input."""
     import signal
+    import warnings
 
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
+    default_show = warnings.showwarning
+
+    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        # A scenario's warning is one `warning:` line, as the CLI's own.
+        if issubclass(category, ScenarioWarning):
+            _warn(str(message))
+        else:
+            default_show(message, category, *args, **kwargs)
+
+    warnings.showwarning = show
     try:
         # Not standalone: typer returns the code of a `typer.Exit` (and 130 for Ctrl-C) instead of exiting.
         code = app(standalone_mode=False)

@@ -485,11 +485,46 @@ def test_replace_keeps_choices_and_is_a_copy():
 
 
 def test_replace_duration_clips_windows_and_keeps_later_events():
-    sc = load("baseline").replace(duration_ms=50.0)
+    with pytest.warns(cnsim.ScenarioWarning, match="window fairness .20 ms, 80 ms. clipped to end at 50 ms"):
+        sc = load("baseline").replace(duration_ms=50.0)
     assert sc.model.measure.end_ms == 50.0
     assert sc.model.windows["fairness"].end_ms == 50.0
     # S3 / S4 stop at 80 ms, after the shorter run's end: allowed, the engine never gets there.
     assert any(e["action"] == "stop" and e["node"] == "S3" for e in resolve(sc)["events"])
+
+
+def test_a_shorter_run_warns_for_each_window_it_clips_or_drops(recwarn):
+    # Baseline at 20 ms loses its fairness window: no jain, which once showed
+    # only as a KeyError of res.metric("jain") later.
+    with pytest.warns(cnsim.ScenarioWarning) as got:
+        sc = load("baseline").replace(duration_ms=20.0)
+    (w,) = got
+    msg = str(w.message)
+    assert msg.startswith("duration_ms = 20 ms: measure [0 ms, 100 ms] clipped to end at 20 ms")
+    assert (
+        "window fairness starts at 20 ms, after the run: dropped with [fairness] and its metrics (jain" in msg
+    )
+    assert "window utilization [10 ms, 80 ms] clipped to end at 20 ms" in msg
+    assert sc.model.fairness is None and "fairness" not in sc.model.windows
+    with pytest.warns(cnsim.ScenarioWarning, match="utilization starts at 10 ms.*link_utilization"):
+        load("baseline", duration_ms=5.0)
+    with pytest.warns(cnsim.ScenarioWarning, match="--set|duration_ms = 20 ms"):
+        apply_sets(load("baseline"), ["duration_ms=20"])
+    with pytest.warns(cnsim.ScenarioWarning, match="the hotspot starts at 100 ms, after the run"):
+        load("singlehop_hotspot").replace(duration_ms=50.0)
+    # Nothing clipped, nothing said.
+    recwarn.clear()
+    load("baseline").replace(duration_ms=100.0)
+    load("baseline").replace(duration_ms=150.0)
+    assert not [w for w in recwarn if issubclass(w.category, cnsim.ScenarioWarning)]
+
+
+def test_the_cli_says_which_windows_a_shorter_run_lost(cli, tmp_path):
+    r = cli("run", "baseline", "--duration", "20", "--seed", "0", "--out", str(tmp_path / "o"), "--json")
+    assert r.returncode == 0, r.stderr
+    lines = [x for x in r.stderr.splitlines() if x.startswith("warning:")]
+    assert len(lines) == 1 and "window fairness starts at 20 ms, after the run: dropped" in lines[0]
+    assert "jain" not in json.loads(r.stdout)["metrics"]
 
 
 # ---------------------------------------------------------------- files
