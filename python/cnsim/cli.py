@@ -198,9 +198,10 @@ def run(
         "max",
         title=f"{sc.name} / {sc.scheme}{' + PAUSE' if sc.pause else ''} / {len(sc.seeds)} seed(s)",
     )
+    from .metrics import ci_text
+
     for k, v in summary["metrics"].items():
-        ci = "" if v["ci_half"] is None else f"+-{_fmt(v['ci_half'])}"
-        t.add_row(k, _fmt(v["mean"]), ci, _fmt(v["std"]), _fmt(v["min"]), _fmt(v["max"]))
+        t.add_row(k, _fmt(v["mean"]), ci_text(v, _fmt), _fmt(v["std"]), _fmt(v["min"]), _fmt(v["max"]))
     out.print(t)
     agg = summary["aggregates"]
     if "transient_ms" in agg:

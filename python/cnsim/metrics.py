@@ -307,42 +307,96 @@ def t_quantile(level: float, df: int) -> float:
     return float(student_t.ppf(0.5 + level / 2.0, df))
 
 
-def describe(values: list[Any], level: float = 0.95) -> dict[str, Any]:
+#: The range of each metric's values, which their mean shares: every metric
+#: of metrics.md is >= 0 (counts, rates, times, shares, deviations); these
+#: also have an upper bound. A confidence interval never leaves the range.
+UPPER_BOUNDS: dict[str, float] = {
+    "jain": 1.0,
+    "time_paused_pct": 100.0,
+    "time_paused_pct_all": 100.0,
+    "time_paused_pct_max": 100.0,
+}
+#: Below this many seeds no interval is given: t(0.975, 1) = 12.7 makes a
+#: two-seed interval ten times wider than the spread it saw.
+MIN_CI_SEEDS = 3
+#: Relative spread below which values differ only by rounding (a standard
+#: deviation of 3e-16 around 0.99996 is 0).
+NOISE = 1e-12
+
+
+def bounds(name: str) -> tuple[float, float]:
+    """The range of metric `name`'s values: (0, its upper bound or infinity)."""
+    return 0.0, UPPER_BOUNDS.get(name, math.inf)
+
+
+def describe(
+    values: list[Any], level: float = 0.95, bounds: tuple[float, float] = (-math.inf, math.inf)
+) -> dict[str, Any]:
     """Statistics over seeds of one metric: mean, sample standard deviation,
-    the `level` confidence interval of the mean (Student t over seeds,
-    `ci_low` / `ci_high`, and its half-width `ci_half`), min, max, the count
-    `n` of seeds with a value, and the values per seed. A value that does not
-    exist (None, NaN) is left out; with fewer than two values the spread is
-    null."""
+    the `level` confidence interval of the mean (`ci_low`, `ci_high`), min,
+    max, the count `n` of seeds with a value, and the values per seed. A
+    value that does not exist (None, NaN) is left out.
+
+    The interval is Student t's over seeds (mean +- t(level, n - 1) x std /
+    sqrt(n)) intersected with the metric's range `bounds` (metrics.bounds):
+    the true mean lies in the range, so the intersection covers it exactly
+    as often as the t interval does, and a Jain's index of 0.97 over seeds
+    gets [0.68, 1], not [0.68, 1.26]. With fewer than MIN_CI_SEEDS values
+    there is no interval (null), with fewer than two no std. A spread below
+    NOISE x |mean| is rounding, not variation: 0."""
     present = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
     n = len(present)
     out: dict[str, Any] = {
-        "mean": sum(present) / n if present else None,
+        "mean": None,
         "std": None,
         "ci_low": None,
         "ci_high": None,
-        "ci_half": None,
         "min": min(present) if present else None,
         "max": max(present) if present else None,
         "n": n,
         "per_seed": list(values),
     }
+    if not present:
+        return out
+    lo, hi = bounds
+    mean = math.fsum(present) / n
+    if out["min"] == out["max"]:
+        mean = present[0]  # not a last-bit neighbour of it
+    mean = min(max(mean, out["min"]), out["max"])
+    out["mean"] = mean
     if n >= 2:
-        mean = out["mean"]
-        std = math.sqrt(sum((v - mean) ** 2 for v in present) / (n - 1))
-        half = t_quantile(level, n - 1) * std / math.sqrt(n)
-        out.update(std=std, ci_low=mean - half, ci_high=mean + half, ci_half=half)
+        std = math.sqrt(math.fsum((v - mean) ** 2 for v in present) / (n - 1))
+        if std <= NOISE * abs(mean):
+            std = 0.0
+        out["std"] = std
+        if n >= MIN_CI_SEEDS:
+            half = t_quantile(level, n - 1) * std / math.sqrt(n)
+            out.update(ci_low=max(mean - half, lo), ci_high=min(mean + half, hi))
     return out
 
 
 def summarize(per_seed_metrics: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """{metric: describe(values over seeds)}, metrics in order of first appearance."""
+    """{metric: describe(values over seeds, within the metric's bounds)},
+    metrics in order of first appearance."""
     names: list[str] = []
     for m in per_seed_metrics:
         for k in m:
             if k not in names:
                 names.append(k)
-    return {k: describe([m.get(k) for m in per_seed_metrics]) for k in names}
+    return {k: describe([m.get(k) for m in per_seed_metrics], bounds=bounds(k)) for k in names}
+
+
+def ci_text(stats: dict[str, Any], fmt: Any = lambda v: f"{v:.4g}") -> str:
+    """A metric's confidence interval as people read it: `[low, high]`,
+    `+- 0` when every seed gave the same value, `n < 3: no CI` with too few
+    seeds, '' with no value at all."""
+    if stats.get("mean") is None:
+        return ""
+    if stats.get("ci_low") is None:
+        return f"n < {MIN_CI_SEEDS}: no CI" if stats.get("n", 0) < MIN_CI_SEEDS else ""
+    if stats["ci_low"] == stats["ci_high"]:
+        return "+- 0"
+    return f"[{fmt(stats['ci_low'])}, {fmt(stats['ci_high'])}]"
 
 
 # ------------------------------------------------------- time to stability

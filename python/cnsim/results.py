@@ -17,7 +17,7 @@ import polars as pl
 
 from .engine import SeedRun
 from .errors import ScenarioError
-from .metrics import fct_table, flow_table, link_table, per_seed, slowdown_by_size, summarize
+from .metrics import ci_text, fct_table, flow_table, link_table, per_seed, slowdown_by_size, summarize
 from .scenario import Scenario
 
 #: Engine fields that depend on the machine, not on (scenario, seed).
@@ -251,7 +251,8 @@ class Results:
         for k, v in self.metrics.items():
             if v["mean"] is None:
                 continue
-            ci = "" if v["ci_half"] is None else f" +- {v['ci_half']:.4g} (95% CI)"
+            ci = ci_text(v)
+            ci = f"  {ci} (95% CI)" if ci.startswith(("[", "+")) else f"  ({ci})" if ci else ""
             lines.append(f"  {k:<{width}}  {v['mean']:.6g}{ci}")
         agg = {k: v for k, v in self.aggregates().items() if v is not None}
         if agg:

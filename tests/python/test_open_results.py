@@ -38,7 +38,7 @@ def test_repr_and_html_name_the_run_and_its_intervals(saved):
     res, _ = saved
     text = repr(res)
     assert text.startswith("<cnsim.Results singlehop_hotspot / qcn2pt + PAUSE / 2 seed(s)>")
-    assert "aggregate_throughput" in text and "(95% CI)" in text
+    assert "aggregate_throughput" in text and "(n < 3: no CI)" in text  # two seeds: no interval
     html = res._repr_html_()
     assert "<details" in html and "aggregate_throughput" in html and "95%" in html
 

@@ -25,6 +25,12 @@ def _num(v: Any) -> str:
     return str(v)
 
 
+def _ci(stats: dict[str, Any]) -> str:
+    from ..metrics import ci_text
+
+    return ci_text(stats, _num)
+
+
 @cache
 def _env() -> Any:
     from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
@@ -37,6 +43,7 @@ def _env() -> Any:
         lstrip_blocks=False,
     )
     env.filters["num"] = _num
+    env.filters["ci"] = _ci
     return env
 
 
