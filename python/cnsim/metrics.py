@@ -66,9 +66,13 @@ def flow_table(run: Any) -> pl.DataFrame:
     )
 
 
-#: Size buckets (bytes, upper bounds) of the slowdown percentiles: the
-#: boundaries of the web-search CDF's steps that FCT studies plot.
-SIZE_BUCKETS = (10_000, 30_000, 100_000, 1_000_000, 10_000_000, float("inf"))
+#: Size buckets (bytes, upper bounds; None: no bound) of the slowdown
+#: percentiles: the boundaries of the web-search CDF's steps that FCT studies plot.
+SIZE_BUCKETS: tuple[int | None, ...] = (10_000, 30_000, 100_000, 1_000_000, 10_000_000, None)
+#: How a percentile is taken from a sample (numpy's method name): linear
+#: interpolation between the order statistics (Hyndman and Fan's type 7;
+#: numpy's, R's and Excel's default).
+PERCENTILE_METHOD = "linear"
 #: Unfinished flows' finish time in the engine's records.
 _NEVER = 2**64 - 1
 
@@ -100,7 +104,7 @@ def fct_table(run: Any) -> pl.DataFrame:
 
 
 def _pct(v: np.ndarray, q: float) -> float | None:
-    return float(np.percentile(v, q)) if len(v) else None
+    return float(np.percentile(v, q, method=PERCENTILE_METHOD)) if len(v) else None
 
 
 def flow_metrics(run: Any) -> dict[str, Any]:
@@ -124,30 +128,43 @@ def flow_metrics(run: Any) -> dict[str, Any]:
     }
 
 
-def slowdown_by_size(fct: pl.DataFrame, buckets: tuple[float, ...] = SIZE_BUCKETS) -> pl.DataFrame:
-    """Per size bucket (flows with size <= `upper_bytes` and above the
-    previous bound): flows, and the p50 / p95 / p99 slowdown of those that
-    finished."""
+def slowdown_by_size(fct: pl.DataFrame, buckets: tuple[int | None, ...] = SIZE_BUCKETS) -> pl.DataFrame:
+    """Per size bucket of flows (`size_bytes` above `lower_bytes` and at most
+    `upper_bytes`; null: no upper bound): `flows` that started, how many of
+    them `finished` inside the run, and the p50 / p95 / p99 slowdown of the
+    finished ones only (a flow still running at the end has no FCT; so a
+    bucket whose flows did not finish has null percentiles, and a run cut
+    short biases them low). Percentiles interpolate linearly between order
+    statistics (PERCENTILE_METHOD)."""
     rows = []
-    lower = 0.0
-    done = fct.filter(pl.col("slowdown").is_not_null())
+    lower = 0
     for upper in buckets:
-        part = done.filter((pl.col("size_bytes") > lower) & (pl.col("size_bytes") <= upper))
-        v = part["slowdown"].to_numpy()
+        size = pl.col("size_bytes")
+        part = fct.filter((size > lower) & (size <= upper) if upper is not None else size > lower)
+        v = part["slowdown"].drop_nulls().to_numpy()
         rows.append(
             {
                 "lower_bytes": lower,
                 "upper_bytes": upper,
-                "flows": len(v),
+                "flows": len(part),
+                "finished": len(v),
                 "slowdown_p50": _pct(v, 50),
                 "slowdown_p95": _pct(v, 95),
                 "slowdown_p99": _pct(v, 99),
             }
         )
-        lower = upper
+        lower = upper if upper is not None else lower
     return pl.DataFrame(
         rows,
-        schema_overrides={"slowdown_p50": pl.Float64, "slowdown_p95": pl.Float64, "slowdown_p99": pl.Float64},
+        schema={
+            "lower_bytes": pl.Int64,
+            "upper_bytes": pl.Int64,
+            "flows": pl.Int64,
+            "finished": pl.Int64,
+            "slowdown_p50": pl.Float64,
+            "slowdown_p95": pl.Float64,
+            "slowdown_p99": pl.Float64,
+        },
     )
 
 

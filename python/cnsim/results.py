@@ -17,7 +17,16 @@ import polars as pl
 
 from .engine import SeedRun
 from .errors import ScenarioError
-from .metrics import ci_text, fct_table, flow_table, link_table, per_seed, slowdown_by_size, summarize
+from .metrics import (
+    SIZE_BUCKETS,
+    ci_text,
+    fct_table,
+    flow_table,
+    link_table,
+    per_seed,
+    slowdown_by_size,
+    summarize,
+)
 from .scenario import Scenario
 
 #: Engine fields that depend on the machine, not on (scenario, seed).
@@ -139,12 +148,15 @@ class Results:
             )
         return pl.concat(parts) if parts else pl.DataFrame()
 
-    def slowdown_by_size(self) -> pl.DataFrame:
-        """Slowdown p50 / p95 / p99 per flow-size bucket, over every seed's
-        finished flows (empty without transport flows)."""
+    def slowdown_by_size(self, buckets: tuple[int | None, ...] = SIZE_BUCKETS) -> pl.DataFrame:
+        """Slowdown p50 / p95 / p99 per flow-size bucket (upper bounds in
+        bytes, None: unbounded), over every seed's flows that finished inside
+        the run: `flows` started and `finished` per bucket say how many
+        were left out (`metrics.slowdown_by_size`). Empty without transport
+        flows."""
         if not self.transport:
             return pl.DataFrame()
-        return slowdown_by_size(self.flows())
+        return slowdown_by_size(self.flows(), buckets)
 
     def links(self) -> pl.DataFrame:
         """Per seed and link direction: bytes and throughput per window, PAUSE, notifications."""

@@ -190,3 +190,24 @@ def test_sums_are_sequential_like_the_engine_was():
     for v in x:
         loop += float(v)
     assert pl.DataFrame({"x": x}).select(seq_sum(pl.col("x"))).item() == loop
+
+
+def test_slowdown_by_size_counts_finished_flows_only_with_integer_bounds():
+    from cnsim.metrics import slowdown_by_size
+
+    fct = pl.DataFrame(
+        {
+            "size_bytes": [5_000, 8_000, 9_000, 20_000, 50_000_000, 60_000_000],
+            "slowdown": [1.0, 3.0, None, 2.0, 10.0, None],  # None: did not finish
+        }
+    )
+    t = slowdown_by_size(fct)
+    assert t.schema["lower_bytes"] == pl.Int64 and t.schema["upper_bytes"] == pl.Int64
+    assert t["lower_bytes"].to_list() == [0, 10_000, 30_000, 100_000, 1_000_000, 10_000_000]
+    assert t["upper_bytes"].to_list() == [10_000, 30_000, 100_000, 1_000_000, 10_000_000, None]
+    assert t["flows"].to_list() == [3, 1, 0, 0, 0, 2] and t["finished"].to_list() == [2, 1, 0, 0, 0, 1]
+    first = t.row(0, named=True)
+    # Linear interpolation between the order statistics of the finished flows (1 and 3).
+    assert (first["slowdown_p50"], first["slowdown_p99"]) == (2.0, pytest.approx(1.0 + 0.99 * 2.0))
+    assert t.row(2, named=True)["slowdown_p50"] is None
+    assert slowdown_by_size(fct, (10_000, None))["finished"].to_list() == [2, 2]

@@ -193,9 +193,9 @@ def slowdown_fig(res: Any) -> Any | None:
     ax = fig.subplots()
     ax.scatter(f["size_bytes"].to_numpy(), f["slowdown"].to_numpy(), s=4, alpha=0.35, label="flows")
     by_size = res.slowdown_by_size()
-    b = by_size.filter(by_size["flows"] > 0)
+    b = by_size.filter(by_size["finished"] > 0)
     lower = b["lower_bytes"].to_numpy()
-    upper = np.minimum(b["upper_bytes"].to_numpy(), float(f["size_bytes"].max()))
+    upper = np.minimum(b["upper_bytes"].fill_null(2**62).to_numpy(), int(f["size_bytes"].max()))
     mid = np.sqrt(np.maximum(lower, 1.0) * upper)
     for q, style in (("slowdown_p50", "o-"), ("slowdown_p95", "s--"), ("slowdown_p99", "^:")):
         ax.plot(mid, b[q].to_numpy(), style, lw=1.5, label=q.replace("slowdown_", ""))
@@ -306,8 +306,8 @@ def sweep_slowdown_figure(curves: dict[Any, dict[Any, Any]], row_key: str, col_k
     axes = fig.subplots(1, max(len(cols), 1), squeeze=False)[0]
     for ax, c in zip(axes, cols, strict=False):
         for r, b in curves[c].items():
-            b = b.filter(b["flows"] > 0)
-            upper = np.minimum(b["upper_bytes"].to_numpy(), 3e7)
+            b = b.filter(b["finished"] > 0)
+            upper = np.minimum(b["upper_bytes"].fill_null(30_000_000).to_numpy(), 30_000_000)
             lower = np.maximum(b["lower_bytes"].to_numpy(), 1.0)
             ax.plot(np.sqrt(lower * upper), b["slowdown_p99"].to_numpy(), "o-", lw=1.3, label=f"{_label(r)}")
         ax.set_xscale("log")
