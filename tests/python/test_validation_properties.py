@@ -1,7 +1,10 @@
 """Property-based tests of scenario validation (hypothesis): whatever value
-any declared parameter is given, the scenario is either accepted, and then
-the engine accepts its config too, or refused with one ScenarioError line
-that names the parameter; never another exception, never a crash."""
+any declared parameter is given, under any registered scheme (the engine's
+registry, transport schemes included) and with open-loop sources or
+transport flows (baseline, flows_incast), the scenario is either accepted,
+and then the engine accepts its config too, or refused with one
+ScenarioError line that names the parameter; never another exception, never
+a crash."""
 
 from __future__ import annotations
 
@@ -15,6 +18,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 BASE = cnsim.load("baseline", seeds=[0])
+#: Open-loop sources, and transport flows (a [workload]).
+BASES = {"baseline": BASE, "flows_incast": cnsim.load("flows_incast", seeds=[0])}
+#: Per parameter table, the schemes that read it (bcn: bcn, bcn00, bcnmax).
+READERS = {t: sorted(n for n, (tt, _) in SCHEMES.items() if tt == t) for t in TABLES}
 
 
 #: Every declared parameter of the sections a file may hold: (dotted key, section model field).
@@ -25,6 +32,7 @@ SECTIONS = {
     "pause": M.Pause,
     "measure": M.Measure,
     "transient": M.Transient,
+    "workload": M.Workload,
     **TABLES,
 }
 KEYS = sorted(f"{s}.{f.alias or n}" for s, model in SECTIONS.items() for n, f in model.model_fields.items())
@@ -41,6 +49,27 @@ values = st.one_of(
 )
 
 
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[str, str, str]:
+    """(base scenario, key, scheme): a scheme table's key under a scheme that
+    reads it (another is refused, test below), any other key under any
+    registered scheme; workload keys on the scenario with a workload."""
+    key = draw(st.sampled_from(KEYS))
+    table = key.partition(".")[0]
+    scheme = draw(st.sampled_from(READERS.get(table) or sorted(SCHEMES)))
+    base = draw(st.sampled_from(["flows_incast"] if table == "workload" else sorted(BASES)))
+    return base, key, scheme
+
+
+def test_the_cases_reach_every_registered_scheme_and_both_kinds_of_traffic():
+    from hypothesis import find
+
+    for scheme in SCHEMES:
+        find(cases(), lambda c, s=scheme: c[2] == s)
+    for base in BASES:
+        find(cases(), lambda c, b=base: c[0] == b and c[1].startswith(("workload", "hpcc")))
+
+
 def _check_refusal(e: cnsim.ScenarioError, key: str) -> None:
     msg = str(e)
     assert "\n" not in msg and msg, msg
@@ -50,16 +79,18 @@ def _check_refusal(e: cnsim.ScenarioError, key: str) -> None:
 
 
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(key=st.sampled_from(KEYS), value=values, scheme=st.sampled_from(sorted(SCHEMES)))
-@example(key="defaults.link_rate_gbps", value=1e300, scheme="bcn")
-@example(key="station.processing_us", value=1e30, scheme="bcn")
-@example(key="station.nic_buffer_bytes", value=2**70, scheme="bcn")
-@example(key="bcn.drift_interval_us", value=1e-9, scheme="bcn")
-@example(key="qcn.fr_thr", value=2**40, scheme="qcn")
-@example(key="dcqcn.timer_us", value=1e300, scheme="dcqcn")
-def test_any_value_is_accepted_or_refused_in_one_line(key, value, scheme):
+@given(case=cases(), value=values)
+@example(case=("baseline", "defaults.link_rate_gbps", "bcn"), value=1e300)
+@example(case=("baseline", "station.processing_us", "bcn"), value=1e30)
+@example(case=("baseline", "station.nic_buffer_bytes", "bcn"), value=2**70)
+@example(case=("baseline", "bcn.drift_interval_us", "bcn"), value=1e-9)
+@example(case=("baseline", "qcn.fr_thr", "qcn"), value=2**40)
+@example(case=("baseline", "dcqcn.timer_us", "dcqcn"), value=1e300)
+@example(case=("flows_incast", "hpcc.eta", "hpcc"), value=1e-300)
+def test_any_value_is_accepted_or_refused_in_one_line(case, value):
+    base, key, scheme = case
     try:
-        sc = BASE.replace(scheme=scheme, **{key: value})
+        sc = BASES[base].replace(scheme=scheme, **{key: value})
         text = sc.engine_json()  # the engine's own checks (cross-parameter rules)
     except cnsim.ScenarioError as e:
         _check_refusal(e, key)
@@ -115,17 +146,38 @@ def test_any_seeds_and_bin_width_are_accepted_or_refused_in_one_line(value):
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(key=st.sampled_from(KEYS), value=values, scheme=st.sampled_from(sorted(SCHEMES)))
-@example(key="qcn2pt.min_rate_mbps", value=1e300, scheme="qcn2pt")
-@example(key="bcn.tmax_us", value=1e12, scheme="bcn00")
-@example(key="dcqcn.timer_us", value=1e-6, scheme="dcqcn")
-def test_an_accepted_scenario_runs(key, value, scheme):
+@given(case=cases(), value=values)
+@example(case=("baseline", "qcn2pt.min_rate_mbps", "qcn2pt"), value=1e300)
+@example(case=("baseline", "bcn.tmax_us", "bcn00"), value=1e12)
+@example(case=("baseline", "dcqcn.timer_us", "dcqcn"), value=1e-6)
+@example(case=("flows_incast", "swift.base_target_us", "swift"), value=1e-6)
+def test_an_accepted_scenario_runs(case, value):
     # What validation lets through, the engine runs: no panic, no overflow,
     # frames conserved (the engine checks it on every run).
+    base, key, scheme = case
     try:
-        sc = BASE.replace(scheme=scheme, duration_ms=3.0, **{key: value})
+        sc = BASES[base].replace(scheme=scheme, duration_ms=3.0, **{key: value})
         sc.engine_json()
     except cnsim.ScenarioError:
         return
     res = cnsim.run(sc, progress=False)
     assert res.runs[0].frames["generated"] >= res.runs[0].frames["delivered"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    key=st.sampled_from([k for k in KEYS if k.partition(".")[0] in TABLES]),
+    scheme=st.sampled_from(sorted(SCHEMES)),
+    value=values,
+)
+def test_a_key_of_a_scheme_that_does_not_run_is_refused_by_name(key, scheme, value):
+    table = key.partition(".")[0]
+    try:
+        BASE.replace(scheme=scheme, **{key: value})
+    except cnsim.ScenarioError as e:
+        if scheme not in READERS[table]:
+            assert str(e).startswith(
+                f"{key}: a parameter of {', '.join(READERS[table])}, but the scheme that runs is {scheme}"
+            ), e
+        return
+    assert scheme in READERS[table]

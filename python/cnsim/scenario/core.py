@@ -124,11 +124,12 @@ class Scenario:
         seeds = changes.pop("seeds", None)
         for key, value in changes.items():
             set_dotted(raw, key, value)
+        running = scheme if scheme is not None else raw.get("scheme")
+        if isinstance(running, str) and running in SCHEMES:  # else the model names what is wrong
+            check_scheme_keys(changes, running, schemes, label)
         if "duration_ms" in changes:
             _fit_windows(raw)
-        sc = Scenario(raw, scheme=scheme, pause=pause, seeds=seeds, source=self.source)
-        check_scheme_keys(changes, sc.scheme, schemes, label)
-        return sc
+        return Scenario(raw, scheme=scheme, pause=pause, seeds=seeds, source=self.source)
 
     def resolved_raw(self) -> dict[str, Any]:
         """The full scenario with every default filled in (re-runnable). With a

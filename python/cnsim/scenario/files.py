@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ScenarioError
+from ..schemes import SCHEMES
 from .core import Scenario, check_scheme_keys
 from .overrides import _fit_windows, parse_value, set_dotted
 
@@ -71,11 +72,12 @@ def apply_sets(sc: Scenario, sets: Iterable[str], schemes: Iterable[str] = ()) -
     try:
         for key, value in changes.items():
             set_dotted(raw, key, value)
+        running = raw.get("scheme")
+        if isinstance(running, str) and running in SCHEMES:  # else the model names what is wrong
+            check_scheme_keys(changes, running, schemes, "--set ")
         if "duration_ms" in changes:
             _fit_windows(raw)
-        out = Scenario(raw, source=sc.source)
-        check_scheme_keys(changes, out.scheme, schemes, "--set ")
-        return out
+        return Scenario(raw, source=sc.source)
     except ScenarioError as e:
         msg = str(e)
         if msg.startswith("--set"):
