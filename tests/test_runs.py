@@ -7,6 +7,7 @@ import cnsim
 import polars as pl
 import pytest
 from cnsim.scenario import load
+from cnsim.scenario.resolve import pause_headroom_bytes
 
 
 def _line(load_p: float, duration_ms: float) -> dict:
@@ -98,20 +99,10 @@ def test_baseline_nocm_fills_the_downlink_and_drops_at_the_cp():
     assert all(abs(x - 4.9) < 0.1 for x in up)
 
 
-def _headroom_per_port(rate_gbps: float, delay_us: float, latency_us: float, frame: int, ctrl: int) -> float:
-    """Bytes that still reach a queue after it decides to pause one ingress:
-    the frame the PAUSE waits behind on the reverse link, the PAUSE itself,
-    the wire both ways, the frame the upstream is sending when the PAUSE
-    lands, the receiving bridge's latency pipeline, and one frame of granularity."""
-    in_flight = rate_gbps * 1e9 * (2 * delay_us + latency_us) * 1e-6 / 8
-    return frame + ctrl + in_flight + frame + frame
-
-
 def test_baseline_pause_lossless_with_headroom_and_downlink_busy():
     sc = load("baseline", scheme="nocm", pause=True, seeds=[0, 1])
-    per_port = _headroom_per_port(10.0, 0.5, 1.0, 1500, 64)
-    ingress_ports = 4  # B5's queue to D is fed by B1..B4
-    xoff = int(150_000 - ingress_ports * per_port)
+    # B5's queue to D is fed by B1..B4.
+    xoff = 150_000 - pause_headroom_bytes(sc.model, ingress_ports=4)
     sc = sc.replace(**{"pause.xoff_bytes": xoff, "pause.xon_bytes": xoff - 10_000})
     res = cnsim.run(sc, progress=False)
     assert max(res.metric("dropped_cp")) == 0

@@ -1,6 +1,6 @@
 """Runs through the engine: the Bernoulli source, reproducibility, frame
 conservation, and the baseline with and without PAUSE (scenarios.md 1),
-including a lossless PAUSE configuration whose headroom is computed here."""
+including a lossless PAUSE configuration with the engine's headroom formula."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 from cnsim.scenario import builtin_names, load
+from cnsim.scenario.resolve import pause_headroom_bytes
 
 pytest.importorskip("cnsim._core")
 
@@ -150,37 +151,12 @@ def test_baseline_pause_with_the_published_thresholds(baseline_nocm):
     assert drop.metric("frames_delivered")[0] == res.metric("frames_delivered")[0]
 
 
-def headroom_bytes(
-    rate_gbps: float, delay_us: float, latency_us: float, frame: int, pause_frame: int
-) -> float:
-    """What can still reach a queue through one ingress port after the bridge
-    decides to pause it: the frame the PAUSE may wait behind on the reverse
-    link, the PAUSE frame's own serialisation, the bytes on the wire during
-    2 x the link delay, the upstream bridge's latency pipeline at line rate,
-    and one more frame for the refresh / frame granularity."""
-    bytes_per_us = rate_gbps * 1e3 / 8
-    return (
-        frame  # frame in transmission
-        + 2 * delay_us * bytes_per_us  # on the wire, both ways
-        + pause_frame  # the PAUSE frame's serialisation
-        + latency_us * bytes_per_us  # upstream latency pipeline
-        + frame  # one more frame
-    )
-
-
 @pytest.mark.parametrize("delay_us", [0.5, 5.0])
 def test_baseline_pause_is_lossless_with_enough_headroom(delay_us):
     base = load("baseline", scheme="nocm", pause=True, seeds=3, **{"defaults.link_delay_us": delay_us})
     m = base.model
-    feeding_ports = 4  # B5's queue to D is fed by B1..B4
-    per_port = headroom_bytes(
-        m.defaults.link_rate_gbps,
-        delay_us,
-        m.bridge.latency_us,
-        m.defaults.frame_bytes,
-        m.defaults.control_frame_bytes,
-    )
-    xoff = int(m.bridge.buffer_bytes - feeding_ports * per_port)
+    # B5's queue to D is fed by B1..B4 (the engine's formula, docs/schemes.md).
+    xoff = m.bridge.buffer_bytes - pause_headroom_bytes(m, ingress_ports=4)
     assert 0 < xoff < m.pause.xoff_bytes
     lossless = cnsim.run(
         base.replace(**{"pause.xoff_bytes": xoff, "pause.xon_bytes": xoff - 10_000}), jobs=2, progress=False

@@ -186,6 +186,12 @@ fn scheme_declarations() -> String {
     cnsim_core::scheme::params::declarations().to_string()
 }
 
+/// PAUSE headroom above XOFF in bytes (`cnsim_core::net::pause::headroom_bytes`).
+#[pyfunction]
+fn pause_headroom_bytes(rate_bps: u64, delay_ps: u64, latency_ps: u64, frame_bytes: u64, control_bytes: u64, ingress_ports: u64) -> u64 {
+    cnsim_core::net::pause::headroom_bytes(rate_bps, delay_ps, latency_ps, frame_bytes, control_bytes, ingress_ports)
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     cnsim_core::VERSION
@@ -200,5 +206,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fluid_json, m)?)?;
     m.add_function(wrap_pyfunction!(check_config, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_declarations, m)?)?;
+    m.add_function(wrap_pyfunction!(pause_headroom_bytes, m)?)?;
     Ok(())
 }

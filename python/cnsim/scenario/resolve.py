@@ -45,6 +45,24 @@ def per_flow(m: Any) -> bool:
     return bool(m.stats.per_flow)
 
 
+def pause_headroom_bytes(m: Any, ingress_ports: int) -> int:
+    """Bytes a bridge buffer needs above XOFF so that PAUSE loses no data
+    frame, for a queue fed by `ingress_ports` ports over the scenario's
+    default links and bridge latency (`m`: a ScenarioModel): the engine's
+    formula (`_core.pause_headroom_bytes`, docs/schemes.md "PAUSE")."""
+    from .. import _core
+
+    d = m.defaults
+    return _core.pause_headroom_bytes(
+        _bps(d.link_rate_gbps),
+        round(d.link_delay_us * PS_PER_US),
+        round(m.bridge.latency_us * PS_PER_US),
+        d.frame_bytes,
+        d.control_frame_bytes,
+        ingress_ports,
+    )
+
+
 def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = None) -> dict[str, Any]:
     """The engine config (docs/engine-interface.md) of `scenario`, optionally
     with another scheme or PAUSE setting: integer picoseconds, bit/s, bytes."""
