@@ -16,7 +16,7 @@ The engine's floating point is deterministic, but it calls the C library's
 paths: the recorded fingerprints are this project's machine kind's (x86-64
 with FMA, Debian 12's glibc), where CI runs.
 
-`tests/python/test_golden.py` runs the comparison. A change that is meant to
+`tests/test_golden.py` runs the comparison. A change that is meant to
 move results (a model change) rewrites the file with `--write` and says
 why in its commit message; anything else that moves a fingerprint is a bug.
 """

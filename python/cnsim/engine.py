@@ -90,7 +90,7 @@ def run_seed(config_json: str, seed: int, advance: Callable[[float], None] | Non
     `advance(ms)` is called with the simulated time each step covered (and
     may raise to stop the run: a stop is seen within one step). The steps'
     boundaries never change the results: the engine's state does not depend
-    on where `run_until` stops (tests/python/test_engine_runs.py)."""
+    on where `run_until` stops (tests/test_engine_runs.py)."""
     try:
         sim = _core.Simulation(config_json, seed)
     except ValueError as e:

@@ -13,7 +13,7 @@ import pytest
 from cnsim import docs, schemes
 from cnsim import scenario as S
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
 def test_parameter_tables_are_generated_from_the_declarations_and_current():
