@@ -27,7 +27,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "load": (".scenario", "load"),
     "resolve": (".scenario", "resolve"),
     "Results": (".results", "Results"),
-    "open_results": (".results", "open_results"),
+    "open_results": (".reopen", "open_results"),
     "run": (".runner", "run"),
     "sweep": (".sweeps", "sweep"),
     "load_sweep": (".sweeps", "load_sweep"),
@@ -52,7 +52,8 @@ __all__ = [
 if TYPE_CHECKING:  # pragma: no cover
     from . import fluid
     from .errors import ScenarioError, ScenarioWarning
-    from .results import Results, open_results
+    from .reopen import open_results
+    from .results import Results
     from .runner import run
     from .scenario import Scenario, load, resolve
     from .sweeps import load_sweep, sweep

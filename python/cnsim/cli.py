@@ -356,7 +356,8 @@ def report_cmd(
 ) -> None:
     """Write DIR/report.html: a sweep's metrics against each swept parameter (mean and
     95% confidence band over seeds), or a run's plots again from its files."""
-    from .report import rebuild_report, write_sweep_report
+    from .reopen import rebuild_report
+    from .report import write_sweep_report
     from .sweeps import SWEEP_JSON, damaged_points, read_meta, sweep_frame
 
     if not directory.is_dir():

@@ -451,14 +451,11 @@ def _read_parquet(path: Path) -> pl.DataFrame:
         ) from None
 
 
-def open_results(path: str | Path) -> Any:
-    """Reopens a saved run (a directory written by `Results.save` or `cnsim
-    run --out`) as a Results, or a sweep directory as a SweepResults."""
+def read_results(path: str | Path) -> Results:
+    """A run's results directory (written by `Results.save` or `cnsim run
+    --out`) read back as the Results it was (`cnsim.open_results` also
+    opens sweep directories)."""
     out = Path(path)
-    if (out / "sweep.json").is_file():
-        from .sweeps import SweepResults
-
-        return SweepResults(out)
     if not (out / "summary.json").is_file() or not (out / "scenario.toml").is_file():
         raise ScenarioError(f"{out}: not a results directory (no summary.json and scenario.toml)")
     from .scenario import load

@@ -1,5 +1,5 @@
 """Reports: a run's plots and report.html, a sweep's, and the same again
-from a saved results directory. Figures are matplotlib `Figure` objects
+from a saved results directory (cnsim.reopen). Figures are matplotlib `Figure` objects
 (report.figures, no pyplot); HTML comes from one jinja2 template
 (report.html)."""
 
@@ -11,7 +11,7 @@ from typing import Any
 from . import figures
 from .html import run_html, sweep_html
 
-__all__ = ["write_report", "write_sweep_report", "rebuild_report"]
+__all__ = ["write_report", "write_sweep_report"]
 
 #: A run's figures: file name -> the function that draws it (None: not applicable).
 RUN_FIGURES = {
@@ -47,19 +47,6 @@ def write_report(res: Any, out: Path) -> Path:
     path = out / "report.html"
     _atomic_text(path, run_html(res, images))
     return path
-
-
-def rebuild_report(out: Path) -> Path:
-    """Writes report.html and its plots again from a results directory's files."""
-    from ..errors import ScenarioError
-    from ..results import open_results
-
-    need = [n for n in ("scenario.toml", "summary.json", "runs.parquet") if not (Path(out) / n).is_file()]
-    if need:
-        raise ScenarioError(
-            f"report: {out} is neither a sweep (no sweep.json) nor a run's results (no {', '.join(need)})"
-        )
-    return write_report(open_results(out), out)
 
 
 def write_sweep_report(out: Path, meta: dict[str, Any], frame: Any) -> Path:

@@ -19,6 +19,8 @@ from ..topologies import routing_for
 from .messages import one_line
 from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, MIN_GBPS, HotspotDest, Node, ScenarioModel
 from .overrides import _fit_windows, _seeds_value, _table, set_dotted
+from .resolve import resolve
+from .show import commented_toml
 
 
 def _num(v: float) -> str:
@@ -158,9 +160,7 @@ class Scenario:
             import tomli_w
 
             return tomli_w.dumps(self.resolved_raw())
-        from .show import _commented_toml
-
-        return _commented_toml(self.resolved_raw(), self)
+        return commented_toml(self.resolved_raw(), self)
 
     # ------------------------------------------------------------ checks
     def _check(self) -> None:
@@ -381,8 +381,6 @@ class Scenario:
     # ------------------------------------------------------------ engine
     def engine_config(self) -> dict[str, Any]:
         """The engine config (docs/engine-interface.md) of this scenario."""
-        from .resolve import resolve
-
         return resolve(self)
 
     def paths(self, flows: Iterable[tuple[str, str]], seed: int | None = None) -> list[list[str]]:

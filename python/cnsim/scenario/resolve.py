@@ -10,7 +10,6 @@ from ..errors import ScenarioError
 from ..schemes import engine_scheme
 from ..topologies import routing_for
 from ..workloads import transport as flows_transport
-from .core import Scenario
 from .model import PER_FLOW_AUTO_STATIONS, PS_PER_MS, PS_PER_US, HotspotDest
 
 
@@ -63,9 +62,11 @@ def pause_headroom_bytes(m: Any, ingress_ports: int) -> int:
     )
 
 
-def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = None) -> dict[str, Any]:
-    """The engine config (docs/engine-interface.md) of `scenario`, optionally
-    with another scheme or PAUSE setting: integer picoseconds, bit/s, bytes."""
+def resolve(scenario: Any, scheme: str | None = None, pause: bool | None = None) -> dict[str, Any]:
+    """The engine config (docs/engine-interface.md) of `scenario` (a
+    validated cnsim.Scenario), optionally with another scheme or PAUSE
+    setting: integer picoseconds, bit/s, bytes. A free function below the
+    Scenario (which it never imports): `Scenario.engine_config()` calls it."""
     if scheme is not None or pause is not None:
         scenario = scenario.replace(
             **{k: v for k, v in (("scheme", scheme), ("pause", pause)) if v is not None}

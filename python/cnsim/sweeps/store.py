@@ -19,6 +19,7 @@ import polars as pl
 
 from ..engine import SeedRun
 from ..errors import ScenarioError
+from ..results import Results, read_results
 from ..scenario import Scenario
 from .grid import Point, _literal
 
@@ -204,8 +205,6 @@ class _SweepDir:
     def write_point(self, point: Point, runs: list[SeedRun], report: bool) -> dict[str, Any]:
         """Saves a finished point into a temporary directory, then renames it
         into place: a point directory is complete or absent."""
-        from ..results import Results
-
         res = Results(point.scenario, sorted(runs, key=lambda r: r.seed))
         tmp = self.out / f"{_TMP_PREFIX}{point.id}-{uuid.uuid4().hex[:8]}"
         try:
@@ -374,11 +373,9 @@ class SweepResults:
 
     def point(self, pid: str) -> Any:
         """The Results of point `pid` (a point directory's name)."""
-        from ..results import open_results
-
         if pid not in self.points:
             raise KeyError(f"no point '{pid}'; points: {', '.join(self.points)}")
-        return open_results(self.out / pid)
+        return read_results(self.out / pid)
 
     def to_polars(self) -> pl.DataFrame:
         return self.frame
