@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ from .metrics import (
     slowdown_by_size,
     summarize,
 )
+from .outdir import atomic_write
 from .scenario import Scenario
 
 #: Engine fields that depend on the machine, not on (scenario, seed).
@@ -212,7 +211,13 @@ class Results:
         return self.summary if table == "summary" else getattr(self, table)()
 
     def to_pandas(self, table: str = "summary") -> Any:
-        """The same as a pandas DataFrame (through pyarrow)."""
+        """The same as a pandas DataFrame (through pyarrow). Needs pandas and
+        pyarrow (`pip install 'cnsim[pandas]'`)."""
+        try:
+            import pandas  # noqa: F401
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ImportError("to_pandas needs pandas and pyarrow: pip install 'cnsim[pandas]'") from None
         return self.to_polars(table).to_pandas()
 
     def to_xarray(self) -> Any:
@@ -327,7 +332,7 @@ class Results:
         (no checks, not atomic: `save` is)."""
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        _atomic_write(out / "scenario.toml", self.scenario.to_toml())
+        atomic_write(out / "scenario.toml", self.scenario.to_toml())
         self.flows().write_parquet(out / "flows.parquet")
         if self.transport:
             self.pairs().write_parquet(out / "pairs.parquet")
@@ -354,7 +359,7 @@ class Results:
 
             write_report(self, out)
         # Last: a directory with summary.json has every other file.
-        _atomic_write(out / "summary.json", json.dumps(self.summary_dict(), indent=2) + "\n")
+        atomic_write(out / "summary.json", json.dumps(self.summary_dict(), indent=2) + "\n")
         return out
 
 
@@ -478,13 +483,3 @@ def _clean(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         return None
     return x
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # like any new file, not mkstemp's 0600
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..outdir import atomic_write
 from . import figures
 from .html import run_html, sweep_html
 
@@ -27,12 +28,6 @@ RUN_FIGURES = {
 }
 
 
-def _atomic_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
 def write_report(res: Any, out: Path) -> Path:
     """The plots of `res` (PNG) and its report.html, into `out`."""
     out = Path(out)
@@ -45,7 +40,7 @@ def write_report(res: Any, out: Path) -> Path:
         fig.savefig(out / name, dpi=110)
         images.append(name)
     path = out / "report.html"
-    _atomic_text(path, run_html(res, images))
+    atomic_write(path, run_html(res, images))
     return path
 
 
@@ -75,7 +70,7 @@ def write_sweep_report(out: Path, meta: dict[str, Any], frame: Any) -> Path:
     const_values = [(m, frame[m].drop_nulls()[0]) for m in constant] if len(frame) else []
     fct = _fct_study(out, meta, frame)
     path = out / "report.html"
-    _atomic_text(path, sweep_html(meta, frame, out, images, const_values, fct))
+    atomic_write(path, sweep_html(meta, frame, out, images, const_values, fct))
     return path
 
 
