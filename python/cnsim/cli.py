@@ -144,15 +144,10 @@ def run(
     ] = None,
 ) -> None:
     """Run replications, print the summary, write results."""
+    from .executor import Interrupted, check_backend
     from .runner import run as run_scenario
 
-    if address is not None:
-        backend = "dask"
-    if backend not in ("local", "dask"):
-        raise ScenarioError(f"--backend: {backend!r} is not allowed; expected local or dask")
-    if jobs is not None and jobs < 1:
-        raise ScenarioError(f"--jobs: {jobs} is not allowed; expected an integer >= 1")
-    from .executor import Interrupted
+    backend = check_backend(backend, jobs, address)
     from .outdir import RunDir, default_dir
 
     sc = _scenario(scenario, scheme, pause, set_, seeds, seed, duration)
@@ -282,11 +277,12 @@ def sweep(
     directory per point, DIR/sweep.parquet, DIR/report.html; resumable."""
     import signal
 
+    from .executor import check_backend
     from .scenario import apply_sets
-    from .sweeps import parse_grid, run_sweep
+    from .sweeps import parse_grid
+    from .sweeps import sweep as sweep_points
 
-    if backend is None:
-        backend = "dask" if address is not None else "local"
+    backend = check_backend(backend, jobs, address)
     g = parse_grid(grid or [])
     base = _scenario(scenario, scheme, pause, None, seeds, seed, duration)
     try:
@@ -310,7 +306,7 @@ def sweep(
 
     old = signal.signal(signal.SIGTERM, _terminated)
     try:
-        res = run_sweep(
+        res = sweep_points(
             sc,
             g,
             backend=backend,
@@ -320,6 +316,8 @@ def sweep(
             force=force,
             report=report,
             progress=None if not as_json else False,
+            outcome=True,
+            label="--grid",
         )
     except KeyboardInterrupt:
         kept = target.is_dir() and any(p.name.startswith("p") and p.is_dir() for p in target.iterdir())
@@ -605,10 +603,10 @@ def validate(
     jobs: Annotated[int | None, typer.Option(help="parallel replications")] = None,
 ) -> None:
     """Published figures vs this simulator, side by side; exit 1 if any is out of tolerance."""
+    from .executor import check_backend
     from .validate import STUDIES
 
-    if jobs is not None and jobs < 1:
-        raise ScenarioError(f"--jobs: {jobs} is not allowed; expected an integer >= 1")
+    check_backend("local", jobs)
     if only is not None and only not in STUDIES:
         raise ScenarioError(f"--only: {only!r} is not a study; studies: {', '.join(STUDIES)}")
     rows = []
