@@ -160,3 +160,23 @@ def test_mean_field_ecm_recovers_at_once_the_packet_ecm_does_not():
         fluid_config(load("singlehop_hotspot", pause=True))
     with pytest.raises(ScenarioError, match="--dest"):
         fluid_config(load("baseline"), dest="nosuch")
+
+
+def test_the_fluid_commands_scheme_list_is_the_engines():
+    # Derived from the engine (cli._fluid_schemes), not written by hand: it
+    # names exactly the schemes whose fluid model runs.
+    from cnsim.cli import _fluid_schemes
+    from cnsim.schemes import SCHEMES
+
+    listed = _fluid_schemes().split(", ")
+    runs = []
+    for scheme in SCHEMES:
+        if scheme == "pause":
+            continue
+        try:
+            run_fluid(load("baseline", scheme=scheme).replace(duration_ms=1.0), step_us=1.0)
+        except ScenarioError as e:
+            assert "fluid model" in str(e), e
+            continue
+        runs.append(scheme)
+    assert listed == runs and "qcn3pt" not in listed and "bcn" in listed
