@@ -57,7 +57,7 @@ def test_results_doc_names_every_metric():
         if name == "singlehop_hotspot":
             sc = sc.replace(**{"hotspot.start_ms": 5.0, "hotspot.end_ms": 15.0})
         res = cnsim.run(sc, progress=False)
-        names |= set(res.metrics)
+        names |= set(res.stats)
         names |= set(res.timeseries()["series"].unique())
     missing = sorted(n for n in names if f"`{n}`" not in text)
     assert not missing, f"undocumented in docs/results.md: {missing}"

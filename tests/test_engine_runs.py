@@ -87,7 +87,7 @@ def test_the_node_table_adds_up_to_the_run_totals(name, pause):
 
 
 def downlink_gbps(res: cnsim.Results, window: str = "utilization") -> list[float]:
-    links = res.links().filter(pl.col("name") == "B5->D").sort("seed")
+    links = res.links.filter(pl.col("name") == "B5->D").sort("seed")
     return links[f"throughput_gbps_{window}"].to_list()
 
 
@@ -125,7 +125,7 @@ def test_baseline_nocm_fills_the_downlink_and_drops_at_the_cp(baseline_nocm):
 
 def test_baseline_pause_with_the_published_thresholds(baseline_nocm):
     res = cnsim.run(load("baseline", scheme="nocm", pause=True), seeds=3, jobs=2, progress=False)
-    links = res.links()
+    links = res.links
     for i in range(1, 5):
         for name in (f"S{i}->B{i}", f"B{i}->B5"):
             row = links.filter(pl.col("name") == name)
@@ -134,7 +134,7 @@ def test_baseline_pause_with_the_published_thresholds(baseline_nocm):
     assert min(res.metric("time_paused_pct")) > 0 and min(res.metric("pause_frames")) > 0
     assert all(x >= 0.99 * 10.0 for x in downlink_gbps(res))
     # Whatever the drops are, they are counted: the totals are the per-node sums.
-    nodes = res.nodes()
+    nodes = res.nodes
     for seed, cp, rp in zip(res.seeds, res.metric("dropped_cp"), res.metric("dropped_rp"), strict=True):
         per = nodes.filter(pl.col("seed") == seed)
         assert per["dropped_cp"].sum() == cp and per["dropped_rp"].sum() == rp
@@ -276,7 +276,7 @@ def test_baseline_nocm_fills_the_downlink_and_each_uplink_carries_its_load():
     assert min(res.metric("dropped_cp")) > 0
     assert max(res.metric("dropped_rp")) == 0
     # 4 x 4.9 = 19.6 Gbit/s offered; each source's own uplink carries its load.
-    links = res.links()
+    links = res.links
     up = links.filter(pl.col("name") == "S1->B1")["throughput_gbps_utilization"]
     assert all(abs(x - 4.9) < 0.1 for x in up)
 
@@ -290,7 +290,7 @@ def test_baseline_pause_lossless_with_headroom_and_downlink_busy():
     assert max(res.metric("dropped_cp")) == 0
     assert min(res.metric("link_utilization")) >= 0.99
     assert min(res.metric("time_paused_pct")) > 0
-    links = res.links()
+    links = res.links
     for i in range(1, 5):
         row = links.filter((pl.col("name") == f"B{i}->B5") & (pl.col("seed") == 0))
         assert row["paused_ever"][0] and row["time_paused_pct"][0] > 0
@@ -298,7 +298,7 @@ def test_baseline_pause_lossless_with_headroom_and_downlink_busy():
 
 def test_baseline_pause_with_published_thresholds_counts_every_drop():
     res = cnsim.run(load("baseline", scheme="pause", seeds=[0]), progress=False)
-    nodes = res.nodes()
+    nodes = res.nodes
     assert nodes["dropped_cp"].sum() == res.metric("dropped_cp")[0]
     assert nodes["dropped_rp"].sum() == res.metric("dropped_rp")[0]
     assert res.metric("time_paused_pct")[0] > 0

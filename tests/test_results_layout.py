@@ -151,7 +151,7 @@ def test_report_html_references_existing_pngs(paused):
     for img in imgs:
         data = (out / img).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, img
-    for name in res.metrics:
+    for name in res.stats:
         assert f"<td>{name}</td>" in html
     assert "xoff_bytes = 140000" in html  # the scenario parameters
 

@@ -1,11 +1,13 @@
 """cnsim: a packet-level simulator of congestion management in data-center
-Ethernet (IEEE 802.3x PAUSE, 802.1Qau BCN / ECM / QCN, DCQCN).
+Ethernet (IEEE 802.3x PAUSE, 802.1Qau BCN / ECM / QCN, and the RoCE
+schemes DCQCN, DCTCP, TIMELY, HPCC, Swift over a shared transport).
 
     import cnsim
     sc = cnsim.load("baseline").replace(scheme="bcn", seeds=range(4))
     res = cnsim.run(sc)
     res.summary            # one row per seed
-    res.save("results/x")  # the on-disk layout of interface.md
+    res.metrics            # per metric: mean, 95% CI, n
+    res.save("results/x")  # the results directory of docs/results.md
     res = cnsim.open_results("results/x")   # reopen it later
     df = cnsim.sweep("baseline", grid={"bcn.w": [2, 4]}, seeds=4, out="results/w")
     c = cnsim.fluid.compare(cnsim.load("baseline"))   # fluid model beside the packet runs

@@ -1,4 +1,4 @@
-"""The `cnsim` command line (interface.md). Exit status: 0 success, 2 bad
+"""The `cnsim` command line (README.md; docs/results.md, docs/sweeps.md). Exit status: 0 success, 2 bad
 scenario / option / value (one line naming the parameter), 1 anything else."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Results of a set of replications: per-seed metrics, statistics over
 seeds (mean, standard deviation, 95% confidence interval), the per-flow,
 per-link, per-node and per-window tables, the time series, and the on-disk
-layout of interface.md, which `open_results` reads back into the same type."""
+layout of docs/results.md, which `read_results` (`cnsim.open_results`) reads back into the same type."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ class Results:
         self.scenario = scenario
         self.runs = runs
         self.per_seed = [per_seed(r, scenario) for r in runs]
-        self.metrics = summarize(self.per_seed)
+        #: {metric: {mean, std, ci_low, ci_high, min, max, n, per_seed}} (summary.json's `metrics`).
+        self.stats: dict[str, dict[str, Any]] = summarize(self.per_seed)
 
     # ------------------------------------------------------------ metrics
     @property
@@ -61,11 +62,28 @@ class Results:
         rows = [{"seed": r.seed, **m} for r, m in zip(self.runs, self.per_seed, strict=True)]
         return pl.DataFrame(rows, infer_schema_length=None)
 
+    @property
+    def metrics(self) -> pl.DataFrame:
+        """One row per scalar metric: `metric`, its `mean` over seeds, the 95%
+        confidence interval `ci_low` / `ci_high` (null below 3 seeds; inside
+        the metric's range), `n` (seeds with a value), `std`, `min`, `max`
+        (results.md). The same figures as a dict: `stats`."""
+        rows = [
+            {"metric": k, **{f: v[f] for f in ("mean", "ci_low", "ci_high", "n", "std", "min", "max")}}
+            for k, v in self.stats.items()
+        ]
+        schema = {"metric": pl.Utf8, "n": pl.Int64} | {
+            f: pl.Float64 for f in ("mean", "ci_low", "ci_high", "std", "min", "max")
+        }
+        return pl.DataFrame(rows, schema=schema).select(
+            "metric", "mean", "ci_low", "ci_high", "n", "std", "min", "max"
+        )
+
     def metric(self, name: str) -> list[Any]:
         """Per-seed values of metric `name`."""
-        if name not in self.metrics:
-            raise KeyError(f"no metric '{name}'; metrics: {', '.join(self.metrics)}")
-        return list(self.metrics[name]["per_seed"])
+        if name not in self.stats:
+            raise KeyError(f"no metric '{name}'; metrics: {', '.join(self.stats)}")
+        return list(self.stats[name]["per_seed"])
 
     def engine(self) -> dict[str, Any]:
         """Engine figures summed over seeds (wall time is the sum of the runs)."""
@@ -113,6 +131,7 @@ class Results:
         """The scenario has transport flows (a `[workload]`)."""
         return self.scenario.model.workload is not None
 
+    @property
     def flows(self) -> pl.DataFrame:
         """Per seed and flow. With transport flows (a `[workload]`): one row
         per flow, its size, start, finish, FCT, ideal FCT and slowdown
@@ -122,12 +141,14 @@ class Results:
             return self._per_seed_table(fct_table)
         return self._per_seed_table(flow_table)
 
+    @property
     def pairs(self) -> pl.DataFrame:
         """Per seed and (src, dst) pair: frames generated / delivered, bytes
         and throughput per window (with transport flows, flows.parquet has
         the flows and pairs.parquet these counters)."""
         return self._per_seed_table(flow_table)
 
+    @property
     def queues(self) -> pl.DataFrame:
         """Per seed and traced port: the queue-length distribution over the
         measure window, one row per bucket of `frame_bytes`: `lower_bytes`,
@@ -155,16 +176,19 @@ class Results:
         flows."""
         if not self.transport:
             return pl.DataFrame()
-        return slowdown_by_size(self.flows(), buckets)
+        return slowdown_by_size(self.flows, buckets)
 
+    @property
     def links(self) -> pl.DataFrame:
         """Per seed and link direction: bytes and throughput per window, PAUSE, notifications."""
         return self._per_seed_table(link_table)
 
+    @property
     def nodes(self) -> pl.DataFrame:
         """Per seed and node: frames generated, delivered, dropped (CP, RLQ, NIC), deferred, notifications."""
         return self._per_seed_table(lambda r: r.tables["nodes"])
 
+    @property
     def windows(self) -> pl.DataFrame:
         """Per seed and window: its bounds and frame counts inside it."""
         return self._per_seed_table(lambda r: r.tables["windows"])
@@ -208,7 +232,7 @@ class Results:
         seed), flows, pairs, links, nodes, windows, queues or timeseries."""
         if table not in TABLES:
             raise ValueError(f"table: {table!r} is not allowed; expected one of {', '.join(TABLES)}")
-        return self.summary if table == "summary" else getattr(self, table)()
+        return self.timeseries() if table == "timeseries" else getattr(self, table)
 
     def to_pandas(self, table: str = "summary") -> Any:
         """The same as a pandas DataFrame (through pyarrow). Needs pandas and
@@ -264,8 +288,8 @@ class Results:
 
     def __repr__(self) -> str:
         lines = [f"<cnsim.Results {self._title()}>"]
-        width = max((len(k) for k in self.metrics), default=0)
-        for k, v in self.metrics.items():
+        width = max((len(k) for k in self.stats), default=0)
+        for k, v in self.stats.items():
             if v["mean"] is None:
                 continue
             ci = ci_text(v)
@@ -292,7 +316,7 @@ class Results:
             "seeds": self.seeds,
             "complete": self.complete,
             **extra,
-            "metrics": _clean(self.metrics),
+            "metrics": _clean(self.stats),
             "aggregates": self.aggregates(),
             "frames": {
                 k: sum(r.frames[k] for r in self.runs)
@@ -311,7 +335,7 @@ class Results:
         }
 
     def save(self, out: str | Path, *, report: bool = True, force: bool = False) -> Path:
-        """Writes the results layout of interface.md into directory `out`:
+        """Writes the results layout of docs/results.md into directory `out`:
         into a temporary sibling first, renamed into place at the end, so
         `out` is complete or absent. An existing results directory is
         replaced whole only with `force`; a directory holding anything else
@@ -333,13 +357,13 @@ class Results:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         atomic_write(out / "scenario.toml", self.scenario.to_toml())
-        self.flows().write_parquet(out / "flows.parquet")
+        self.flows.write_parquet(out / "flows.parquet")
         if self.transport:
-            self.pairs().write_parquet(out / "pairs.parquet")
-        self.queues().write_parquet(out / "queues.parquet")
-        self.links().write_parquet(out / "links.parquet")
-        self.nodes().write_parquet(out / "nodes.parquet")
-        self.windows().write_parquet(out / "windows.parquet")
+            self.pairs.write_parquet(out / "pairs.parquet")
+        self.queues.write_parquet(out / "queues.parquet")
+        self.links.write_parquet(out / "links.parquet")
+        self.nodes.write_parquet(out / "nodes.parquet")
+        self.windows.write_parquet(out / "windows.parquet")
         self.timeseries().write_parquet(out / "timeseries.parquet")
         _runs_table(self.runs).write_parquet(out / "runs.parquet")
         tr = self.transient()

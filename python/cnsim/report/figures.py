@@ -155,7 +155,7 @@ def window_fig(res: Any) -> Any | None:
 def queue_cdf_fig(res: Any) -> Any | None:
     """The traced ports' queue-length distribution over the measure window
     (first seed): the fraction of time the queue was below each length."""
-    q = res.queues()
+    q = res.queues
     if not len(q):
         return None
     first = q.filter(q["seed"] == res.runs[0].seed)
@@ -185,7 +185,7 @@ def slowdown_fig(res: Any) -> Any | None:
     (log-log), and the p50 / p95 / p99 of each size bucket."""
     if not getattr(res, "transport", False):
         return None
-    flows = res.flows()
+    flows = res.flows
     f = flows.filter(flows["slowdown"].is_not_null())
     if len(f) == 0:
         return None
@@ -223,7 +223,7 @@ def paused_fig(res: Any) -> Any | None:
 
 
 def fairness_fig(res: Any) -> Any | None:
-    if "jain" not in res.metrics or len(res.runs) < 2:
+    if "jain" not in res.stats or len(res.runs) < 2:
         return None
     fig = Figure(figsize=(9, 3.4))
     ax = fig.subplots()
