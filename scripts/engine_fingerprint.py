@@ -4,8 +4,9 @@ catching a change to results that was not meant as a change to the model.
 Each built-in scenario with every scheme, PAUSE off and on, seed 0, its first
 `FINGERPRINT_MS` (the flow scenarios: whole runs), run by the engine alone
 (no Python metrics, so the fingerprint does not move with numpy or polars);
-the fingerprint is the SHA-256 of every counter, table buffer and binned
-series it returns, wall-clock figures left out.
+the fingerprint is the SHA-256 of every counter and table buffer of
+`results()` and of every binned series of `series()` (name, key and its
+little-endian float64 values), wall-clock figures left out.
 
     python scripts/engine_fingerprint.py            # compare with tests/golden/engine_fingerprints.json
     python scripts/engine_fingerprint.py --write    # a model change: record the new fingerprints
@@ -15,7 +16,7 @@ The engine's floating point is deterministic, but it calls the C library's
 paths: the recorded fingerprints are this project's machine kind's (x86-64
 with FMA, Debian 12's glibc), where CI runs.
 
-`tests/python/test_golden.py` runs the comparison. A change that is meant to
+`tests/test_golden.py` runs the comparison. A change that is meant to
 move results (a model change) rewrites the file with `--write` and says
 why in its commit message; anything else that moves a fingerprint is a bug.
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -55,6 +57,21 @@ def _feed(h: Any, x: Any) -> None:
         h.update(repr(x).encode())
 
 
+def fingerprint(sim: Any) -> str:
+    """The SHA-256 of a finished run's results and time series."""
+    import numpy as np
+
+    h = hashlib.sha256()
+    _feed(h, sim.results())
+    h.update(b"series")
+    for name, key, values in sim.series():
+        h.update(name.encode() + b"\0" + key.encode() + b"\0")
+        # The same bytes whether the binding hands over bytes or an array.
+        raw = values if isinstance(values, bytes) else np.asarray(values, dtype="<f8").tobytes()
+        h.update(len(raw).to_bytes(8, "little") + raw)
+    return h.hexdigest()
+
+
 def jobs() -> list[tuple[str, str]]:
     """(name, engine config) of every fingerprinted run."""
     import cnsim
@@ -65,7 +82,9 @@ def jobs() -> list[tuple[str, str]]:
     for name in builtin_names():
         base = cnsim.load(name, seeds=[0])
         flows = name.startswith("flows_")
-        short = base if flows else base.replace(duration_ms=min(base.duration_ms, FINGERPRINT_MS))
+        with warnings.catch_warnings():  # shortened on purpose: the clipped windows are expected
+            warnings.simplefilter("ignore", cnsim.ScenarioWarning)
+            short = base if flows else base.replace(duration_ms=min(base.duration_ms, FINGERPRINT_MS))
         for scheme in SCHEMES:
             for pause in (False, True):
                 try:
@@ -83,9 +102,7 @@ def fingerprints() -> dict[str, str]:
         key, cfg = job
         sim = _core.Simulation(cfg, 0)
         sim.run()
-        h = hashlib.sha256()
-        _feed(h, sim.results())
-        return key, h.hexdigest()
+        return key, fingerprint(sim)
 
     with ThreadPoolExecutor(2) as pool:
         return dict(sorted(pool.map(one, jobs())))

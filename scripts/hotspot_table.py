@@ -38,7 +38,7 @@ def main() -> None:
         for rate in RATES:
             for scheme in SCHEMES:
                 sc = base.replace(scheme=scheme, pause=pause, **{"hotspot.rate_gbps": rate})
-                m = cnsim.run(sc, progress=False).metrics
+                m = cnsim.run(sc, progress=False).stats
                 print(
                     f"| {rate:g} Gbit/s | {'on' if pause else 'off'} | {scheme} "
                     f"| {mean(m, 'aggregate_throughput'):.2f} | {mean(m, 'hot_port_throughput'):.2f} "

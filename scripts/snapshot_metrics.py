@@ -17,7 +17,7 @@ import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-CI_FIELDS = {"std", "ci_low", "ci_high", "ci_half", "n"}
+CI_FIELDS = {"std", "ci_low", "ci_high", "n"}
 
 
 def _r(x):

@@ -4,7 +4,7 @@ text) and `--set KEY=VALUE` strings. Every input must give a valid scenario
 (which then runs, for a sample of them) or one ScenarioError line; any other
 exception, a multi-line message, a panic or an abort is a failure.
 
-Run by tests/python/test_fuzz.py within a budget on every CI run; for a long
+Run by tests/test_fuzz.py within a budget on every CI run; for a long
 campaign:
 
     python tests/fuzz.py --examples 40000      # per property; prints the counts

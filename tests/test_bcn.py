@@ -24,7 +24,7 @@ def baseline_bcn():
 
 
 def test_baseline_bcn_matches_the_published_fairness(baseline_bcn):
-    m = baseline_bcn.metrics
+    m = baseline_bcn.stats
     assert len(m["jain"]["per_seed"]) == 25
     assert abs(m["jain"]["mean"] - 0.977) <= 0.02
     assert abs(m["dev_max"]["mean"] - 0.216) <= 0.5 * 0.216
@@ -70,7 +70,7 @@ def test_variants_share_the_bottleneck_and_conserve_frames(scheme):
     res = cnsim.run(load("baseline", scheme=scheme, seeds=[0, 1]), progress=False)
     assert min(res.metric("link_utilization")) >= 0.97
     # The four flows share the 10 Gbit/s downlink (no fairness figure is published for these).
-    flows = res.flows()
+    flows = res.flows
     for seed in (0, 1):
         total = flows.filter(flows["seed"] == seed)["throughput_gbps_fairness"].sum()
         assert abs(total - 10.0) < 0.2

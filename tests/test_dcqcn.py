@@ -31,6 +31,6 @@ def test_without_congestion_flows_keep_their_offered_load():
     res = cnsim.run(load("baseline", scheme="dcqcn", seeds=[0]).replace(**loads), progress=False)
     # A rare burst above Kmin (5 KB) may be marked; nothing more.
     assert res.metric("overhead_mbps")[0] < 0.1
-    flows = res.flows()
+    flows = res.flows
     rates = flows["throughput_gbps_utilization"].to_list()
     assert len(rates) == 4 and all(abs(r - 2.0) < 0.05 for r in rates), rates

@@ -82,7 +82,7 @@ def singlehop_0g_no_pause():
     def one(item):
         name, sc = item
         res = cnsim.run(sc, jobs=1, progress=False)
-        return name, {k: v["mean"] for k, v in res.metrics.items()}
+        return name, {k: v["mean"] for k, v in res.stats.items()}
 
     with ThreadPoolExecutor(2) as pool:
         return dict(pool.map(one, runs.items()))

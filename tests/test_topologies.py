@@ -46,7 +46,7 @@ def test_fattree_uniform_traffic_loads_the_up_links_evenly():
         duration_ms=40.0, **{"hotspot.start_ms": 39.0}
     )
     res = cnsim.run(sc, progress=False)
-    links = res.links()
+    links = res.links
     up = links.filter(pl.col("from").str.starts_with("L") & pl.col("to").str.starts_with("M"))
     assert up.height == 64
     # Measure before the hotspot (window 0-40 ms, hotspot starts at 39 ms: negligible).
@@ -77,7 +77,7 @@ def test_innocent_flows_keep_their_throughput_and_stability_is_reported():
     sc = load("innocent", seeds=[0])
     assert sc.pause, "the innocent-flows study runs with PAUSE (scenarios.md section 3)"
     res = cnsim.run(sc, progress=False)
-    m = res.metrics
+    m = res.stats
     assert m["innocent_share"]["mean"] > 0.97
     assert m["time_paused_pct"]["mean"] > 0  # the core paused the uplinks
     assert m["dropped_cp"]["mean"] == 0  # and nothing was lost in a bridge
@@ -94,9 +94,9 @@ def test_the_innocent_edges_are_lossless_under_pause_with_twenty_hosts_each():
         **{"topology.variant": "C", "topology.degree": 30, "duration_ms": 30.0}
     )
     res = cnsim.run(sc, progress=False)
-    assert res.metrics["time_paused_pct"]["mean"] > 10
+    assert res.stats["time_paused_pct"]["mean"] > 10
     assert res.runs[0].frames["dropped_cp"] == 0
-    assert res.metrics["innocent_share"]["mean"] > 0.97
+    assert res.stats["innocent_share"]["mean"] > 0.97
 
 
 def test_in_order_rate_limiters_never_reorder_a_flow():
@@ -119,7 +119,7 @@ def test_congestion_lasts_longer_as_the_hotspot_degree_grows():
     t = {}
     for d in (3, 12, 24):
         res = cnsim.run(load("innocent", seeds=[0]).replace(**{"topology.degree": d}), progress=False)
-        t[d] = res.metrics["time_to_stability_ms"]["per_seed"][0]
+        t[d] = res.stats["time_to_stability_ms"]["per_seed"][0]
     assert None not in t.values(), t
     assert t[3] < t[12] < t[24], t
 

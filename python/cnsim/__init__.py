@@ -1,11 +1,13 @@
 """cnsim: a packet-level simulator of congestion management in data-center
-Ethernet (IEEE 802.3x PAUSE, 802.1Qau BCN / ECM / QCN, DCQCN).
+Ethernet (IEEE 802.3x PAUSE, 802.1Qau BCN / ECM / QCN, and the RoCE
+schemes DCQCN, DCTCP, TIMELY, HPCC, Swift over a shared transport).
 
     import cnsim
     sc = cnsim.load("baseline").replace(scheme="bcn", seeds=range(4))
     res = cnsim.run(sc)
     res.summary            # one row per seed
-    res.save("results/x")  # the on-disk layout of interface.md
+    res.metrics            # per metric: mean, 95% CI, n
+    res.save("results/x")  # the results directory of docs/results.md
     res = cnsim.open_results("results/x")   # reopen it later
     df = cnsim.sweep("baseline", grid={"bcn.w": [2, 4]}, seeds=4, out="results/w")
     c = cnsim.fluid.compare(cnsim.load("baseline"))   # fluid model beside the packet runs
@@ -22,11 +24,12 @@ from typing import TYPE_CHECKING, Any
 #: Public name -> (module, attribute); None: the module itself.
 _LAZY: dict[str, tuple[str, str | None]] = {
     "ScenarioError": (".errors", "ScenarioError"),
+    "ScenarioWarning": (".errors", "ScenarioWarning"),
     "Scenario": (".scenario", "Scenario"),
     "load": (".scenario", "load"),
     "resolve": (".scenario", "resolve"),
     "Results": (".results", "Results"),
-    "open_results": (".results", "open_results"),
+    "open_results": (".reopen", "open_results"),
     "run": (".runner", "run"),
     "sweep": (".sweeps", "sweep"),
     "load_sweep": (".sweeps", "load_sweep"),
@@ -35,6 +38,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 
 __all__ = [
     "ScenarioError",
+    "ScenarioWarning",
     "Scenario",
     "load",
     "resolve",
@@ -49,8 +53,9 @@ __all__ = [
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import fluid
-    from .errors import ScenarioError
-    from .results import Results, open_results
+    from .errors import ScenarioError, ScenarioWarning
+    from .reopen import open_results
+    from .results import Results
     from .runner import run
     from .scenario import Scenario, load, resolve
     from .sweeps import load_sweep, sweep

@@ -174,7 +174,7 @@ def run_seed(config: Any, seed: int, advance: Callable[[float], None] | None = N
     """Runs one replication; `advance(ms)` is called with the simulated time
     each step covered (and may raise to stop the run: a stop is seen within
     one step, at most about STEP_S of wall time). Where the steps end never
-    changes the results (tests/python/test_engine_runs.py)."""
+    changes the results (tests/test_engine_runs.py)."""
     try:
         sim = _core.Simulation(config, seed)
     except ValueError as e:

@@ -17,3 +17,9 @@ class ScenarioError(ValueError):
     def __init__(self, message: str, param: str | None = None) -> None:
         super().__init__(_CONTROL.sub(lambda m: repr(m.group())[1:-1], str(message)))
         self.param = param
+
+
+class ScenarioWarning(UserWarning):
+    """A legal but probably unintended scenario (a measurement window the
+    shortened run clipped or dropped): the CLI prints it as one
+    `warning: ...` line on stderr and goes on."""

@@ -224,17 +224,30 @@ class DaskBackend:
                 self.cluster.close()
 
 
-def backend(name: str, jobs: int | None, address: str | None, client: Any | None, units: int) -> Any:
-    """The backend `name` (local or dask; an address or a client means dask)."""
-    if jobs is not None and jobs < 1:
+#: The executors by name (`--backend`).
+BACKENDS = ("local", "dask")
+
+
+def check_backend(name: str | None, jobs: int | None, address: str | None = None, client: Any = None) -> str:
+    """The one check of `--backend` and `--jobs` (run, sweep, validate and
+    the Python API), before anything runs or is written: the backend's name
+    (None: local; a Dask scheduler address or client means dask)."""
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise ScenarioError(f"--jobs: {jobs} is not allowed; expected an integer >= 1")
     if address is not None or client is not None:
         name = "dask"
+    name = name or "local"
+    if name not in BACKENDS:
+        raise ScenarioError(f"--backend: {name!r} is not allowed; allowed: {', '.join(BACKENDS)}")
+    return name
+
+
+def backend(name: str, jobs: int | None, address: str | None, client: Any | None, units: int) -> Any:
+    """The backend `name` (local or dask; an address or a client means dask)."""
+    name = check_backend(name, jobs, address, client)
     if name == "local":
         return LocalBackend(max(1, min(jobs or os.cpu_count() or 1, units)))
-    if name == "dask":
-        return DaskBackend(jobs, address, client)
-    raise ScenarioError(f"--backend: {name!r} is not allowed; allowed: local, dask")
+    return DaskBackend(jobs, address, client)
 
 
 # ------------------------------------------------------------- execute

@@ -70,9 +70,13 @@ def flow_table(run: Any) -> Table:
     )
 
 
-#: Size buckets (bytes, upper bounds) of the slowdown percentiles: the
-#: boundaries of the web-search CDF's steps that FCT studies plot.
-SIZE_BUCKETS = (10_000, 30_000, 100_000, 1_000_000, 10_000_000, float("inf"))
+#: Size buckets (bytes, upper bounds; None: no bound) of the slowdown
+#: percentiles: the boundaries of the web-search CDF's steps that FCT studies plot.
+SIZE_BUCKETS: tuple[int | None, ...] = (10_000, 30_000, 100_000, 1_000_000, 10_000_000, None)
+#: How a percentile is taken from a sample (numpy's method name): linear
+#: interpolation between the order statistics (Hyndman and Fan's type 7;
+#: numpy's, R's and Excel's default).
+PERCENTILE_METHOD = "linear"
 #: Unfinished flows' finish time in the engine's records.
 _NEVER = 2**64 - 1
 
@@ -127,33 +131,46 @@ def flow_metrics(run: Any) -> dict[str, Any]:
     }
 
 
-def slowdown_by_size(fct: Any, buckets: tuple[float, ...] = SIZE_BUCKETS) -> Any:
-    """Per size bucket (flows with size <= `upper_bytes` and above the
-    previous bound): flows, and the p50 / p95 / p99 slowdown of those that
-    finished. `fct`: a flows DataFrame (`Results.flows()`); a polars DataFrame."""
+def slowdown_by_size(fct: Any, buckets: tuple[int | None, ...] = SIZE_BUCKETS) -> Any:
+    """Per size bucket of flows (`size_bytes` above `lower_bytes` and at most
+    `upper_bytes`; null: no upper bound): `flows` that started, how many of
+    them `finished` inside the run, and the p50 / p95 / p99 slowdown of the
+    finished ones only (a flow still running at the end has no FCT; so a
+    bucket whose flows did not finish has null percentiles, and a run cut
+    short biases them low). Percentiles interpolate linearly between order
+    statistics (PERCENTILE_METHOD). `fct`: a flows DataFrame (`Results.flows`)."""
     import polars as pl
 
     rows = []
-    lower = 0.0
-    done = fct.filter(pl.col("slowdown").is_not_null())
-    sizes = done["size_bytes"].to_list()
-    slow = done["slowdown"].to_list()
+    lower = 0
+    sizes = fct["size_bytes"].to_list()
+    slow = fct["slowdown"].to_list()
     for upper in buckets:
-        v = [x for s, x in zip(sizes, slow, strict=True) if lower < s <= upper]
+        inside = [x for s, x in zip(sizes, slow, strict=True) if s > lower and (upper is None or s <= upper)]
+        v = [x for x in inside if x is not None]
         rows.append(
             {
                 "lower_bytes": lower,
                 "upper_bytes": upper,
-                "flows": len(v),
+                "flows": len(inside),
+                "finished": len(v),
                 "slowdown_p50": percentile(v, 50),
                 "slowdown_p95": percentile(v, 95),
                 "slowdown_p99": percentile(v, 99),
             }
         )
-        lower = upper
+        lower = upper if upper is not None else lower
     return pl.DataFrame(
         rows,
-        schema_overrides={"slowdown_p50": pl.Float64, "slowdown_p95": pl.Float64, "slowdown_p99": pl.Float64},
+        schema={
+            "lower_bytes": pl.Int64,
+            "upper_bytes": pl.Int64,
+            "flows": pl.Int64,
+            "finished": pl.Int64,
+            "slowdown_p50": pl.Float64,
+            "slowdown_p95": pl.Float64,
+            "slowdown_p99": pl.Float64,
+        },
     )
 
 
@@ -314,42 +331,96 @@ def t_quantile(level: float, df: int) -> float:
     return float(student_t.ppf(0.5 + level / 2.0, df))
 
 
-def describe(values: list[Any], level: float = 0.95) -> dict[str, Any]:
+#: The range of each metric's values, which their mean shares: every metric
+#: of metrics.md is >= 0 (counts, rates, times, shares, deviations); these
+#: also have an upper bound. A confidence interval never leaves the range.
+UPPER_BOUNDS: dict[str, float] = {
+    "jain": 1.0,
+    "time_paused_pct": 100.0,
+    "time_paused_pct_all": 100.0,
+    "time_paused_pct_max": 100.0,
+}
+#: Below this many seeds no interval is given: t(0.975, 1) = 12.7 makes a
+#: two-seed interval ten times wider than the spread it saw.
+MIN_CI_SEEDS = 3
+#: Relative spread below which values differ only by rounding (a standard
+#: deviation of 3e-16 around 0.99996 is 0).
+NOISE = 1e-12
+
+
+def bounds(name: str) -> tuple[float, float]:
+    """The range of metric `name`'s values: (0, its upper bound or infinity)."""
+    return 0.0, UPPER_BOUNDS.get(name, math.inf)
+
+
+def describe(
+    values: list[Any], level: float = 0.95, bounds: tuple[float, float] = (-math.inf, math.inf)
+) -> dict[str, Any]:
     """Statistics over seeds of one metric: mean, sample standard deviation,
-    the `level` confidence interval of the mean (Student t over seeds,
-    `ci_low` / `ci_high`, and its half-width `ci_half`), min, max, the count
-    `n` of seeds with a value, and the values per seed. A value that does not
-    exist (None, NaN) is left out; with fewer than two values the spread is
-    null."""
+    the `level` confidence interval of the mean (`ci_low`, `ci_high`), min,
+    max, the count `n` of seeds with a value, and the values per seed. A
+    value that does not exist (None, NaN) is left out.
+
+    The interval is Student t's over seeds (mean +- t(level, n - 1) x std /
+    sqrt(n)) intersected with the metric's range `bounds` (metrics.bounds):
+    the true mean lies in the range, so the intersection covers it exactly
+    as often as the t interval does, and a Jain's index of 0.97 over seeds
+    gets [0.68, 1], not [0.68, 1.26]. With fewer than MIN_CI_SEEDS values
+    there is no interval (null), with fewer than two no std. A spread below
+    NOISE x |mean| is rounding, not variation: 0."""
     present = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
     n = len(present)
     out: dict[str, Any] = {
-        "mean": sum(present) / n if present else None,
+        "mean": None,
         "std": None,
         "ci_low": None,
         "ci_high": None,
-        "ci_half": None,
         "min": min(present) if present else None,
         "max": max(present) if present else None,
         "n": n,
         "per_seed": list(values),
     }
+    if not present:
+        return out
+    lo, hi = bounds
+    mean = math.fsum(present) / n
+    if out["min"] == out["max"]:
+        mean = present[0]  # not a last-bit neighbour of it
+    mean = min(max(mean, out["min"]), out["max"])
+    out["mean"] = mean
     if n >= 2:
-        mean = out["mean"]
-        std = math.sqrt(sum((v - mean) ** 2 for v in present) / (n - 1))
-        half = t_quantile(level, n - 1) * std / math.sqrt(n)
-        out.update(std=std, ci_low=mean - half, ci_high=mean + half, ci_half=half)
+        std = math.sqrt(math.fsum((v - mean) ** 2 for v in present) / (n - 1))
+        if std <= NOISE * abs(mean):
+            std = 0.0
+        out["std"] = std
+        if n >= MIN_CI_SEEDS:
+            half = t_quantile(level, n - 1) * std / math.sqrt(n)
+            out.update(ci_low=max(mean - half, lo), ci_high=min(mean + half, hi))
     return out
 
 
 def summarize(per_seed_metrics: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """{metric: describe(values over seeds)}, metrics in order of first appearance."""
+    """{metric: describe(values over seeds, within the metric's bounds)},
+    metrics in order of first appearance."""
     names: list[str] = []
     for m in per_seed_metrics:
         for k in m:
             if k not in names:
                 names.append(k)
-    return {k: describe([m.get(k) for m in per_seed_metrics]) for k in names}
+    return {k: describe([m.get(k) for m in per_seed_metrics], bounds=bounds(k)) for k in names}
+
+
+def ci_text(stats: dict[str, Any], fmt: Any = lambda v: f"{v:.4g}") -> str:
+    """A metric's confidence interval as people read it: `[low, high]`,
+    `+- 0` when every seed gave the same value, `n < 3: no CI` with too few
+    seeds, '' with no value at all."""
+    if stats.get("mean") is None:
+        return ""
+    if stats.get("ci_low") is None:
+        return f"n < {MIN_CI_SEEDS}: no CI" if stats.get("n", 0) < MIN_CI_SEEDS else ""
+    if stats["ci_low"] == stats["ci_high"]:
+        return "+- 0"
+    return f"[{fmt(stats['ci_low'])}, {fmt(stats['ci_high'])}]"
 
 
 # ------------------------------------------------------- time to stability

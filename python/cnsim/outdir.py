@@ -15,9 +15,13 @@ import contextlib
 import os
 import re
 import shutil
+import tempfile
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 from .errors import ScenarioError
 
@@ -71,7 +75,7 @@ class RunDir:
         self.target = Path(target)
         self.label = label
         self.tmp: Path | None = None
-        self._lock_fd: int | None = None
+        self._lock: FileLock | None = None
         t = self.target
         where = f"{label} {t}"
         if t.exists() and not t.is_dir():
@@ -102,7 +106,7 @@ class RunDir:
             parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise ScenarioError(f"{where}: cannot be created ({e.strerror or e})") from None
-        self._lock(parent / f".{t.name}.lock", where)
+        self._lock = lock(parent / f".{t.name}.lock", f"{where}: another cnsim run is writing this directory")
         # Leftovers of a run of this directory that was killed while saving.
         for p in parent.glob(f"{_TMP}{t.name}-*"):
             shutil.rmtree(p, ignore_errors=True)
@@ -117,24 +121,6 @@ class RunDir:
         except OSError as e:
             self.abort()
             raise ScenarioError(f"{where}: cannot be written ({e.strerror or e})") from None
-
-    def _lock(self, path: Path, where: str) -> None:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX: no lock
-            return
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:
-            raise ScenarioError(f"{where}: cannot be written ({e.strerror or e})") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise ScenarioError(f"{where}: another cnsim run is writing this directory") from None
-        except OSError:  # a filesystem without locks: go on unlocked
-            pass
-        self._lock_fd = fd
 
     def commit(self) -> Path:
         """Puts the written directory in place (replacing an old one whole)."""
@@ -158,7 +144,46 @@ class RunDir:
         self.close()
 
     def close(self) -> None:
-        if self._lock_fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._lock_fd)
-            self._lock_fd = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+
+def lock(path: Path, busy: str) -> FileLock:
+    """Takes the lock file `path` (filelock; a filesystem without locks
+    falls back to a lock file of its own) or refuses with `busy` when
+    another process holds it. Release it with `.release()`."""
+    try:  # filelock reads a file it cannot create as "held": ask first
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
+        fl = FileLock(path, timeout=0)
+        fl.acquire()
+    except Timeout:
+        raise ScenarioError(busy) from None
+    except OSError as e:
+        raise ScenarioError(f"{busy.partition(':')[0]}: cannot be written ({e.strerror or e})") from None
+    return fl
+
+
+def atomic_write(path: Path, data: str | bytes | Callable[[Path], None]) -> None:
+    """Writes `path` whole or not at all: into a temporary file of a unique
+    name beside it (two writers never share one), renamed over `path` at the
+    end. `data`: text, bytes, or a function that writes the file it is
+    given (a Parquet writer). The file gets the usual permissions (umask),
+    not mkstemp's 0600."""
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    tmp = Path(name)
+    try:
+        if callable(data):
+            os.close(fd)
+            data(tmp)
+        else:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data.encode() if isinstance(data, str) else data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise

@@ -1,20 +1,29 @@
 """Results of a set of replications: per-seed metrics, statistics over
 seeds (mean, standard deviation, 95% confidence interval), the per-flow,
 per-link, per-node and per-window tables, the time series, and the on-disk
-layout of interface.md, which `open_results` reads back into the same type."""
+layout of docs/results.md, which `read_results` (`cnsim.open_results`) reads back into the same type."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from .engine import SeedRun
 from .errors import ScenarioError
-from .metrics import fct_table, fdiv, flow_table, link_table, per_seed, slowdown_by_size, summarize
+from .metrics import (
+    SIZE_BUCKETS,
+    ci_text,
+    fct_table,
+    fdiv,
+    flow_table,
+    link_table,
+    per_seed,
+    slowdown_by_size,
+    summarize,
+)
+from .outdir import atomic_write
 from .scenario import Scenario
 from .tables import Table, write_parquet
 
@@ -32,7 +41,8 @@ class Results:
         self.scenario = scenario
         self.runs = runs
         self.per_seed = [per_seed(r, scenario) for r in runs]
-        self.metrics = summarize(self.per_seed)
+        #: {metric: {mean, std, ci_low, ci_high, min, max, n, per_seed}} (summary.json's `metrics`).
+        self.stats: dict[str, dict[str, Any]] = summarize(self.per_seed)
 
     # ------------------------------------------------------------ metrics
     @property
@@ -53,11 +63,30 @@ class Results:
         rows = [{"seed": r.seed, **m} for r, m in zip(self.runs, self.per_seed, strict=True)]
         return pl.DataFrame(rows, infer_schema_length=None)
 
+    @property
+    def metrics(self) -> Any:
+        """One row per scalar metric: `metric`, its `mean` over seeds, the 95%
+        confidence interval `ci_low` / `ci_high` (null below 3 seeds; inside
+        the metric's range), `n` (seeds with a value), `std`, `min`, `max`
+        (results.md). The same figures as a dict: `stats`."""
+        import polars as pl
+
+        rows = [
+            {"metric": k, **{f: v[f] for f in ("mean", "ci_low", "ci_high", "n", "std", "min", "max")}}
+            for k, v in self.stats.items()
+        ]
+        schema = {"metric": pl.Utf8, "n": pl.Int64} | {
+            f: pl.Float64 for f in ("mean", "ci_low", "ci_high", "std", "min", "max")
+        }
+        return pl.DataFrame(rows, schema=schema).select(
+            "metric", "mean", "ci_low", "ci_high", "n", "std", "min", "max"
+        )
+
     def metric(self, name: str) -> list[Any]:
         """Per-seed values of metric `name`."""
-        if name not in self.metrics:
-            raise KeyError(f"no metric '{name}'; metrics: {', '.join(self.metrics)}")
-        return list(self.metrics[name]["per_seed"])
+        if name not in self.stats:
+            raise KeyError(f"no metric '{name}'; metrics: {', '.join(self.stats)}")
+        return list(self.stats[name]["per_seed"])
 
     def engine(self) -> dict[str, Any]:
         """Engine figures summed over seeds (wall time is the sum of the runs)."""
@@ -153,6 +182,7 @@ class Results:
     def _windows(self) -> list[tuple[int, Table]]:
         return self._seed_tables(lambda r: r.table("windows"))
 
+    @property
     def flows(self) -> Any:
         """Per seed and flow. With transport flows (a `[workload]`): one row
         per flow, its size, start, finish, FCT, ideal FCT and slowdown
@@ -160,12 +190,14 @@ class Results:
         generated / delivered, bytes and throughput per window."""
         return self._polars(self._flows())
 
+    @property
     def pairs(self) -> Any:
         """Per seed and (src, dst) pair: frames generated / delivered, bytes
         and throughput per window (with transport flows, flows.parquet has
         the flows and pairs.parquet these counters)."""
         return self._polars(self._pairs())
 
+    @property
     def queues(self) -> Any:
         """Per seed and traced port: the queue-length distribution over the
         measure window, one row per bucket of `frame_bytes`: `lower_bytes`,
@@ -173,23 +205,29 @@ class Results:
         fraction of time with a queue below the bucket's upper end)."""
         return self._polars(self._queues())
 
-    def slowdown_by_size(self) -> Any:
-        """Slowdown p50 / p95 / p99 per flow-size bucket, over every seed's
-        finished flows (empty without transport flows)."""
+    def slowdown_by_size(self, buckets: tuple[int | None, ...] = SIZE_BUCKETS) -> Any:
+        """Slowdown p50 / p95 / p99 per flow-size bucket (upper bounds in
+        bytes, None: unbounded), over every seed's flows that finished inside
+        the run: `flows` started and `finished` per bucket say how many
+        were left out (`metrics.slowdown_by_size`). Empty without transport
+        flows."""
         import polars as pl
 
         if not self.transport:
             return pl.DataFrame()
-        return slowdown_by_size(self.flows())
+        return slowdown_by_size(self.flows, buckets)
 
+    @property
     def links(self) -> Any:
         """Per seed and link direction: bytes and throughput per window, PAUSE, notifications."""
         return self._polars(self._links())
 
+    @property
     def nodes(self) -> Any:
         """Per seed and node: frames generated, delivered, dropped (CP, RLQ, NIC), deferred, notifications."""
         return self._polars(self._nodes())
 
+    @property
     def windows(self) -> Any:
         """Per seed and window: its bounds and frame counts inside it."""
         return self._polars(self._windows())
@@ -243,10 +281,16 @@ class Results:
         seed), flows, pairs, links, nodes, windows, queues or timeseries."""
         if table not in TABLES:
             raise ValueError(f"table: {table!r} is not allowed; expected one of {', '.join(TABLES)}")
-        return self.summary if table == "summary" else getattr(self, table)()
+        return self.timeseries() if table == "timeseries" else getattr(self, table)
 
     def to_pandas(self, table: str = "summary") -> Any:
-        """The same as a pandas DataFrame (through pyarrow)."""
+        """The same as a pandas DataFrame (through pyarrow). Needs pandas and
+        pyarrow (`pip install 'cnsim[pandas]'`)."""
+        try:
+            import pandas  # noqa: F401
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ImportError("to_pandas needs pandas and pyarrow: pip install 'cnsim[pandas]'") from None
         return self.to_polars(table).to_pandas()
 
     def to_xarray(self) -> Any:
@@ -295,11 +339,12 @@ class Results:
 
     def __repr__(self) -> str:
         lines = [f"<cnsim.Results {self._title()}>"]
-        width = max((len(k) for k in self.metrics), default=0)
-        for k, v in self.metrics.items():
+        width = max((len(k) for k in self.stats), default=0)
+        for k, v in self.stats.items():
             if v["mean"] is None:
                 continue
-            ci = "" if v["ci_half"] is None else f" +- {v['ci_half']:.4g} (95% CI)"
+            ci = ci_text(v)
+            ci = f"  {ci} (95% CI)" if ci.startswith(("[", "+")) else f"  ({ci})" if ci else ""
             lines.append(f"  {k:<{width}}  {v['mean']:.6g}{ci}")
         agg = {k: v for k, v in self.aggregates().items() if v is not None}
         if agg:
@@ -322,7 +367,7 @@ class Results:
             "seeds": self.seeds,
             "complete": self.complete,
             **extra,
-            "metrics": _clean(self.metrics),
+            "metrics": _clean(self.stats),
             "aggregates": self.aggregates(),
             "frames": {
                 k: sum(r.frames[k] for r in self.runs)
@@ -341,7 +386,7 @@ class Results:
         }
 
     def save(self, out: str | Path, *, report: bool = True, force: bool = False) -> Path:
-        """Writes the results layout of interface.md into directory `out`:
+        """Writes the results layout of docs/results.md into directory `out`:
         into a temporary sibling first, renamed into place at the end, so
         `out` is complete or absent. An existing results directory is
         replaced whole only with `force`; a directory holding anything else
@@ -362,7 +407,7 @@ class Results:
         (no checks, not atomic: `save` is)."""
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        _atomic_write(out / "scenario.toml", self.scenario.to_toml())
+        atomic_write(out / "scenario.toml", self.scenario.to_toml())
 
         def parquet(name: str, parts: list[tuple[int, Table]]) -> None:
             write_parquet(out / name, [t for _, t in parts], seed_column=[s for s, _ in parts])
@@ -402,7 +447,7 @@ class Results:
 
             write_report(self, out)
         # Last: a directory with summary.json has every other file.
-        _atomic_write(out / "summary.json", json.dumps(self.summary_dict(), indent=2) + "\n")
+        atomic_write(out / "summary.json", json.dumps(self.summary_dict(), indent=2) + "\n")
         return out
 
 
@@ -506,14 +551,11 @@ def _read_parquet(path: Path) -> Any:
         ) from None
 
 
-def open_results(path: str | Path) -> Any:
-    """Reopens a saved run (a directory written by `Results.save` or `cnsim
-    run --out`) as a Results, or a sweep directory as a SweepResults."""
+def read_results(path: str | Path) -> Results:
+    """A run's results directory (written by `Results.save` or `cnsim run
+    --out`) read back as the Results it was (`cnsim.open_results` also
+    opens sweep directories)."""
     out = Path(path)
-    if (out / "sweep.json").is_file():
-        from .sweeps import SweepResults
-
-        return SweepResults(out)
     if not (out / "summary.json").is_file() or not (out / "scenario.toml").is_file():
         raise ScenarioError(f"{out}: not a results directory (no summary.json and scenario.toml)")
     from .scenario import load
@@ -536,13 +578,3 @@ def _clean(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         return None
     return x
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # like any new file, not mkstemp's 0600
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)

@@ -77,7 +77,7 @@ def run_many(
 
 def _means(got: dict[Any, Results]) -> dict[Any, dict[str, Any]]:
     """Each run's metrics, by key: the mean over its seeds."""
-    return {k: {m: v["mean"] for m, v in res.metrics.items()} for k, res in got.items()}
+    return {k: {m: v["mean"] for m, v in res.stats.items()} for k, res in got.items()}
 
 
 def _rel(study: str, figure: str, pub: float, ours: float | None, tol: float) -> Row:
@@ -93,7 +93,7 @@ def _abs(study: str, figure: str, pub: float, ours: float | None, tol: float) ->
 def baseline(jobs: int | None, progress: bool) -> list[Row]:
     """Reference 1: baseline, BCN, 25 seeds (Cisco)."""
     res = run(load("baseline", scheme="bcn"), jobs=jobs, progress=progress)
-    m = res.metrics
+    m = res.stats
     s = "baseline"
     rows = [
         _with_ci(_abs(s, "jain, mean over 25 seeds", 0.977, m["jain"]["mean"], 0.02), m["jain"]),

@@ -158,10 +158,14 @@ impl FluidResult {
     }
 }
 
-/// Integrates the model over `cfg.duration_ps`.
-pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
-    let s = &cfg.scheme;
-    let law = match s.name.as_str() {
+/// Whether scheme `s` (as a config names it) has a fluid model here.
+pub fn has_model(s: &SchemeConfig) -> bool {
+    law_of(s).is_ok()
+}
+
+/// The rate law of scheme `s`, or why it has none.
+fn law_of(s: &SchemeConfig) -> Result<Law, ConfigError> {
+    Ok(match s.name.as_str() {
         "nocm" => Law::Nocm,
         "bcn" => {
             let b = Bcn::from_config(s)?;
@@ -181,7 +185,12 @@ pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
             Law::Qcn(q)
         }
         other => return err(format!("fluid: scheme '{other}' has no fluid model here")),
-    };
+    })
+}
+
+/// Integrates the model over `cfg.duration_ps`.
+pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
+    let law = law_of(&cfg.scheme)?;
     let positive = |v: f64| v > 0.0 && v.is_finite();
     if !positive(cfg.capacity_bps) || !positive(cfg.buffer_bytes) || !positive(cfg.frame_bytes) {
         return err("fluid: capacity_bps, buffer_bytes and frame_bytes must be > 0");

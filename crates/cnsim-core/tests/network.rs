@@ -4,6 +4,7 @@
 use cnsim_core::bench::star_config;
 use cnsim_core::config::*;
 use cnsim_core::engine::{PS_PER_MS, PS_PER_US};
+use cnsim_core::net::pause::headroom_bytes;
 use cnsim_core::{RunResult, Sim};
 
 fn station(name: &str, load: f64, dest: DestConfig) -> StationConfig {
@@ -149,27 +150,18 @@ fn baseline_nocm_saturates_the_downlink_and_drops_at_the_cp() {
     assert!((r.window_gbps(up.bytes[1], 1) - 4.9).abs() < 0.1);
 }
 
-/// Bytes that can still reach a queue after it decides to pause one ingress
-/// port: the frame the PAUSE waits behind on the reverse link, the PAUSE
-/// itself, the wire both ways, the frame the upstream is sending when the
-/// PAUSE lands, and the receiving bridge's latency pipeline, all at line rate.
-fn headroom_per_port(rate_bps: u64, delay_ps: u64, latency_ps: u64, frame: u64, ctrl: u64) -> u64 {
-    let bytes_in = |ps: u64| (rate_bps as u128 * ps as u128 / 8 / 1_000_000_000_000) as u64;
-    frame + ctrl + bytes_in(2 * delay_ps + latency_ps) + frame + frame
-}
-
 #[test]
 fn pause_with_enough_headroom_is_lossless_and_keeps_the_downlink_busy() {
     let mut cfg = baseline(true);
-    let per_port = headroom_per_port(10_000_000_000, PS_PER_US / 2, PS_PER_US, 1500, 64);
     // The CP queue can be fed by 4 ingress ports.
-    cfg.pause.xoff_bytes = 150_000 - 4 * per_port;
+    let headroom = headroom_bytes(10_000_000_000, PS_PER_US / 2, PS_PER_US, 1500, 64, 4);
+    cfg.pause.xoff_bytes = 150_000 - headroom;
     cfg.pause.xon_bytes = cfg.pause.xoff_bytes - 10_000;
     let r = run(&cfg, 3);
     assert_eq!(
         r.frames.dropped_cp, 0,
-        "lossless: xoff {} leaves {} B per port",
-        cfg.pause.xoff_bytes, per_port
+        "lossless: xoff {} leaves {} B of headroom",
+        cfg.pause.xoff_bytes, headroom
     );
     let down = r.link("B0->D").unwrap();
     assert!(

@@ -49,7 +49,25 @@ fn read_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<SimConfig>
         return SimConfig::from_json(text.to_str()?).map_err(|e| config_error(py, e));
     }
     let mut de = pythonize::Depythonizer::from_object(config);
-    serde_path_to_error::deserialize(&mut de).map_err(|e| config_error(py, ConfigError::at("", e)))
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let mut e = ConfigError::at("", e);
+        // The scheme's parameters are flattened into `scheme`: name them by
+        // the table the user wrote (`timely.hai_after`, not `scheme.hai_after`).
+        if let Some(key) = e.path.strip_prefix("scheme.") {
+            let table = config
+                .get_item("scheme")
+                .ok()
+                .and_then(|s| s.get_item("table").or_else(|_| s.get_item("name")).ok())
+                .and_then(|t| t.extract::<String>().ok());
+            if let Some(table) = table {
+                e.path = format!("{table}.{key}");
+            }
+        }
+        if e.message.contains("as u128") {
+            e.message = "the value is too large (at most 18446744073709551615)".into();
+        }
+        config_error(py, e)
+    })
 }
 
 /// Where each series lies in one buffer: (series, key, offset, length).
@@ -393,7 +411,25 @@ fn check_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<()> {
 /// scheme name with its table. `cnsim.schemes` builds its tables from it.
 #[pyfunction]
 fn scheme_declarations() -> String {
-    cnsim_core::scheme::params::declarations().to_string()
+    let mut d = cnsim_core::scheme::params::declarations();
+    // Each scheme also says whether the fluid model integrates it.
+    if let Some(schemes) = d["schemes"].as_array_mut() {
+        for s in schemes {
+            let scheme = cnsim_core::config::SchemeConfig {
+                name: s["engine"].as_str().unwrap_or_default().to_string(),
+                table: s["table"].as_str().map(str::to_string),
+                params: s["sets"].as_object().cloned().unwrap_or_default(),
+            };
+            s["fluid"] = cnsim_core::fluid::has_model(&scheme).into();
+        }
+    }
+    d.to_string()
+}
+
+/// PAUSE headroom above XOFF in bytes (`cnsim_core::net::pause::headroom_bytes`).
+#[pyfunction]
+fn pause_headroom_bytes(rate_bps: u64, delay_ps: u64, latency_ps: u64, frame_bytes: u64, control_bytes: u64, ingress_ports: u64) -> u64 {
+    cnsim_core::net::pause::headroom_bytes(rate_bps, delay_ps, latency_ps, frame_bytes, control_bytes, ingress_ports)
 }
 
 #[pyfunction]
@@ -413,5 +449,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scheme_declarations, m)?)?;
     m.add_function(wrap_pyfunction!(write_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(write_timeseries, m)?)?;
+    m.add_function(wrap_pyfunction!(pause_headroom_bytes, m)?)?;
     Ok(())
 }

@@ -1,5 +1,5 @@
 """Reports: a run's plots and report.html, a sweep's, and the same again
-from a saved results directory. Figures are matplotlib `Figure` objects
+from a saved results directory (cnsim.reopen). Figures are matplotlib `Figure` objects
 (report.figures, no pyplot); HTML comes from one jinja2 template
 (report.html)."""
 
@@ -8,10 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..outdir import atomic_write
 from . import figures
 from .html import run_html, sweep_html
 
-__all__ = ["write_report", "write_sweep_report", "rebuild_report"]
+__all__ = ["write_report", "write_sweep_report"]
 
 #: A run's figures: file name -> the function that draws it (None: not applicable).
 RUN_FIGURES = {
@@ -27,12 +28,6 @@ RUN_FIGURES = {
 }
 
 
-def _atomic_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
 def write_report(res: Any, out: Path) -> Path:
     """The plots of `res` (PNG) and its report.html, into `out`."""
     out = Path(out)
@@ -45,21 +40,8 @@ def write_report(res: Any, out: Path) -> Path:
         fig.savefig(out / name, dpi=110)
         images.append(name)
     path = out / "report.html"
-    _atomic_text(path, run_html(res, images))
+    atomic_write(path, run_html(res, images))
     return path
-
-
-def rebuild_report(out: Path) -> Path:
-    """Writes report.html and its plots again from a results directory's files."""
-    from ..errors import ScenarioError
-    from ..results import open_results
-
-    need = [n for n in ("scenario.toml", "summary.json", "runs.parquet") if not (Path(out) / n).is_file()]
-    if need:
-        raise ScenarioError(
-            f"report: {out} is neither a sweep (no sweep.json) nor a run's results (no {', '.join(need)})"
-        )
-    return write_report(open_results(out), out)
 
 
 def write_sweep_report(out: Path, meta: dict[str, Any], frame: Any) -> Path:
@@ -88,7 +70,7 @@ def write_sweep_report(out: Path, meta: dict[str, Any], frame: Any) -> Path:
     const_values = [(m, frame[m].drop_nulls()[0]) for m in constant] if len(frame) else []
     fct = _fct_study(out, meta, frame)
     path = out / "report.html"
-    _atomic_text(path, sweep_html(meta, frame, out, images, const_values, fct))
+    atomic_write(path, sweep_html(meta, frame, out, images, const_values, fct))
     return path
 
 

@@ -4,24 +4,19 @@ threads. A caller saves one with `fig.savefig(path)` or shows it."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..metrics import bounds, describe
 from ..schemes import qeq_bytes
 
 _SMOOTH_MS = 1.0  # throughput curves are averaged over 1 ms for legibility
 
 
-def _ci_half(std: float | None, n: int) -> float:
-    """Half-width of the 95% confidence interval of a mean of `n` values."""
-    if std is None or n < 2 or (isinstance(std, float) and math.isnan(std)):
-        return 0.0
-    from ..metrics import t_quantile
-
-    return t_quantile(0.95, n - 1) * std / math.sqrt(n)
+def _or_nan(v: float | None) -> float:
+    return np.nan if v is None else v
 
 
 def _series(res: Any, name: str, seed_index: int = 0) -> tuple[float, list[tuple[str, np.ndarray]]]:
@@ -160,7 +155,7 @@ def window_fig(res: Any) -> Any | None:
 def queue_cdf_fig(res: Any) -> Any | None:
     """The traced ports' queue-length distribution over the measure window
     (first seed): the fraction of time the queue was below each length."""
-    q = res.queues()
+    q = res.queues
     if not len(q):
         return None
     first = q.filter(q["seed"] == res.runs[0].seed)
@@ -190,7 +185,7 @@ def slowdown_fig(res: Any) -> Any | None:
     (log-log), and the p50 / p95 / p99 of each size bucket."""
     if not getattr(res, "transport", False):
         return None
-    flows = res.flows()
+    flows = res.flows
     f = flows.filter(flows["slowdown"].is_not_null())
     if len(f) == 0:
         return None
@@ -198,9 +193,9 @@ def slowdown_fig(res: Any) -> Any | None:
     ax = fig.subplots()
     ax.scatter(f["size_bytes"].to_numpy(), f["slowdown"].to_numpy(), s=4, alpha=0.35, label="flows")
     by_size = res.slowdown_by_size()
-    b = by_size.filter(by_size["flows"] > 0)
+    b = by_size.filter(by_size["finished"] > 0)
     lower = b["lower_bytes"].to_numpy()
-    upper = np.minimum(b["upper_bytes"].to_numpy(), float(f["size_bytes"].max()))
+    upper = np.minimum(b["upper_bytes"].fill_null(2**62).to_numpy(), int(f["size_bytes"].max()))
     mid = np.sqrt(np.maximum(lower, 1.0) * upper)
     for q, style in (("slowdown_p50", "o-"), ("slowdown_p95", "s--"), ("slowdown_p99", "^:")):
         ax.plot(mid, b[q].to_numpy(), style, lw=1.5, label=q.replace("slowdown_", ""))
@@ -228,7 +223,7 @@ def paused_fig(res: Any) -> Any | None:
 
 
 def fairness_fig(res: Any) -> Any | None:
-    if "jain" not in res.metrics or len(res.runs) < 2:
+    if "jain" not in res.stats or len(res.runs) < 2:
         return None
     fig = Figure(figsize=(9, 3.4))
     ax = fig.subplots()
@@ -311,8 +306,8 @@ def sweep_slowdown_figure(curves: dict[Any, dict[Any, Any]], row_key: str, col_k
     axes = fig.subplots(1, max(len(cols), 1), squeeze=False)[0]
     for ax, c in zip(axes, cols, strict=False):
         for r, b in curves[c].items():
-            b = b.filter(b["flows"] > 0)
-            upper = np.minimum(b["upper_bytes"].to_numpy(), 3e7)
+            b = b.filter(b["finished"] > 0)
+            upper = np.minimum(b["upper_bytes"].fill_null(30_000_000).to_numpy(), 30_000_000)
             lower = np.maximum(b["lower_bytes"].to_numpy(), 1.0)
             ax.plot(np.sqrt(lower * upper), b["slowdown_p99"].to_numpy(), "o-", lw=1.3, label=f"{_label(r)}")
         ax.set_xscale("log")
@@ -347,12 +342,8 @@ def sweep_figure(frame: Any, metric: str, key: str, grid: dict[str, list[Any]]) 
         sub = frame
         for k, v in zip(others, combo, strict=True):
             sub = sub.filter(pl.col(k) == v) if v is not None else sub.filter(pl.col(k).is_null())
-        agg = sub.group_by(key, maintain_order=True).agg(
-            pl.col(metric).mean().alias("mean"),
-            pl.col(metric).std().alias("std"),
-            pl.col(metric).drop_nulls().len().alias("n"),
-        )
-        by = {r[key]: r for r in agg.iter_rows(named=True)}
+        values = sub.group_by(key, maintain_order=True).agg(pl.col(metric))
+        by = {r[key]: describe(r[metric], bounds=bounds(metric)) for r in values.iter_rows(named=True)}
         order = (
             sorted(by, key=float) if numeric else [x for x in xs if x in by] + [x for x in by if x not in xs]
         )
@@ -362,15 +353,16 @@ def sweep_figure(frame: Any, metric: str, key: str, grid: dict[str, list[Any]]) 
             else [xs.index(x) if x in xs else i for i, x in enumerate(order)]
         )
         mean = np.array([np.nan if by[x]["mean"] is None else by[x]["mean"] for x in order], dtype=float)
-        half = np.array([_ci_half(by[x]["std"], by[x]["n"]) for x in order], dtype=float)
-        lo, hi = mean - half, mean + half
+        # No band where there is no interval (fewer than 3 seeds).
+        lo = np.array([_or_nan(by[x]["ci_low"]) for x in order], dtype=float)
+        hi = np.array([_or_nan(by[x]["ci_high"]) for x in order], dtype=float)
         label = ", ".join(f"{k}={_label(v)}" for k, v in zip(others, combo, strict=True)) or None
         if numeric:
             (line,) = ax.plot(pos, mean, marker="o", ms=3, lw=1.2, label=label)
             ax.fill_between(pos, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
         else:  # categories: a mean marker with a 95% CI bar, groups side by side
             shift = (combos.index(combo) - (len(combos) - 1) / 2) * 0.08
-            err = np.vstack([mean - lo, hi - mean])
+            err = np.nan_to_num(np.vstack([mean - lo, hi - mean]))  # no bar without an interval
             ax.errorbar(np.array(pos) + shift, mean, yerr=err, fmt="o", ms=4, capsize=3, label=label)
     if numeric:
         vals = [float(x) for x in xs]

@@ -25,6 +25,12 @@ def _num(v: Any) -> str:
     return str(v)
 
 
+def _ci(stats: dict[str, Any]) -> str:
+    from ..metrics import ci_text
+
+    return ci_text(stats, _num)
+
+
 @cache
 def _env() -> Any:
     from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
@@ -37,6 +43,7 @@ def _env() -> Any:
         lstrip_blocks=False,
     )
     env.filters["num"] = _num
+    env.filters["ci"] = _ci
     return env
 
 
@@ -53,7 +60,7 @@ def run_html(res: Any, images: list[str]) -> str:
     import polars as pl
 
     sc = res.scenario
-    links = res.links()
+    links = res.links
     first = res.seeds[0]
     measure = res.runs[0].window_names[0]
     paused = (
@@ -74,7 +81,7 @@ def run_html(res: Any, images: list[str]) -> str:
         description=sc.model.description,
         seeds=res.seeds,
         engine=res.engine(),
-        metrics=res.metrics,
+        metrics=res.stats,
         aggregates=_aggregates(res),
         paused_links=paused.head(64).to_dicts(),
         more_links=max(0, len(paused) - 64),
@@ -153,7 +160,7 @@ def results_html(res: Any) -> str:
         pause=sc.pause,
         description=sc.model.description,
         seeds=res.seeds,
-        metrics=res.metrics,
+        metrics=res.stats,
         aggregates=_aggregates(res),
         tables=tables,
         toml=sc.to_toml(comments=False),

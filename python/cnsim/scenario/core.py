@@ -13,12 +13,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import ScenarioError
-from ..schemes import SCHEMES
+from ..schemes import SCHEMES, TABLES
 from ..topologies import expand as expand_topology
 from ..topologies import routing_for
 from .messages import one_line
 from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, MIN_GBPS, HotspotDest, Node, ScenarioModel
 from .overrides import _fit_windows, _seeds_value, _table, set_dotted
+from .resolve import resolve
+from .show import commented_toml
 
 
 def _num(v: float) -> str:
@@ -109,13 +111,24 @@ class Scenario:
         """A copy with `scheme`, `pause`, `seeds` (a count or seeds) and dotted
         parameters changed, e.g.
         `sc.replace(scheme="qcn2pt", seeds=range(10), **{"hotspot.rate_gbps": 0.5})`.
-        Changing `duration_ms` clips the measurement windows to the new run."""
+        Changing `duration_ms` clips the measurement windows to the new run.
+        A parameter of a scheme that does not run (`hpcc.eta` while dcqcn
+        runs) is refused: it would be ignored."""
+        return self._replace(changes)
+
+    def _replace(self, changes: dict[str, Any], schemes: Iterable[str] = (), label: str = "") -> Scenario:
+        """`replace`; a scheme parameter may also belong to one of `schemes`
+        (a sweep whose grid sweeps the scheme)."""
+        changes = dict(changes)
         raw = copy.deepcopy(self.raw)
         scheme = changes.pop("scheme", None)
         pause = changes.pop("pause", None)
         seeds = changes.pop("seeds", None)
         for key, value in changes.items():
             set_dotted(raw, key, value)
+        running = scheme if scheme is not None else raw.get("scheme")
+        if isinstance(running, str) and running in SCHEMES:  # else the model names what is wrong
+            check_scheme_keys(changes, running, schemes, label)
         if "duration_ms" in changes:
             _fit_windows(raw)
         return Scenario(raw, scheme=scheme, pause=pause, seeds=seeds, source=self.source)
@@ -147,9 +160,7 @@ class Scenario:
             import tomli_w
 
             return tomli_w.dumps(self.resolved_raw())
-        from .show import _commented_toml
-
-        return _commented_toml(self.resolved_raw(), self)
+        return commented_toml(self.resolved_raw(), self)
 
     # ------------------------------------------------------------ checks
     def _check(self) -> None:
@@ -370,8 +381,6 @@ class Scenario:
     # ------------------------------------------------------------ engine
     def engine_config(self) -> dict[str, Any]:
         """The engine config (docs/engine-interface.md) of this scenario."""
-        from .resolve import resolve
-
         return resolve(self)
 
     def paths(self, flows: Iterable[tuple[str, str]], seed: int | None = None) -> list[list[str]]:
@@ -407,6 +416,28 @@ class Scenario:
                 raise ScenarioError(str(e), param=getattr(e, "path", None) or None) from None
             self._engine_config = cfg
         return self._engine_config
+
+
+def check_scheme_keys(keys: Iterable[str], scheme: str, schemes: Iterable[str] = (), label: str = "") -> None:
+    """Refuses a changed parameter of a scheme's table (`hpcc.eta`) that the
+    running `scheme` (nor any of `schemes`, those a sweep's grid runs) does
+    not read: it would be accepted and silently ignored."""
+    running = list(dict.fromkeys([scheme, *schemes]))
+    read = {SCHEMES[s][0] for s in running if s in SCHEMES}
+    for key in keys:
+        table = key.partition(".")[0]
+        if table in TABLES and table not in read:
+            users = [n for n, (t, _) in SCHEMES.items() if t == table]
+            runs = " / ".join(running)
+            choose = (
+                f"--scheme {users[0]}, or sweep it: --grid scheme={','.join(running)},{users[0]}"
+                if label
+                else f"scheme={users[0]!r}"
+            )
+            raise ScenarioError(
+                f"{label}{key}: a parameter of {', '.join(users)}, but the scheme that runs is {runs}, "
+                f"so it would be ignored; choose that scheme too ({choose})"
+            )
 
 
 def _port(name: str, where: str, adj: dict[str, list[str]]) -> None:

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ScenarioError
-from .core import Scenario
+from ..schemes import SCHEMES
+from .core import Scenario, check_scheme_keys
 from .overrides import _fit_windows, parse_value, set_dotted
 
 
@@ -55,8 +56,10 @@ def _scenario_text(name: str) -> tuple[str, str]:
     )
 
 
-def apply_sets(sc: Scenario, sets: Iterable[str]) -> Scenario:
-    """Applies `KEY=VALUE` overrides (CLI `--set`), values as TOML literals."""
+def apply_sets(sc: Scenario, sets: Iterable[str], schemes: Iterable[str] = ()) -> Scenario:
+    """Applies `KEY=VALUE` overrides (CLI `--set`), values as TOML literals. A
+    parameter of a scheme that does not run is refused, unless it belongs to
+    one of `schemes` (a sweep's grid of schemes)."""
     changes: dict[str, Any] = {}
     for s in sets:
         key, sep, val = s.partition("=")
@@ -69,6 +72,9 @@ def apply_sets(sc: Scenario, sets: Iterable[str]) -> Scenario:
     try:
         for key, value in changes.items():
             set_dotted(raw, key, value)
+        running = raw.get("scheme")
+        if isinstance(running, str) and running in SCHEMES:  # else the model names what is wrong
+            check_scheme_keys(changes, running, schemes, "--set ")
         if "duration_ms" in changes:
             _fit_windows(raw)
         return Scenario(raw, source=sc.source)

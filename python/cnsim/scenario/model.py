@@ -452,7 +452,7 @@ class Workload(_Model):
     ack_every: int = Field(1, ge=1, le=65535, description="the receiver acknowledges every N frames in order")
     rto_us: float = Field(
         4000.0,
-        gt=0,
+        ge=1e-6,  # 1 ps: less rounds to the 0 the engine refuses
         le=MAX_US,
         description="retransmission timeout: go back N when nothing was acknowledged for this long (RDMA NICs: '4.096 us x 2^k', milliseconds)",
     )

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import itertools
 import tomllib
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import ScenarioError
+from ..errors import ScenarioError, ScenarioWarning
 from .model import MAX_SEEDS, ScenarioModel
 
 
@@ -87,22 +88,53 @@ def _seeds_value(seeds: int | Iterable[int]) -> int | list[int]:
 
 
 def _fit_windows(raw: dict[str, Any]) -> None:
-    """After a duration change: clip windows to the run, drop those past its end."""
+    """After a duration change: clip windows to the run, drop those past its
+    end; warns (ScenarioWarning, one line) for each window clipped or
+    dropped and the metrics that go with it, which would otherwise vanish
+    silently (`res.metric("jain")` then has no value)."""
     dur = raw.get("duration_ms")
     if not isinstance(dur, int | float) or dur <= 0:
         return
+    notes: list[str] = []
     m = raw.get("measure") or {}
     if isinstance(m.get("end_ms"), int | float) and m["end_ms"] > dur:
+        notes.append(
+            f"measure [{_ms(m.get('start_ms', 0))}, {_ms(m['end_ms'])}] clipped to end at {_ms(dur)}"
+        )
         m["end_ms"] = dur
     if isinstance(m.get("start_ms"), int | float) and m["start_ms"] >= dur:
+        notes.append(f"measure starts at {_ms(m['start_ms'])}, after the run: it starts at 0")
         m["start_ms"] = 0.0
     for name, w in list((raw.get("windows") or {}).items()):
         if not isinstance(w, dict):
             continue
         if w.get("start_ms", 0) >= dur:
             del raw["windows"][name]
+            lost = ""
             for section in ("fairness", "utilization"):
                 if (raw.get(section) or {}).get("window", section) == name:
                     raw.pop(section, None)
+                    lost += f" with [{section}] and its metrics ({_LOST[section]})"
+            notes.append(f"window {name} starts at {_ms(w.get('start_ms', 0))}, after the run: dropped{lost}")
         elif w.get("end_ms", 0) > dur:
+            notes.append(
+                f"window {name} [{_ms(w.get('start_ms', 0))}, {_ms(w['end_ms'])}] clipped to end at {_ms(dur)}"
+            )
             w["end_ms"] = dur
+    h = raw.get("hotspot")
+    if isinstance(h, dict) and isinstance(h.get("start_ms"), int | float) and h["start_ms"] >= dur:
+        notes.append(f"the hotspot starts at {_ms(h['start_ms'])}, after the run: no bottleneck_utilization")
+    elif isinstance(h, dict) and isinstance(h.get("end_ms"), int | float) and h["end_ms"] > dur:
+        notes.append(
+            f"the hotspot window [{_ms(h.get('start_ms', 0))}, {_ms(h['end_ms'])}] clipped to end at {_ms(dur)}"
+        )
+    if notes:
+        warnings.warn(f"duration_ms = {_ms(dur)}: " + "; ".join(notes), ScenarioWarning, stacklevel=4)
+
+
+#: What a section dropped with its window takes along.
+_LOST = {"fairness": "jain, dev_max, dev_min, dev_mean, dev_rms", "utilization": "link_utilization"}
+
+
+def _ms(v: Any) -> str:
+    return f"{v:g} ms" if isinstance(v, int | float) else str(v)

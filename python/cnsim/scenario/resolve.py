@@ -10,7 +10,6 @@ from ..errors import ScenarioError
 from ..schemes import engine_scheme
 from ..topologies import routing_for
 from ..workloads import transport as flows_transport
-from .core import Scenario
 from .model import PER_FLOW_AUTO_STATIONS, PS_PER_MS, PS_PER_US, HotspotDest
 
 
@@ -45,9 +44,29 @@ def per_flow(m: Any) -> bool:
     return bool(m.stats.per_flow)
 
 
-def resolve(scenario: Scenario, scheme: str | None = None, pause: bool | None = None) -> dict[str, Any]:
-    """The engine config (docs/engine-interface.md) of `scenario`, optionally
-    with another scheme or PAUSE setting: integer picoseconds, bit/s, bytes."""
+def pause_headroom_bytes(m: Any, ingress_ports: int) -> int:
+    """Bytes a bridge buffer needs above XOFF so that PAUSE loses no data
+    frame, for a queue fed by `ingress_ports` ports over the scenario's
+    default links and bridge latency (`m`: a ScenarioModel): the engine's
+    formula (`_core.pause_headroom_bytes`, docs/schemes.md "PAUSE")."""
+    from .. import _core
+
+    d = m.defaults
+    return _core.pause_headroom_bytes(
+        _bps(d.link_rate_gbps),
+        round(d.link_delay_us * PS_PER_US),
+        round(m.bridge.latency_us * PS_PER_US),
+        d.frame_bytes,
+        d.control_frame_bytes,
+        ingress_ports,
+    )
+
+
+def resolve(scenario: Any, scheme: str | None = None, pause: bool | None = None) -> dict[str, Any]:
+    """The engine config (docs/engine-interface.md) of `scenario` (a
+    validated cnsim.Scenario), optionally with another scheme or PAUSE
+    setting: integer picoseconds, bit/s, bytes. A free function below the
+    Scenario (which it never imports): `Scenario.engine_config()` calls it."""
     if scheme is not None or pause is not None:
         scenario = scenario.replace(
             **{k: v for k, v in (("scheme", scheme), ("pause", pause)) if v is not None}

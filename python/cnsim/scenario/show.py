@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import inspect
 import tomllib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..docs import unit_of
 from ..schemes import RULES, SCHEMES
 from .messages import _field_name, _is_model, _unwrap
 from .model import ScenarioModel
 from .toml_text import _toml_key, _toml_value
-
-if TYPE_CHECKING:
-    from .core import Scenario
 
 
 def _described(cls: Any, key: str) -> str:
@@ -52,7 +49,10 @@ def _emit_table(lines: list[str], header: str, table: dict[str, Any], cls: Any) 
                 lines.append(f"{'# ' + key + ' = (not set)':<40} # {f.description or ''}")
 
 
-def _commented_toml(d: dict[str, Any], sc: Scenario) -> str:
+def commented_toml(d: dict[str, Any], sc: Any) -> str:
+    """`d` (a scenario's resolved parameters) as TOML with every parameter's
+    unit and meaning; `sc`: the cnsim.Scenario it came from (its name and
+    scheme). Below the Scenario: `Scenario.to_toml()` calls it."""
     lines = [
         f"# Scenario {sc.name!r}, resolved: every parameter with its value; units in the",
         "# names and comments (docs/scenario-format.md). Re-run it with `cnsim run FILE`.",

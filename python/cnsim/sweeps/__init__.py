@@ -13,7 +13,7 @@ with one row per point and seed.
 from __future__ import annotations
 
 from .grid import RUN_CHOICES, Point, build_points, parse_grid
-from .run import SweepOutcome, run_sweep, sweep
+from .run import SweepOutcome, sweep
 from .store import (
     POINT_JSON,
     SWEEP_JSON,
@@ -38,7 +38,6 @@ __all__ = [
     "load_sweep",
     "parse_grid",
     "read_meta",
-    "run_sweep",
     "sweep",
     "sweep_frame",
 ]

@@ -113,7 +113,7 @@ def _literal(v: Any) -> str:
     return json.dumps(v, separators=(",", ":"), sort_keys=True)
 
 
-def _apply(base: Scenario, values: dict[str, Any], label: str) -> Scenario:
+def _apply(base: Scenario, values: dict[str, Any], label: str, schemes: list[Any]) -> Scenario:
     """`base` with the point's values, every error naming the grid key."""
     for key in values:
         if key == "seeds":
@@ -123,7 +123,7 @@ def _apply(base: Scenario, values: dict[str, Any], label: str) -> Scenario:
             f"{label} pause: {_literal(values['pause'])} is not allowed; expected true or false"
         )
     try:
-        sc = base.replace(**values)
+        sc = base._replace(values, schemes=[s for s in schemes if isinstance(s, str)])
         sc.engine_config_checked()  # resolving can still find a bad value
         return sc
     except ScenarioError as e:
@@ -150,7 +150,7 @@ def build_points(base: Scenario, grid: Mapping[str, Any] | None, label: str = "-
     points = []
     for i, combo in enumerate(combos):
         values = dict(zip(g, combo, strict=True))
-        sc = _apply(base, values, label)
+        sc = _apply(base, values, label, g.get("scheme", []))
         check_run_memory(sc, f"point {_point_id(i, width, values)}")
         points.append(Point(i, _point_id(i, width, values), values, sc, sc.engine_config_checked()))
     return points

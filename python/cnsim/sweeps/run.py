@@ -10,13 +10,13 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import polars as pl
 
 from ..engine import SeedRun
 from ..errors import ScenarioError
-from ..executor import ProgressBar, Unit, backend, execute, show_progress
+from ..executor import ProgressBar, Unit, backend, check_backend, execute, show_progress
 from ..scenario import Scenario, load
 from .grid import Point, _normalize_grid, build_points
 from .store import _frame, _meta, _rows, _SweepDir
@@ -35,6 +35,44 @@ class SweepOutcome:
     skipped: int
 
 
+@overload
+def sweep(
+    scenario: Scenario | str | Path,
+    grid: Mapping[str, Any] | None = ...,
+    *,
+    seeds: int | Iterable[int] | None = ...,
+    backend: str = ...,
+    out: str | Path | None = ...,
+    jobs: int | None = ...,
+    address: str | None = ...,
+    client: Any | None = ...,
+    force: bool = ...,
+    report: bool = ...,
+    progress: bool | None = ...,
+    outcome: Literal[False] = ...,
+    label: str = ...,
+) -> pl.DataFrame: ...
+
+
+@overload
+def sweep(
+    scenario: Scenario | str | Path,
+    grid: Mapping[str, Any] | None = ...,
+    *,
+    seeds: int | Iterable[int] | None = ...,
+    backend: str = ...,
+    out: str | Path | None = ...,
+    jobs: int | None = ...,
+    address: str | None = ...,
+    client: Any | None = ...,
+    force: bool = ...,
+    report: bool = ...,
+    progress: bool | None = ...,
+    outcome: Literal[True],
+    label: str = ...,
+) -> SweepOutcome: ...
+
+
 def sweep(
     scenario: Scenario | str | Path,
     grid: Mapping[str, Any] | None = None,
@@ -48,60 +86,27 @@ def sweep(
     force: bool = False,
     report: bool = True,
     progress: bool | None = None,
-) -> pl.DataFrame:
+    outcome: bool = False,
+    label: str = "grid",
+) -> pl.DataFrame | SweepOutcome:
     """Runs `scenario` (a Scenario, a built-in name or a TOML path) at every
     point of `grid` ({dotted name, "scheme" or "pause": values}) for each of
     `seeds` (a count or a list; default the scenario's), and returns a polars
     DataFrame with one row per point and seed: `point`, each grid key, `seed`
-    and every metric.
+    and every metric; with `outcome=True` a SweepOutcome instead (the table,
+    and how many points ran and were skipped: what `cnsim sweep` prints).
 
     `out`: the sweep directory (one results directory per point, sweep.json,
     sweep.parquet, report.html); rerunning with the same `out` skips finished
     points, and a different sweep there is refused unless `force`. Without
     `out` nothing is kept on disk. `backend`: "local" (`jobs` threads,
     default all cores) or "dask" (`client`, a scheduler `address`, or a
-    LocalCluster of `jobs` workers)."""
-    return run_sweep(
-        scenario,
-        grid,
-        seeds=seeds,
-        backend=backend,
-        out=out,
-        jobs=jobs,
-        address=address,
-        client=client,
-        force=force,
-        report=report,
-        progress=progress,
-        label="grid",
-    ).frame
-
-
-def run_sweep(
-    scenario: Scenario | str | Path,
-    grid: Mapping[str, Any] | None = None,
-    *,
-    seeds: int | Iterable[int] | None = None,
-    backend: str = "local",
-    out: str | Path | None = None,
-    jobs: int | None = None,
-    address: str | None = None,
-    client: Any | None = None,
-    force: bool = False,
-    report: bool = True,
-    progress: bool | None = None,
-    label: str = "--grid",
-) -> SweepOutcome:
-    """`sweep` returning a SweepOutcome (what the CLI prints)."""
+    LocalCluster of `jobs` workers). `label` names the grid in errors
+    (`--grid` on the command line)."""
     base = scenario if isinstance(scenario, Scenario) else load(scenario)
     if seeds is not None:
         base = base.replace(seeds=seeds)
-    if backend not in ("local", "dask"):
-        raise ScenarioError(f"--backend: {backend!r} is not allowed; allowed: local, dask")
-    if backend == "local" and (address is not None or client is not None):
-        raise ScenarioError("--address: a Dask scheduler needs --backend dask")
-    if jobs is not None and jobs < 1:
-        raise ScenarioError(f"--jobs: {jobs} is not allowed; expected an integer >= 1")
+    backend = check_backend(backend, jobs, address, client)
     points = build_points(base, grid, label)
     g = _normalize_grid(grid, label)
     if out is None:
@@ -110,8 +115,9 @@ def run_sweep(
                 Path(tmp), base, points, g, backend, jobs, address, client, force, False, progress
             )
             res.out = None
-            return res
-    return _sweep_in(Path(out), base, points, g, backend, jobs, address, client, force, report, progress)
+    else:
+        res = _sweep_in(Path(out), base, points, g, backend, jobs, address, client, force, report, progress)
+    return res if outcome else res.frame
 
 
 def _sweep_in(

@@ -10,15 +10,17 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+from filelock import FileLock
 
 from ..engine import SeedRun
 from ..errors import ScenarioError
+from ..outdir import atomic_write, lock
+from ..results import Results, read_results
 from ..scenario import Scenario
 from .grid import Point, _literal
 
@@ -118,7 +120,7 @@ class _SweepDir:
     def __init__(self, out: Path, meta: dict[str, Any], force: bool, label_out: str = "--out") -> None:
         self.out = out
         self.meta = meta
-        self._lock_fd: int | None = None
+        self._lock: FileLock | None = None
         if out.exists() and not out.is_dir():
             raise ScenarioError(f"{label_out} {out}: exists and is not a directory")
         existing = out.is_dir() and any(p.name != _LOCK for p in out.iterdir())
@@ -129,7 +131,7 @@ class _SweepDir:
             )
         self.created = not out.exists()
         out.mkdir(parents=True, exist_ok=True)
-        self._lock(label_out)
+        self._lock = lock(out / _LOCK, f"{label_out} {out}: another cnsim sweep is running in this directory")
         try:
             if existing:
                 try:
@@ -149,32 +151,15 @@ class _SweepDir:
                     existing = False
             self._clean_tmp()
             if not existing:
-                _atomic_text(out / SWEEP_JSON, json.dumps(meta, indent=2) + "\n")
+                atomic_write(out / SWEEP_JSON, json.dumps(meta, indent=2) + "\n")
         except BaseException:
             self.close()
             raise
 
-    def _lock(self, label_out: str) -> None:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX: no lock
-            return
-        fd = os.open(self.out / _LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise ScenarioError(
-                f"{label_out} {self.out}: another cnsim sweep is running in this directory"
-            ) from None
-        except OSError:  # a filesystem without locks: go on unlocked
-            pass
-        self._lock_fd = fd
-
     def close(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def _discard(self, old: dict[str, Any]) -> None:
         """--force: removes what the previous sweep wrote (nothing else)."""
@@ -204,8 +189,6 @@ class _SweepDir:
     def write_point(self, point: Point, runs: list[SeedRun], report: bool) -> dict[str, Any]:
         """Saves a finished point into a temporary directory, then renames it
         into place: a point directory is complete or absent."""
-        from ..results import Results
-
         res = Results(point.scenario, sorted(runs, key=lambda r: r.seed))
         tmp = self.out / f"{_TMP_PREFIX}{point.id}-{uuid.uuid4().hex[:8]}"
         try:
@@ -216,7 +199,7 @@ class _SweepDir:
                 "values": _jsonable(point.values),
                 "seeds": res.seeds,
             }
-            _atomic_text(tmp / POINT_JSON, json.dumps(info, indent=2) + "\n")
+            atomic_write(tmp / POINT_JSON, json.dumps(info, indent=2) + "\n")
             final = self.out / point.id
             if final.exists() and _read_summary(final) is None:
                 shutil.rmtree(final)  # an incomplete directory someone left there
@@ -234,16 +217,7 @@ class _SweepDir:
         return summary
 
     def write_parquet(self, frame: pl.DataFrame) -> None:
-        fd, tmp = tempfile.mkstemp(dir=self.out, prefix=f".{SWEEP_PARQUET}.")
-        os.close(fd)
-        try:
-            frame.write_parquet(tmp)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, self.out / SWEEP_PARQUET)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        atomic_write(self.out / SWEEP_PARQUET, frame.write_parquet)
 
 
 def _read_summary(pdir: Path) -> dict[str, Any] | None:
@@ -266,14 +240,6 @@ def _read_summary(pdir: Path) -> dict[str, Any] | None:
     if not isinstance(s.get("aggregates", {}), dict):
         return None
     return s
-
-
-def _atomic_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
 
 
 # ---------------------------------------------------------------- table
@@ -374,16 +340,20 @@ class SweepResults:
 
     def point(self, pid: str) -> Any:
         """The Results of point `pid` (a point directory's name)."""
-        from ..results import open_results
-
         if pid not in self.points:
             raise KeyError(f"no point '{pid}'; points: {', '.join(self.points)}")
-        return open_results(self.out / pid)
+        return read_results(self.out / pid)
 
     def to_polars(self) -> pl.DataFrame:
         return self.frame
 
     def to_pandas(self) -> Any:
+        """The table as a pandas DataFrame (`pip install 'cnsim[pandas]'`)."""
+        try:
+            import pandas  # noqa: F401
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ImportError("to_pandas needs pandas and pyarrow: pip install 'cnsim[pandas]'") from None
         return self.frame.to_pandas()
 
     def __repr__(self) -> str:

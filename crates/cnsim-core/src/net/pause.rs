@@ -22,6 +22,24 @@ use crate::frame::Frame;
 use crate::scheme::Scheme;
 use crate::stats::{overlap, Stats};
 
+/// Headroom above XOFF: the bytes of data that can still reach a bridge's
+/// queue after it decides to pause the `ingress_ports` ports feeding it, so
+/// that a buffer of XOFF plus this much never drops a data frame. Once per
+/// queue, the frame whose arrival crossed XOFF (the check runs when a frame
+/// joins, so the queue may be up to a frame past XOFF); then through each
+/// paused port, at its line rate `rate_bps`: the data frame the PAUSE waits
+/// behind on the reverse link, the PAUSE frame (`control_bytes`), the wire
+/// both ways (`delay_ps` each), the bridge's latency pipeline
+/// (`latency_ps`), and the frame the upstream is sending when the PAUSE
+/// lands (it finishes it). Two frames per port plus one per queue: a
+/// per-port count of two alone is one frame short. Control frames are never
+/// paused and are not counted.
+pub fn headroom_bytes(rate_bps: u64, delay_ps: Time, latency_ps: Time, frame_bytes: u64, control_bytes: u64, ingress_ports: u64) -> u64 {
+    let ps_per_s = crate::engine::PS_PER_S as u128;
+    let at_line_rate = |ps: Time| (rate_bps as u128 * ps as u128).div_ceil(8 * ps_per_s) as u64;
+    frame_bytes + ingress_ports * (2 * frame_bytes + control_bytes + at_line_rate(2 * delay_ps + latency_ps))
+}
+
 impl<S: Scheme> NetSim<S> {
     /// A data frame from `ingress` joined output queue `out` of bridge `b`.
     pub(crate) fn pause_on_enqueue(&mut self, b: u32, out: PortId, ingress: PortId) {

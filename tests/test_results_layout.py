@@ -95,7 +95,7 @@ def test_files_and_summary_schema(paused):
     assert s["engine"]["version"] == cnsim._core.version()
     assert SCALAR_METRICS <= set(s["metrics"])
     for name, m in s["metrics"].items():
-        assert set(m) == {"mean", "std", "ci_low", "ci_high", "ci_half", "min", "max", "n", "per_seed"}, name
+        assert set(m) == {"mean", "std", "ci_low", "ci_high", "min", "max", "n", "per_seed"}, name
         assert len(m["per_seed"]) == 2
         vals = [v for v in m["per_seed"] if v is not None]
         assert m["n"] == len(vals)
@@ -104,9 +104,7 @@ def test_files_and_summary_schema(paused):
             assert m["min"] <= m["mean"] <= m["max"]
         else:
             assert m["mean"] is None and m["min"] is None and m["max"] is None
-        if len(vals) == 2:  # a 95% interval around the mean, null spread with one value
-            assert m["ci_low"] <= m["mean"] <= m["ci_high"]
-            assert m["ci_half"] == pytest.approx(m["ci_high"] - m["mean"])
+        assert m["ci_low"] is None and m["ci_high"] is None  # two seeds: no interval
     assert s["metrics"]["time_paused_pct"]["min"] > 0
 
 
@@ -153,7 +151,7 @@ def test_report_html_references_existing_pngs(paused):
     for img in imgs:
         data = (out / img).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, img
-    for name in res.metrics:
+    for name in res.stats:
         assert f"<td>{name}</td>" in html
     assert "xoff_bytes = 140000" in html  # the scenario parameters
 
@@ -174,7 +172,6 @@ def test_nothing_paused_is_null_not_nan(tmp_path):
         "std": None,
         "ci_low": None,
         "ci_high": None,
-        "ci_half": None,
         "min": None,
         "max": None,
         "n": 0,

@@ -58,7 +58,7 @@ def test_with_pfc_no_scheme_drops_and_every_flow_completes(scheme: str) -> None:
     assert m["dropped_cp"]["mean"] == 0 and m["dropped_rp"]["mean"] == 0
     assert m["flows_completed"]["mean"] == m["flows_started"]["mean"] == 8
     assert m["timeouts"]["mean"] == 0 and m["retransmitted_frames"]["mean"] == 0
-    f = res.flows()
+    f = res.flows
     assert (f["slowdown"] >= 1.0 - 1e-12).all()
 
 
@@ -80,7 +80,7 @@ def test_without_pfc_losses_are_recovered_and_every_byte_arrives(scheme: str) ->
 
 def test_a_lone_flow_has_slowdown_one() -> None:
     sc = incast(workload={"kind": "incast", "fan_in": 1, "receiver": "H0", "size_bytes": 1_000_000})
-    f = cnsim.run(sc, progress=False).flows()
+    f = cnsim.run(sc, progress=False).flows
     assert len(f) == 1
     assert f["slowdown"][0] == pytest.approx(1.0, abs=1e-12)
     # The ideal: 667 frames at 10 Gbit/s (0.8 ms) plus the path's per-hop latency.
@@ -112,7 +112,7 @@ def test_flows_parquet_and_summary_carry_the_fct_metrics(tmp_path: Path) -> None
     # The saved results reopen with the same metrics.
     again = cnsim.open_results(out)
     assert again.summary_dict()["metrics"]["slowdown_p99"] == s["slowdown_p99"]
-    assert len(again.flows()) == 4
+    assert len(again.flows) == 4
     # A results directory of a flow run is one --force may replace.
     again_cli = cli(
         "run", "flows_incast", "--set", "workload.fan_in=2", "--out", str(out), "--force", "--no-report"
@@ -201,7 +201,7 @@ def test_poisson_arrivals_offer_the_asked_load(tmp_path: Path) -> None:
         "pause": {"enabled": True, "xoff_bytes": 150_000, "xon_bytes": 130_000},
     }
     res = cnsim.run(Scenario(raw), progress=False)
-    f = res.flows()
+    f = res.flows
     offered_gbps = f["size_bytes"].sum() * 8 / 20e-3 / 1e9
     assert offered_gbps == pytest.approx(8 * 10 * 0.3, rel=0.05)
     assert (f["src"] != f["dst"]).all()
@@ -218,7 +218,7 @@ def test_dctcp_holds_the_queue_near_k_at_full_throughput() -> None:
     res = cnsim.run(long_flows("dctcp", n), progress=False)
     m = res.summary_dict()["metrics"]
     assert m["dropped_cp"]["mean"] == 0
-    link = res.links().filter(pl.col("name") == "L0->H0")
+    link = res.links.filter(pl.col("name") == "L0->H0")
     assert link["throughput_gbps_measure"][0] > 0.97 * 10.0
     q = res.timeseries("queue_bytes").filter((pl.col("key") == "L0->H0") & (pl.col("time_ms") >= 5.0))
     pkts = q["value"].to_numpy() / 1500
@@ -260,9 +260,9 @@ def test_flows_repeat_with_the_seed_and_change_with_another() -> None:
         topology={"generator": "leafspine", "leaves": 2, "spines": 2, "hosts_per_leaf": 4}, duration_ms=5.0
     )
     raw["workload"]["end_ms"] = 2.0
-    a = cnsim.run(Scenario(raw), seeds=[1], progress=False).flows()
-    b = cnsim.run(Scenario(raw), seeds=[1], progress=False).flows()
-    c = cnsim.run(Scenario(raw), seeds=[2], progress=False).flows()
+    a = cnsim.run(Scenario(raw), seeds=[1], progress=False).flows
+    b = cnsim.run(Scenario(raw), seeds=[1], progress=False).flows
+    c = cnsim.run(Scenario(raw), seeds=[2], progress=False).flows
     assert a.equals(b)
     assert not a.drop("seed").equals(c.drop("seed"))
 
@@ -274,11 +274,11 @@ def test_the_report_plots_slowdown_against_size_and_the_queue_distribution(tmp_p
         assert (out / png).stat().st_size > 10_000
         assert png in (out / "report.html").read_text()
     # The distribution covers the measure window exactly and reopens from disk.
-    q = res.queues()
+    q = res.queues
     assert set(q["port"]) == {"L0->H0"}
     assert q["time_ps"].sum() == res.runs[0].end_ps
     assert q["cdf"][-1] == pytest.approx(1.0)
-    assert cnsim.open_results(out).queues().equals(q)
+    assert cnsim.open_results(out).queues.equals(q)
 
 
 def test_hpcc_drains_an_incast_queue_within_a_few_rtts_without_pause() -> None:
@@ -308,13 +308,13 @@ def test_an_hpcc_flow_starts_at_line_rate() -> None:
     raw["scheme"] = "hpcc"
     # H1 -> L0 -> H0: base RTT 9.5 us, one BDP at 10 Gbit/s = 11,875 B.
     raw["workload"] = {"kind": "incast", "fan_in": 1, "receiver": "H0", "size_bytes": 11_875}
-    f = cnsim.run(Scenario(raw), progress=False).flows()
+    f = cnsim.run(Scenario(raw), progress=False).flows
     assert f["slowdown"][0] == pytest.approx(1.0, abs=1e-12)
     raw["workload"]["size_bytes"] = 12_000  # one frame beyond it waits for the first ACK
-    f = cnsim.run(Scenario(raw), progress=False).flows()
+    f = cnsim.run(Scenario(raw), progress=False).flows
     assert f["slowdown"][0] > 1.05
     raw["workload"]["size_bytes"] = 1_000_000
-    f = cnsim.run(Scenario(raw), progress=False).flows()
+    f = cnsim.run(Scenario(raw), progress=False).flows
     assert 1.0 < f["slowdown"][0] < 1.0 / 0.95 + 0.1
 
 
@@ -324,12 +324,12 @@ def test_swift_holds_the_delay_at_its_target_and_shares_the_link() -> None:
     (target - base RTT 9.5 us) x 10 Gbit/s = 21.9 KB (within 25%); equal
     shares, the link full."""
     res = cnsim.run(long_flows("swift", 4, swift={"fs_range_us": 0.0}), progress=False)
-    link = res.links().filter(pl.col("name") == "L0->H0")
+    link = res.links.filter(pl.col("name") == "L0->H0")
     assert link["throughput_gbps_measure"][0] > 0.98 * 10.0
     q = res.timeseries("queue_bytes").filter((pl.col("key") == "L0->H0") & (pl.col("time_ms") >= 5.0))
     expected = (27.0 - 9.5) * 1e-6 * 10e9 / 8
     assert q["value"].mean() == pytest.approx(expected, rel=0.25)
-    shares = res.pairs().filter(pl.col("dst") == "H0")["throughput_gbps_measure"].to_numpy()
+    shares = res.pairs.filter(pl.col("dst") == "H0")["throughput_gbps_measure"].to_numpy()
     assert len(shares) == 4 and shares.max() < 1.1 * shares.min()
 
 

@@ -28,7 +28,7 @@ def test_reopened_results_equal_the_run(saved):
     back = cnsim.open_results(out)
     assert isinstance(back, cnsim.Results)
     assert back.seeds == res.seeds == [0, 1]
-    assert json.dumps(back.metrics, sort_keys=True) == json.dumps(res.metrics, sort_keys=True)
+    assert json.dumps(back.stats, sort_keys=True) == json.dumps(res.stats, sort_keys=True)
     assert back.summary_dict() == json.loads((out / "summary.json").read_text())
     for table in ("summary", "flows", "links", "nodes", "windows", "timeseries"):
         assert_frame_equal(back.to_polars(table), res.to_polars(table))
@@ -38,7 +38,7 @@ def test_repr_and_html_name_the_run_and_its_intervals(saved):
     res, _ = saved
     text = repr(res)
     assert text.startswith("<cnsim.Results singlehop_hotspot / qcn2pt + PAUSE / 2 seed(s)>")
-    assert "aggregate_throughput" in text and "(95% CI)" in text
+    assert "aggregate_throughput" in text and "(n < 3: no CI)" in text  # two seeds: no interval
     html = res._repr_html_()
     assert "<details" in html and "aggregate_throughput" in html and "95%" in html
 
@@ -46,7 +46,7 @@ def test_repr_and_html_name_the_run_and_its_intervals(saved):
 def test_pandas_and_xarray_views(saved):
     res, _ = saved
     df = res.to_pandas("flows")
-    assert list(df.columns) == res.to_polars("flows").columns and len(df) == len(res.flows())
+    assert list(df.columns) == res.to_polars("flows").columns and len(df) == len(res.flows)
     xr = pytest.importorskip("xarray")
     ds = res.to_xarray()
     assert isinstance(ds, xr.Dataset)
@@ -89,3 +89,18 @@ def test_importing_the_cli_loads_no_heavy_library():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "[]"
+
+
+def test_metrics_is_a_table_and_the_tables_are_attributes(saved):
+    res, _ = saved
+    m = res.metrics
+    assert isinstance(m, pl.DataFrame)
+    assert m.columns == ["metric", "mean", "ci_low", "ci_high", "n", "std", "min", "max"]
+    row = m.filter(pl.col("metric") == "aggregate_throughput").row(0, named=True)
+    s = res.stats["aggregate_throughput"]
+    assert (row["mean"], row["n"], row["min"]) == (s["mean"], s["n"], s["min"]) and row["n"] == 2
+    assert m["metric"].to_list() == list(res.stats)
+    # Tables are attributes, as res.summary always was; what takes arguments is a method.
+    for name in ("summary", "metrics", "flows", "pairs", "links", "nodes", "windows", "queues"):
+        assert isinstance(getattr(res, name), pl.DataFrame), name
+    assert res.to_polars("links").equals(res.links) and callable(res.timeseries)

@@ -34,6 +34,24 @@ BAD_INPUTS = [
         ["run", "singlehop_hotspot", "--set", "hotspot.rate_gbps=-1"],
         "error: --set hotspot.rate_gbps: -1 is not allowed; expected a number >= 0",
     ),
+    # A parameter of a scheme that does not run would be ignored: refused.
+    (
+        ["run", "flows_incast", "--set", "hpcc.eta=0.5"],
+        "error: --set hpcc.eta: a parameter of hpcc, but the scheme that runs is dcqcn, so it would be "
+        "ignored; choose that scheme too (--scheme hpcc, or sweep it: --grid scheme=dcqcn,hpcc)",
+    ),
+    (
+        ["run", "baseline", "--scheme", "nocm", "--set", "bcn.w=4"],
+        "error: --set bcn.w: a parameter of bcn, bcn00, bcnmax, but the scheme that runs is nocm",
+    ),
+    (
+        ["sweep", "baseline", "--grid", "hpcc.eta=0.5,0.9"],
+        "error: --grid hpcc.eta: a parameter of hpcc, but the scheme that runs is bcn",
+    ),
+    (
+        ["sweep", "baseline", "--grid", "scheme=bcn,qcn", "--set", "hpcc.eta=0.5"],
+        "error: --set hpcc.eta: a parameter of hpcc, but the scheme that runs is bcn / qcn",
+    ),
     (
         ["run", "baseline", "--set", "hotspot.rate_gbps=0.5"],
         "error: --set hotspot.rate_gbps: hotspot.node: required parameter is missing",
@@ -133,3 +151,32 @@ def test_same_seeds_give_identical_files_whatever_the_number_of_jobs(cli, tmp_pa
     sa, sb = (_without_wall_clock(json.loads((d / "summary.json").read_text())) for d in (a, b))
     assert sa == sb
     assert sa["metrics"]["pause_frames"]["min"] > 0  # PAUSE really was on
+
+
+def test_a_parameter_of_a_scheme_that_does_not_run_is_refused_in_python_too(tmp_path):
+    import cnsim
+
+    sc = cnsim.load("flows_incast")
+    with pytest.raises(
+        cnsim.ScenarioError, match=r"^hpcc\.eta: a parameter of hpcc, but the scheme that runs is dcqcn"
+    ):
+        sc.replace(**{"hpcc.eta": 0.5})
+    with pytest.raises(cnsim.ScenarioError, match=r"^hpcc: a parameter of hpcc"):
+        sc.replace(hpcc={"eta": 0.5})
+    # With the scheme chosen in the same call (or earlier) it is the running scheme's.
+    assert sc.replace(scheme="hpcc", **{"hpcc.eta": 0.5}).table.eta == 0.5
+    assert sc.replace(scheme="hpcc").replace(**{"hpcc.eta": 0.7}).table.eta == 0.7
+    # A sweep refuses an axis that no point reads, before anything is written ...
+    with pytest.raises(cnsim.ScenarioError, match=r"^grid hpcc\.eta: a parameter of hpcc"):
+        cnsim.sweep(sc, grid={"hpcc.eta": [0.5, 0.9]}, out=tmp_path / "a")
+    assert not (tmp_path / "a").exists()
+    # ... and takes it when the same grid sweeps the scheme: hpcc's points read it.
+    from cnsim.sweeps import build_points
+
+    points = build_points(sc, {"scheme": ["dcqcn", "hpcc"], "hpcc.eta": [0.5, 0.9]})
+    assert [(p.scenario.scheme, p.scenario.model.hpcc.eta) for p in points] == [
+        ("dcqcn", 0.5),
+        ("dcqcn", 0.9),
+        ("hpcc", 0.5),
+        ("hpcc", 0.9),
+    ]

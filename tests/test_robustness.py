@@ -68,12 +68,20 @@ def _complete(d: Path) -> bool:
 # ------------------------------------------------------------------ --out
 
 
-def test_an_unwritable_out_is_refused_before_anything_runs(tmp_path):
-    t0 = time.monotonic()
-    r = _cli("run", "fattree_hotspot", "--seed", "0", "--duration", "100", "--out", "/proc/x")
-    assert r.returncode == 2 and time.monotonic() - t0 < 30
-    assert r.stderr.strip().startswith("error: --out /proc/x: cannot be")
-    assert r.stderr.count("\n") == 1
+def test_an_unwritable_out_is_refused_before_anything_runs(monkeypatch):
+    r = _cli("run", "fattree_hotspot", "--seed", "0", "--out", "/proc/x")
+    assert r.returncode == 2
+    assert r.stderr.startswith("error: --out /proc/x: cannot be") and r.stderr.count("\n") == 1
+    # Before anything runs: the run itself is never called (not "it was quick").
+    import cnsim.runner
+    from cnsim.cli import app
+    from typer.testing import CliRunner
+
+    ran: list[object] = []
+    monkeypatch.setattr(cnsim.runner, "run", lambda *a, **k: ran.append(a))
+    got = CliRunner().invoke(app, ["run", "fattree_hotspot", "--seed", "0", "--out", "/proc/x"])
+    assert isinstance(got.exception, cnsim.ScenarioError) and str(got.exception).startswith("--out /proc/x")
+    assert ran == []
 
 
 @pytest.mark.slow
@@ -328,12 +336,10 @@ def test_a_second_ctrl_c_exits_at_once(tmp_path):
     ],
 )
 def test_every_reproducer_gives_exit_2_and_one_line(args, line):
-    t0 = time.monotonic()
-    r = _cli(*args, timeout=120)
+    r = _cli(*args, timeout=120)  # a hang guard, not a speed bound
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert r.stderr.startswith(line), r.stderr
     assert r.stderr.count("\n") == 1, r.stderr
-    assert time.monotonic() - t0 < 60  # refused before anything runs
 
 
 def test_a_grid_of_a_million_points_is_refused_at_once(tmp_path):

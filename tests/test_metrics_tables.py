@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 from cnsim.engine import SeedRun
-from cnsim.metrics import describe, flow_table, link_table, per_seed, run_metrics
+from cnsim.metrics import bounds, ci_text, describe, flow_table, link_table, per_seed, run_metrics
 
 MS = 1_000_000_000  # ps
 
@@ -139,14 +139,44 @@ def test_statistics_over_seeds_with_a_known_t_quantile():
     assert d["mean"] == 2.5 and d["n"] == 4 and (d["min"], d["max"]) == (1.0, 4.0)
     assert d["std"] == pytest.approx(math.sqrt(5 / 3))
     # Student t, 3 degrees of freedom, 97.5%: 3.182446305.
-    assert d["ci_half"] == pytest.approx(3.182446305 * math.sqrt(5 / 3) / 2)
-    assert d["ci_low"] == pytest.approx(2.5 - d["ci_half"]) and d["ci_high"] == pytest.approx(
-        2.5 + d["ci_half"]
-    )
+    half = 3.182446305 * math.sqrt(5 / 3) / 2
+    assert (d["ci_low"], d["ci_high"]) == (pytest.approx(2.5 - half), pytest.approx(2.5 + half))
+    assert "ci_half" not in d  # an interval cut by a bound is not symmetric
     # A missing value is left out; one value has no spread.
     one = describe([None, 7.0, float("nan")])
-    assert (one["mean"], one["n"], one["std"], one["ci_half"]) == (7.0, 1, None, None)
+    assert (one["mean"], one["n"], one["std"], one["ci_low"]) == (7.0, 1, None, None)
     assert describe([None])["mean"] is None
+
+
+def test_confidence_intervals_stay_inside_the_metrics_range():
+    # jain 0.968 +- 0.29 once reached 1.26; dev_max 0.267 +- 1.4 went below 0.
+    jain = describe([0.99, 0.99, 0.65, 0.99, 0.99], bounds=bounds("jain"))
+    t_high = jain["mean"] + 2.776445105 * jain["std"] / math.sqrt(5)
+    assert t_high > 1 and jain["ci_high"] == 1.0 and 0 < jain["ci_low"] < jain["mean"]
+    dev = describe([0.01, 0.02, 0.9], bounds=bounds("dev_max"))
+    assert dev["ci_low"] == 0.0 and dev["ci_high"] > dev["mean"]
+    assert bounds("time_paused_pct_max") == (0.0, 100.0) and bounds("dropped_cp") == (0.0, math.inf)
+    # Every metric a run produces has a lower bound of 0 (metrics.md: none is negative).
+    for name in ("jain", "link_utilization", "dev_rms", "slowdown_p99", "frames"):
+        lo, hi = bounds(name)
+        assert lo == 0.0 and hi >= 1.0
+
+
+def test_two_seeds_have_no_interval_and_rounding_noise_is_zero():
+    # t(0.975, 1) = 12.7: a two-seed "interval" is no interval.
+    two = describe([1.0, 2.0])
+    assert two["std"] == pytest.approx(math.sqrt(0.5)) and (two["ci_low"], two["ci_high"]) == (None, None)
+    assert ci_text(two) == "n < 3: no CI" and ci_text(describe([5.0])) == "n < 3: no CI"
+    # Values that differ in their last bit only: no spread (was 0.99996 +- 3.4e-16).
+    x = 0.99996
+    near = describe([x, x, math.nextafter(x, 2.0), x, math.nextafter(x, 0.0)], bounds=(0.0, 1.0))
+    assert near["std"] == 0.0 and near["ci_low"] == near["ci_high"] == near["mean"]
+    assert ci_text(near) == "+- 0"
+    same = describe([0.1 + 0.2] * 7)
+    assert same["mean"] == 0.1 + 0.2 and same["std"] == 0.0
+    assert ci_text(describe([1.0, 2.0, 3.0])) == "[-0.4841, 4.484]"
+    assert ci_text(describe([1.0, 2.0, 3.0], bounds=(0.0, math.inf))) == "[0, 4.484]"
+    assert ci_text(describe([None, None])) == ""
 
 
 def test_sums_are_sequential_like_the_engine_was():
@@ -174,3 +204,24 @@ def test_percentiles_are_numpys_to_the_last_bit():
         for q in (0, 1, 12.5, 50, 95, 99, 99.9, 100):
             assert percentile(x, q) == float(np.percentile(np.array(x), q)), (n, q)
     assert percentile([], 50) is None
+
+
+def test_slowdown_by_size_counts_finished_flows_only_with_integer_bounds():
+    from cnsim.metrics import slowdown_by_size
+
+    fct = pl.DataFrame(
+        {
+            "size_bytes": [5_000, 8_000, 9_000, 20_000, 50_000_000, 60_000_000],
+            "slowdown": [1.0, 3.0, None, 2.0, 10.0, None],  # None: did not finish
+        }
+    )
+    t = slowdown_by_size(fct)
+    assert t.schema["lower_bytes"] == pl.Int64 and t.schema["upper_bytes"] == pl.Int64
+    assert t["lower_bytes"].to_list() == [0, 10_000, 30_000, 100_000, 1_000_000, 10_000_000]
+    assert t["upper_bytes"].to_list() == [10_000, 30_000, 100_000, 1_000_000, 10_000_000, None]
+    assert t["flows"].to_list() == [3, 1, 0, 0, 0, 2] and t["finished"].to_list() == [2, 1, 0, 0, 0, 1]
+    first = t.row(0, named=True)
+    # Linear interpolation between the order statistics of the finished flows (1 and 3).
+    assert (first["slowdown_p50"], first["slowdown_p99"]) == (2.0, pytest.approx(1.0 + 0.99 * 2.0))
+    assert t.row(2, named=True)["slowdown_p50"] is None
+    assert slowdown_by_size(fct, (10_000, None))["finished"].to_list() == [2, 2]

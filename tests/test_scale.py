@@ -92,7 +92,7 @@ def test_ecmp_spreads_flows_over_the_uplinks_and_never_reorders_a_flow():
     per_uplink = Counter((p[1], p[2]) for p in sc.paths(pairs))
     assert len(per_uplink) == 16 and all(abs(n - 48) < 18 for n in per_uplink.values()), per_uplink
     # Each uplink then carries its flows' share of 3/4 x 8 x 5 Gbit/s: the frames follow the routes.
-    up = res.links().filter(pl.col("from").str.starts_with("L") & pl.col("to").str.starts_with("S"))
+    up = res.links.filter(pl.col("from").str.starts_with("L") & pl.col("to").str.starts_with("S"))
     for row in up.iter_rows(named=True):
         expect = 30.0 * per_uplink[(row["from"], row["to"])] / 192
         assert row["throughput_gbps_measure"] == pytest.approx(expect, rel=0.12), row
@@ -117,7 +117,7 @@ def test_hotspot_pattern_sends_its_fraction_to_the_hot_host():
     raw = fabric(pattern="hotspot", hot_host="H5", hot_fraction=0.3, load=0.05)
     raw["duration_ms"] = 20.0
     res = cnsim.run(Scenario(raw), progress=False)
-    flows = res.flows().filter(pl.col("src") != "H5")
+    flows = res.flows.filter(pl.col("src") != "H5")
     share = flows.filter(pl.col("dst") == "H5")["generated"].sum() / flows["generated"].sum()
     assert share == pytest.approx(0.3 + 0.7 / 15, abs=0.01)
 
@@ -128,9 +128,9 @@ def test_without_per_flow_counters_the_per_station_bytes_carry_the_metrics():
     with_flows = cnsim.run(Scenario(raw), progress=False)
     raw["stats"] = {"per_flow": False}
     without = cnsim.run(Scenario(raw), progress=False)
-    assert without.flows().height == 0 and with_flows.flows().height > 0
+    assert without.flows.height == 0 and with_flows.flows.height > 0
     assert without.runs[0].frames["delivered"] == with_flows.runs[0].frames["delivered"]
-    nodes = without.nodes().filter(pl.col("kind") == "station")
+    nodes = without.nodes.filter(pl.col("kind") == "station")
     assert nodes["bytes_to_measure"].sum() == nodes["bytes_from_measure"].sum()
     assert nodes["delivered_from"].sum() == without.runs[0].frames["delivered"]
     for m in ("hot_port_throughput", "bottleneck_utilization", "aggregate_throughput"):
@@ -142,7 +142,7 @@ def test_large_fabrics_keep_per_station_counters_and_no_per_key_series():
     raw["duration_ms"] = 0.2
     raw["stats"] = {"max_series_keys": 100}
     res = cnsim.run(Scenario(raw), progress=False)
-    assert res.flows().height == 0
+    assert res.flows.height == 0
     series = set(res.timeseries()["series"].unique())
     assert "aggregate_throughput" in series
     assert not series & {"delivered_throughput", "link_throughput", "queue_bytes"}

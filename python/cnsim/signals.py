@@ -1,0 +1,77 @@
+"""Signals and long engine calls on the command line: the first Ctrl-C or
+SIGTERM stops a command cleanly (a KeyboardInterrupt: what finished is
+kept), a second exits at once; an engine call runs on a worker thread so
+that the main thread sees the signal at once."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+
+def in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """`fn(*args)` on a worker thread while this (main) thread waits, so that
+    Ctrl-C interrupts a long engine call at once (the engine itself cannot be
+    interrupted: the process then exits without waiting for it)."""
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as e:  # noqa: BLE001 - handed to the main thread
+            box["error"] = e
+
+    t = threading.Thread(target=target, daemon=True, name="cnsim-engine")
+    t.start()
+    while t.is_alive():
+        t.join(0.1)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def on_signal(signum: int, frame: Any) -> None:
+    """SIGINT / SIGTERM: the first stops the command cleanly (KeyboardInterrupt:
+    finished seeds are kept), a second exits at once."""
+    global _SIGNALS
+    _SIGNALS += 1
+    if _SIGNALS > 1:
+        os._exit(130)
+    raise KeyboardInterrupt
+
+
+_SIGNALS = 0
+
+
+def exit_now(code: int) -> None:
+    """Exits without waiting for an engine call still running on a worker thread."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def install() -> None:
+    """SIGINT and SIGTERM stop the command (on_signal)."""
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Inside: SIGTERM raises KeyboardInterrupt at once (a sweep keeps its
+    finished points and stops the rest cleanly); the handler before is put back after."""
+
+    def terminated(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
