@@ -156,6 +156,8 @@ def run(
     from .outdir import RunDir, default_dir
 
     sc = _scenario(scenario, scheme, pause, set_, seeds, seed, duration)
+    for w in sc.engine_warnings():  # once per run, not per seed
+        _warn(w)
     from .guards import check_run_memory
 
     check_run_memory(sc)

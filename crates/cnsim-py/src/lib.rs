@@ -19,6 +19,7 @@ struct Simulation {
     sim: Option<Sim>,
     result: Option<RunResult>,
     duration_ps: u64,
+    warnings: Vec<String>,
 }
 
 #[pymethods]
@@ -29,9 +30,17 @@ impl Simulation {
         let sim = Sim::new(&cfg, seed).map_err(|e| PyValueError::new_err(e.0))?;
         Ok(Simulation {
             duration_ps: sim.duration(),
+            warnings: sim.warnings().to_vec(),
             sim: Some(sim),
             result: None,
         })
+    }
+
+    /// What the engine found while building the network: legal but almost
+    /// certainly unintended parameters, one line each.
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
     }
 
     #[getter]
@@ -170,11 +179,12 @@ fn fluid_json(py: Python<'_>, config_json: &str) -> PyResult<String> {
 
 /// Checks an engine config as the engine would before a run (every value,
 /// every cross-parameter rule of its scheme, the topology), without running
-/// it: raises ValueError naming the first bad parameter.
+/// it: raises ValueError naming the first bad parameter; returns the
+/// engine's warnings (one line each).
 #[pyfunction]
-fn check_config(py: Python<'_>, config_json: &str) -> PyResult<()> {
+fn check_config(py: Python<'_>, config_json: &str) -> PyResult<Vec<String>> {
     let cfg = SimConfig::from_json(config_json).map_err(|e| PyValueError::new_err(e.0))?;
-    py.allow_threads(|| Sim::new(&cfg, 0).map(|_| ()))
+    py.allow_threads(|| Sim::new(&cfg, 0).map(|s| s.warnings().to_vec()))
         .map_err(|e| PyValueError::new_err(e.0))
 }
 

@@ -57,6 +57,7 @@ class Scenario:
         self.raw = raw
         self.source = source
         self._engine_json: str | None = None
+        self._engine_warnings: list[str] = []
         expanded = expand_topology(raw)
         try:
             self.model = ScenarioModel.model_validate(expanded)
@@ -396,11 +397,17 @@ class Scenario:
             from .. import _core
 
             try:
-                _core.check_config(text)
+                self._engine_warnings = list(_core.check_config(text))
             except ValueError as e:
                 raise ScenarioError(str(e)) from None
             self._engine_json = text
         return self._engine_json
+
+    def engine_warnings(self) -> list[str]:
+        """What the engine's check of the built network warned about (legal
+        but almost certainly unintended parameters), one line each."""
+        self.engine_json()
+        return list(self._engine_warnings)
 
 
 def _port(name: str, where: str, adj: dict[str, list[str]]) -> None:

@@ -31,10 +31,11 @@ use crate::engine::rng::{stream, Stream};
 use crate::engine::time::serialization_ps;
 use crate::engine::{Time, PS_PER_S};
 use crate::frame::{Frame, FrameKind};
-use crate::scheme::{AckKind, AckView, RlCore, Scheme};
+use crate::scheme::{AckKind, AckView, NetView, PathView, RlCore, Scheme};
 use crate::stats::FlowRecord;
 use crate::stats::QueueTrace;
 use rand::Rng;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// RL id of a flow whose sender holds no RL (finished).
@@ -226,8 +227,9 @@ pub(crate) enum FlowPick<E> {
 
 impl<S: Scheme> NetSim<S> {
     /// Resolves the configuration's flows and arrival processes; schedules
-    /// the first events.
-    pub(crate) fn transport_init(&mut self, cfg: &SimConfig) -> Result<(), ConfigError> {
+    /// the first events. Returns the paths flows may take: one per distinct
+    /// (base RTT, hops), named by the first flow (source, destination) on it.
+    pub(crate) fn transport_init(&mut self, cfg: &SimConfig) -> Result<BTreeMap<(Time, u32), (u16, u16)>, ConfigError> {
         let t = &cfg.transport;
         let station = |what: String, name: &str| -> Result<u16, ConfigError> {
             let n = *self
@@ -272,14 +274,17 @@ impl<S: Scheme> NetSim<S> {
             return err(format!("flows: more than {MAX_INDEX} flows or arrival processes"));
         }
         // Every pair that may carry a flow must be routable.
+        let mut paths = BTreeMap::new();
         for g in &gens {
             for &d in g.dests.iter().filter(|&&d| d != g.station) {
-                self.path_of(g.station, d).map_err(ConfigError)?;
+                let (hops, rtt) = self.path_info(g.station, d).map_err(ConfigError)?;
+                paths.entry((rtt, hops)).or_insert((g.station, d));
             }
         }
         let mut pending = 0;
         for (i, f) in flows.iter_mut().enumerate() {
             (f.hops, f.base_rtt_ps) = self.path_info(f.src, f.dst).map_err(ConfigError)?;
+            paths.entry((f.base_rtt_ps, f.hops)).or_insert((f.src, f.dst));
             if f.start < self.duration {
                 self.q.push(f.start, EV_FLOW_START, i as u32);
                 pending += 1;
@@ -306,7 +311,32 @@ impl<S: Scheme> NetSim<S> {
             nacks_sent: 0,
             ooo_discarded: 0,
         };
-        Ok(())
+        Ok(paths)
+    }
+
+    /// What a scheme checks its parameters against: the slowest sender's
+    /// line rate and the flows' paths (from [`Self::transport_init`]).
+    pub(crate) fn network_view(&self, paths: BTreeMap<(Time, u32), (u16, u16)>) -> NetView {
+        let mut senders: Vec<usize> = (0..self.n_stations).filter(|&s| self.net.stations[s].load > 0.0).collect();
+        senders.extend(self.tp.flows.iter().map(|f| f.src as usize));
+        senders.extend(self.tp.gens.iter().map(|g| g.station as usize));
+        let slowest = senders
+            .into_iter()
+            .map(|s| (self.net.ports[self.net.stations[s].port as usize].nominal_rate_bps, s))
+            .min();
+        let name = |s: u16| self.net.station_name(s as usize).to_string();
+        NetView {
+            min_line_rate_bps: slowest.map_or(0.0, |(r, _)| r as f64),
+            slowest_sender: slowest.map_or_else(String::new, |(_, s)| name(s as u16)),
+            paths: paths
+                .into_iter()
+                .map(|((base_rtt_ps, hops), (src, dst))| PathView {
+                    flow: format!("{}->{}", name(src), name(dst)),
+                    base_rtt_ps,
+                    hops,
+                })
+                .collect(),
+        }
     }
 
     /// The ports a frame from station `src` to station `dst` leaves by, in order.

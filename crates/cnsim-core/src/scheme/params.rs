@@ -94,7 +94,7 @@ impl Range {
     }
 }
 
-fn num(v: f64) -> String {
+pub fn num(v: f64) -> String {
     // Shortest form that reads back: 0, 1, 0.5, 65535, 1e-12, 1e300.
     if v != 0.0 && (v.abs() < 1e-4 || v.abs() >= 1e16) {
         format!("{v:e}")

@@ -1,0 +1,96 @@
+"""Today's schemes on whole runs (issue 25): TIMELY after losses and on long
+paths, Swift's target on long paths, DCTCP's marking options, and the
+engine's warnings about parameters the built network shows to be unintended."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import cnsim
+import numpy as np
+import polars as pl
+import pytest
+from cnsim.scenario import Scenario
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """`cnsim ARGS...` in a fresh interpreter."""
+    return subprocess.run([sys.executable, "-m", "cnsim", *args], capture_output=True, text=True)
+
+
+def long_lived(scheme: str, fan_in: int, duration_ms: float, **changes: Any) -> Scenario:
+    """flows_incast with `fan_in` long-lived flows into H0, no PFC (the
+    issue's reproducers: `--no-pause --set workload.kind=long_lived ...`)."""
+    raw = cnsim.load("flows_incast").raw
+    raw.update(scheme=scheme, duration_ms=duration_ms, pause={"enabled": False})
+    raw["workload"].update(kind="long_lived", fan_in=fan_in, size_bytes=10**12)
+    for k, v in changes.items():
+        if isinstance(v, dict) and isinstance(raw.get(k), dict):
+            raw[k].update(v)
+        else:
+            raw[k] = v
+    return Scenario(raw)
+
+
+def flat_stretches(res: Any, link: str = "L0->H0") -> list[tuple[str, float, float, float]]:
+    """Every stretch of a traced sender's rate that stays flat for more than
+    10 ms: (sender, start ms, length ms, the lowest 1-ms mean of the link
+    inside it, Gbit/s)."""
+    lk = res.timeseries("link_throughput").filter(pl.col("key") == link).sort("time_ms")
+    lt, lv = lk["time_ms"].to_numpy(), lk["value"].to_numpy()
+    per_ms = int(round(1.0 / (lt[1] - lt[0])))
+    out = []
+    rates = res.timeseries("rl_rate")
+    for key in sorted(rates["key"].unique()):
+        s = rates.filter(pl.col("key") == key).sort("time_ms")
+        t, v = s["time_ms"].to_numpy(), s["value"].to_numpy()
+        edges = np.concatenate([[0], np.flatnonzero(np.diff(v) != 0) + 1, [len(v)]])
+        for a, b in zip(edges[:-1], edges[1:], strict=True):
+            if t[b - 1] - t[a] > 10.0:
+                w = lv[(lt >= t[a]) & (lt <= t[b - 1])]
+                n = len(w) // per_ms
+                low = float(w[: n * per_ms].reshape(n, per_ms).mean(axis=1).min())
+                out.append((key, float(t[a]), float(t[b - 1] - t[a]), low))
+    return out
+
+
+def link_gbps(res: Any, start_ms: float, link: str = "L0->H0") -> float:
+    lk = res.timeseries("link_throughput").filter((pl.col("key") == link) & (pl.col("time_ms") >= start_ms))
+    return float(lk["value"].mean())
+
+
+SENDERS = [f"H{i}|H0" for i in range(1, 9)]
+
+
+@pytest.mark.parametrize(
+    ("buffer_bytes", "duration_ms", "settled_ms"),
+    [(300_000, 50.0, 25.0), (4_000_000, 200.0, 50.0)],
+)
+def test_timely_senders_recover_after_losses_on_a_long_path(
+    buffer_bytes: int, duration_ms: float, settled_ms: float
+) -> None:
+    """Issue 25's reproducers: eight long TIMELY flows, links of 25 us (a
+    base RTT of 105.5 us), no PFC, a 300 KB or a 4 MB buffer. The incast
+    overflows the buffer at the start; a sender cut to the floor just before
+    a loss used to wait for its whole former window to be resent at 10
+    Mbit/s before it updated again (0.01 Gbit/s for 45 ms, the link at 5.3
+    Gbit/s), and with the 4 MB buffer a sender froze at 1.87 Gbit/s. Now no
+    rate stays flat for 10 ms while the link has room, and once the losses
+    are over the link is full (measured: 99.8% from 20 ms on with 300 KB,
+    97.5% over 200 ms with 4 MB)."""
+    sc = long_lived(
+        "timely",
+        8,
+        duration_ms,
+        defaults={"link_delay_us": 25.0},
+        bridge={"buffer_bytes": buffer_bytes},
+        trace={"ports": ["L0->H0"], "rate_limiters": SENDERS},
+    )
+    res = cnsim.run(sc, progress=False)
+    assert res.summary_dict()["metrics"]["dropped_cp"]["mean"] > 0, "the incast overflows the buffer"
+    assert set(res.timeseries("rl_rate")["key"]) == set(SENDERS)
+    for key, start, length, link_low in flat_stretches(res):
+        assert link_low > 9.5, f"{key} flat for {length:.1f} ms from {start:.1f} ms while the link had room"
+    assert link_gbps(res, settled_ms) > 0.95 * 10.0
