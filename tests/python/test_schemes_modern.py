@@ -94,3 +94,60 @@ def test_timely_senders_recover_after_losses_on_a_long_path(
     for key, start, length, link_low in flat_stretches(res):
         assert link_low > 9.5, f"{key} flat for {length:.1f} ms from {start:.1f} ms while the link had room"
     assert link_gbps(res, settled_ms) > 0.95 * 10.0
+
+
+@pytest.mark.parametrize("fan_in", [2, 8])
+def test_swift_fills_a_long_path_with_its_default_target(fan_in: int) -> None:
+    """Links of 25 us (a base RTT of 105.5 us) and Swift's defaults: the
+    target is derived from each flow's base RTT, so the flows fill the link
+    with equal shares (each within 10% of C / N) and a queue near the 15 us
+    of queueing the target allows above the base RTT (+ 2 hops x 1 us +
+    flow scaling). With the former fixed target of 25 + 2 x 1 us, below the
+    base RTT, each flow got 0.002-0.2 Gbit/s."""
+    sc = long_lived(
+        "swift",
+        fan_in,
+        30.0,
+        defaults={"link_delay_us": 25.0},
+        bridge={"buffer_mode": "per_output", "buffer_bytes": 4_000_000},
+        measure={"start_ms": 10.0},
+    )
+    assert sc.engine_warnings() == []
+    res = cnsim.run(sc, progress=False)
+    link = res.links().filter(pl.col("name") == "L0->H0")["throughput_gbps_measure"][0]
+    assert link > 0.95 * 10.0
+    shares = res.pairs().filter(pl.col("dst") == "H0")["throughput_gbps_measure"].to_numpy()
+    assert len(shares) == fan_in and np.abs(shares * fan_in / 10.0 - 1.0).max() < 0.1, shares
+    q = res.timeseries("queue_bytes").filter((pl.col("key") == "L0->H0") & (pl.col("time_ms") >= 10.0))
+    queue_us = q["value"].mean() * 8 / 10e9 * 1e6
+    assert 15.0 < queue_us < 15.0 + 2.0 + 25.0, queue_us  # at most the whole flow-scaling range
+
+
+def test_a_fixed_swift_target_below_the_base_rtt_is_warned_about_once(tmp_path: Any) -> None:
+    """An explicit base target that leaves a flow's target below its base
+    RTT: `cnsim run` prints the engine's warning once (not once per seed),
+    naming the parameter and the flow."""
+    p = cli(
+        "run",
+        "flows_incast",
+        "--scheme",
+        "swift",
+        "--seeds",
+        "2",
+        "--set",
+        "defaults.link_delay_us=25",
+        "--set",
+        "swift.base_target_us=25",
+        "--set",
+        "workload.fan_in=2",
+        "--duration",
+        "2",
+        "--out",
+        str(tmp_path / "r"),
+        "--no-report",
+    )
+    assert p.returncode == 0, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if "swift.base_target_us" in ln]
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith("warning: swift.base_target_us = 25 us gives flow H1->H0 a target of 27 us")
+    assert "base RTT of 105.5 us" in lines[0]
