@@ -218,7 +218,10 @@ pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
                 _ => f.line_rate_bps,
             },
             tr: f.line_rate_bps,
-            alpha: 1.0,
+            alpha: match &law {
+                Law::Dctcp(d) => d.params().alpha_init,
+                _ => 1.0,
+            },
             w: match &law {
                 Law::Dctcp(d) => d.params().init_cwnd_frames,
                 _ => 0.0,
