@@ -379,7 +379,9 @@ fn clean_runs(x: f64, p: f64, n: f64) -> f64 {
 fn dcqcn_rp(d: &Dcqcn, r: &mut Rp, pd: f64, sent_d: f64, frame_bytes: f64, line: f64, dt: f64) {
     let p = d.params();
     let pps = sent_d / (8.0 * frame_bytes);
-    let tau = p.cnp_interval_us * 1e-6;
+    // A CNP interval of 0 (one CNP per marked frame) as one step: the rate
+    // law divides by it.
+    let tau = (p.cnp_interval_us * 1e-6).max(dt);
     let t = p.timer_us * 1e-6;
     let b = p.bc_bytes / frame_bytes;
     let f = p.fr_thr as f64;
@@ -398,8 +400,10 @@ fn dcqcn_rp(d: &Dcqcn, r: &mut Rp, pd: f64, sent_d: f64, frame_bytes: f64, line:
     let d_rc = -r.cr * r.alpha / (2.0 * tau) * a + (r.tr - r.cr) / 2.0 * cycles;
     let d_rt = -(r.tr - r.cr) / tau * a + p.r_ai_bps() * ai;
     let d_alpha = p.g / t * (a_timer - r.alpha);
-    r.cr = (r.cr + d_rc * dt).clamp(p.min_rate_bps(), line);
-    r.tr = (r.tr + d_rt * dt).clamp(r.cr, line);
+    // max then min, not clamp: a floor above the line rate (the packet
+    // engine refuses it) or a NaN must not panic here.
+    r.cr = (r.cr + d_rc * dt).max(p.min_rate_bps().min(line)).min(line);
+    r.tr = (r.tr + d_rt * dt).max(r.cr).min(line);
     r.alpha = (r.alpha + d_alpha * dt).clamp(0.0, 1.0);
 }
 

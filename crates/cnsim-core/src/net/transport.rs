@@ -25,7 +25,7 @@ use super::port::PortId;
 use super::rl::RateLimiter;
 use super::sim::{NetSim, EV_FLOW_ARRIVAL, EV_FLOW_RTO, EV_FLOW_START};
 use super::topology::{NodeKind, NO_ROUTE};
-use crate::config::{err, ConfigError, SimConfig};
+use crate::config::{err, BufferMode, ConfigError, SimConfig};
 use crate::engine::queue::MAX_INDEX;
 use crate::engine::rng::{stream, Stream};
 use crate::engine::time::serialization_ps;
@@ -37,6 +37,10 @@ use crate::stats::QueueTrace;
 use rand::Rng;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+/// The distinct paths flows may take, (base RTT, hops) -> the first (source,
+/// destination) found on it.
+pub(crate) type FlowPaths = BTreeMap<(Time, u32), (u16, u16)>;
 
 /// RL id of a flow whose sender holds no RL (finished).
 pub const NO_RL: u32 = u32::MAX;
@@ -229,7 +233,7 @@ impl<S: Scheme> NetSim<S> {
     /// Resolves the configuration's flows and arrival processes; schedules
     /// the first events. Returns the paths flows may take: one per distinct
     /// (base RTT, hops), named by the first flow (source, destination) on it.
-    pub(crate) fn transport_init(&mut self, cfg: &SimConfig) -> Result<BTreeMap<(Time, u32), (u16, u16)>, ConfigError> {
+    pub(crate) fn transport_init(&mut self, cfg: &SimConfig) -> Result<FlowPaths, ConfigError> {
         let t = &cfg.transport;
         let station = |what: String, name: &str| -> Result<u16, ConfigError> {
             let n = *self
@@ -316,7 +320,7 @@ impl<S: Scheme> NetSim<S> {
 
     /// What a scheme checks its parameters against: the slowest sender's
     /// line rate and the flows' paths (from [`Self::transport_init`]).
-    pub(crate) fn network_view(&self, paths: BTreeMap<(Time, u32), (u16, u16)>) -> NetView {
+    pub(crate) fn network_view(&self, paths: FlowPaths) -> NetView {
         let mut senders: Vec<usize> = (0..self.n_stations).filter(|&s| self.net.stations[s].load > 0.0).collect();
         senders.extend(self.tp.flows.iter().map(|f| f.src as usize));
         senders.extend(self.tp.gens.iter().map(|g| g.station as usize));
@@ -325,9 +329,27 @@ impl<S: Scheme> NetSim<S> {
             .map(|s| (self.net.ports[self.net.stations[s].port as usize].nominal_rate_bps, s))
             .min();
         let name = |s: u16| self.net.station_name(s as usize).to_string();
+        let cp_queue_bytes = (0..self.net.ports.len())
+            .filter(|&p| self.cps[p].is_some())
+            .filter_map(|p| match self.net.nodes[self.net.ports[p].owner as usize].kind {
+                NodeKind::Bridge(b) => {
+                    let br = &self.net.bridges[b as usize];
+                    let bytes = br.buffer_bytes as f64;
+                    let inputs = self.net.nodes[br.node as usize].ports.len().saturating_sub(1).max(1) as f64;
+                    Some(match br.buffer_mode {
+                        BufferMode::PerOutput | BufferMode::Shared => bytes,
+                        BufferMode::PerInput => bytes * inputs,
+                        BufferMode::Dynamic => bytes * br.dt_alpha / (1.0 + br.dt_alpha),
+                        BufferMode::Infinite => f64::INFINITY,
+                    })
+                }
+                NodeKind::Station(_) => None,
+            })
+            .fold(0.0, f64::max);
         NetView {
             min_line_rate_bps: slowest.map_or(0.0, |(r, _)| r as f64),
             slowest_sender: slowest.map_or_else(String::new, |(_, s)| name(s as u16)),
+            cp_queue_bytes,
             paths: paths
                 .into_iter()
                 .map(|((base_rtt_ps, hops), (src, dst))| PathView {

@@ -39,7 +39,7 @@
 //! initial window 10 MSS (RFC 6928) **[assumed]**.
 
 use super::params::{Range, Table};
-use super::{AckKind, AckView, QueueView, RlCore, Scheme};
+use super::{unreachable_threshold, AckKind, AckView, NetView, QueueView, RlCore, Scheme};
 use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
@@ -184,6 +184,17 @@ impl Scheme for Dctcp {
     type Cp = ();
     type Np = ();
     type Rl = DctcpRl;
+
+    fn check_network(&self, net: &NetView) -> Result<Vec<String>, ConfigError> {
+        Ok(unreachable_threshold(
+            "dctcp.k_bytes",
+            self.p.k_bytes,
+            net,
+            "no frame is ever marked (the flows only lose frames)",
+        )
+        .into_iter()
+        .collect())
+    }
 
     fn new_cp(&self, _rng: Stream) {}
 

@@ -143,6 +143,10 @@ pub struct NetView {
     /// sends), and that station's name.
     pub min_line_rate_bps: f64,
     pub slowest_sender: String,
+    /// The longest queue a CP port can hold (bytes; infinite for an
+    /// infinite buffer, 0 when no port is a CP): a marking threshold at or
+    /// above it never marks.
+    pub cp_queue_bytes: f64,
     /// The paths transport flows may take: one per distinct (base RTT,
     /// hops), named by the first flow found on it.
     pub paths: Vec<PathView>,
@@ -165,6 +169,18 @@ impl NetView {
 pub fn num_us(v: f64) -> String {
     let digits = if v >= 10.0 { 10.0 } else { 1000.0 };
     params::num((v * digits).round() / digits)
+}
+
+/// A warning for a queue threshold (`name` = `value` bytes) that no CP queue
+/// can reach, `what` saying what then never happens.
+pub fn unreachable_threshold(name: &str, value: f64, net: &NetView, what: &str) -> Option<String> {
+    (net.cp_queue_bytes > 0.0 && value >= net.cp_queue_bytes).then(|| {
+        format!(
+            "{name} = {} bytes is not below the longest queue a congestion point can hold ({} bytes): {what}",
+            params::num(value),
+            params::num(net.cp_queue_bytes)
+        )
+    })
 }
 
 /// Refuses a rate floor (`name`, Mbit/s) above the slowest sender's line
