@@ -151,3 +151,81 @@ def test_a_fixed_swift_target_below_the_base_rtt_is_warned_about_once(tmp_path: 
     assert len(lines) == 1, p.stderr
     assert lines[0].startswith("warning: swift.base_target_us = 25 us gives flow H1->H0 a target of 27 us")
     assert "base RTT of 105.5 us" in lines[0]
+
+
+def test_the_dcqcn_fixed_point_is_where_the_fluid_model_settles() -> None:
+    """The fixed point solved from the fluid model's equations (Zhu et al.
+    2016) against the integrated model, two flows at 5 Gbit/s: the fluid
+    queue settles at the queue where the RED ramp marks with p* (98.1 KB),
+    each flow at C / 2. Four flows need a p* above Pmax: the queue then sits
+    at Kmax."""
+    from cnsim.fluid import dcqcn_fixed_point, run_fluid
+    from cnsim.validate import dcqcn_staggered
+
+    sc = dcqcn_staggered(2)
+    params = sc.engine_config()["scheme"]
+    fp = dcqcn_fixed_point(params, 5e9, 1500.0)
+    assert 0 < fp["p"] < params["pmax"]
+    fl = run_fluid(sc)
+    late = fl.time_ms >= 150.0
+    assert fl.queue_bytes[late].mean() == pytest.approx(fp["queue_bytes"], rel=0.01)
+    for v in fl.sent_gbps.values():
+        assert v[late].mean() == pytest.approx(5.0, rel=0.01)
+    assert dcqcn_fixed_point(params, 2.5e9, 1500.0)["queue_bytes"] == params["kmax_bytes"]
+
+
+def test_the_modern_checks_say_when_a_figure_is_off() -> None:
+    """The rows of `validate --only modern` on made-up measurements: each
+    check can fail."""
+    from cnsim import validate as V
+
+    good = {("dctcp", n, k): {"peak": (k + n) * 1500.0, "link": 10.0} for n, k in V.MODERN_DCTCP}
+    rows = V.modern_dctcp(good)
+    assert all(r.ok for r in rows) and len(rows) == 8
+    bad = {**good, ("dctcp", 2, 65): {"peak": 80 * 1500.0, "link": 9.5}}
+    assert [r.ok for r in V.modern_dctcp(bad)][:2] == [False, False]
+    apart = {"w40": (9.0, 1.0), "w90": (5.0, 5.0), "w190": (9.0, 1.0)}
+    rows = V.modern_timely({"original": apart, "patched": apart})
+    assert [r.ok for r in rows] == [True, True, True, True, False, True]
+    swift = {
+        ("swift", n, d): {"queue": 17e-6 * 10e9 / 8, "shares": [10.0 / n] * n, "link": 10.0}
+        for n, d in V.MODERN_SWIFT
+    }
+    assert all(r.ok for r in V.modern_swift(swift))
+    swift[("swift", 2, 1.0)] = {"queue": 40e-6 * 10e9 / 8, "shares": [6.0, 4.0], "link": 10.0}
+    assert [r.ok for r in V.modern_swift(swift)][:3] == [False, False, True]
+
+
+@pytest.mark.slow
+def test_validate_modern_passes() -> None:
+    """`cnsim validate --only modern`: every check within its tolerance
+    (docs/calibration.md section 7)."""
+    import json
+
+    p = cli("validate", "--only", "modern", "--json")
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    rows = json.loads(p.stdout)["rows"]
+    studies = {r["study"] for r in rows}
+    assert studies == {"modern DCTCP", "modern DCQCN", "modern HPCC", "modern Swift", "modern TIMELY"}
+    assert all(r["within"] for r in rows)
+
+
+@pytest.mark.parametrize("value", ["10001", "20000", "1e6", "1e308"])
+def test_a_timely_floor_above_the_line_rate_exits_2_naming_it(value: str, tmp_path: Any) -> None:
+    """Issue 28 item 1 (it panicked in f64::clamp, a 153-line traceback): the
+    engine's check of the built network refuses it, one line naming it."""
+    p = cli(
+        "run",
+        "flows_incast",
+        "--scheme",
+        "timely",
+        "--set",
+        f"timely.min_rate_mbps={value}",
+        "--out",
+        str(tmp_path / "r"),
+    )
+    assert p.returncode == 2, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: timely.min_rate_mbps: "), p.stderr
+    assert "line rate" in lines[0] and "Traceback" not in p.stderr
+    assert not (tmp_path / "r").exists()
