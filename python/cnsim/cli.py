@@ -228,7 +228,7 @@ def _warn_untraced(sc: Any, res: Any) -> None:
     asked = sc.model.trace.rate_limiters
     if not asked:
         return
-    seen = {k for run in res.runs for (name, k, _) in run.series if name == "rl_rate"}
+    seen = {k for run in res.runs for (name, k) in run.series_keys() if name == "rl_rate"}
     missing = [k for k in asked if k not in seen]
     if missing:
         _warn(
@@ -461,7 +461,7 @@ def bench(
             changes["duration_ms"] = duration_ms
         sc = load(BENCH_SCENARIOS[workload]).replace(**changes)
         ms = sc.duration_ms
-        cfg = sc.engine_json()
+        cfg = sc.engine_config_checked()
         label = f"{sc.name}, {sc.scheme}{' + PAUSE' if sc.pause else ''}, seed 0"
     else:
         raise ScenarioError(
@@ -495,7 +495,7 @@ def bench(
     out.print(t)
 
 
-def _bench_once(cfg: str, label: str, ms: float) -> dict[str, Any]:
+def _bench_once(cfg: Any, label: str, ms: float) -> dict[str, Any]:
     """One timed run of an engine config; its figures."""
     from . import _core
 

@@ -64,7 +64,7 @@ def run_many(
     """Every seed of every scenario as one batch on the executor, under one
     progress bar; the Results by key."""
     units = [
-        Unit(sc.engine_json(), seed, sc.duration_ms, tag=key)
+        Unit(sc.engine_config_checked(), seed, sc.duration_ms, tag=key)
         for key, sc in scenarios.items()
         for seed in sorted(sc.seeds)
     ]
@@ -640,8 +640,6 @@ def modern_timely_results(jobs: int | None, progress: bool) -> dict[str, dict[st
     """Two long TIMELY flows into one 10 Gbit/s port with the paper's
     thresholds (Zhu et al.'s setting): the first alone at line rate from 0,
     the second from 15 ms at 1 Gbit/s; each flow's rate in 10 ms windows."""
-    import json
-
     from .executor import Unit, run_units
 
     windows = {"w40": (40, 50), "w90": (90, 100), "w190": (190, 200)}
@@ -655,7 +653,7 @@ def modern_timely_results(jobs: int | None, progress: bool) -> dict[str, dict[st
         cfg["windows"] += [
             {"name": k, "start_ps": a * 10**9, "end_ps": b * 10**9} for k, (a, b) in windows.items()
         ]
-        units.append(Unit(json.dumps(cfg, sort_keys=True), 0, 200.0, tag=rule))
+        units.append(Unit(cfg, 0, 200.0, tag=rule))
     runs = run_units(
         units, description="validate modern: TIMELY, 2 runs", item="runs", jobs=jobs, progress=progress
     )

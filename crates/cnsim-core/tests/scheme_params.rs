@@ -121,7 +121,7 @@ fn outcome(cfg: &SimConfig, table: &str) -> Result<bool, String> {
     let cfg = cfg.clone();
     std::thread::spawn(move || {
         let run = catch_unwind(AssertUnwindSafe(|| match Sim::new(&cfg, 1) {
-            Err(e) => Err(e.0),
+            Err(e) => Err(e.line()),
             Ok(sim) => Ok(sim.run()),
         }));
         let _ = tx.send(run);

@@ -133,7 +133,7 @@ fn a_floor_above_the_line_rate_is_refused() {
             min_rate_mbps: mbps,
             ..TimelyParams::default()
         };
-        let e = Sim::new(&star_with(&p), 0).err().expect("refused").0;
+        let e = Sim::new(&star_with(&p), 0).err().expect("refused").line();
         assert!(e.starts_with("timely.min_rate_mbps: "), "{e}");
         assert!(e.contains("at most the line rate of sender S1, 10000 Mbit/s"), "{e}");
     }

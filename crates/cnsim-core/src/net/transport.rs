@@ -240,7 +240,7 @@ impl<S: Scheme> NetSim<S> {
                 .net
                 .node_by_name
                 .get(name)
-                .ok_or_else(|| ConfigError(format!("{what}: unknown node '{name}'")))?;
+                .ok_or_else(|| ConfigError::parse(format!("{what}: unknown node '{name}'")))?;
             match self.net.nodes[n as usize].kind {
                 NodeKind::Station(s) => Ok(s as u16),
                 NodeKind::Bridge(_) => err(format!("{what}: '{name}' is a bridge; flows run between stations")),
@@ -281,13 +281,13 @@ impl<S: Scheme> NetSim<S> {
         let mut paths = BTreeMap::new();
         for g in &gens {
             for &d in g.dests.iter().filter(|&&d| d != g.station) {
-                let (hops, rtt) = self.path_info(g.station, d).map_err(ConfigError)?;
+                let (hops, rtt) = self.path_info(g.station, d).map_err(ConfigError::parse)?;
                 paths.entry((rtt, hops)).or_insert((g.station, d));
             }
         }
         let mut pending = 0;
         for (i, f) in flows.iter_mut().enumerate() {
-            (f.hops, f.base_rtt_ps) = self.path_info(f.src, f.dst).map_err(ConfigError)?;
+            (f.hops, f.base_rtt_ps) = self.path_info(f.src, f.dst).map_err(ConfigError::parse)?;
             paths.entry((f.base_rtt_ps, f.hops)).or_insert((f.src, f.dst));
             if f.start < self.duration {
                 self.q.push(f.start, EV_FLOW_START, i as u32);
@@ -657,11 +657,8 @@ impl<S: Scheme> NetSim<S> {
         if window == u64::MAX {
             return;
         }
-        let (b, n) = (self.stats.bin_now(), self.stats.n_bins);
-        self.rl_traces[t]
-            .window
-            .get_or_insert_with(|| QueueTrace::new(0, n))
-            .update(b, window);
+        let b = self.stats.bin_now();
+        self.rl_traces[t].window.get_or_insert_with(|| QueueTrace::new(0)).update(b, window);
     }
 
     /// The flow's last frame is acknowledged: its RL goes.
