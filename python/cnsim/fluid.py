@@ -11,6 +11,7 @@ draws both on the same axes."""
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -395,3 +396,55 @@ def plot_comparison(c: Comparison, path: str | Path) -> Path:
     path = Path(path)
     fig.savefig(path, dpi=110)
     return path
+
+
+def _clean_runs(x: float, p: float, n: float) -> float:
+    """Runs of `n` unmarked packets per second among `x` packets per second
+    marked with probability `p` (the Rust model's `clean_runs`)."""
+    if p <= 0.0:
+        return x / n if n > 0 else 0.0
+    e_arg = -n * math.log1p(-p) if p < 1.0 else math.inf
+    e = math.expm1(e_arg) if e_arg < 700 else math.inf
+    return x * p / e if math.isfinite(e) and e > 0 else 0.0
+
+
+def dcqcn_fixed_point(params: dict[str, Any], rate_bps: float, frame_bytes: float) -> dict[str, float]:
+    """The fixed point of the DCQCN fluid model (Zhu et al., CoNEXT 2016,
+    eqs. 1-3; the same terms as the integrator in crates/cnsim-core/src/fluid.rs)
+    for flows at `rate_bps` each: dR_C/dt = dR_T/dt = dalpha/dt = 0 give
+    alpha = 1 - (1 - p)^(T R), R_T - R_C = tau R_AI ai(p) / a(p) and
+    R_C alpha a = tau^2 R_AI ai cycles / a, one equation in the marking
+    probability p, solved by bisection. The queue is where the RED ramp
+    marks with p (Kmax when p > Pmax: the queue then sits on the ramp's step).
+    Returns p, queue_bytes, alpha and R_T (bit/s)."""
+    pps = rate_bps / (8.0 * frame_bytes)
+    tau = params["cnp_interval_us"] * 1e-6
+    t = params["timer_us"] * 1e-6
+    b = params["bc_bytes"] / frame_bytes
+    f = float(params["fr_thr"])
+    r_ai = params["r_ai_mbps"] * 1e6
+
+    def terms(p: float) -> tuple[float, float, float, float]:
+        def marked(window: float) -> float:
+            return 1.0 if p >= 1.0 else -math.expm1(window * pps * math.log1p(-p))
+
+        cycles = _clean_runs(pps, p, b) + _clean_runs(pps, p, t * pps)
+        ai = _clean_runs(pps, p, f * b) + _clean_runs(pps, p, f * t * pps)
+        return marked(tau), marked(t), cycles, ai
+
+    def excess(p: float) -> float:
+        a, a_timer, cycles, ai = terms(p)
+        return rate_bps * a_timer * a * a - tau * tau * r_ai * ai * cycles
+
+    lo, hi = 1e-12, 1.0 - 1e-12
+    for _ in range(200):  # bisection in log p: the root spans decades
+        mid = math.sqrt(lo * hi)
+        if excess(mid) > 0:
+            hi = mid
+        else:
+            lo = mid
+    p = math.sqrt(lo * hi)
+    a, a_timer, _, ai = terms(p)
+    kmin, kmax, pmax = params["kmin_bytes"], params["kmax_bytes"], params["pmax"]
+    queue = kmax if p > pmax else kmin + p / pmax * (kmax - kmin)
+    return {"p": p, "queue_bytes": queue, "alpha": a_timer, "rt_bps": rate_bps + tau * r_ai * ai / a}

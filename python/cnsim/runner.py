@@ -3,10 +3,11 @@ Dask), one progress bar, the Results sorted by seed."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from .errors import ScenarioError
+from .errors import ScenarioError, ScenarioWarning
 from .executor import Interrupted, Unit, run_units
 from .results import Results
 from .scenario import Scenario
@@ -42,6 +43,8 @@ def run(
 
     check_run_memory(scenario)
     config = scenario.engine_config_checked()
+    for w in scenario.engine_warnings():  # legal, almost certainly unintended: said once per run
+        warnings.warn(w, ScenarioWarning, stacklevel=2)
     units = [Unit(config, s, scenario.duration_ms) for s in sorted(scenario.seeds)]
     pause = " + PAUSE" if scenario.pause else ""
     try:

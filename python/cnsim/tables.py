@@ -3,7 +3,7 @@
 memoryview; strings as lists) and what `cnsim.metrics` derives from it.
 
 A `cnsim run` needs no more than this: polars (and numpy) are imported only
-when a user asks for a DataFrame (`Table.to_polars`, `Results.flows()`, ...),
+when a user asks for a DataFrame (`Table.to_polars`, `Results.flows`, ...),
 so the whole process costs little more than the simulation. Parquet is
 written from these columns by the engine's writer (`write_parquet`), in one
 pass, without building a DataFrame."""

@@ -384,3 +384,351 @@ def fattree_study(jobs: int | None, progress: bool) -> list[Row]:
 
 
 STUDIES["fattree"] = fattree_study
+
+
+# ------------------------------------------------------------------ modern
+#
+# Today's schemes against theory and their papers (issue 25; docs/calibration.md
+# section 7 lists each check with its source and tolerance). Long-lived flows
+# into one 10 Gbit/s port of a one-leaf fabric, a 4 MB buffer per output (no
+# loss), measured after the start-up.
+
+#: DCTCP: flows x K (frames) of the peak-queue and throughput checks.
+MODERN_DCTCP = [(2, 65), (10, 65), (40, 65), (2, 5), (10, 5)]
+MODERN_HPCC = [2, 4, 10]
+MODERN_SWIFT = [(2, 1.0), (8, 1.0), (2, 25.0), (8, 25.0)]
+MODERN_DCQCN = [2, 4, 8]
+FRAME = 1500.0
+
+
+def _long_lived(
+    scheme: str,
+    n: int,
+    link_delay_us: float = 1.0,
+    duration_ms: float = 20.0,
+    measure_from_ms: float = 5.0,
+    **tables: Any,
+) -> Scenario:
+    """`n` long-lived flows H1..Hn -> H0 under one leaf (10 Gbit/s), no PFC."""
+    raw: dict[str, Any] = {
+        "name": f"modern-{scheme}-{n}",
+        "duration_ms": duration_ms,
+        "bin_us": 10.0,
+        "scheme": scheme,
+        "seeds": [0],
+        "measure": {"start_ms": measure_from_ms, "end_ms": duration_ms},
+        "topology": {"generator": "leafspine", "leaves": 1, "spines": 1, "hosts_per_leaf": n + 1},
+        "workload": {"kind": "long_lived", "fan_in": n, "receiver": "H0", "size_bytes": 10**12},
+        "defaults": {"link_delay_us": link_delay_us},
+        "bridge": {"buffer_mode": "per_output", "buffer_bytes": 4_000_000},
+        "pause": {"enabled": False},
+        "trace": {"ports": ["L0->H0"]},
+    }
+    raw.update(tables)
+    return Scenario(raw)
+
+
+def _bottleneck(res: Results, from_ms: float) -> dict[str, Any]:
+    """The L0->H0 port after `from_ms`: link throughput (measure window),
+    mean and peak queue (bytes), and each flow's throughput (Gbit/s)."""
+    import polars as pl
+
+    ts = res.timeseries()
+    after = (pl.col("key") == "L0->H0") & (pl.col("time_ms") >= from_ms)
+    q = ts.filter((pl.col("series") == "queue_bytes") & after)["value"]
+    peak = ts.filter((pl.col("series") == "queue_bytes_max") & after)["value"]
+    link = res.links.filter(pl.col("name") == "L0->H0")["throughput_gbps_measure"][0]
+    shares = res.pairs.filter(pl.col("dst") == "H0")["throughput_gbps_measure"].to_list()
+    return {"link": float(link), "queue": float(q.mean()), "peak": float(peak.max()), "shares": shares}
+
+
+def _share_dev(shares: list[float], capacity: float = 10.0) -> float:
+    """The largest relative departure of a flow's share from C / N."""
+    n = len(shares)
+    return max(abs(s * n / capacity - 1.0) for s in shares)
+
+
+def modern_packet_results(jobs: int | None, progress: bool) -> dict[Any, dict[str, Any]]:
+    """The long-lived runs of the DCTCP, HPCC and Swift checks, one batch."""
+    scenarios: dict[Any, Scenario] = {}
+    for n, k in MODERN_DCTCP:
+        scenarios[("dctcp", n, k)] = _long_lived("dctcp", n, dctcp={"k_bytes": k * FRAME})
+    for n in MODERN_HPCC:
+        scenarios[("hpcc", n)] = _long_lived("hpcc", n, link_delay_us=25.0)
+    for n, delay in MODERN_SWIFT:
+        scenarios[("swift", n, delay)] = _long_lived(
+            "swift", n, link_delay_us=delay, swift={"fs_range_us": 0.0}
+        )
+    got = run_many(scenarios, f"validate modern: {len(scenarios)} runs", jobs, progress)
+    out: dict[Any, dict[str, Any]] = {}
+    for key, res in got.items():
+        out[key] = _bottleneck(res, 5.0)
+    return out
+
+
+def modern_dctcp(got: dict[Any, dict[str, Any]]) -> list[Row]:
+    """DCTCP (Alizadeh et al., SIGCOMM 2010, section 3.3): with N flows in
+    step the queue peaks at K + N packets; throughput stays ~100% for K above
+    C x RTT / 7 (the SIGMETRICS 2011 analysis; 1.1 frames on this 9.5 us path)."""
+    rows = []
+    for n, k in MODERN_DCTCP:
+        m = got[("dctcp", n, k)]
+        s = "modern DCTCP"
+        if k == 65:
+            rows.append(
+                _rel(s, f"peak queue (frames), N = {n}, K = {k}: K + N", k + n, m["peak"] / FRAME, 0.10)
+            )
+        rows.append(
+            Row(
+                s,
+                f"link utilisation, N = {n}, K = {k} frames (> C RTT / 7)",
+                ">= 0.99",
+                round(m["link"] / 10.0, 4),
+                ">= 0.99",
+                m["link"] / 10.0 >= 0.99,
+            )
+        )
+    return rows
+
+
+def modern_hpcc(got: dict[Any, dict[str, Any]]) -> list[Row]:
+    """HPCC (Li et al., SIGCOMM 2019, Algorithm 1): the window update's fixed
+    point W = W eta / U + W_AI puts the link at U = eta + N W_AI / BDP = eta +
+    N R_AI / C (at most 1), with a near-empty queue."""
+    from .schemes import TABLES
+
+    p = TABLES["hpcc"]()
+    rows = []
+    for n in MODERN_HPCC:
+        m = got[("hpcc", n)]
+        expect = min(1.0, p.eta + n * p.r_ai_mbps * 1e6 / 10e9)  # type: ignore[attr-defined]
+        s = "modern HPCC"
+        rows.append(
+            _abs(
+                s,
+                f"link utilisation, N = {n}: eta + N R_AI / C",
+                round(expect, 4),
+                round(m["link"] / 10.0, 4),
+                0.015,
+            )
+        )
+        q = m["queue"] / FRAME
+        rows.append(Row(s, f"mean queue (frames), N = {n}", "near empty", round(q, 2), "< 3 frames", q < 3.0))
+    return rows
+
+
+def modern_swift(got: dict[Any, dict[str, Any]]) -> list[Row]:
+    """Swift (Kumar et al., SIGCOMM 2020): the delay held at the target, equal
+    shares. Flow scaling off: the target's queueing part is queue_target_us +
+    hops x per_hop_us (15 + 2 x 1 us); each flow adds one frame per RTT below
+    it and cuts at most once per RTT, so the mean may sit up to N frames' time
+    above it."""
+    from .schemes import TABLES
+
+    p = TABLES["swift"]()
+    target = p.queue_target_us + 2 * p.per_hop_us  # type: ignore[attr-defined]
+    rows = []
+    for n, delay in MODERN_SWIFT:
+        m = got[("swift", n, delay)]
+        s = "modern Swift"
+        where = f"N = {n}, links of {delay:g} us"
+        qd = m["queue"] * 8 / 10e9 * 1e6
+        hi = target + n * FRAME * 8 / 10e9 * 1e6
+        rows.append(
+            Row(
+                s,
+                f"queueing delay (us), {where}",
+                f"target {target:g}",
+                round(qd, 2),
+                f"{target:g} .. {hi:.1f}",
+                target <= qd <= hi,
+            )
+        )
+        dev = _share_dev(m["shares"])
+        rows.append(
+            Row(s, f"largest share off C / N, {where}", "equal shares", round(dev, 3), "< 10%", dev < 0.10)
+        )
+        rows.append(
+            Row(
+                s,
+                f"link utilisation, {where}",
+                ">= 0.95",
+                round(m["link"] / 10.0, 4),
+                ">= 0.95",
+                m["link"] >= 9.5,
+            )
+        )
+    return rows
+
+
+def dcqcn_staggered(n: int) -> Scenario:
+    """n line-rate sources into one 10 Gbit/s link, starting 5 ms apart, no
+    PAUSE, a 10 MB buffer (the fluid model's setting), 200 ms, measured over
+    the last 50 ms."""
+    nodes: list[dict[str, Any]] = [
+        {"name": "B", "kind": "bridge", "cp": True},
+        {"name": "D", "kind": "station"},
+    ]
+    nodes += [
+        {"name": f"S{i + 1}", "kind": "station", "load": 1.0, "dest": "D", "start_ms": 5.0 * i}
+        for i in range(n)
+    ]
+    return Scenario(
+        {
+            "name": f"modern-dcqcn-{n}",
+            "duration_ms": 200.0,
+            "bin_us": 100.0,
+            "scheme": "dcqcn",
+            "seeds": [0],
+            "measure": {"start_ms": 150.0, "end_ms": 200.0},
+            "defaults": {"link_delay_us": 0.5},
+            "bridge": {"buffer_mode": "per_output", "buffer_bytes": 10_000_000},
+            "nodes": nodes,
+            "links": [{"a": f"S{i + 1}", "b": "B"} for i in range(n)] + [{"a": "B", "b": "D"}],
+            "trace": {"ports": ["B->D"]},
+        }
+    )
+
+
+def modern_dcqcn_results(jobs: int | None, progress: bool) -> dict[int, dict[str, Any]]:
+    """Per N: the fixed point, and the fluid model and the packet engine on
+    the same scenario (`cnsim fluid`'s comparison) over 150-200 ms."""
+    from .fluid import compare, dcqcn_fixed_point
+
+    out: dict[int, dict[str, Any]] = {}
+    for n in MODERN_DCQCN:
+        sc = dcqcn_staggered(n)
+        params = sc.engine_config()["scheme"]
+        fp = dcqcn_fixed_point(params, 10e9 / n, FRAME)
+        c = compare(sc, jobs=jobs)
+        rows = {label: (fl, pk) for label, fl, pk in c.rows}
+        rates = [v for label, v in rows.items() if label.endswith("rate (Gbit/s)")]
+        out[n] = {"fixed": fp, "pmax": params["pmax"], "queue": rows["mean CP queue (KB)"], "rates": rates}
+    return out
+
+
+def modern_dcqcn(got: dict[int, dict[str, Any]]) -> list[Row]:
+    """DCQCN (Zhu et al., SIGCOMM 2015; the fluid model of Zhu et al., CoNEXT
+    2016): the fixed point of the fluid model (every flow at C / N, the queue
+    where the RED ramp marks with the p* that balances decrease and increase)
+    against the integrated fluid model and the packet engine."""
+    rows = []
+    for n in MODERN_DCQCN:
+        m = got[n]
+        s = "modern DCQCN"
+        q_fp = m["fixed"]["queue_bytes"] / 1e3
+        fl_q, pk_q = m["queue"]
+        on = "" if m["fixed"]["p"] <= m["pmax"] else " (p* above Pmax: the queue sits at Kmax)"
+        rows.append(
+            _rel(s, f"fluid mean queue (KB), N = {n}: fixed point{on}", round(q_fp, 1), round(fl_q, 1), 0.02)
+        )
+        rows.append(
+            _rel(s, f"packet mean queue (KB), N = {n}: fixed point", round(q_fp, 1), round(pk_q, 1), 0.15)
+        )
+        worst_fl = max(abs(fl * n / 10.0 - 1.0) for fl, _ in m["rates"])
+        worst_pk = max(abs((pk or 0.0) * n / 10.0 - 1.0) for _, pk in m["rates"])
+        rows.append(
+            Row(s, f"fluid flows off C / N, N = {n}", "C / N", round(worst_fl, 4), "< 1%", worst_fl < 0.01)
+        )
+        rows.append(
+            Row(s, f"packet flows off C / N, N = {n}", "C / N", round(worst_pk, 3), "< 15%", worst_pk < 0.15)
+        )
+    return rows
+
+
+def modern_timely_results(jobs: int | None, progress: bool) -> dict[str, dict[str, tuple[float, float]]]:
+    """Two long TIMELY flows into one 10 Gbit/s port with the paper's
+    thresholds (Zhu et al.'s setting): the first alone at line rate from 0,
+    the second from 15 ms at 1 Gbit/s; each flow's rate in 10 ms windows."""
+    from .executor import Unit, run_units
+
+    windows = {"w40": (40, 50), "w90": (90, 100), "w190": (190, 200)}
+    units = []
+    for rule in ("original", "patched"):
+        # t_low_us 0.001: the original rule in its gradient band, as the analysis studies it.
+        timely = {"rule": rule, "min_rtt_us": 20.0, "t_low_us": 0.001 if rule == "original" else 50.0}
+        timely.update(t_high_us=500.0, rtt_ref_us=50.0, init_rate_gbps=1.0)
+        cfg = _long_lived("timely", 2, duration_ms=200.0, timely=timely).engine_config()
+        cfg["transport"]["flows"][1]["start_ps"] = 15 * 10**9
+        cfg["windows"] += [
+            {"name": k, "start_ps": a * 10**9, "end_ps": b * 10**9} for k, (a, b) in windows.items()
+        ]
+        units.append(Unit(cfg, 0, 200.0, tag=rule))
+    runs = run_units(
+        units, description="validate modern: TIMELY, 2 runs", item="runs", jobs=jobs, progress=progress
+    )
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for u, r in zip(units, runs, strict=True):
+        f = r.tables["flows"].sort("src")
+        out[u.tag] = {
+            k: tuple(float(b) * 8 / ((hi - lo) * 1e-3) / 1e9 for b in f[f"bytes_{k}"].to_list())  # type: ignore[misc]
+            for k, (lo, hi) in windows.items()
+        }
+    return out
+
+
+def modern_timely(got: dict[str, dict[str, tuple[float, float]]]) -> list[Row]:
+    """TIMELY (Mittal et al., SIGCOMM 2015; Zhu et al., CoNEXT 2016, section
+    4): in its gradient band the original rule has no unique fixed point (any
+    split with a flat RTT is one): two flows that start apart stay apart; the
+    patched rule's fixed point is unique, equal shares."""
+    s = "modern TIMELY"
+    o, p = got["original"], got["patched"]
+    (a40, b40), (a190, b190) = o["w40"], o["w190"]
+    rows = [
+        Row(
+            s,
+            "original: flow 1 / flow 2 at 40-50 ms",
+            "apart (any split is a fixed point)",
+            round(a40 / b40, 2),
+            ">= 3",
+            a40 >= 3 * b40,
+        ),
+        Row(
+            s,
+            "original: each flow, 190-200 vs 40-50 ms",
+            "unchanged",
+            round(max(abs(a190 / a40 - 1), abs(b190 / b40 - 1)), 3),
+            "within 5%",
+            abs(a190 / a40 - 1) < 0.05 and abs(b190 / b40 - 1) < 0.05,
+        ),
+    ]
+    for w in ("w90", "w190"):
+        a, b = p[w]
+        lo = w[1:]
+        rows.append(
+            Row(
+                s,
+                f"patched: |flow 1 - flow 2| / mean at {lo}-{int(lo) + 10} ms",
+                "equal (unique fixed point)",
+                round(abs(a - b) / ((a + b) / 2), 3),
+                "< 5%",
+                abs(a - b) < 0.05 * (a + b) / 2,
+            )
+        )
+        rows.append(
+            Row(
+                s,
+                f"patched: link at {lo}-{int(lo) + 10} ms (Gbit/s)",
+                "full",
+                round(a + b, 2),
+                "> 9.5",
+                a + b > 9.5,
+            )
+        )
+    return rows
+
+
+def modern(jobs: int | None, progress: bool) -> list[Row]:
+    """Today's schemes (issue 25): DCTCP, DCQCN, HPCC, Swift and TIMELY
+    against theory and their papers; docs/calibration.md section 7."""
+    packet = modern_packet_results(jobs, progress)
+    rows = modern_dctcp(packet)
+    rows += modern_dcqcn(modern_dcqcn_results(jobs, progress))
+    rows += modern_hpcc(packet)
+    rows += modern_swift(packet)
+    rows += modern_timely(modern_timely_results(jobs, progress))
+    return rows
+
+
+STUDIES["modern"] = modern

@@ -18,7 +18,7 @@ use crate::scheme::bcn::{Bcn, BcnParams};
 use crate::scheme::dcqcn::Dcqcn;
 use crate::scheme::dctcp::Dctcp;
 use crate::scheme::qcn::{Efr, Qcn, QcnParams};
-use crate::scheme::timely::{Timely, TimelyRule};
+use crate::scheme::timely::{Thresholds, Timely, TimelyRule};
 use serde::{Deserialize, Serialize};
 
 /// One flow: a source sending `offered_bps` to the bottleneck while it is on.
@@ -227,7 +227,10 @@ pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
                 _ => f.line_rate_bps,
             },
             tr: f.line_rate_bps,
-            alpha: 1.0,
+            alpha: match &law {
+                Law::Dctcp(d) => d.params().alpha_init,
+                _ => 1.0,
+            },
             w: match &law {
                 Law::Dctcp(d) => d.params().init_cwnd_frames,
                 _ => 0.0,
@@ -330,12 +333,14 @@ pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
                     if now < cfg.flows[i].start_ps {
                         continue;
                     }
-                    let base = (cfg.flows[i].forward_delay_ps + cfg.flows[i].feedback_delay_ps) as f64 * 1e-12;
+                    let base_ps = cfg.flows[i].forward_delay_ps + cfg.flows[i].feedback_delay_ps;
+                    let base = base_ps as f64 * 1e-12;
+                    let th = tm.thresholds(base_ps);
                     let c = capacity.max(1.0) / 8.0; // bytes/s
                     let rtt = base + fb / c;
                     let back = ((rtt / dt) as usize).min(q_len - 1 - fbd[i].min(q_len - 1));
                     let earlier = q_h.ago(fbd[i] + back);
-                    timely_rp(tm, r, fb, earlier, rtt, c, line, dt)
+                    timely_rp(tm, &th, r, fb, earlier, rtt, c, line, dt)
                 }
             }
         }
@@ -383,7 +388,9 @@ fn clean_runs(x: f64, p: f64, n: f64) -> f64 {
 fn dcqcn_rp(d: &Dcqcn, r: &mut Rp, pd: f64, sent_d: f64, frame_bytes: f64, line: f64, dt: f64) {
     let p = d.params();
     let pps = sent_d / (8.0 * frame_bytes);
-    let tau = p.cnp_interval_us * 1e-6;
+    // A CNP interval of 0 (one CNP per marked frame) as one step: the rate
+    // law divides by it.
+    let tau = (p.cnp_interval_us * 1e-6).max(dt);
     let t = p.timer_us * 1e-6;
     let b = p.bc_bytes / frame_bytes;
     let f = p.fr_thr as f64;
@@ -402,8 +409,10 @@ fn dcqcn_rp(d: &Dcqcn, r: &mut Rp, pd: f64, sent_d: f64, frame_bytes: f64, line:
     let d_rc = -r.cr * r.alpha / (2.0 * tau) * a + (r.tr - r.cr) / 2.0 * cycles;
     let d_rt = -(r.tr - r.cr) / tau * a + p.r_ai_bps() * ai;
     let d_alpha = p.g / t * (a_timer - r.alpha);
-    r.cr = (r.cr + d_rc * dt).clamp(p.min_rate_bps(), line);
-    r.tr = (r.tr + d_rt * dt).clamp(r.cr, line);
+    // max then min, not clamp: a floor above the line rate (the packet
+    // engine refuses it) or a NaN must not panic here.
+    r.cr = (r.cr + d_rc * dt).max(p.min_rate_bps().min(line)).min(line);
+    r.tr = (r.tr + d_rt * dt).max(r.cr).min(line);
     r.alpha = (r.alpha + d_alpha * dt).clamp(0.0, 1.0);
 }
 
@@ -426,17 +435,17 @@ fn dctcp_rp(d: &Dctcp, r: &mut Rp, pd: f64, rtt: f64, frame_bytes: f64, line: f6
 /// between them the gradient rule (original) or the patched one; the
 /// gradient g follows (q - q_rtt) / (C minRTT) with weight alpha per RTT.
 #[allow(clippy::too_many_arguments)]
-fn timely_rp(t: &Timely, r: &mut Rp, q: f64, q_rtt: f64, rtt: f64, c_bytes: f64, line: f64, dt: f64) {
+fn timely_rp(t: &Timely, th: &Thresholds, r: &mut Rp, q: f64, q_rtt: f64, rtt: f64, c_bytes: f64, line: f64, dt: f64) {
     let p = t.params();
-    let min_rtt = p.min_rtt_us * 1e-6;
+    let min_rtt = th.min_rtt_us * 1e-6;
     let delta = p.delta_mbps * 1e6;
     let sample = (q - q_rtt) / (c_bytes * min_rtt);
     r.g += p.alpha / rtt * (sample - r.g) * dt;
     let rtt_us = rtt * 1e6;
-    let dr = if rtt_us < p.t_low_us {
+    let dr = if rtt_us < th.t_low_us {
         delta / rtt
-    } else if rtt_us > p.t_high_us {
-        -p.beta * (1.0 - p.t_high_us / rtt_us) * r.cr / rtt
+    } else if rtt_us > th.t_high_us {
+        -p.beta * (1.0 - th.t_high_us / rtt_us) * r.cr / rtt
     } else {
         match p.rule {
             TimelyRule::Original if r.g <= 0.0 => delta / rtt,
@@ -449,12 +458,12 @@ fn timely_rp(t: &Timely, r: &mut Rp, q: f64, q_rtt: f64, rtt: f64, c_bytes: f64,
                 } else {
                     2.0 * r.g + 0.5
                 };
-                let err = (rtt_us - p.rtt_ref_us) / p.rtt_ref_us;
+                let err = (rtt_us - th.rtt_ref_us) / th.rtt_ref_us;
                 (delta * (1.0 - w) - p.beta * w * err * r.cr) / rtt
             }
         }
     };
-    r.cr = (r.cr + dr * dt).clamp(p.min_rate_mbps * 1e6, line);
+    r.cr = (r.cr + dr * dt).max((p.min_rate_mbps * 1e6).min(line)).min(line);
 }
 
 /// BCN's Fb (pages) and sampling interval (bytes) for the arriving fluid.
@@ -746,11 +755,12 @@ mod timely_tests {
     use crate::scheme::timely::TimelyParams;
 
     pub(super) fn two(rule: TimelyRule, t_low_us: f64, dur_ms: u64) -> (f64, f64) {
+        // The paper's absolute thresholds (t_low_us 0.001: the gradient band
+        // from the start), as the analysis studies them.
         let p = TimelyParams {
             rule,
             t_low_us,
-            init_rate_gbps: 1.0,
-            ..TimelyParams::default()
+            ..TimelyParams::paper()
         };
         let r = integrate(&cfg(SchemeConfig::of("timely", &p), line_flows(2, 15), dur_ms)).unwrap();
         let nb = r.queue_bytes.len();
@@ -768,9 +778,9 @@ mod timely_tests {
     fn patched_timely_equalises_faster_than_the_original() {
         let (a, b) = two(TimelyRule::Patched, 50.0, 100);
         assert!((a - b).abs() < 0.01 * (a + b) / 2.0, "{a} {b}");
-        let (a, b) = two(TimelyRule::Original, 0.0, 50);
+        let (a, b) = two(TimelyRule::Original, 0.001, 50);
         assert!(a > 1.5 * b, "{a} {b}");
-        let (a, b) = two(TimelyRule::Original, 0.0, 200);
+        let (a, b) = two(TimelyRule::Original, 0.001, 200);
         assert!((a - b).abs() < 0.05 * (a + b) / 2.0, "{a} {b}");
     }
 }

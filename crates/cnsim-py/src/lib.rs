@@ -79,6 +79,7 @@ struct Simulation {
     sim: Option<Sim>,
     result: Option<RunResult>,
     duration_ps: u64,
+    warnings: Vec<String>,
 }
 
 #[pymethods]
@@ -89,9 +90,17 @@ impl Simulation {
         let sim = py.allow_threads(|| Sim::new(&cfg, seed)).map_err(|e| config_error(py, e))?;
         Ok(Simulation {
             duration_ps: sim.duration(),
+            warnings: sim.warnings().to_vec(),
             sim: Some(sim),
             result: None,
         })
+    }
+
+    /// What the engine found while building the network: legal but almost
+    /// certainly unintended parameters, one line each.
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
     }
 
     #[getter]
@@ -399,11 +408,13 @@ fn fluid_json(py: Python<'_>, config_json: &str) -> PyResult<String> {
 /// Checks an engine config as the engine would before a run (every value,
 /// every cross-parameter rule of its scheme, the topology), without running
 /// it: raises EngineConfigError (a ValueError) naming the first bad
-/// parameter in its `path`.
+/// parameter in its `path`; returns the engine's warnings (one line each,
+/// as `Simulation.warnings`).
 #[pyfunction]
-fn check_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<()> {
+fn check_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
     let cfg = read_config(py, config)?;
-    py.allow_threads(|| Sim::new(&cfg, 0).map(|_| ())).map_err(|e| config_error(py, e))
+    py.allow_threads(|| Sim::new(&cfg, 0).map(|s| s.warnings().to_vec()))
+        .map_err(|e| config_error(py, e))
 }
 
 /// The schemes' parameter declarations (`cnsim_core::scheme::params`) as

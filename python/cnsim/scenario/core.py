@@ -59,6 +59,7 @@ class Scenario:
         self.raw = raw
         self.source = source
         self._engine_config: dict[str, Any] | None = None
+        self._engine_warnings: list[str] = []
         expanded = expand_topology(raw)
         try:
             self.model = ScenarioModel.model_validate(expanded)
@@ -411,11 +412,17 @@ class Scenario:
             from .. import _core
 
             try:
-                _core.check_config(cfg)
+                self._engine_warnings = list(_core.check_config(cfg) or [])
             except ValueError as e:
                 raise ScenarioError(str(e), param=getattr(e, "path", None) or None) from None
             self._engine_config = cfg
         return self._engine_config
+
+    def engine_warnings(self) -> list[str]:
+        """What the engine's check of the built network warned about (legal
+        but almost certainly unintended parameters), one line each."""
+        self.engine_config_checked()
+        return list(self._engine_warnings)
 
 
 def check_scheme_keys(keys: Iterable[str], scheme: str, schemes: Iterable[str] = (), label: str = "") -> None:

@@ -298,8 +298,11 @@ impl<S: Scheme> NetSim<S> {
             },
             open_loop,
             stop_at: Time::MAX,
+            warnings: Vec::new(),
         };
-        sim.transport_init(cfg)?;
+        let paths = sim.transport_init(cfg)?;
+        let view = sim.network_view(paths);
+        sim.warnings = sim.scheme.check_network(&view)?;
         Ok(sim)
     }
 }

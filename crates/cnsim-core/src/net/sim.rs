@@ -119,6 +119,8 @@ pub struct NetSim<S: Scheme> {
     pub(crate) open_loop: bool,
     /// The run ends before this time: every flow has finished (`Time::MAX`: at the duration).
     pub(crate) stop_at: Time,
+    /// What the scheme's check of the built network warned about (one line each).
+    pub(crate) warnings: Vec<String>,
 }
 
 impl<S: Scheme> NetSim<S> {
@@ -686,6 +688,8 @@ pub trait Run: Send {
     fn finish(&mut self) -> Result<RunResult, String>;
     fn now(&self) -> Time;
     fn duration(&self) -> Time;
+    /// Warnings found while the simulation was built (one line each).
+    fn warnings(&self) -> &[String];
 }
 
 impl<S: Scheme> Run for NetSim<S> {
@@ -703,6 +707,9 @@ impl<S: Scheme> Run for NetSim<S> {
     }
     fn duration(&self) -> Time {
         self.duration
+    }
+    fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 }
 
@@ -746,6 +753,13 @@ impl Sim {
 
     pub fn duration(&self) -> Time {
         self.inner.duration()
+    }
+
+    /// What only the built network reveals about the parameters and is
+    /// legal but almost certainly unintended (a delay threshold below a
+    /// flow's base RTT): one line each, naming the parameter.
+    pub fn warnings(&self) -> &[String] {
+        self.inner.warnings()
     }
 }
 

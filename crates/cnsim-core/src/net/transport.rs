@@ -25,17 +25,22 @@ use super::port::PortId;
 use super::rl::RateLimiter;
 use super::sim::{NetSim, EV_FLOW_ARRIVAL, EV_FLOW_RTO, EV_FLOW_START};
 use super::topology::{NodeKind, NO_ROUTE};
-use crate::config::{err, ConfigError, SimConfig};
+use crate::config::{err, BufferMode, ConfigError, SimConfig};
 use crate::engine::queue::MAX_INDEX;
 use crate::engine::rng::{stream, Stream};
 use crate::engine::time::serialization_ps;
 use crate::engine::{Time, PS_PER_S};
 use crate::frame::{Frame, FrameKind};
-use crate::scheme::{AckKind, AckView, RlCore, Scheme};
+use crate::scheme::{AckKind, AckView, NetView, PathView, RlCore, Scheme};
 use crate::stats::FlowRecord;
 use crate::stats::QueueTrace;
 use rand::Rng;
+use std::collections::BTreeMap;
 use std::sync::Arc;
+
+/// The distinct paths flows may take, (base RTT, hops) -> the first (source,
+/// destination) found on it.
+pub(crate) type FlowPaths = BTreeMap<(Time, u32), (u16, u16)>;
 
 /// RL id of a flow whose sender holds no RL (finished).
 pub const NO_RL: u32 = u32::MAX;
@@ -226,8 +231,9 @@ pub(crate) enum FlowPick<E> {
 
 impl<S: Scheme> NetSim<S> {
     /// Resolves the configuration's flows and arrival processes; schedules
-    /// the first events.
-    pub(crate) fn transport_init(&mut self, cfg: &SimConfig) -> Result<(), ConfigError> {
+    /// the first events. Returns the paths flows may take: one per distinct
+    /// (base RTT, hops), named by the first flow (source, destination) on it.
+    pub(crate) fn transport_init(&mut self, cfg: &SimConfig) -> Result<FlowPaths, ConfigError> {
         let t = &cfg.transport;
         let station = |what: String, name: &str| -> Result<u16, ConfigError> {
             let n = *self
@@ -272,14 +278,17 @@ impl<S: Scheme> NetSim<S> {
             return err(format!("flows: more than {MAX_INDEX} flows or arrival processes"));
         }
         // Every pair that may carry a flow must be routable.
+        let mut paths = BTreeMap::new();
         for g in &gens {
             for &d in g.dests.iter().filter(|&&d| d != g.station) {
-                self.path_of(g.station, d).map_err(ConfigError::parse)?;
+                let (hops, rtt) = self.path_info(g.station, d).map_err(ConfigError::parse)?;
+                paths.entry((rtt, hops)).or_insert((g.station, d));
             }
         }
         let mut pending = 0;
         for (i, f) in flows.iter_mut().enumerate() {
             (f.hops, f.base_rtt_ps) = self.path_info(f.src, f.dst).map_err(ConfigError::parse)?;
+            paths.entry((f.base_rtt_ps, f.hops)).or_insert((f.src, f.dst));
             if f.start < self.duration {
                 self.q.push(f.start, EV_FLOW_START, i as u32);
                 pending += 1;
@@ -306,7 +315,50 @@ impl<S: Scheme> NetSim<S> {
             nacks_sent: 0,
             ooo_discarded: 0,
         };
-        Ok(())
+        Ok(paths)
+    }
+
+    /// What a scheme checks its parameters against: the slowest sender's
+    /// line rate and the flows' paths (from [`Self::transport_init`]).
+    pub(crate) fn network_view(&self, paths: FlowPaths) -> NetView {
+        let mut senders: Vec<usize> = (0..self.n_stations).filter(|&s| self.net.stations[s].load > 0.0).collect();
+        senders.extend(self.tp.flows.iter().map(|f| f.src as usize));
+        senders.extend(self.tp.gens.iter().map(|g| g.station as usize));
+        let slowest = senders
+            .into_iter()
+            .map(|s| (self.net.ports[self.net.stations[s].port as usize].nominal_rate_bps, s))
+            .min();
+        let name = |s: u16| self.net.station_name(s as usize).to_string();
+        let cp_queue_bytes = (0..self.net.ports.len())
+            .filter(|&p| self.cps[p].is_some())
+            .filter_map(|p| match self.net.nodes[self.net.ports[p].owner as usize].kind {
+                NodeKind::Bridge(b) => {
+                    let br = &self.net.bridges[b as usize];
+                    let bytes = br.buffer_bytes as f64;
+                    let inputs = self.net.nodes[br.node as usize].ports.len().saturating_sub(1).max(1) as f64;
+                    Some(match br.buffer_mode {
+                        BufferMode::PerOutput | BufferMode::Shared => bytes,
+                        BufferMode::PerInput => bytes * inputs,
+                        BufferMode::Dynamic => bytes * br.dt_alpha / (1.0 + br.dt_alpha),
+                        BufferMode::Infinite => f64::INFINITY,
+                    })
+                }
+                NodeKind::Station(_) => None,
+            })
+            .fold(0.0, f64::max);
+        NetView {
+            min_line_rate_bps: slowest.map_or(0.0, |(r, _)| r as f64),
+            slowest_sender: slowest.map_or_else(String::new, |(_, s)| name(s as u16)),
+            cp_queue_bytes,
+            paths: paths
+                .into_iter()
+                .map(|((base_rtt_ps, hops), (src, dst))| PathView {
+                    flow: format!("{}->{}", name(src), name(dst)),
+                    base_rtt_ps,
+                    hops,
+                })
+                .collect(),
+        }
     }
 
     /// The ports a frame from station `src` to station `dst` leaves by, in order.

@@ -3,7 +3,7 @@
 //! them all; the variants are switches.
 
 use super::params::{Range, Table};
-use super::{QueueView, RlCore, Scheme};
+use super::{check_floor, unreachable_threshold, NetView, QueueView, RlCore, Scheme};
 use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::{us_to_ps, Time};
@@ -69,7 +69,12 @@ pub fn table() -> Table {
         .float("tmax_us", 100.0, Range::ge(0.0), "BCN(0,0) stop time U(0, Tmax) (us)")
         .float("rmin_gbps", 1.0, Range::gt(0.0), "BCN(0,0) restart rate Rmin (Gbit/s)")
         .float("drift_mbps", 1.0, Range::ge(0.0), "drift step after a restart (Mbit/s)")
-        .float("drift_interval_us", 100.0, Range::ge(1e-6), "drift period (us; at least 1 ps)")
+        .float(
+            "drift_interval_us",
+            100.0,
+            Range::ge(1.0),
+            "drift period (us; at least 1: it fires per RL per period)",
+        )
         .flag("self_increase", false, "drift every RL, not only after BCN(0,0)")
         .flag("oversampling", false, "sample every sample_sev_bytes above a threshold")
         .float(
@@ -184,6 +189,8 @@ impl BcnExt {
 
 pub struct Bcn {
     p: BcnParams,
+    /// The table as the user named it (`bcn` or `ecm`), for messages.
+    label: String,
 }
 
 impl Bcn {
@@ -193,6 +200,7 @@ impl Bcn {
         let declared = if s.table() == "ecm" { ecm_table() } else { table() };
         Ok(Bcn {
             p: declared.parse(s.table(), &s.params)?,
+            label: s.table().to_string(),
         })
     }
 
@@ -265,11 +273,51 @@ pub struct BcnRl {
     drifting: bool,
 }
 
+impl Bcn {
+    /// Thresholds out of order (legal, almost certainly unintended) and a
+    /// floor above a sender's line rate (refused).
+    fn check(&self, net: &NetView) -> Result<Vec<String>, ConfigError> {
+        let (p, t) = (&self.p, &self.label);
+        check_floor(&format!("{t}.min_rate_mbps"), p.min_rate_mbps, net)?;
+        let qeq = p.qeq_pages * 64.0;
+        let mut w = Vec::new();
+        let at_or_below_qeq = |name: &str, v: f64, what: &str| {
+            format!(
+                "{t}.{name} = {} bytes is at or below Qeq ({t}.qeq_pages = {} pages, {} bytes): {what}",
+                super::params::num(v),
+                super::params::num(p.qeq_pages),
+                super::params::num(qeq)
+            )
+        };
+        if p.bcn00 && p.qsc_bytes <= qeq {
+            w.push(at_or_below_qeq("qsc_bytes", p.qsc_bytes, "every congested sample stops its source"));
+        }
+        if p.bcn_max && p.qmc_bytes <= qeq {
+            w.push(at_or_below_qeq(
+                "qmc_bytes",
+                p.qmc_bytes,
+                "every congested sample sends the most negative Fb",
+            ));
+        }
+        w.extend(unreachable_threshold(
+            &format!("{t}.qeq_pages x 64"),
+            qeq,
+            net,
+            "no source is ever slowed",
+        ));
+        Ok(w)
+    }
+}
+
 impl Scheme for Bcn {
     type Ext = BcnExt;
     type Cp = BcnCp;
     type Np = ();
     type Rl = BcnRl;
+
+    fn check_network(&self, net: &NetView) -> Result<Vec<String>, ConfigError> {
+        self.check(net)
+    }
 
     fn new_cp(&self, rng: Stream) -> BcnCp {
         BcnCp {

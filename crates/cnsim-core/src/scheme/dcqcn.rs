@@ -13,7 +13,7 @@
 //!   same 55 us period in the source).
 
 use super::params::{Range, Table};
-use super::{QueueView, RlCore, Scheme};
+use super::{check_floor, unreachable_threshold, NetView, QueueView, RlCore, Scheme};
 use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::{us_to_ps, Time};
@@ -59,8 +59,8 @@ pub fn table() -> Table {
         .float(
             "timer_us",
             55.0,
-            Range::ge(1e-6),
-            "alpha-decay and rate-increase timer (us; at least 1 ps)",
+            Range::ge(1.0),
+            "alpha-decay and rate-increase timer (us; at least 1: it fires per RL per period)",
         )
         .float("bc_bytes", 10e6, Range::gt(0.0), "rate-increase byte counter (bytes)")
         .int("fr_thr", 5, Range::ge(1.0), "fast-recovery threshold F (stages)")
@@ -180,6 +180,15 @@ impl Scheme for Dcqcn {
     type Rl = DcqcnRl;
     const NP_EVENTS: bool = true;
     const CP_ON_DEQUEUE: bool = true;
+
+    fn check_network(&self, net: &NetView) -> Result<Vec<String>, ConfigError> {
+        check_floor("dcqcn.min_rate_mbps", self.p.min_rate_mbps, net)?;
+        Ok(
+            unreachable_threshold("dcqcn.kmin_bytes", self.p.kmin_bytes, net, "no frame is ever marked")
+                .into_iter()
+                .collect(),
+        )
+    }
 
     fn new_cp(&self, rng: Stream) -> DcqcnCp {
         DcqcnCp { rng }

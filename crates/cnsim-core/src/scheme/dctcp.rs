@@ -19,11 +19,27 @@
 //!   meets its first competitor with a window of megabytes, which alpha,
 //!   near 0 after a long time without marks, cuts by little.
 //!
+//! Three choices the paper leaves to the implementation, each a parameter
+//! (docs/schemes.md shows what each does to the peak queue of an incast):
+//!
+//! - `mark_at`: `enqueue` (default: the paper's "marked if the queue
+//!   occupancy is greater than K upon its arrival"; the queue includes the
+//!   arriving frame) or `dequeue` (a frame is marked as it leaves a queue
+//!   that, including it, exceeds K: htsim's, and feedback no longer waits
+//!   out the queue);
+//! - `alpha_init`: alpha's first value, 1 (default: Linux's
+//!   `dctcp_alpha_on_init`, a first cut halves the window as TCP's would)
+//!   or anything down to 0 (htsim: the first cuts are by g F / 2);
+//! - `slow_start_exit`: on the first ECN echo in slow start, `cut` (default:
+//!   TCP's reaction to ECE, Linux and the paper: cwnd (1 - alpha / 2), and
+//!   slow start ends there) or `ssthresh` (htsim: ssthresh = cwnd, the window
+//!   kept; the next cut waits a window of data).
+//!
 //! Defaults from the paper: K = 65 packets of 1,500 B at 10 Gbit/s, g = 1/16;
 //! initial window 10 MSS (RFC 6928) **[assumed]**.
 
 use super::params::{Range, Table};
-use super::{AckKind, AckView, QueueView, RlCore, Scheme};
+use super::{unreachable_threshold, AckKind, AckView, NetView, QueueView, RlCore, Scheme};
 use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
@@ -39,6 +55,25 @@ pub struct DctcpParams {
     pub init_cwnd_frames: f64,
     pub min_cwnd_frames: f64,
     pub cwnd_validation: bool,
+    pub mark_at: MarkAt,
+    pub alpha_init: f64,
+    pub slow_start_exit: SlowStartExit,
+}
+
+/// Where the CP marks (`mark_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkAt {
+    Enqueue,
+    Dequeue,
+}
+
+/// What the first ECN echo in slow start does (`slow_start_exit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SlowStartExit {
+    Cut,
+    Ssthresh,
 }
 
 /// The `[dctcp]` table.
@@ -62,6 +97,29 @@ pub fn table() -> Table {
             "cwnd_validation",
             true,
             "[assumed] the window grows only while it limits the flow (RFC 7661, Linux); false: by every ACK",
+        )
+        .choice(
+            "mark_at",
+            &["enqueue", "dequeue"],
+            "enqueue",
+            "mark a frame joining a queue above K (the paper) or leaving one (htsim)",
+        )
+        .float(
+            "alpha_init",
+            1.0,
+            Range::ge(0.0).le(1.0),
+            "alpha's first value (Linux: 1, a first cut halves; htsim: 0)",
+        )
+        .choice(
+            "slow_start_exit",
+            &["cut", "ssthresh"],
+            "cut",
+            "first ECN echo in slow start: cut by alpha / 2 (the paper, Linux) or only end slow start (htsim)",
+        )
+        .rule(
+            &["min_cwnd_frames", "init_cwnd_frames"],
+            "min_cwnd_frames <= init_cwnd_frames",
+            |v| v.f("min_cwnd_frames") <= v.f("init_cwnd_frames"),
         )
 }
 
@@ -127,13 +185,33 @@ impl Scheme for Dctcp {
     type Np = ();
     type Rl = DctcpRl;
 
+    fn check_network(&self, net: &NetView) -> Result<Vec<String>, ConfigError> {
+        Ok(unreachable_threshold(
+            "dctcp.k_bytes",
+            self.p.k_bytes,
+            net,
+            "no frame is ever marked (the flows only lose frames)",
+        )
+        .into_iter()
+        .collect())
+    }
+
     fn new_cp(&self, _rng: Stream) {}
 
+    const CP_ON_DEQUEUE: bool = true;
+
     fn cp_on_enqueue(&self, _cp: &mut (), frame: &mut Frame<DctcpExt>, q: QueueView, _cpid: u16) -> Option<DctcpExt> {
-        if q.bytes as f64 > self.p.k_bytes {
+        if self.p.mark_at == MarkAt::Enqueue && q.bytes as f64 > self.p.k_bytes {
             frame.ext.ce = true;
         }
         None
+    }
+
+    fn cp_on_dequeue(&self, _cp: &mut (), frame: &mut Frame<DctcpExt>, q: QueueView, _cpid: u16) {
+        // The queue including the frame leaving it.
+        if self.p.mark_at == MarkAt::Dequeue && q.bytes as f64 > self.p.k_bytes {
+            frame.ext.ce = true;
+        }
     }
 
     fn new_rl(&self, core: &mut RlCore, _now: Time) -> (DctcpRl, Option<Time>) {
@@ -143,7 +221,7 @@ impl Scheme for Dctcp {
         let rl = DctcpRl {
             cwnd,
             ssthresh: f64::INFINITY,
-            alpha: 1.0,
+            alpha: self.p.alpha_init,
             acked: 0,
             marked: 0,
             window_end: 0,
@@ -202,7 +280,12 @@ impl Scheme for Dctcp {
                 } else {
                     f64::INFINITY
                 };
-                if echo.ce {
+                if echo.ce && rl.cwnd < rl.ssthresh && self.p.slow_start_exit == SlowStartExit::Ssthresh {
+                    // htsim: slow start ends; the window is kept, and cut
+                    // (by alpha) no sooner than a window of data later.
+                    rl.ssthresh = rl.cwnd;
+                    rl.cut_end = ack.nxt_bytes;
+                } else if echo.ce {
                     if ack.una_bytes >= rl.cut_end {
                         rl.cwnd = (rl.cwnd * (1.0 - rl.alpha / 2.0)).max(self.min_cwnd(ack.mss));
                         rl.ssthresh = rl.cwnd;
@@ -316,5 +399,67 @@ mod tests {
         let una = 43_500 + 1500 * 40;
         d.rp_on_ack(&mut c, &mut rl, &ack(1500, una, una + 15_000), &DctcpExt { ce: false }, 0, &mut rng);
         assert!(rl.cwnd > w);
+    }
+
+    /// `mark_at = "dequeue"`: nothing happens on arrival; a frame leaving a
+    /// queue that, including it, holds more than K is marked.
+    #[test]
+    fn marks_at_dequeue_when_asked() {
+        let d = Dctcp::new(DctcpParams {
+            mark_at: MarkAt::Dequeue,
+            ..DctcpParams::default()
+        })
+        .unwrap();
+        let q = |bytes| QueueView {
+            bytes,
+            rate_bps: 10_000_000_000,
+            tx_bytes: 0,
+            now: 0,
+        };
+        let mut f: Frame<DctcpExt> = Frame::data(0, 0, 1, 1500);
+        d.cp_on_enqueue(&mut (), &mut f, q(200_000), 1);
+        assert!(!f.ext.ce);
+        d.cp_on_dequeue(&mut (), &mut f, q(97_500), 1);
+        assert!(!f.ext.ce);
+        d.cp_on_dequeue(&mut (), &mut f, q(97_501), 1);
+        assert!(f.ext.ce);
+        // The default marks on arrival only.
+        let e = Dctcp::new(DctcpParams::default()).unwrap();
+        let mut f: Frame<DctcpExt> = Frame::data(0, 0, 1, 1500);
+        e.cp_on_dequeue(&mut (), &mut f, q(200_000), 1);
+        assert!(!f.ext.ce);
+    }
+
+    /// alpha starts at `alpha_init`; with `slow_start_exit = "ssthresh"` the
+    /// first echo in slow start keeps the window and ends slow start, and
+    /// the next cut waits a window of data.
+    #[test]
+    fn alpha_init_and_the_slow_start_exit_are_options() {
+        let mut rng = stream(0, "t");
+        let d = Dctcp::new(DctcpParams {
+            alpha_init: 0.0,
+            slow_start_exit: SlowStartExit::Ssthresh,
+            ..DctcpParams::default()
+        })
+        .unwrap();
+        let mut c = core();
+        let (mut rl, _) = d.new_rl(&mut c, 0);
+        assert_eq!(rl.alpha, 0.0);
+        d.rp_on_ack(&mut c, &mut rl, &ack(1500, 1500, 15_000), &DctcpExt { ce: true }, 0, &mut rng);
+        assert_eq!((rl.cwnd, rl.ssthresh), (15_000.0, 15_000.0), "kept; slow start over");
+        assert!((rl.alpha - 1.0 / 16.0).abs() < 1e-12, "the first window, all marked: g x 1");
+        d.rp_on_ack(&mut c, &mut rl, &ack(1500, 3000, 16_500), &DctcpExt { ce: true }, 0, &mut rng);
+        assert_eq!(rl.cwnd, 15_000.0, "no cut within the window");
+        d.rp_on_ack(&mut c, &mut rl, &ack(1500, 15_000, 18_000), &DctcpExt { ce: true }, 0, &mut rng);
+        assert!(
+            (rl.cwnd - 15_000.0 * (1.0 - rl.alpha / 2.0)).abs() < 1e-9,
+            "then a cut by alpha / 2"
+        );
+        // The defaults: alpha 1, the first echo halves the window.
+        let d = Dctcp::new(DctcpParams::default()).unwrap();
+        let (mut rl, _) = d.new_rl(&mut c, 0);
+        assert_eq!(rl.alpha, 1.0);
+        d.rp_on_ack(&mut c, &mut rl, &ack(1500, 1500, 15_000), &DctcpExt { ce: true }, 0, &mut rng);
+        assert!((rl.cwnd - 7_500.0).abs() < 1e-9 && rl.ssthresh == rl.cwnd);
     }
 }

@@ -197,7 +197,10 @@ impl Scheme for Hpcc {
             }
             rl.wc + w_ai
         };
-        let w = w.clamp(ack.mss as f64, bdp);
+        // Within [1 MSS, B x T]; a path whose BDP is under one frame (a slow
+        // link, a short RTT) keeps one frame in flight. max then min, not
+        // clamp: bounds from the topology must not be able to panic.
+        let w = w.min(bdp).max(ack.mss as f64);
         if update_wc {
             rl.wc = w;
             rl.next_update = ack.nxt_bytes;
@@ -285,5 +288,33 @@ mod tests {
             // R = W / T.
             assert!((c.rate_bps / (c.window_bytes as f64 * 8.0 / 1e-5) - 1.0).abs() < 1e-3);
         }
+    }
+
+    /// A path whose BDP is under one frame (0.5 Gbit/s x 10 us = 625 B):
+    /// the window stays at one frame (the bounds of its clamp used to cross
+    /// and panic).
+    #[test]
+    fn a_bdp_under_one_frame_keeps_one_frame_in_flight() {
+        let h = Hpcc::new(HpccParams::default()).unwrap();
+        let mut rng = crate::engine::rng::stream(0, "t");
+        let mut c = RlCore {
+            base_rtt_ps: 10_000_000,
+            ..RlCore::at_line_rate(0.5e9)
+        };
+        let (mut rl, _) = h.new_rl(&mut c, 0);
+        let ack = AckView {
+            kind: AckKind::Ack,
+            acked_bytes: 1500,
+            rtt_ps: 12_000_000,
+            una_bytes: 1500,
+            nxt_bytes: 3000,
+            mss: 1500,
+            hops: 2,
+            base_rtt_ps: 10_000_000,
+        };
+        for k in 0..3 {
+            h.rp_on_ack(&mut c, &mut rl, &ack, &HpccExt::default(), k, &mut rng);
+        }
+        assert_eq!(c.window_bytes, 1500);
     }
 }

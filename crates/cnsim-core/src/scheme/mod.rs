@@ -125,6 +125,79 @@ pub struct AckView {
     pub base_rtt_ps: Time,
 }
 
+/// A transport flow's path in the built network.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathView {
+    /// The flow as users name it: `H1->H0`.
+    pub flow: String,
+    /// A full frame there and its ACK back on the empty network.
+    pub base_rtt_ps: Time,
+    pub hops: u32,
+}
+
+/// What a scheme checks its parameters against once the network is built
+/// ([`Scheme::check_network`]): values whose bounds depend on the topology.
+#[derive(Clone, Debug, Default)]
+pub struct NetView {
+    /// The slowest line rate of a station that sends (bit/s; 0: none
+    /// sends), and that station's name.
+    pub min_line_rate_bps: f64,
+    pub slowest_sender: String,
+    /// The longest queue a CP port can hold (bytes; infinite for an
+    /// infinite buffer, 0 when no port is a CP): a marking threshold at or
+    /// above it never marks.
+    pub cp_queue_bytes: f64,
+    /// The paths transport flows may take: one per distinct (base RTT,
+    /// hops), named by the first flow found on it.
+    pub paths: Vec<PathView>,
+}
+
+impl NetView {
+    /// The path with the longest base RTT (the one a delay threshold must
+    /// clear), if any flow may run.
+    pub fn longest_path(&self) -> Option<&PathView> {
+        self.paths.iter().max_by_key(|p| p.base_rtt_ps)
+    }
+
+    /// The path with the shortest base RTT.
+    pub fn shortest_path(&self) -> Option<&PathView> {
+        self.paths.iter().min_by_key(|p| p.base_rtt_ps)
+    }
+}
+
+/// A microsecond figure as a message shows it: 104, 105.5, 9.5, 0.001.
+pub fn num_us(v: f64) -> String {
+    let digits = if v >= 10.0 { 10.0 } else { 1000.0 };
+    params::num((v * digits).round() / digits)
+}
+
+/// A warning for a queue threshold (`name` = `value` bytes) that no CP queue
+/// can reach, `what` saying what then never happens.
+pub fn unreachable_threshold(name: &str, value: f64, net: &NetView, what: &str) -> Option<String> {
+    (net.cp_queue_bytes > 0.0 && value >= net.cp_queue_bytes).then(|| {
+        format!(
+            "{name} = {} bytes is not below the longest queue a congestion point can hold ({} bytes): {what}",
+            params::num(value),
+            params::num(net.cp_queue_bytes)
+        )
+    })
+}
+
+/// Refuses a rate floor (`name`, Mbit/s) above the slowest sender's line
+/// rate: the rate law could not hold both bounds.
+pub fn check_floor(name: &str, floor_mbps: f64, net: &NetView) -> Result<(), ConfigError> {
+    let line_mbps = net.min_line_rate_bps / 1e6;
+    if net.min_line_rate_bps > 0.0 && floor_mbps > line_mbps {
+        return err(format!(
+            "{name}: {} is not allowed here; expected at most the line rate of sender {}, {} Mbit/s",
+            params::num(floor_mbps),
+            net.slowest_sender,
+            params::num(line_mbps)
+        ));
+    }
+    Ok(())
+}
+
 /// A congestion-management scheme: its CP, NP and RP roles and its frame
 /// extension. Every hook but the RP's has a default that does nothing.
 pub trait Scheme: Send + 'static {
@@ -238,6 +311,14 @@ pub trait Scheme: Send + 'static {
         _rng: &mut Stream,
     ) -> Option<Time> {
         None
+    }
+
+    /// Checks the parameters against the built network (line rates, the
+    /// flows' base RTTs): an error (naming the parameter) for a value the
+    /// network cannot honour, one warning line per parameter for a legal
+    /// value that is almost certainly unintended. Default: nothing to check.
+    fn check_network(&self, _net: &NetView) -> Result<Vec<String>, ConfigError> {
+        Ok(Vec::new())
     }
 
     /// What the receiver of a transport flow echoes in the acknowledgement

@@ -94,7 +94,7 @@ impl Range {
     }
 }
 
-fn num(v: f64) -> String {
+pub fn num(v: f64) -> String {
     // Shortest form that reads back: 0, 1, 0.5, 65535, 1e-12, 1e300.
     if v != 0.0 && (v.abs() < 1e-4 || v.abs() >= 1e16) {
         format!("{v:e}")
@@ -200,8 +200,11 @@ impl Table {
         };
         self.push(name, Kind::Float(range), json!(default), help)
     }
-    /// A whole number in `range`.
+    /// A whole number in `range`, at most `u32::MAX` unless the range says
+    /// otherwise (the parameter structs hold them as u32: a larger value
+    /// must be refused here, naming the parameter, not by serde).
     pub fn int(self, name: &'static str, default: i64, range: Range, help: &'static str) -> Table {
+        let range = if range.max.is_none() { range.le(u32::MAX as f64) } else { range };
         self.push(name, Kind::Int(range), json!(default), help)
     }
     /// A switch.
@@ -406,7 +409,14 @@ mod tests {
         let e = |given| t().check("mine", &m(given)).unwrap_err().line();
         assert_eq!(e(json!({"a_bytes": 0.0})), "mine.a_bytes: 0 is not allowed; expected a number > 0");
         assert_eq!(e(json!({"p": 2})), "mine.p: 2 is not allowed; expected a number > 0 and <= 1");
-        assert_eq!(e(json!({"n": 1.5})), "mine.n: 1.5 is not allowed; expected an integer >= 1");
+        assert_eq!(
+            e(json!({"n": 1.5})),
+            "mine.n: 1.5 is not allowed; expected an integer >= 1 and <= 4294967295"
+        );
+        assert_eq!(
+            e(json!({"n": 4294967296u64})),
+            "mine.n: 4294967296 is not allowed; expected an integer >= 1 and <= 4294967295"
+        );
         assert_eq!(e(json!({"on": 1})), "mine.on: 1 is not allowed; expected true or false");
         assert_eq!(
             e(json!({"mode": "three"})),

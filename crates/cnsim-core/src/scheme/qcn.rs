@@ -12,7 +12,7 @@
 //! increase).
 
 use super::params::{Range, Table};
-use super::{QueueView, RlCore, Scheme};
+use super::{check_floor, unreachable_threshold, NetView, QueueView, RlCore, Scheme};
 use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::{ms_to_ps, Time};
@@ -165,9 +165,10 @@ pub fn table() -> Table {
              (the literal rule; off: only a queue above Qeq slows sources)",
         )
         .rule(&["pmin", "pmax"], "pmin <= pmax", |v| v.f("pmin") <= v.f("pmax"))
-        // A timer below 1 ps would round to none: say so instead.
-        .rule(&["timer_ms"], "timer_ms = 0 (no timer) or timer_ms >= 1e-9 (1 ps)", |v| {
-            v.f("timer_ms") == 0.0 || v.f("timer_ms") >= 1e-9
+        // A timer fires per RL per period: below 1 us a run would crawl
+        // (a 1 ps timer is 10^9 events per RL per simulated ms).
+        .rule(&["timer_ms"], "timer_ms = 0 (no timer) or timer_ms >= 0.001 (1 us)", |v| {
+            v.f("timer_ms") == 0.0 || v.f("timer_ms") >= 0.001
         })
 }
 
@@ -233,6 +234,8 @@ pub struct QcnExt {
 
 pub struct Qcn {
     p: QcnParams,
+    /// The table as the user named it (`qcn`, `qcn2pt`, `qcn3pt`), for messages.
+    label: String,
 }
 
 impl Qcn {
@@ -246,6 +249,7 @@ impl Qcn {
         };
         Ok(Qcn {
             p: declared.parse(s.table(), &s.params)?,
+            label: s.table().to_string(),
         })
     }
 
@@ -410,11 +414,29 @@ pub struct QcnRl {
     pub bc: f64,
 }
 
+impl Qcn {
+    /// A floor above a sender's line rate (refused); Qeq that no CP queue
+    /// reaches (warned).
+    fn check(&self, net: &NetView) -> Result<Vec<String>, ConfigError> {
+        let (p, t) = (&self.p, &self.label);
+        check_floor(&format!("{t}.min_rate_mbps"), p.min_rate_mbps, net)?;
+        Ok(
+            unreachable_threshold(&format!("{t}.qeq_bytes"), p.qeq_bytes, net, "no source is ever slowed")
+                .into_iter()
+                .collect(),
+        )
+    }
+}
+
 impl Scheme for Qcn {
     type Ext = QcnExt;
     type Cp = QcnCp;
     type Np = ();
     type Rl = QcnRl;
+
+    fn check_network(&self, net: &NetView) -> Result<Vec<String>, ConfigError> {
+        self.check(net)
+    }
 
     fn new_cp(&self, rng: Stream) -> QcnCp {
         QcnCp {
@@ -514,6 +536,10 @@ impl Scheme for Qcn3pt {
     type Rl = QcnRl;
     const NP_EVENTS: bool = true;
     const CP_ON_DEQUEUE: bool = true;
+
+    fn check_network(&self, net: &NetView) -> Result<Vec<String>, ConfigError> {
+        self.0.check(net)
+    }
 
     fn new_cp(&self, rng: Stream) -> QcnCp {
         self.0.new_cp(rng)

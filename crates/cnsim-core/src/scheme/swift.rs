@@ -6,6 +6,16 @@
 //!   scaling: alpha / sqrt(cwnd) + beta', clamped to [0, fs_range], with
 //!   alpha and beta' such that the term is fs_range at fs_min_cwnd and 0 at
 //!   fs_max_cwnd (fewer frames in flight per flow: a higher target).
+//! - The base target follows the topology **[derived]**: by default it is
+//!   the flow's own base RTT (the path's real per-hop delays, there and
+//!   back) plus `queue_target_us` of queueing, so the target clears the
+//!   path's delay wherever the flow runs (the paper scales the target by the
+//!   topology for the same reason; its fabric's hops cost about a
+//!   microsecond, which a fixed base target of tens of us covers, links of
+//!   25 us do not). `base_target_us` set to a value is the paper's fixed
+//!   base target instead; the engine warns when it leaves a flow's target
+//!   below the flow's base RTT (the flow then never sees a delay below its
+//!   target and its window falls to the floor).
 //! - Per ACK, the delay being its RTT: below target cwnd += ai x acked / cwnd
 //!   (ai x acked below one frame); above, at most once per RTT, cwnd = cwnd x
 //!   max(1 - beta (delay - target) / delay, 1 - max_mdf).
@@ -14,12 +24,12 @@
 //! - cwnd in frames; below one frame the flow keeps one frame in flight and is
 //!   paced at cwnd x MSS / RTT.
 //!
-//! Defaults: ai 1 frame, beta 0.8, max_mdf 0.5 (the paper); base target
-//! 25 us, 1 us per hop, fs_range 25 us between 0.1 and 100 frames, first
-//! window one BDP of the flow's path **[assumed]**.
+//! Defaults: ai 1 frame, beta 0.8, max_mdf 0.5 (the paper); 15 us of
+//! queueing above the base RTT, 1 us per hop, fs_range 25 us between 0.1 and
+//! 100 frames, first window one BDP of the flow's path **[assumed]**.
 
 use super::params::{Range, Table};
-use super::{AckKind, AckView, RlCore, Scheme};
+use super::{num_us, AckKind, AckView, NetView, PathView, RlCore, Scheme};
 use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
@@ -30,6 +40,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct SwiftParams {
     pub base_target_us: f64,
+    pub queue_target_us: f64,
     pub per_hop_us: f64,
     pub fs_range_us: f64,
     pub fs_min_cwnd: f64,
@@ -45,7 +56,18 @@ pub struct SwiftParams {
 /// The `[swift]` table.
 pub fn table() -> Table {
     Table::new("swift", "Swift parameters (Kumar et al., SIGCOMM 2020); for transport flows")
-        .float("base_target_us", 25.0, Range::gt(0.0), "[assumed] base target delay (us)")
+        .float(
+            "base_target_us",
+            0.0,
+            Range::ge(0.0),
+            "fixed base target delay (us; 0: derived per flow, its base RTT + queue_target_us)",
+        )
+        .float(
+            "queue_target_us",
+            15.0,
+            Range::ge(0.0),
+            "[assumed] with a derived base target: the queueing delay allowed above the flow's base RTT (us)",
+        )
         .float(
             "per_hop_us",
             1.0,
@@ -126,8 +148,19 @@ impl Swift {
         Swift::from_config(&SchemeConfig::of("swift", &p))
     }
 
-    /// The target delay (us) of a flow over `hops` links with window `cwnd`.
-    pub fn target_us(&self, hops: u32, cwnd: f64) -> f64 {
+    /// The base target (us) of a flow whose base RTT is `base_rtt_ps`.
+    pub fn base_target_us(&self, base_rtt_ps: Time) -> f64 {
+        let p = &self.p;
+        if p.base_target_us > 0.0 {
+            p.base_target_us
+        } else {
+            base_rtt_ps as f64 / 1e6 + p.queue_target_us
+        }
+    }
+
+    /// The target delay (us) of a flow over `hops` links whose base RTT is
+    /// `base_rtt_ps`, with window `cwnd`.
+    pub fn target_us(&self, hops: u32, base_rtt_ps: Time, cwnd: f64) -> f64 {
         let p = &self.p;
         let fs = if p.fs_range_us > 0.0 {
             let alpha = p.fs_range_us / (1.0 / p.fs_min_cwnd.sqrt() - 1.0 / p.fs_max_cwnd.sqrt());
@@ -136,7 +169,7 @@ impl Swift {
         } else {
             0.0
         };
-        p.base_target_us + hops as f64 * p.per_hop_us + fs
+        self.base_target_us(base_rtt_ps) + hops as f64 * p.per_hop_us + fs
     }
 
     fn can_decrease(rl: &SwiftRl, now: Time) -> bool {
@@ -145,7 +178,7 @@ impl Swift {
 
     /// Window and pacing from cwnd.
     fn apply(&self, core: &mut RlCore, rl: &SwiftRl, mss: u32) {
-        let cwnd = rl.cwnd.clamp(self.p.min_cwnd, self.p.max_cwnd);
+        let cwnd = rl.cwnd.max(self.p.min_cwnd).min(self.p.max_cwnd);
         if cwnd >= 1.0 {
             core.window_bytes = (cwnd * mss as f64) as u64;
             core.rate_bps = core.line_rate_bps;
@@ -201,7 +234,7 @@ impl Scheme for Swift {
                 rl.rtt_ps = ack.rtt_ps;
                 let delay = ack.rtt_ps as f64 / 1e6;
                 let acked = ack.acked_bytes as f64 / ack.mss as f64;
-                let target = self.target_us(ack.hops, rl.cwnd);
+                let target = self.target_us(ack.hops, ack.base_rtt_ps, rl.cwnd);
                 if delay < target {
                     rl.cwnd += if rl.cwnd >= 1.0 { p.ai * acked / rl.cwnd } else { p.ai * acked };
                 } else if Self::can_decrease(rl, now) {
@@ -210,9 +243,37 @@ impl Scheme for Swift {
                 }
             }
         }
-        rl.cwnd = rl.cwnd.clamp(p.min_cwnd, p.max_cwnd);
+        rl.cwnd = rl.cwnd.max(p.min_cwnd).min(p.max_cwnd);
         self.apply(core, rl, ack.mss);
         None
+    }
+
+    fn check_network(&self, net: &NetView) -> Result<Vec<String>, ConfigError> {
+        let p = &self.p;
+        // Only a fixed base target can sit below a path's delay; the worst
+        // flow is the one whose target clears its base RTT by the least.
+        let worst = net.paths.iter().filter(|_| p.base_target_us > 0.0).min_by(|a, b| {
+            let slack = |x: &PathView| self.target_us(x.hops, x.base_rtt_ps, p.fs_max_cwnd) - x.base_rtt_ps as f64 / 1e6;
+            slack(a).total_cmp(&slack(b))
+        });
+        let mut warnings = Vec::new();
+        if let Some(w) = worst {
+            let target = self.target_us(w.hops, w.base_rtt_ps, p.fs_max_cwnd);
+            let base = w.base_rtt_ps as f64 / 1e6;
+            if target <= base {
+                warnings.push(format!(
+                    "swift.base_target_us = {} us gives flow {} a target of {} us ({} hops x swift.per_hop_us = {} us), not above its base RTT of {} us: \
+                     its window falls to the floor (0 derives the base target from each flow's base RTT)",
+                    num_us(p.base_target_us),
+                    w.flow,
+                    num_us(target),
+                    w.hops,
+                    num_us(p.per_hop_us),
+                    num_us(base)
+                ));
+            }
+        }
+        Ok(warnings)
     }
 }
 
@@ -236,10 +297,21 @@ mod tests {
     #[test]
     fn the_target_grows_with_hops_and_with_fewer_frames_in_flight() {
         let s = Swift::new(SwiftParams::default()).unwrap();
-        assert!((s.target_us(2, 100.0) - 27.0).abs() < 1e-9, "no flow scaling at fs_max_cwnd");
-        assert!((s.target_us(2, 0.1) - 52.0).abs() < 1e-9, "the full range at fs_min_cwnd");
-        assert!(s.target_us(4, 10.0) > s.target_us(2, 10.0));
-        assert!(s.target_us(2, 1.0) > s.target_us(2, 10.0));
+        // A 10 us base RTT: 10 + 15 us of queueing + 2 hops x 1 us.
+        let rtt = 10_000_000;
+        assert!((s.target_us(2, rtt, 100.0) - 27.0).abs() < 1e-9, "no flow scaling at fs_max_cwnd");
+        assert!((s.target_us(2, rtt, 0.1) - 52.0).abs() < 1e-9, "the full range at fs_min_cwnd");
+        assert!(s.target_us(4, rtt, 10.0) > s.target_us(2, rtt, 10.0));
+        assert!(s.target_us(2, rtt, 1.0) > s.target_us(2, rtt, 10.0));
+        // The base target follows the path: 100 us more of base RTT, 100 us more of target.
+        assert!((s.target_us(2, rtt + 100_000_000, 100.0) - 127.0).abs() < 1e-9);
+        // A fixed base target does not.
+        let fixed = Swift::new(SwiftParams {
+            base_target_us: 25.0,
+            ..SwiftParams::default()
+        })
+        .unwrap();
+        assert_eq!(fixed.target_us(2, rtt, 100.0), fixed.target_us(2, rtt + 100_000_000, 100.0));
     }
 
     #[test]
