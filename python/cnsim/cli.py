@@ -463,7 +463,9 @@ def bench(
         label = f"{sc.name}, {sc.scheme}{' + PAUSE' if sc.pause else ''}, seed 0"
     else:
         raise ScenarioError(
-            f"--workload: {workload!r} is not allowed; expected incast, " + ", ".join(BENCH_SCENARIOS)
+            f"--workload: {workload!r} is not allowed; expected incast, "
+            + ", ".join(BENCH_SCENARIOS)
+            + " or scale"
         )
     best: dict[str, Any] | None = None
     for _ in range(repeat):
@@ -525,7 +527,7 @@ def _bench_once(cfg: str, label: str, ms: float) -> dict[str, Any]:
 def _bench_scale(
     hosts: str | None, ms: float, scheme: str | None, pause: bool | None, as_json: bool, repeat: int = 1
 ) -> None:
-    from .benchscale import DEFAULT_HOSTS, best_of, run_sizes
+    from .benchscale import DEFAULT_HOSTS, best_of, check_sizes, run_sizes
 
     try:
         sizes = [int(h) for h in hosts.split(",")] if hosts else list(DEFAULT_HOSTS)
@@ -533,6 +535,7 @@ def _bench_scale(
         raise ScenarioError(
             f"--hosts: {hosts!r} is not allowed; expected sizes such as 64,512,4096"
         ) from None
+    check_sizes(sizes)  # before anything is said to run
     rounds = []
     for _ in range(repeat):
         if as_json:
@@ -787,6 +790,7 @@ def _on_signal(signum: int, frame: Any) -> None:
     global _SIGNALS
     _SIGNALS += 1
     if _SIGNALS > 1:
+        _stop_children()
         os._exit(130)
     raise KeyboardInterrupt
 
@@ -795,10 +799,18 @@ _SIGNALS = 0
 
 
 def _exit_now(code: int) -> None:
-    """Exits without waiting for an engine call still running on a worker thread."""
+    """Exits without waiting for an engine call still running on a worker
+    thread; child processes (`bench --workload scale`) are ended first."""
+    _stop_children()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _stop_children() -> None:
+    scale = sys.modules.get("cnsim.benchscale")
+    if scale is not None:
+        scale.stop_children()
 
 
 def main() -> None:

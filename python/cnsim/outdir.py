@@ -51,9 +51,10 @@ def safe_name(name: str) -> str:
 
 
 def default_dir(name: str, kind: str = "") -> Path:
-    """results/<name><kind>-<timestamp>, under the current directory."""
+    """results/<name><kind>-<timestamp>-<random>, under the current
+    directory: unique however many runs start in the same second."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("results") / f"{safe_name(name)}{kind}-{stamp}"
+    return Path("results") / f"{safe_name(name)}{kind}-{stamp}-{uuid.uuid4().hex[:6]}"
 
 
 class RunDir:
@@ -72,6 +73,7 @@ class RunDir:
         self.label = label
         self.tmp: Path | None = None
         self._lock_fd: int | None = None
+        self._lock_path: Path | None = None
         t = self.target
         where = f"{label} {t}"
         if t.exists() and not t.is_dir():
@@ -102,7 +104,8 @@ class RunDir:
             parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise ScenarioError(f"{where}: cannot be created ({e.strerror or e})") from None
-        self._lock(parent / f".{t.name}.lock", where)
+        self._lock_path = parent / f".{t.name}.lock"
+        self._lock(self._lock_path, where)
         # Leftovers of a run of this directory that was killed while saving.
         for p in parent.glob(f"{_TMP}{t.name}-*"):
             shutil.rmtree(p, ignore_errors=True)
@@ -119,22 +122,33 @@ class RunDir:
             raise ScenarioError(f"{where}: cannot be written ({e.strerror or e})") from None
 
     def _lock(self, path: Path, where: str) -> None:
+        """Takes the lock file beside the target (removed again by `close`).
+        A lock taken on a file another run has just removed is let go and
+        taken again on the new one, so two runs never both hold it."""
         try:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX: no lock
             return
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:
-            raise ScenarioError(f"{where}: cannot be written ({e.strerror or e})") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        while True:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as e:
+                raise ScenarioError(f"{where}: cannot be written ({e.strerror or e})") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise ScenarioError(f"{where}: another cnsim run is writing this directory") from None
+            except OSError:  # a filesystem without locks: go on unlocked
+                pass
+            try:
+                same = os.stat(path).st_ino == os.fstat(fd).st_ino
+            except OSError:
+                same = False
+            if same:
+                self._lock_fd = fd
+                return
             os.close(fd)
-            raise ScenarioError(f"{where}: another cnsim run is writing this directory") from None
-        except OSError:  # a filesystem without locks: go on unlocked
-            pass
-        self._lock_fd = fd
 
     def commit(self) -> Path:
         """Puts the written directory in place (replacing an old one whole)."""
@@ -158,7 +172,11 @@ class RunDir:
         self.close()
 
     def close(self) -> None:
+        """Lets the lock go and removes its file (nothing is left beside the results)."""
         if self._lock_fd is not None:
+            if self._lock_path is not None:
+                with contextlib.suppress(OSError):
+                    self._lock_path.unlink()  # while still holding it: see `_lock`
             with contextlib.suppress(OSError):
                 os.close(self._lock_fd)
             self._lock_fd = None

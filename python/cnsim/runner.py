@@ -12,6 +12,14 @@ from .results import Results
 from .scenario import Scenario
 
 
+def check_jobs(jobs: Any, label: str = "jobs") -> None:
+    """Refuses a `jobs` that is not None or an integer >= 1 (2.5, "x", True)."""
+    if jobs is None:
+        return
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ScenarioError(f"{label}: {jobs!r} is not allowed; expected an integer >= 1")
+
+
 def run(
     scenario: Scenario,
     *,
@@ -36,6 +44,7 @@ def run(
         raise ScenarioError(
             f"scenario: expected a cnsim.Scenario (cnsim.load(...)), got {type(scenario).__name__}"
         )
+    check_jobs(jobs)
     if seeds is not None:
         scenario = scenario.replace(seeds=seeds)
     from .guards import check_run_memory

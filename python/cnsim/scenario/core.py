@@ -44,6 +44,7 @@ class Scenario:
     ) -> None:
         if not isinstance(raw, dict):
             raise ScenarioError("scenario: expected a table of parameters")
+        _check_depth(raw)
         raw = copy.deepcopy(raw)
         if scheme is not None:
             raw["scheme"] = scheme
@@ -52,6 +53,13 @@ class Scenario:
         if seeds is not None:
             raw["seeds"] = _seeds_value(seeds)
         if raw.get("scheme") == "pause":  # `--scheme pause` = nocm with PAUSE on
+            # PAUSE asked off beside it: by the caller (--no-pause), or by the file that names the scheme.
+            file_off = scheme is None and (raw.get("pause") or {}).get("enabled") is False
+            if pause is False or (pause is None and file_off):
+                raise ScenarioError(
+                    "scheme / pause: scheme 'pause' is nocm with PAUSE on, and PAUSE is asked off "
+                    "(--no-pause or pause.enabled = false); give scheme nocm without PAUSE, or PAUSE on"
+                )
             raw["scheme"] = "nocm"
             _table(raw, "pause")["enabled"] = True
         self.raw = raw
@@ -125,6 +133,12 @@ class Scenario:
         generated topology only the file's own nodes and links are listed."""
         d = self.model.model_dump(by_alias=True, exclude_none=True)
         d["seeds"] = _seeds_value(self.seeds)
+        if self.model.workload is not None:
+            from ..workloads import embedded
+
+            d["workload"]["cdf"], source = embedded(self.model.workload.cdf)
+            if source is not None:
+                d["workload"]["cdf_source"] = source
         nodes, links = self.model.nodes, self.model.links
         if self.model.topology is not None:
             own = {nd.get("name") for nd in self.raw.get("nodes") or [] if isinstance(nd, dict)}
@@ -366,6 +380,10 @@ class Scenario:
             _port(p, "cp_ports", adj)
             if names[p.partition("->")[0]].kind != "bridge":
                 raise ScenarioError(f"cp_ports: '{p}' is not allowed; expected a bridge port")
+        if m.workload is not None:
+            from ..workloads import scenario_plan
+
+            scenario_plan(m)  # the workload's rules, and its flows counted (workload.max_flows)
 
     # ------------------------------------------------------------ engine
     def engine_config(self) -> dict[str, Any]:
@@ -401,6 +419,29 @@ class Scenario:
                 raise ScenarioError(str(e)) from None
             self._engine_json = text
         return self._engine_json
+
+
+#: Deepest nesting of tables and arrays a scenario may have (its own go 4 deep).
+MAX_DEPTH = 32
+
+
+def _check_depth(raw: dict[str, Any]) -> None:
+    """Refuses tables or arrays nested deeper than MAX_DEPTH (a 1000-part
+    dotted header is 1000 tables deep: copying or validating it would
+    overflow Python's stack), naming where, without recursing."""
+    todo: list[tuple[Any, int, str]] = [(raw, 0, "")]
+    while todo:
+        v, depth, where = todo.pop()
+        if depth > MAX_DEPTH:
+            head = ".".join(where.split(".")[:3])
+            raise ScenarioError(
+                f"{head}...: tables nested {depth} deep or more; a scenario's tables and arrays are at most "
+                f"{MAX_DEPTH} deep"
+            )
+        if isinstance(v, dict):
+            todo.extend((x, depth + 1, f"{where}.{k}" if where else str(k)) for k, x in v.items())
+        elif isinstance(v, list):
+            todo.extend((x, depth + 1, f"{where}[{i}]") for i, x in enumerate(v))
 
 
 def _port(name: str, where: str, adj: dict[str, list[str]]) -> None:

@@ -17,6 +17,7 @@ import polars as pl
 from ..engine import SeedRun
 from ..errors import ScenarioError
 from ..executor import ProgressBar, Unit, backend, execute, show_progress
+from ..runner import check_jobs
 from ..scenario import Scenario, load
 from .grid import Point, _normalize_grid, build_points
 from .store import _frame, _meta, _rows, _SweepDir
@@ -100,8 +101,7 @@ def run_sweep(
         raise ScenarioError(f"--backend: {backend!r} is not allowed; allowed: local, dask")
     if backend == "local" and (address is not None or client is not None):
         raise ScenarioError("--address: a Dask scheduler needs --backend dask")
-    if jobs is not None and jobs < 1:
-        raise ScenarioError(f"--jobs: {jobs} is not allowed; expected an integer >= 1")
+    check_jobs(jobs, "--jobs" if label.startswith("--") else "jobs")
     points = build_points(base, grid, label)
     g = _normalize_grid(grid, label)
     if out is None:

@@ -200,8 +200,11 @@ impl Table {
         };
         self.push(name, Kind::Float(range), json!(default), help)
     }
-    /// A whole number in `range`.
+    /// A whole number in `range`; at most `u32::MAX` unless the range says
+    /// less (the schemes keep their whole numbers as `u32`, and a larger
+    /// value must be refused naming the parameter, not by serde).
     pub fn int(self, name: &'static str, default: i64, range: Range, help: &'static str) -> Table {
+        let range = if range.max.is_none() { range.le(u32::MAX as f64) } else { range };
         self.push(name, Kind::Int(range), json!(default), help)
     }
     /// A switch.
@@ -406,7 +409,15 @@ mod tests {
         let e = |given| t().check("mine", &m(given)).unwrap_err().0;
         assert_eq!(e(json!({"a_bytes": 0.0})), "mine.a_bytes: 0 is not allowed; expected a number > 0");
         assert_eq!(e(json!({"p": 2})), "mine.p: 2 is not allowed; expected a number > 0 and <= 1");
-        assert_eq!(e(json!({"n": 1.5})), "mine.n: 1.5 is not allowed; expected an integer >= 1");
+        assert_eq!(
+            e(json!({"n": 1.5})),
+            "mine.n: 1.5 is not allowed; expected an integer >= 1 and <= 4294967295"
+        );
+        // Whole numbers are the schemes' u32: above it, named here, not by serde.
+        assert_eq!(
+            e(json!({"n": i64::MAX})),
+            "mine.n: 9223372036854775807 is not allowed; expected an integer >= 1 and <= 4294967295"
+        );
         assert_eq!(e(json!({"on": 1})), "mine.on: 1 is not allowed; expected true or false");
         assert_eq!(
             e(json!({"mode": "three"})),
