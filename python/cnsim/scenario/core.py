@@ -133,12 +133,6 @@ class Scenario:
         generated topology only the file's own nodes and links are listed."""
         d = self.model.model_dump(by_alias=True, exclude_none=True)
         d["seeds"] = _seeds_value(self.seeds)
-        if self.model.workload is not None:
-            from ..workloads import embedded
-
-            d["workload"]["cdf"], source = embedded(self.model.workload.cdf)
-            if source is not None:
-                d["workload"]["cdf_source"] = source
         nodes, links = self.model.nodes, self.model.links
         if self.model.topology is not None:
             own = {nd.get("name") for nd in self.raw.get("nodes") or [] if isinstance(nd, dict)}
@@ -381,8 +375,9 @@ class Scenario:
             if names[p.partition("->")[0]].kind != "bridge":
                 raise ScenarioError(f"cp_ports: '{p}' is not allowed; expected a bridge port")
         if m.workload is not None:
-            from ..workloads import scenario_plan
+            from ..workloads import embed_file_cdf, scenario_plan
 
+            embed_file_cdf(m.workload)  # read once: what runs is what is saved
             scenario_plan(m)  # the workload's rules, and its flows counted (workload.max_flows)
 
     # ------------------------------------------------------------ engine

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -87,24 +86,6 @@ def check_points(points: list[tuple[float, float]], source: str) -> None:
         raise ScenarioError(f"workload.cdf: {source}: every size is below 1 byte; flows need at least 1 byte")
 
 
-def _read(path: Path, name: str) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise ScenarioError(f"workload.cdf: '{name}' cannot be read ({e.strerror or e})") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ScenarioError(
-            f"workload.cdf: '{name}' is not UTF-8 text; expected lines 'size_bytes probability'"
-        ) from None
-
-
-#: Parsed CDF files by (path, size, modification time): a sweep's points
-#: read each file once.
-_FILES: dict[tuple[str, int, int], list[tuple[float, float]]] = {}
-
-
 def load_cdf(cdf: str | list[Any]) -> list[tuple[float, float]]:
     """A built-in CDF by name, a CDF file by path, or points given inline
     (`[[size_bytes, probability], ...]`, probabilities in 0..1)."""
@@ -119,28 +100,40 @@ def load_cdf(cdf: str | list[Any]) -> list[tuple[float, float]]:
     if cdf in BUILTIN_CDFS:
         text = (resources.files("cnsim") / "workloads" / f"{cdf}.cdf").read_text()
         return parse_cdf(text, cdf)
-    p = Path(cdf)
+    return parse_cdf(_text(cdf)[1], cdf)
+
+
+def _text(name: str) -> tuple[bytes, str]:
+    """A CDF file's bytes and its text (UTF-8); errors name the file."""
+    p = Path(name)
     if not p.is_file():
         raise ScenarioError(
-            f"workload.cdf: '{cdf}' is neither a built-in CDF ({', '.join(BUILTIN_CDFS)}) nor a file"
+            f"workload.cdf: '{name}' is neither a built-in CDF ({', '.join(BUILTIN_CDFS)}) nor a file"
         )
-    st = p.stat()
-    key = (os.path.abspath(p), st.st_size, st.st_mtime_ns)
-    if key not in _FILES:
-        _FILES[key] = parse_cdf(_read(p, cdf), cdf)
-    return list(_FILES[key])
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise ScenarioError(f"workload.cdf: '{name}' cannot be read ({e.strerror or e})") from None
+    try:
+        return data, data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ScenarioError(
+            f"workload.cdf: '{name}' is not UTF-8 text; expected lines 'size_bytes probability'"
+        ) from None
 
 
-def embedded(cdf: str | list[Any]) -> tuple[str | list[Any], str | None]:
-    """What a saved scenario writes for `cdf`: a built-in name or inline
-    points as they are; a file's points inline, with the file and the
-    SHA-256 of its bytes (`cdf_source`), so that the saved scenario re-runs
-    the same flows anywhere, whatever becomes of the file."""
-    if isinstance(cdf, list) or cdf in BUILTIN_CDFS:
-        return cdf, None
-    points = load_cdf(cdf)
-    digest = hashlib.sha256(Path(cdf).read_bytes()).hexdigest()
-    return [[s, p] for s, p in points], f"{cdf} sha256:{digest}"
+def embed_file_cdf(w: Any) -> None:
+    """Reads workload `w`'s CDF file once and puts its points inline, with
+    the file and the SHA-256 of its bytes in `cdf_source`: what runs is what
+    a saved scenario holds, and the saved scenario re-runs the same flows
+    anywhere, whatever becomes of the file. Built-in names and inline points
+    are left as they are."""
+    if not isinstance(w.cdf, str) or w.cdf in BUILTIN_CDFS:
+        return
+    data, text = _text(w.cdf)
+    points = parse_cdf(text, w.cdf)
+    w.cdf_source = f"{w.cdf} sha256:{hashlib.sha256(data).hexdigest()}"
+    w.cdf = [[s, q] for s, q in points]
 
 
 def cdf_mean(points: list[tuple[float, float]]) -> float:
