@@ -32,8 +32,10 @@ BUILTIN_CDFS = ("websearch", "hadoop")
 
 PS_PER_MS = 1_000_000_000
 PS_PER_US = 1_000_000
-#: Flow ids index the engine's events (engine/queue.rs MAX_INDEX).
-ENGINE_MAX_FLOWS = 2**22 - 1
+#: Most flows `workload.max_flows` may allow: flow ids index the engine's
+#: events (engine/queue.rs MAX_INDEX = 2^22 - 1 = 4,194,303), less room for
+#: a Poisson count above its mean (2,000 = 1 standard deviation at 4 M).
+ENGINE_MAX_FLOWS = 4_000_000
 #: Default of `workload.max_flows`: flows one run may start.
 DEFAULT_MAX_FLOWS = 1_000_000
 
