@@ -503,6 +503,21 @@ def test_a_thousand_part_dotted_header_is_refused(tmp_path):
     refused(cli("run", str(f), "--no-report"), "error: a.a.a...: tables nested 33 deep or more")
 
 
+@pytest.mark.parametrize("table", [2.5e16, "x", [1]])
+def test_scheme_pause_beside_a_pause_that_is_not_a_table_is_named(table):
+    # Found by the fuzz harness: an AttributeError in the contradiction check.
+    raw = cnsim.load("baseline").raw
+    raw.update(scheme="pause", pause=table)
+    assert error(lambda: Scenario(raw)).startswith("pause: ")
+
+
+def test_a_retransmission_timeout_below_a_microsecond_is_refused():
+    # Found by the fuzz harness: rto_us = 0.001 resent every frame every
+    # nanosecond (a 1 ms incast of 1-byte flows ran for minutes).
+    msg = error(lambda: cnsim.load("flows_incast", **{"workload.rto_us": 0.001}))
+    assert msg.startswith("workload.rto_us: 0.001 is not allowed; expected a number >= 1")
+
+
 def test_fluid_refuses_an_infinite_step():
     refused(cli("fluid", "baseline", "--step-us", "inf"), "error: --step-us: inf is not allowed")
 

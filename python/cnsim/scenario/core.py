@@ -48,20 +48,24 @@ class Scenario:
         raw = copy.deepcopy(raw)
         if scheme is not None:
             raw["scheme"] = scheme
-        if pause is not None:
+        # A [pause] that is not a table is left for validation to name, not replaced.
+        pause_table = raw.get("pause") is None or isinstance(raw.get("pause"), dict)
+        if pause is not None and pause_table:
             _table(raw, "pause")["enabled"] = pause
         if seeds is not None:
             raw["seeds"] = _seeds_value(seeds)
         if raw.get("scheme") == "pause":  # `--scheme pause` = nocm with PAUSE on
             # PAUSE asked off beside it: by the caller (--no-pause), or by the file that names the scheme.
-            file_off = scheme is None and (raw.get("pause") or {}).get("enabled") is False
+            table = raw.get("pause")
+            file_off = scheme is None and isinstance(table, dict) and table.get("enabled") is False
             if pause is False or (pause is None and file_off):
                 raise ScenarioError(
                     "scheme / pause: scheme 'pause' is nocm with PAUSE on, and PAUSE is asked off "
                     "(--no-pause or pause.enabled = false); give scheme nocm without PAUSE, or PAUSE on"
                 )
             raw["scheme"] = "nocm"
-            _table(raw, "pause")["enabled"] = True
+            if pause_table:
+                _table(raw, "pause")["enabled"] = True
         self.raw = raw
         self.source = source
         self._engine_json: str | None = None

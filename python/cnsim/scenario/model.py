@@ -446,9 +446,11 @@ class Workload(_Model):
     ack_every: int = Field(1, ge=1, le=65535, description="the receiver acknowledges every N frames in order")
     rto_us: float = Field(
         4000.0,
-        gt=0,
+        ge=1.0,
         le=MAX_US,
-        description="retransmission timeout: go back N when nothing was acknowledged for this long (RDMA NICs: '4.096 us x 2^k', milliseconds)",
+        description="retransmission timeout: go back N when nothing was acknowledged for this long (RDMA NICs: "
+        "'4.096 us x 2^k', milliseconds; at least 1 us: below a data-center RTT every frame would time out and "
+        "be sent again, 1 ns meant minutes of retransmissions)",
     )
     end_when_done: bool = Field(True, description="the run ends when the last flow has finished")
     max_flows: int = Field(

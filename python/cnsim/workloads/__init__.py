@@ -130,7 +130,10 @@ def embed_file_cdf(w: Any) -> None:
     a saved scenario holds, and the saved scenario re-runs the same flows
     anywhere, whatever becomes of the file. Built-in names and inline points
     are left as they are."""
-    if not isinstance(w.cdf, str) or w.cdf in BUILTIN_CDFS:
+    if not isinstance(w.cdf, str):
+        return
+    if w.cdf in BUILTIN_CDFS:
+        w.cdf_source = None  # a saved scenario's, whose cdf was changed to a built-in one
         return
     data, text = _text(w.cdf)
     points = parse_cdf(text, w.cdf)
