@@ -153,7 +153,8 @@ class Need:
 
 def run_memory(sc: Any) -> Need:
     """The estimate of what running every seed of `sc` keeps: its series
-    (one value per bin of the declared duration) and its transport flows
+    (one value per bin of the declared duration: an upper bound, the engine
+    grows them with the time a run reaches) and its transport flows
     (the workload's expected count). One place to adapt when the
     engine's memory changes (e.g. series that grow with the time reached)."""
     bins = int(sc.duration_ms * 1000 / sc.model.bin_us) + 1
