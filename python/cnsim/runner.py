@@ -50,7 +50,7 @@ def run(
     from .guards import check_run_memory
 
     check_run_memory(scenario)
-    config = scenario.engine_json()
+    config = scenario.engine_config_checked()
     units = [Unit(config, s, scenario.duration_ms) for s in sorted(scenario.seeds)]
     pause = " + PAUSE" if scenario.pause else ""
     try:

@@ -12,6 +12,7 @@
 //! - [`stats`]: statistics recorded in fixed bins and windows, and the
 //!   [`RunResult`] computed from them at the end of a run.
 //! - [`fluid`]: mean-field fluid models of BCN and QCN on one bottleneck.
+//! - [`io`]: result tables and time series written as Parquet.
 //! - [`bench`]: the reference workloads of `cnsim bench` and criterion.
 
 pub mod bench;
@@ -19,6 +20,7 @@ pub mod config;
 pub mod engine;
 pub mod fluid;
 pub mod frame;
+pub mod io;
 pub mod net;
 pub mod scheme;
 pub mod stats;
