@@ -1,27 +1,35 @@
 """Fuzz harness (hypothesis) over what users give cnsim: scenario files
 (built-in ones with random keys changed, deleted or added, and damaged TOML
-text) and `--set KEY=VALUE` strings. Every input must give a valid scenario
-(which then runs, for a sample of them) or one ScenarioError line; any other
+text), `--set KEY=VALUE` strings, and flow scenarios: a small leaf-spine
+with a random workload (every kind; CDFs built in, inline, and files good,
+damaged, in percentages, UTF-16 or binary), every scheme with its
+parameters at, inside and beyond their declared bounds, PAUSE, buffers.
+Every input must give a valid scenario or one ScenarioError line; every
+accepted flow scenario is run by the engine to its end (a hang of more than
+10 s fails), its frames must be conserved (generated = delivered + dropped
++ in flight) and every finished flow's slowdown must be >= 1; any other
 exception, a multi-line message, a panic or an abort is a failure.
 
 Run by tests/test_fuzz.py within a budget on every CI run; for a long
-campaign:
+campaign (issue 28: 4 x 25,000 = 100,000 inputs, about 3 hours on 2 cores):
 
-    python tests/fuzz.py --examples 40000      # per property; prints the counts
+    python tests/fuzz.py --examples 25000      # per property; prints the counts
 """
 
 from __future__ import annotations
 
 import copy
+import re
 import sys
 import tomllib
 from importlib import resources
 from typing import Any
 
 import cnsim
+from cnsim import metrics as cmetrics
 from cnsim.scenario import apply_sets, builtin_names
 from cnsim.scenario import model as M
-from cnsim.schemes import SCHEMES, TABLES
+from cnsim.schemes import SCHEMES, TABLES, declarations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -257,15 +265,277 @@ set_strings = st.builds(
     ),
 )
 
+# ------------------------------------------------------------------ flows
+
+#: CDF files written once for the flow property: good ones, percentages,
+#: and every damaged kind (name -> bytes).
+CDF_FILES: dict[str, bytes] = {
+    "good.cdf": b"1000 0\n5000 0.6\n200000 1\n",
+    "pct.cdf": b"# percentages\n1500 0\n20000 50\n1000000 100\n",
+    "tiny.cdf": b"1 0\n64 1\n",
+    "one.cdf": b"1 0\n1 1\n",
+    "zero.cdf": b"0 0\n0 1\n",
+    "mixed.cdf": b"1000 0\n2000 0.5\n3000 100\n",
+    "utf16.cdf": "1000 0\n2000 1\n".encode("utf-16"),
+    "binary.cdf": bytes(range(256)),
+    "empty.cdf": b"",
+    "single.cdf": b"1000 1\n",
+    "decreasing.cdf": b"5000 0\n1000 1\n",
+    "notone.cdf": b"1000 0\n2000 0.9\n",
+    "huge.cdf": b"1 0\n1099511627776 1\n",
+    "toohuge.cdf": b"1 0\n1e30 1\n",
+    "words.cdf": b"a b\nc d\n",
+    "three.cdf": b"1 2 3\n4 5 6\n",
+    "nan.cdf": b"nan 0\n1000 1\n",
+}
+_CDF_DIR: list[str] = []
+
+
+def cdf_dir() -> str:
+    """A directory holding CDF_FILES (made once per process)."""
+    if not _CDF_DIR:
+        import tempfile
+        from pathlib import Path
+
+        d = Path(tempfile.mkdtemp(prefix="cnsim-fuzz-cdf-"))
+        for name, data in CDF_FILES.items():
+            (d / name).write_bytes(data)
+        (d / "adir.cdf").mkdir()
+        _CDF_DIR.append(str(d))
+    return _CDF_DIR[0]
+
+
+def _bound_values(p: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    """A declared scheme parameter's values: (at and inside its bounds,
+    beyond them or of another type)."""
+    if p["type"] == "bool":
+        return [False, True], [1, "yes"]
+    if p["type"] == "choice":
+        return list(p["choices"]), ["nosuch", 0]
+    good: list[Any] = [p["default"]]
+    bad: list[Any] = [2**63 - 1, 1e308, -1e308, float("inf"), float("nan"), "1", True]
+    lo, hi = p["min"], p["max"]
+    for v in (1, 0, -1, 2**32):
+        inside = (lo is None or v > lo["value"] or (v == lo["value"] and lo["inclusive"])) and (
+            hi is None or v < hi["value"] or (v == hi["value"] and hi["inclusive"])
+        )
+        (good if inside else bad).append(v)
+    for b, sign in ((lo, 1), (hi, -1)):
+        if b is not None:
+            v = b["value"]
+            (good if b["inclusive"] else bad).append(v)
+            good.append(v + sign * max(abs(v) * 1e-9, 1e-12))
+            bad.append(v - sign * max(abs(v) * 1e-9, 1e-12))
+            good.append(v * 2 if sign > 0 and v > 0 else v / 2)
+    if p["type"] == "int":
+        good = [int(v) if isinstance(v, float) and abs(v) < 1e19 else v for v in good]
+        good = [v for v in good if isinstance(v, int) and (lo is None or v >= lo["value"])]
+        good = [v for v in good if hi is None or v <= hi["value"]] or [p["default"]]
+        bad += [1.5]
+    return good, bad
+
+
+SCHEME_VALUES = {
+    t["name"]: {p["name"]: _bound_values(p) for p in t["params"] if not p["fixed"]}
+    for t in declarations()["tables"]
+}
+
+wild = st.sampled_from([0, -1, 1e300, float("nan"), float("inf"), "x", True, [], {}, None])
+
+#: Whether the scenario being drawn takes bad values (a quarter of them do).
+_BAD = [False]
+
+
+def _pick(draw: Any, good: list[Any], bad: list[Any] | None = None, wild_ok: bool = True) -> Any:
+    """A good value; in a bad scenario, a third of the time one of `bad` or (`wild_ok`) a wild one."""
+    if _BAD[0] and draw(st.integers(0, 2)) == 2:
+        if bad and (not wild_ok or draw(st.booleans())):
+            return draw(st.sampled_from(bad))
+        if wild_ok:
+            return draw(wild)
+    return draw(st.sampled_from(good))
+
+
+@st.composite
+def workloads(draw: Any, hosts: list[str]) -> dict[str, Any]:
+    kind = _pick(draw, ["poisson", "incast", "permutation", "long_lived"], ["nosuch", "", "Poisson"])
+    w: dict[str, Any] = {"kind": kind, "max_flows": _pick(draw, [20_000, 2_000, 10, 1], [0, -1, 5_000_000])}
+    if kind == "poisson" or draw(st.integers(0, 3)) == 3:
+        choice = draw(st.integers(0, 3))
+        files = ["good.cdf", "pct.cdf", "tiny.cdf", "one.cdf"]
+        if choice == 1:
+            w["cdf"] = _pick(draw, ["websearch", "hadoop"], ["nosuch"])
+        elif choice == 2:
+            bad = [f for f in CDF_FILES if f not in files] + ["adir.cdf", "missing.cdf"]
+            w["cdf"] = cdf_dir() + "/" + _pick(draw, files, bad, wild_ok=False)
+        elif choice == 3:
+            w["cdf"] = _pick(
+                draw,
+                [[[100, 0], [30_000, 1]], [[1, 0.0], [1, 1.0]], [[100, 0], [200, 0.5], [1e6, 1]]],
+                [[[0, 0], [0, 1]], [[100, 0], [50, 1]], [[100, 0.5]], [["1", 0], [2, 1]], [1, 2], []],
+            )
+        w["load"] = _pick(draw, [0.5, 0.01, 0.1, 0.3, 0.9, 1.0], [1.5, -0.1, 0])
+    if kind in ("incast", "long_lived") or draw(st.integers(0, 4)) == 4:
+        w["fan_in"] = _pick(draw, list(range(1, len(hosts))) or [1], [0, len(hosts) + 1, 70000])
+        if draw(st.booleans()):
+            w["receiver"] = _pick(draw, hosts, ["L0", "nosuch"])
+    if kind != "poisson" and draw(st.booleans()):
+        w["size_bytes"] = _pick(draw, [1, 1499, 1500, 1501, 30_000, 200_000, 2**40], [0, 2**41])
+    if kind == "incast" and draw(st.booleans()):
+        w["period_us"] = _pick(draw, [5.0, 0.5, 20.0, 100.0, 1e-3, 1e-6], [1e-7, 0])
+    if draw(st.booleans()):
+        w["start_ms"] = _pick(draw, [0.0, 0.01, 0.1], [0.5, 5.0, -1])
+    if draw(st.booleans()):
+        w["end_ms"] = _pick(draw, [0.2, 0.5, 3.0], [0.0, 0.05])
+    if draw(st.integers(0, 3)) == 3:
+        sub = hosts[: draw(st.integers(2, max(2, len(hosts))))]
+        w["hosts"] = _pick(draw, [sub], [[*hosts[:2], hosts[0]], ["L0", *hosts], ["nosuch"], hosts[:1], []])
+    if draw(st.integers(0, 4)) == 4:
+        w["ack_every"] = _pick(draw, [1, 2, 16, 65535], [0, 65536])
+    if draw(st.integers(0, 4)) == 4:
+        w["rto_us"] = _pick(draw, [4000.0, 100.0, 10.0, 1.0], [0, 1e-3, 1e-9])
+    if draw(st.integers(0, 4)) == 4:
+        w["end_when_done"] = _pick(draw, [True, False], [1, "no"])
+    return w
+
+
+@st.composite
+def flow_scenarios(draw: Any) -> dict[str, Any]:
+    """A small leaf-spine with transport flows, every scheme, its parameters at and beyond their bounds."""
+    _BAD[0] = draw(st.integers(0, 3)) == 3
+    leaves = draw(st.integers(1, 3))
+    per_leaf = draw(st.integers(2 if leaves == 1 else 1, 3))
+    hosts = [f"H{i}" for i in range(leaves * per_leaf)]
+    scheme = draw(st.sampled_from([*SCHEMES, "pause"]))
+    raw: dict[str, Any] = {
+        "name": "fuzzflows",
+        "duration_ms": _pick(draw, [1.0, 0.2, 0.5, 2.0], [0, -1, 1e12]),
+        "bin_us": draw(st.sampled_from([10.0, 50.0, 100.0])),
+        "scheme": scheme,
+        "topology": {
+            "generator": "leafspine",
+            "leaves": leaves,
+            "spines": draw(st.integers(1, 2)),
+            "hosts_per_leaf": per_leaf,
+            "host_gbps": draw(st.sampled_from([10.0, 25.0, 1.0, 0.1])),
+            "spine_gbps": draw(st.sampled_from([10.0, 40.0, 1.0])),
+        },
+        "workload": draw(workloads(hosts)),
+        "bridge": {
+            "buffer_mode": draw(
+                st.sampled_from(["shared", "per_output", "per_input", "dynamic", "infinite"])
+            ),
+            "buffer_bytes": _pick(draw, [4_000_000, 1500, 30_000, 150_000], [0, 1499, -1]),
+        },
+    }
+    if scheme != "pause":
+        raw["pause"] = {"enabled": draw(st.booleans())}
+    elif _BAD[0]:
+        raw["pause"] = {"enabled": False}  # a contradiction
+    if draw(st.booleans()):
+        xoff = draw(st.sampled_from([150_000, 20_000, 100_000, 0]))
+        xon = _pick(draw, [xoff // 2, 0, xoff], [xoff + 1])
+        raw.setdefault("pause", {}).update(xoff_bytes=xoff, xon_bytes=xon)
+    if draw(st.integers(0, 5)) == 5:
+        raw["defaults"] = {"link_delay_us": _pick(draw, [1.0, 0.0, 100.0], [-1])}
+    # The scheme's own table (or, sometimes, another's): 0 to 3 parameters at or beyond their bounds.
+    table = SCHEMES.get(scheme, (None, ""))[0] if scheme != "pause" else None
+    names = sorted(SCHEME_VALUES)
+    for _ in range(draw(st.integers(0, 3))):
+        t = table if table is not None and draw(st.integers(0, 4)) < 4 else draw(st.sampled_from(names))
+        params = SCHEME_VALUES[t]
+        if params:
+            k = draw(st.sampled_from(sorted(params)))
+            good, bad = params[k]
+            raw.setdefault(t, {})[k] = _pick(draw, good, bad)
+    if _BAD[0] and draw(st.integers(0, 3)) == 3:  # and one key of the plain harness
+        key = draw(st.sampled_from(KEYS)).split(".")
+        d = raw
+        for part in key[:-1]:
+            if not isinstance(d.get(part), dict):
+                d[part] = {}
+            d = d[part]
+        d[key[-1]] = copy.deepcopy(draw(values))
+    return raw
+
+
+#: Longest an accepted flow scenario may run (issue 28: a hang is > 10 s).
+HANG_S = 10.0
+
+
+def run_flows(sc: Any) -> None:
+    """Runs seed 0 of `sc` to its end in a worker thread (a hang fails) and
+    checks what every run must hold: frames conserved, every finished
+    flow's slowdown >= 1, and the metrics computed."""
+    import threading
+
+    from cnsim.engine import run_seed
+
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["run"] = run_seed(sc.engine_json(), sc.seeds[0])
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            box["error"] = e
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(HANG_S)
+    if t.is_alive():
+        raise AssertionError(f"hang: the run took more than {HANG_S:g} s: {sc.engine_json()[:2000]}")
+    if "error" in box:
+        e = box["error"]
+        if isinstance(e, cnsim.ScenarioError):
+            _one_line(e)
+            return
+        raise e
+    run = box["run"]
+    f = run.frames
+    assert f["generated"] == f["delivered"] + f["dropped_cp"] + f["dropped_rp"] + f["in_flight"], f
+    fct = cmetrics.fct_table(run) if cmetrics.has_flow_records(run) else None
+    if fct is not None:
+        below = [x for x in fct["slowdown"] if x is not None and x < 1 - 1e-9]
+        assert not below, below
+    cnsim.Results(sc, [run]).summary_dict()
+
+
 BASE = cnsim.load("baseline", seeds=[0])
-STATS = {"scenarios": 0, "accepted": 0, "sets": 0, "toml": 0}
+STATS = {"scenarios": 0, "accepted": 0, "sets": 0, "toml": 0, "flows": 0, "flows_run": 0}
 
 
+#: A long campaign (`main`) records escapes and goes on; a test fails at the first.
+COLLECT = [False]
+#: (kind, first line of the message, the input) of every escape recorded.
+ESCAPES: list[tuple[str, str, Any]] = []
+
+
+def _guarded(prop: Any) -> Any:
+    """`prop`, whose escapes are recorded instead of raised in a campaign."""
+    import functools
+
+    @functools.wraps(prop)
+    def wrapper(**kwargs: Any) -> None:
+        try:
+            prop(**kwargs)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:
+            if not COLLECT[0]:
+                raise
+            first = (str(e).strip().splitlines() or [""])[0][:300]
+            ESCAPES.append((type(e).__name__, first, next(iter(kwargs.values()))))
+
+    return wrapper
+
+
+@_guarded
 def property_scenario(raw: dict[str, Any], run: bool) -> None:
     STATS["scenarios"] += 1
     STATS["accepted"] += check_raw(raw, run)
 
 
+@_guarded
 def property_set(text: str) -> None:
     STATS["sets"] += 1
     try:
@@ -274,6 +544,7 @@ def property_set(text: str) -> None:
         _one_line(e)
 
 
+@_guarded
 def property_toml(text: str) -> None:
     STATS["toml"] += 1
     from cnsim.scenario.files import _read_toml
@@ -284,8 +555,21 @@ def property_toml(text: str) -> None:
         _one_line(e)
 
 
+@_guarded
+def property_flows(raw: dict[str, Any]) -> None:
+    STATS["flows"] += 1
+    try:
+        sc = cnsim.Scenario(raw)
+        sc.engine_json()
+    except cnsim.ScenarioError as e:
+        _one_line(e)
+        return
+    STATS["flows_run"] += 1
+    run_flows(sc)
+
+
 def make_tests(examples: int) -> list[Any]:
-    """The three properties with `examples` inputs each (hypothesis)."""
+    """The four properties with `examples` inputs each (hypothesis)."""
     s = settings(
         max_examples=examples,
         deadline=None,
@@ -296,19 +580,42 @@ def make_tests(examples: int) -> list[Any]:
         s(given(raw=mutated_scenarios(), run=st.integers(0, 24).map(lambda x: x == 0))(property_scenario)),
         s(given(text=set_strings)(property_set)),
         s(given(text=damaged_toml())(property_toml)),
+        s(given(raw=flow_scenarios())(property_flows)),
     ]
 
 
 def main(argv: list[str]) -> int:
+    """A campaign: `--examples N` inputs per property (`--only flows` for one
+    property: scenarios, sets, toml, flows); escapes are recorded, not
+    raised, counted by kind at the end and written with their inputs to
+    `--escapes FILE` (JSON); exit status 1 if any."""
+    import json
+    import os
+    from collections import Counter
+
+    os.environ["RUST_BACKTRACE"] = "0"  # a panic is one line in the log, not a backtrace
     examples = int(argv[argv.index("--examples") + 1]) if "--examples" in argv else 1000
-    for test in make_tests(examples):
-        test()
-    total = STATS["scenarios"] + STATS["sets"] + STATS["toml"]
+    only = argv[argv.index("--only") + 1] if "--only" in argv else None
+    COLLECT[0] = True
+    names = ["scenarios", "sets", "toml", "flows"]
+    for name, test in zip(names, make_tests(examples), strict=True):
+        if only in (None, name):
+            test()
+    total = STATS["scenarios"] + STATS["sets"] + STATS["toml"] + STATS["flows"]
     print(
-        f"fuzz: {total:,} inputs, none escaped: {STATS['scenarios']:,} scenarios "
-        f"({STATS['accepted']:,} accepted), {STATS['sets']:,} --set strings, {STATS['toml']:,} damaged TOML files"
+        f"fuzz: {total:,} inputs, {len(ESCAPES):,} escaped: {STATS['scenarios']:,} scenarios "
+        f"({STATS['accepted']:,} accepted), {STATS['sets']:,} --set strings, {STATS['toml']:,} damaged TOML files, "
+        f"{STATS['flows']:,} flow scenarios ({STATS['flows_run']:,} run to the end, frames conserved)"
     )
-    return 0
+    kinds = Counter((k, re.sub(r"-?\d[\d.e+-]*", "N", m)) for k, m, _ in ESCAPES)
+    for (kind, msg), n in kinds.most_common():
+        print(f"  {n:6,} x {kind}: {msg}")
+    if "--escapes" in argv:
+        with open(argv[argv.index("--escapes") + 1], "w") as f:
+            json.dump(
+                [{"kind": k, "message": m, "input": i} for k, m, i in ESCAPES], f, indent=1, default=repr
+            )
+    return 1 if ESCAPES else 0
 
 
 if __name__ == "__main__":

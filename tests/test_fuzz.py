@@ -9,6 +9,8 @@ import pytest
 fuzz = pytest.importorskip("fuzz")
 
 
-@pytest.mark.parametrize("index", [0, 1, 2], ids=["scenario files", "--set strings", "damaged TOML"])
+@pytest.mark.parametrize(
+    "index", [0, 1, 2, 3], ids=["scenario files", "--set strings", "damaged TOML", "flow scenarios"]
+)
 def test_no_input_escapes(index):
     fuzz.make_tests(examples=1000)[index]()

@@ -86,7 +86,7 @@ def test_tiny_is_valid():
         ),
         (("pause", "enabled"), "maybe", "pause.enabled: 'maybe' is not allowed; expected true or false"),
         (("duration_ms",), 0, "duration_ms: 0 is not allowed; expected a number >= 1e-09"),
-        (("bin_us",), "fast", "bin_us: 'fast' is not allowed; expected a number"),
+        (("bin_us",), "fast", "bin_us: 'fast' is not allowed; expected a number, not a string"),
     ],
 )
 def test_bad_value_names_parameter_value_and_what_is_allowed(path, value, expected):

@@ -93,7 +93,9 @@ def bench(
         label = f"{sc.name}, {sc.scheme}{' + PAUSE' if sc.pause else ''}, seed 0"
     else:
         raise ScenarioError(
-            f"--workload: {workload!r} is not allowed; expected incast, " + ", ".join(BENCH_SCENARIOS)
+            f"--workload: {workload!r} is not allowed; expected incast, "
+            + ", ".join(BENCH_SCENARIOS)
+            + " or scale"
         )
     best: dict[str, Any] | None = None
     for _ in range(repeat):
@@ -155,7 +157,7 @@ def _bench_once(cfg: Any, label: str, ms: float) -> dict[str, Any]:
 def _bench_scale(
     hosts: str | None, ms: float, scheme: str | None, pause: bool | None, as_json: bool, repeat: int = 1
 ) -> None:
-    from .benchscale import DEFAULT_HOSTS, best_of, run_sizes
+    from .benchscale import DEFAULT_HOSTS, best_of, check_sizes, run_sizes
 
     try:
         sizes = [int(h) for h in hosts.split(",")] if hosts else list(DEFAULT_HOSTS)
@@ -163,6 +165,7 @@ def _bench_scale(
         raise ScenarioError(
             f"--hosts: {hosts!r} is not allowed; expected sizes such as 64,512,4096"
         ) from None
+    check_sizes(sizes)  # before anything is said to run
     rounds = []
     for _ in range(repeat):
         if as_json:

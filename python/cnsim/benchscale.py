@@ -12,10 +12,13 @@ engine, the results (tables, series, metrics) as `cnsim.run` returns them.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import resource
 import subprocess
 import sys
+import threading
 import time
 import tomllib
 from importlib import resources
@@ -29,14 +32,20 @@ DEFAULT_HOSTS = (64, 512, 1024, 4096)
 LOAD = 0.85
 
 
+def check_sizes(hosts: list[int]) -> None:
+    """Refuses a fabric size the scale workload does not have."""
+    for h in hosts:
+        if h not in SIZES:
+            raise ScenarioError(f"--hosts: {h} is not allowed; expected one of {', '.join(map(str, SIZES))}")
+
+
 def scale_scenario(
     hosts: int, duration_ms: float = 10.0, scheme: str | None = None, pause: bool | None = None
 ) -> Any:
     """The scale workload's scenario for a fabric of `hosts` hosts."""
     from .scenario import Scenario
 
-    if hosts not in SIZES:
-        raise ScenarioError(f"--hosts: {hosts} is not allowed; expected one of {', '.join(map(str, SIZES))}")
+    check_sizes([hosts])
     k, n = SIZES[hosts]
     raw = tomllib.loads((resources.files("cnsim") / "scenarios" / "fattree_hotspot.toml").read_text())
     raw.pop("hotspot")
@@ -91,12 +100,50 @@ def run_sizes(
     for h in hosts:
         args = [sys.executable, "-m", "cnsim.benchscale", str(h), repr(duration_ms)]
         args += [scheme or "-", "-" if pause is None else str(pause).lower()]
-        p = subprocess.run(args, capture_output=True, text=True, check=False)
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _CHILDREN.add(p)
+        try:
+            stdout, stderr = p.communicate()
+        finally:
+            _stop(p)
         if p.returncode != 0:
-            lines = (p.stderr or p.stdout).strip().splitlines() or [f"exit status {p.returncode}"]
+            lines = (stderr or stdout).strip().splitlines() or [f"exit status {p.returncode}"]
             raise ScenarioError(f"--workload scale: the {h}-host run failed: {lines[-1]}")
-        out.append(json.loads(p.stdout.strip().splitlines()[-1]))
+        out.append(json.loads(stdout.strip().splitlines()[-1]))
     return out
+
+
+#: The size running now, in its own process: `stop_children` ends it when
+#: this process is interrupted (SIGINT, SIGTERM), and a child whose parent
+#: is gone stops by itself (`_exit_with_parent`).
+_CHILDREN: set[subprocess.Popen[str]] = set()
+
+
+def _stop(p: subprocess.Popen[str]) -> None:
+    _CHILDREN.discard(p)
+    if p.poll() is None:
+        with contextlib.suppress(OSError):
+            p.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(5)
+
+
+def stop_children() -> None:
+    """Ends every size still running (the parent is exiting)."""
+    for p in list(_CHILDREN):
+        _stop(p)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A thread of the child: exits when its parent is gone (killed, even by
+    SIGKILL, before it could stop its children)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="cnsim-parent-watch").start()
 
 
 def best_of(rounds: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -115,6 +162,7 @@ def best_of(rounds: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str]) -> int:
+    _exit_with_parent(os.getppid())
     hosts, ms = int(argv[0]), float(argv[1])
     scheme = argv[2] if len(argv) > 2 and argv[2] != "-" else None
     pause = {"true": True, "false": False}.get(argv[3]) if len(argv) > 3 else None

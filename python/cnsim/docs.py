@@ -49,8 +49,13 @@ def _type(ann: Any) -> str:
         return " or ".join(parts)
     if origin is Literal:
         return "one of " + ", ".join(f"`{a}`" for a in args)
+    if origin is typing.Annotated:
+        return _type(args[0])
     if origin is list:
-        return f"list of {_type(args[0])}s"
+        inner = _type(args[0])
+        if inner.startswith("list of "):
+            return f"list of lists of {inner.removeprefix('list of ')}"
+        return f"list of {inner}s"
     if origin is dict:
         return "table" if args[-1] is Any else f"table of {_type(args[-1])}s"
     if isinstance(ann, type) and issubclass(ann, BaseModel):

@@ -233,7 +233,7 @@ def check_backend(name: str | None, jobs: int | None, address: str | None = None
     the Python API), before anything runs or is written: the backend's name
     (None: local; a Dask scheduler address or client means dask)."""
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        raise ScenarioError(f"--jobs: {jobs} is not allowed; expected an integer >= 1")
+        raise ScenarioError(f"--jobs: {jobs!r} is not allowed; expected an integer >= 1")
     if address is not None or client is not None:
         name = "dask"
     name = name or "local"

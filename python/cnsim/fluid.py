@@ -150,8 +150,11 @@ def fluid_config(sc: Scenario, step_us: float = DEFAULT_STEP_US, dest: str | Non
     loaded = [s for s in loaded if shares[s["name"]] > 0]
     if not loaded:
         raise ScenarioError(f"fluid: no loaded station sends to '{dst}'")
-    if not step_us > 0:
-        raise ScenarioError(f"--step-us: {step_us} is not allowed; expected > 0")
+    if not 0 < step_us <= sc.duration_ms * 1000:  # also NaN and inf
+        raise ScenarioError(
+            f"--step-us: {step_us} is not allowed; expected a number > 0 and at most the run's length "
+            f"({sc.duration_ms * 1000:g} us)"
+        )
     links = {(lk["a"], lk["b"]): lk for lk in cfg["links"]}
     adj: dict[str, list[str]] = {}
     for a, b in links:

@@ -273,7 +273,7 @@ def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
             return None
         return nodes[f"throughput_to_gbps_{window}"][node_names.index(sink)]
 
-    if has_flow_records(run):
+    if has_flow_records(run) or model.workload is not None:  # a flow run with no flow: 0 / null
         m.update(flow_metrics(run))
     if model.stability is not None:
         m.update(stability_metrics(run, scenario))

@@ -21,8 +21,6 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from .errors import ScenarioError
 
 #: What a results directory may hold (Results.save, docs/results.md).
@@ -55,9 +53,10 @@ def safe_name(name: str) -> str:
 
 
 def default_dir(name: str, kind: str = "") -> Path:
-    """results/<name><kind>-<timestamp>, under the current directory."""
+    """results/<name><kind>-<timestamp>-<random>, under the current
+    directory: unique however many runs start in the same second."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("results") / f"{safe_name(name)}{kind}-{stamp}"
+    return Path("results") / f"{safe_name(name)}{kind}-{stamp}-{uuid.uuid4().hex[:6]}"
 
 
 class RunDir:
@@ -75,7 +74,7 @@ class RunDir:
         self.target = Path(target)
         self.label = label
         self.tmp: Path | None = None
-        self._lock: FileLock | None = None
+        self._lock: DirLock | None = None
         t = self.target
         where = f"{label} {t}"
         if t.exists() and not t.is_dir():
@@ -149,19 +148,57 @@ class RunDir:
             self._lock = None
 
 
-def lock(path: Path, busy: str) -> FileLock:
-    """Takes the lock file `path` (filelock; a filesystem without locks
-    falls back to a lock file of its own) or refuses with `busy` when
-    another process holds it. Release it with `.release()`."""
-    try:  # filelock reads a file it cannot create as "held": ask first
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
-        fl = FileLock(path, timeout=0)
-        fl.acquire()
-    except Timeout:
-        raise ScenarioError(busy) from None
-    except OSError as e:
-        raise ScenarioError(f"{busy.partition(':')[0]}: cannot be written ({e.strerror or e})") from None
-    return fl
+def lock(path: Path, busy: str) -> DirLock:
+    """Takes the lock file `path` or refuses with `busy` when another process
+    holds it. Release it with `.release()`, which also removes the file."""
+    return DirLock(path, busy)
+
+
+class DirLock:
+    """An exclusive lock on a file beside a results or sweep directory
+    (flock, never waited for), removed when let go so nothing is left beside
+    the results. The filelock package leaves the file, and removing it after
+    a release races: a second process may hold a lock on the removed file
+    while a third locks a new one. Here the file is removed while still held,
+    and a lock taken on a file that was removed meanwhile is let go and taken
+    again on the new one, so two processes never both hold it."""
+
+    def __init__(self, path: Path, busy: str) -> None:
+        self.path = path
+        self._fd: int | None = None
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock
+            return
+        where = busy.partition(":")[0]
+        while True:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as e:
+                raise ScenarioError(f"{where}: cannot be written ({e.strerror or e})") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise ScenarioError(busy) from None
+            except OSError:  # a filesystem without locks: go on unlocked
+                pass
+            try:
+                same = os.stat(path).st_ino == os.fstat(fd).st_ino
+            except OSError:
+                same = False
+            if same:
+                self._fd = fd
+                return
+            os.close(fd)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                self.path.unlink()  # while still holding it: see the class
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
 
 
 def atomic_write(path: Path, data: str | bytes | Callable[[Path], None]) -> None:

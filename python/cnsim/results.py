@@ -330,6 +330,10 @@ class Results:
         """A matplotlib Figure of series `name` (first seed)."""
         from .report.figures import series_figure
 
+        known = sorted({s for r in self.runs for s, _, _ in r.series})
+        if name not in known:
+            raise ScenarioError(f"plot: no series {name!r} in these results; series: {', '.join(known)}")
+
         return series_figure(self, name)
 
     # ------------------------------------------------------------ display

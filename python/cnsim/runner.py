@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .errors import ScenarioError, ScenarioWarning
-from .executor import Interrupted, Unit, run_units
+from .executor import Interrupted, Unit, check_backend, run_units
 from .results import Results
 from .scenario import Scenario
 
@@ -37,6 +37,7 @@ def run(
         raise ScenarioError(
             f"scenario: expected a cnsim.Scenario (cnsim.load(...)), got {type(scenario).__name__}"
         )
+    check_backend(backend, jobs, address, client)  # before anything is built
     if seeds is not None:
         scenario = scenario.replace(seeds=seeds)
     from .guards import check_run_memory

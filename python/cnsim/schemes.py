@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator
-from pydantic_core import PydanticCustomError
 
 from .declarations import declarations
+from .values import refuse_bool_as_number
 
 
 class _Table(BaseModel):
@@ -27,14 +27,7 @@ class _Table(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_bool_as_number(cls, v: Any, info: ValidationInfo) -> Any:
-        if info.field_name is None:
-            return v
-        is_switch = cls.model_fields[info.field_name].annotation is bool
-        if isinstance(v, bool) and not is_switch:
-            raise PydanticCustomError("bool_not_number", "expected a number, not true or false")
-        if is_switch and not isinstance(v, bool):  # nor 1, 0 or "yes" as a switch
-            raise PydanticCustomError("bool_type", "expected true or false")
-        return v
+        return refuse_bool_as_number(cls, v, info)
 
 
 _TYPES: dict[str, Any] = {"float": float, "int": int, "bool": bool}

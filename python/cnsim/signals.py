@@ -42,6 +42,7 @@ def on_signal(signum: int, frame: Any) -> None:
     global _SIGNALS
     _SIGNALS += 1
     if _SIGNALS > 1:
+        _stop_children()
         os._exit(130)
     raise KeyboardInterrupt
 
@@ -50,10 +51,18 @@ _SIGNALS = 0
 
 
 def exit_now(code: int) -> None:
-    """Exits without waiting for an engine call still running on a worker thread."""
+    """Exits without waiting for an engine call still running on a worker
+    thread; child processes (`bench --workload scale`) are ended first."""
+    _stop_children()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _stop_children() -> None:
+    scale = sys.modules.get("cnsim.benchscale")
+    if scale is not None:
+        scale.stop_children()
 
 
 def install() -> None:

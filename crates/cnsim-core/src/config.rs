@@ -3,7 +3,7 @@
 //! picoseconds, bit/s, bytes). Unknown fields are rejected so that a typo in
 //! the resolver cannot silently fall back to a default.
 
-use crate::engine::Time;
+use crate::engine::{Time, PS_PER_S};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -685,7 +685,25 @@ impl SimConfig {
             if a.stations.len() < 2 {
                 return err(format!("workload: arrivals[{i}] need at least 2 stations"));
             }
+            let mut seen = std::collections::HashSet::new();
+            if let Some(twice) = a.stations.iter().find(|s| !seen.insert(s.as_str())) {
+                return err(format!(
+                    "workload.hosts: '{twice}' is listed twice (arrivals[{i}].stations); each host takes part once"
+                ));
+            }
             check_cdf(&a.cdf).map_err(|e| ConfigError::new("workload.cdf", e.to_string()))?;
+            // Flow ids index events: a process expected to draw more flows
+            // than that would run for ever before failing.
+            let secs = a.end_ps.min(self.duration_ps).saturating_sub(a.start_ps) as f64 / PS_PER_S as f64;
+            let expected = a.rate_per_s * a.stations.len() as f64 * secs;
+            if expected > crate::engine::queue::MAX_INDEX as f64 {
+                return err(format!(
+                    "workload: arrivals[{i}] would start about {expected:.3e} flows ({} flows/s at each of {} stations for {secs} s), more than the engine indexes ({}); lower workload.load or the arrival window",
+                    a.rate_per_s,
+                    a.stations.len(),
+                    crate::engine::queue::MAX_INDEX
+                ));
+            }
         }
         for s in &self.stations {
             if !(0.0..=1.0).contains(&s.load) || s.load.is_nan() {

@@ -46,16 +46,28 @@ class Scenario:
     ) -> None:
         if not isinstance(raw, dict):
             raise ScenarioError("scenario: expected a table of parameters")
+        _check_depth(raw)
         raw = copy.deepcopy(raw)
         if scheme is not None:
             raw["scheme"] = scheme
-        if pause is not None:
+        # A [pause] that is not a table is left for validation to name, not replaced.
+        pause_table = raw.get("pause") is None or isinstance(raw.get("pause"), dict)
+        if pause is not None and pause_table:
             _table(raw, "pause")["enabled"] = pause
         if seeds is not None:
             raw["seeds"] = _seeds_value(seeds)
         if raw.get("scheme") == "pause":  # `--scheme pause` = nocm with PAUSE on
+            # PAUSE asked off beside it: by the caller (--no-pause), or by the file that names the scheme.
+            table = raw.get("pause")
+            file_off = scheme is None and isinstance(table, dict) and table.get("enabled") is False
+            if pause is False or (pause is None and file_off):
+                raise ScenarioError(
+                    "scheme / pause: scheme 'pause' is nocm with PAUSE on, and PAUSE is asked off "
+                    "(--no-pause or pause.enabled = false); give scheme nocm without PAUSE, or PAUSE on"
+                )
             raw["scheme"] = "nocm"
-            _table(raw, "pause")["enabled"] = True
+            if pause_table:
+                _table(raw, "pause")["enabled"] = True
         self.raw = raw
         self.source = source
         self._engine_config: dict[str, Any] | None = None
@@ -378,6 +390,11 @@ class Scenario:
             _port(p, "cp_ports", adj)
             if names[p.partition("->")[0]].kind != "bridge":
                 raise ScenarioError(f"cp_ports: '{p}' is not allowed; expected a bridge port")
+        if m.workload is not None:
+            from ..workloads import embed_file_cdf, scenario_plan
+
+            embed_file_cdf(m.workload)  # read once: what runs is what is saved
+            scenario_plan(m)  # the workload's rules, and its flows counted (workload.max_flows)
 
     # ------------------------------------------------------------ engine
     def engine_config(self) -> dict[str, Any]:
@@ -445,6 +462,29 @@ def check_scheme_keys(keys: Iterable[str], scheme: str, schemes: Iterable[str] =
                 f"{label}{key}: a parameter of {', '.join(users)}, but the scheme that runs is {runs}, "
                 f"so it would be ignored; choose that scheme too ({choose})"
             )
+
+
+#: Deepest nesting of tables and arrays a scenario may have (its own go 4 deep).
+MAX_DEPTH = 32
+
+
+def _check_depth(raw: dict[str, Any]) -> None:
+    """Refuses tables or arrays nested deeper than MAX_DEPTH (a 1000-part
+    dotted header is 1000 tables deep: copying or validating it would
+    overflow Python's stack), naming where, without recursing."""
+    todo: list[tuple[Any, int, str]] = [(raw, 0, "")]
+    while todo:
+        v, depth, where = todo.pop()
+        if depth > MAX_DEPTH:
+            head = ".".join(where.split(".")[:3])
+            raise ScenarioError(
+                f"{head}...: tables nested {depth} deep or more; a scenario's tables and arrays are at most "
+                f"{MAX_DEPTH} deep"
+            )
+        if isinstance(v, dict):
+            todo.extend((x, depth + 1, f"{where}.{k}" if where else str(k)) for k, x in v.items())
+        elif isinstance(v, list):
+            todo.extend((x, depth + 1, f"{where}[{i}]") for i, x in enumerate(v))
 
 
 def _port(name: str, where: str, adj: dict[str, list[str]]) -> None:

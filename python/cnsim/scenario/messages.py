@@ -128,6 +128,10 @@ def _expected(err: Any, field: FieldInfo | None) -> str:
         return f"expected {_kind(field)} " + " and ".join(found)
     if t == "bool_not_number":
         return f"expected {_kind(field)}, not true or false"
+    if t == "string_not_number":
+        return f"expected {_kind(field)}, not a string"
+    if t == "switch_type":
+        return str(err["msg"])
     if t in ("int_type", "int_parsing", "int_from_float"):
         return "expected an integer"
     if t in ("float_type", "float_parsing", "finite_number"):

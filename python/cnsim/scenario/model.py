@@ -7,21 +7,22 @@ Rules that tie parameters together are in `core.Scenario._check`."""
 
 from __future__ import annotations
 
-import typing
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    Strict,
     ValidationInfo,
     create_model,
     field_validator,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
 
 from ..schemes import TABLES
+from ..values import refuse_bool_as_number
+from ..workloads import DEFAULT_MAX_FLOWS, ENGINE_MAX_FLOWS
 
 PS_PER_US = 1_000_000
 PS_PER_MS = 1_000_000_000
@@ -33,7 +34,9 @@ MAX_MS = 1e9
 MAX_US = 1e12
 MAX_GBPS = 1e6
 MAX_BYTES = 2**40
-ENGINE_LIMITS = (MAX_MS, MAX_US, MAX_GBPS, MAX_BYTES)
+#: The schemes' whole numbers are u32.
+MAX_U32 = 2**32 - 1
+ENGINE_LIMITS = (MAX_MS, MAX_US, MAX_GBPS, MAX_BYTES, MAX_U32)
 #: The slowest link: 1 bit/s (the engine counts whole bits per second).
 MIN_GBPS = 1e-9
 #: Most replications of one scenario.
@@ -47,24 +50,6 @@ class _Model(BaseModel):
     @classmethod
     def _no_bool_as_number(cls, v: Any, info: ValidationInfo) -> Any:
         return refuse_bool_as_number(cls, v, info)
-
-
-def refuse_bool_as_number(cls: type[BaseModel], v: Any, info: ValidationInfo) -> Any:
-    """true / false where a number is declared is an error, never 1 / 0."""
-    if info.field_name is None:
-        return v
-    ann = cls.model_fields[info.field_name].annotation
-    if isinstance(v, bool) and not _admits_bool(ann):
-        raise PydanticCustomError("bool_not_number", "expected a number, not true or false")
-    if ann is bool and not isinstance(v, bool):  # nor 1, 0 or "yes" as a switch
-        raise PydanticCustomError("bool_type", "expected true or false")
-    return v
-
-
-def _admits_bool(ann: Any) -> bool:
-    if ann is bool or ann is Any:
-        return True
-    return any(_admits_bool(a) for a in typing.get_args(ann))
 
 
 class Measure(_Model):
@@ -427,9 +412,15 @@ class Workload(_Model):
         "senders to one receiver, flows longer than the run by default)",
     )
     hosts: list[str] | None = Field(None, description="the stations taking part (none: every station)")
-    cdf: str = Field(
+    cdf: str | list[list[Annotated[float, Strict()]]] = Field(
         "websearch",
-        description="poisson: flow-size CDF: websearch, hadoop, or a file of 'size_bytes probability' lines",
+        description="poisson: flow-size CDF: websearch, hadoop, a file of 'size_bytes probability' lines, or the "
+        "points inline [[size_bytes, probability], ...] (a saved scenario holds a file's points inline)",
+    )
+    cdf_source: str | None = Field(
+        None,
+        description="where inline cdf points were read from: the file and the SHA-256 of its bytes (written "
+        "by cnsim when it saves a scenario; informational)",
     )
     load: float = Field(
         0.5, gt=0, le=1, description="poisson: mean offered load of each host, as a fraction of its link rate"
@@ -443,7 +434,10 @@ class Workload(_Model):
         description="incast / permutation / long_lived: bytes per flow (none: 500,000; long_lived 2^40)",
     )
     period_us: float | None = Field(
-        None, gt=0, le=MAX_MS * 1000, description="incast: repeated every period (none: once)"
+        None,
+        ge=1e-6,
+        le=MAX_MS * 1000,
+        description="incast: repeated every period (none: once; at least 1 ps)",
     )
     start_ms: float = Field(0.0, ge=0, le=MAX_MS, description="first flows (poisson: arrivals from)")
     end_ms: float | None = Field(
@@ -452,11 +446,20 @@ class Workload(_Model):
     ack_every: int = Field(1, ge=1, le=65535, description="the receiver acknowledges every N frames in order")
     rto_us: float = Field(
         4000.0,
-        ge=1e-6,  # 1 ps: less rounds to the 0 the engine refuses
+        ge=1.0,  # 1 us: below a data-center RTT every frame would time out and be resent
         le=MAX_US,
-        description="retransmission timeout: go back N when nothing was acknowledged for this long (RDMA NICs: '4.096 us x 2^k', milliseconds)",
+        description="retransmission timeout: go back N when nothing was acknowledged for this long (RDMA NICs: "
+        "'4.096 us x 2^k', milliseconds; at least 1 us: below a data-center RTT every frame would time out and "
+        "be sent again, 1 ns meant minutes of retransmissions)",
     )
     end_when_done: bool = Field(True, description="the run ends when the last flow has finished")
+    max_flows: int = Field(
+        DEFAULT_MAX_FLOWS,
+        ge=1,
+        le=ENGINE_MAX_FLOWS,
+        description="most flows a run may start: a workload expected to start more (poisson: load x hosts x "
+        "link rate x arrival window / mean size; incast: fan_in x incasts) is refused before anything runs",
+    )
 
 
 class NocmTable(_Model):

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ScenarioError
 from ..schemes import engine_scheme
 from ..topologies import routing_for
-from ..workloads import transport as flows_transport
+from ..workloads import transport_of as flows_transport
 from .model import PER_FLOW_AUTO_STATIONS, PS_PER_MS, PS_PER_US, HotspotDest
 
 
@@ -171,16 +170,7 @@ def resolve(scenario: Any, scheme: str | None = None, pause: bool | None = None)
     trace = traced_ports(m)
     transport: dict[str, Any] | None = None
     if m.workload is not None:
-        station_names = [n.name for n in m.nodes if n.kind == "station"]
-        hosts = list(m.workload.hosts) if m.workload.hosts is not None else station_names
-        unknown = [h for h in hosts if h not in station_names]
-        if unknown:
-            raise ScenarioError(f"workload.hosts: '{unknown[0]}' is not a station")
-        host_rate = {a: _bps(r) for (a, b), r in rate_of.items()}
-        missing = [h for h in hosts if h not in host_rate]
-        if missing:
-            raise ScenarioError(f"workload.hosts: '{missing[0]}' has no link")
-        transport = flows_transport(m.workload, hosts, host_rate, m.duration_ms)
+        transport = flows_transport(m)
     cfg = {
         "duration_ps": _ps(m.duration_ms),
         "bin_ps": round(m.bin_us * PS_PER_US),

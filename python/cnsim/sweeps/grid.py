@@ -83,6 +83,11 @@ def _split_top(text: str) -> list[str]:
 
 
 def _normalize_grid(grid: Mapping[str, Any] | None, label: str) -> dict[str, list[Any]]:
+    if grid is not None and not isinstance(grid, Mapping):
+        raise ScenarioError(
+            f"{label}: {type(grid).__name__} is not allowed; expected a table {{parameter: [values]}}, "
+            'e.g. {"bcn.w": [2, 4]}'
+        )
     out: dict[str, list[Any]] = {}
     for key, vals in (grid or {}).items():
         if not isinstance(key, str) or not key.strip():
@@ -93,11 +98,17 @@ def _normalize_grid(grid: Mapping[str, Any] | None, label: str) -> dict[str, lis
         if not vals:
             raise ScenarioError(f"{label} {key}: no values; expected at least one")
         seen: list[str] = []
+        numbers: list[tuple[Any, str]] = []
         for v in vals:
             lit = _literal(v)
             if lit in seen:
                 raise ScenarioError(f"{label} {key}: value {lit} given twice")
             seen.append(lit)
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                same = [w for n, w in numbers if n == v]
+                if same:  # 1 and 1.0: one value, two identical points
+                    raise ScenarioError(f"{label} {key}: value {lit} given twice (as {same[0]} and {lit})")
+                numbers.append((v, lit))
         out[key] = vals
     return out
 

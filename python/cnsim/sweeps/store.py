@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from filelock import FileLock
 
 from ..engine import SeedRun
 from ..errors import ScenarioError
-from ..outdir import atomic_write, lock
+from ..outdir import DirLock, atomic_write, lock
 from ..results import Results, read_results
 from ..scenario import Scenario
 from .grid import Point, _literal
@@ -120,7 +119,7 @@ class _SweepDir:
     def __init__(self, out: Path, meta: dict[str, Any], force: bool, label_out: str = "--out") -> None:
         self.out = out
         self.meta = meta
-        self._lock: FileLock | None = None
+        self._lock: DirLock | None = None
         if out.exists() and not out.is_dir():
             raise ScenarioError(f"{label_out} {out}: exists and is not a directory")
         existing = out.is_dir() and any(p.name != _LOCK for p in out.iterdir())

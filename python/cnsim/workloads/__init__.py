@@ -2,19 +2,26 @@
 engine's transport flows (docs/scenario-format.md, "Flows").
 
 - `poisson`: every host starts flows as a Poisson process, sizes from an
-  empirical CDF (`websearch`, `hadoop`, or a file), destinations uniform
-  among the other hosts; the arrival rate makes each host offer `load` x its
-  link rate on average.
+  empirical CDF (`websearch`, `hadoop`, a file, or the points inline),
+  destinations uniform among the other hosts; the arrival rate makes each
+  host offer `load` x its link rate on average.
 - `incast`: `fan_in` senders each send `size_bytes` to one receiver at the
   same time, again every `period_us` if set.
 - `permutation`: every host sends `size_bytes` to one other host, each host
   receiving one flow (host i to host i + n/2 mod n).
 - `long_lived`: `fan_in` senders each send `size_bytes` (default: more than
   the run can carry) to one receiver, from `start_ms`.
+
+Everything a workload would start is counted before anything is built
+(`flow_count`), so that a workload of millions of flows is refused at once
+(`workload.max_flows`) instead of filling memory or running for hours.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -25,6 +32,12 @@ BUILTIN_CDFS = ("websearch", "hadoop")
 
 PS_PER_MS = 1_000_000_000
 PS_PER_US = 1_000_000
+#: Most flows `workload.max_flows` may allow: flow ids index the engine's
+#: events (engine/queue.rs MAX_INDEX = 2^22 - 1 = 4,194,303), less room for
+#: a Poisson count above its mean (2,000 = 1 standard deviation at 4 M).
+ENGINE_MAX_FLOWS = 4_000_000
+#: Default of `workload.max_flows`: flows one run may start.
+DEFAULT_MAX_FLOWS = 1_000_000
 
 
 def parse_cdf(text: str, source: str) -> list[tuple[float, float]]:
@@ -43,12 +56,23 @@ def parse_cdf(text: str, source: str) -> list[tuple[float, float]]:
         except ValueError:
             raise ScenarioError(f"workload.cdf: {source} line {n}: not two numbers") from None
     if points and points[-1][1] == 100.0:
+        # Percentages. Fractions ending in a stray 100 (0.5 read as 0.5 %)
+        # are refused: every point before the last at most 1, one above 0.
+        head = [p for _, p in points[:-1]]
+        if head and max(head) <= 1 and any(p > 0 for p in head):
+            raise ScenarioError(
+                f"workload.cdf: {source}: the probabilities before the last are fractions (at most 1) but the "
+                "last is 100; give every probability as a fraction ending at 1, or as a percentage ending at 100"
+            )
         points = [(s, p / 100.0) for s, p in points]
-    _check(points, source)
+    check_points(points, source)
     return points
 
 
-def _check(points: list[tuple[float, float]], source: str) -> None:
+def check_points(points: list[tuple[float, float]], source: str) -> None:
+    """The rules of a CDF: at least two points, sizes in 0..2^40 bytes and
+    probabilities in 0..1, both non-decreasing, the last probability 1, and
+    some size of at least 1 byte."""
     if len(points) < 2:
         raise ScenarioError(f"workload.cdf: {source}: at least two points are needed")
     for i, (s, p) in enumerate(points):
@@ -60,19 +84,61 @@ def _check(points: list[tuple[float, float]], source: str) -> None:
             )
     if points[-1][1] != 1.0:
         raise ScenarioError(f"workload.cdf: {source}: the last probability must be 1")
+    if points[-1][0] < 1:
+        raise ScenarioError(f"workload.cdf: {source}: every size is below 1 byte; flows need at least 1 byte")
 
 
-def load_cdf(name: str) -> list[tuple[float, float]]:
-    """A built-in CDF by name, or a CDF file by path."""
-    if name in BUILTIN_CDFS:
-        text = (resources.files("cnsim") / "workloads" / f"{name}.cdf").read_text()
-        return parse_cdf(text, name)
+def load_cdf(cdf: str | list[Any]) -> list[tuple[float, float]]:
+    """A built-in CDF by name, a CDF file by path, or points given inline
+    (`[[size_bytes, probability], ...]`, probabilities in 0..1)."""
+    if isinstance(cdf, list):
+        points = []
+        for i, pt in enumerate(cdf):
+            if not isinstance(pt, list | tuple) or len(pt) != 2:
+                raise ScenarioError(f"workload.cdf: point {i}: expected [size_bytes, probability]")
+            points.append((float(pt[0]), float(pt[1])))
+        check_points(points, "the inline points")
+        return points
+    if cdf in BUILTIN_CDFS:
+        text = (resources.files("cnsim") / "workloads" / f"{cdf}.cdf").read_text()
+        return parse_cdf(text, cdf)
+    return parse_cdf(_text(cdf)[1], cdf)
+
+
+def _text(name: str) -> tuple[bytes, str]:
+    """A CDF file's bytes and its text (UTF-8); errors name the file."""
     p = Path(name)
     if not p.is_file():
         raise ScenarioError(
             f"workload.cdf: '{name}' is neither a built-in CDF ({', '.join(BUILTIN_CDFS)}) nor a file"
         )
-    return parse_cdf(p.read_text(), name)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise ScenarioError(f"workload.cdf: '{name}' cannot be read ({e.strerror or e})") from None
+    try:
+        return data, data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ScenarioError(
+            f"workload.cdf: '{name}' is not UTF-8 text; expected lines 'size_bytes probability'"
+        ) from None
+
+
+def embed_file_cdf(w: Any) -> None:
+    """Reads workload `w`'s CDF file once and puts its points inline, with
+    the file and the SHA-256 of its bytes in `cdf_source`: what runs is what
+    a saved scenario holds, and the saved scenario re-runs the same flows
+    anywhere, whatever becomes of the file. Built-in names and inline points
+    are left as they are."""
+    if not isinstance(w.cdf, str):
+        return
+    if w.cdf in BUILTIN_CDFS:
+        w.cdf_source = None  # a saved scenario's, whose cdf was changed to a built-in one
+        return
+    data, text = _text(w.cdf)
+    points = parse_cdf(text, w.cdf)
+    w.cdf_source = f"{w.cdf} sha256:{hashlib.sha256(data).hexdigest()}"
+    w.cdf = [[s, q] for s, q in points]
 
 
 def cdf_mean(points: list[tuple[float, float]]) -> float:
@@ -83,20 +149,56 @@ def cdf_mean(points: list[tuple[float, float]]) -> float:
     return m
 
 
-def transport(w: Any, hosts: list[str], rate_bps: dict[str, float], duration_ms: float) -> dict[str, Any]:
-    """The engine's `transport` table for workload `w` over `hosts`."""
+def _num(v: float) -> str:
+    return f"{v:,.0f}" if v >= 100 else f"{v:g}"
+
+
+@dataclass
+class Plan:
+    """What a workload will start, counted before anything is built."""
+
+    hosts: list[str]
+    start_ps: int
+    end_ps: int
+    #: Flows expected per run (poisson: the mean), and in words.
+    flows: float
+    why: str
+    #: What to change to start fewer.
+    fewer: str
+    #: poisson: CDF points and arrivals per second at each host.
+    cdf: list[tuple[float, float]] | None = None
+    rate_per_s: float = 0.0
+    #: incast / long_lived: the receiver and the senders; incast: start times.
+    receiver: str | None = None
+    senders: list[str] | None = None
+    times: int = 1
+    period_ps: int = 0
+
+
+def plan(w: Any, hosts: list[str], rate_bps: dict[str, float], duration_ms: float) -> Plan:
+    """Checks workload `w` over `hosts` in a run of `duration_ms` and counts
+    the flows it would start (nothing is built). Raises ScenarioError naming
+    the parameter for what is not allowed."""
+    seen: set[str] = set()
+    for h in hosts:
+        if h in seen:
+            raise ScenarioError(f"workload.hosts: '{h}' is listed twice; each host takes part once")
+        seen.add(h)
     if len(hosts) < 2:
         raise ScenarioError("workload.hosts: at least two stations are needed")
+    if w.start_ms >= duration_ms:
+        raise ScenarioError(
+            f"workload.start_ms: {_g(w.start_ms)} is not allowed; expected a time before the run's end "
+            f"(duration_ms = {_g(duration_ms)}): no flow would start"
+        )
+    if w.end_ms is not None and w.end_ms <= w.start_ms:
+        raise ScenarioError(
+            f"workload.end_ms: {_g(w.end_ms)} is not allowed; expected a time after workload.start_ms = "
+            f"{_g(w.start_ms)}: no flow would start"
+        )
     start = round(w.start_ms * PS_PER_MS)
-    end_ms = w.end_ms if w.end_ms is not None else duration_ms
-    end = round(min(end_ms, duration_ms) * PS_PER_MS)
-    out: dict[str, Any] = {
-        "flows": [],
-        "arrivals": [],
-        "ack_every": w.ack_every,
-        "rto_ps": round(w.rto_us * PS_PER_US),
-        "end_when_done": w.end_when_done,
-    }
+    end_ms = min(w.end_ms if w.end_ms is not None else duration_ms, duration_ms)
+    end = round(end_ms * PS_PER_MS)
     if w.kind == "poisson":
         cdf = load_cdf(w.cdf)
         mean = cdf_mean(cdf)
@@ -104,26 +206,22 @@ def transport(w: Any, hosts: list[str], rate_bps: dict[str, float], duration_ms:
         if len(rates) != 1:
             raise ScenarioError("workload.hosts: a poisson workload needs hosts of one link rate")
         (rate,) = rates
-        out["arrivals"].append(
-            {
-                "stations": hosts,
-                "rate_per_s": w.load * rate / (8 * max(mean, 1.0)),
-                "cdf": cdf,
-                "start_ps": start,
-                "end_ps": end,
-            }
+        per_s = w.load * rate / (8 * max(mean, 1.0))
+        secs = (end - start) / 1e12
+        return Plan(
+            hosts,
+            start,
+            end,
+            per_s * len(hosts) * secs,
+            f"load {_g(w.load)} x {len(hosts)} hosts x {_g(rate / 1e9)} Gbit/s x {_g(secs * 1e3)} ms / mean size "
+            f"{_num(mean)} bytes",
+            "lower workload.load, shorten the arrival window (workload.start_ms / end_ms) or use larger "
+            "flows (workload.cdf)",
+            cdf=cdf,
+            rate_per_s=per_s,
         )
-        return out
-    size = w.size_bytes if w.size_bytes is not None else (1 << 40 if w.kind == "long_lived" else 500_000)
     if w.kind == "permutation":
-        n = len(hosts)
-        shift = max(n // 2, 1)
-        out["flows"] = [
-            {"src": hosts[i], "dst": hosts[(i + shift) % n], "size_bytes": size, "start_ps": start}
-            for i in range(n)
-        ]
-        return out
-    # incast and long_lived: fan_in senders to one receiver
+        return Plan(hosts, start, end, len(hosts), f"{len(hosts)} hosts", "use fewer hosts (workload.hosts)")
     receiver = w.receiver if w.receiver is not None else hosts[0]
     if receiver not in hosts:
         raise ScenarioError(f"workload.receiver: '{receiver}' is not one of the workload's hosts")
@@ -133,12 +231,122 @@ def transport(w: Any, hosts: list[str], rate_bps: dict[str, float], duration_ms:
             f"workload.fan_in: {w.fan_in} senders asked, the workload has {len(senders)} hosts besides the receiver"
         )
     senders = senders[: w.fan_in]
-    times = [start]
+    times, period = 1, 0
     if w.kind == "incast" and w.period_us is not None:
         period = round(w.period_us * PS_PER_US)
-        while times[-1] + period < end:
-            times.append(times[-1] + period)
+        if period < 1:
+            raise ScenarioError(
+                f"workload.period_us: {w.period_us:g} is not allowed; expected at least 1e-06 (1 ps)"
+            )
+        # Start times start + k x period, k >= 0, before the end.
+        times = 1 + max(0, (end - start - 1) // period)
+    why = f"{len(senders)} senders" + (
+        f" x {times:,} incasts (workload.period_us = {_g(w.period_us)} over {_g((end - start) / 1e9)} ms)"
+        if period
+        else ""
+    )
+    fewer = "raise workload.period_us or lower workload.fan_in" if period else "lower workload.fan_in"
+    return Plan(
+        hosts,
+        start,
+        end,
+        float(times * len(senders)),
+        why,
+        fewer,
+        receiver=receiver,
+        senders=senders,
+        times=times,
+        period_ps=period,
+    )
+
+
+def _g(v: float | None) -> str:
+    return f"{v:g}" if v is not None else "none"
+
+
+def check_count(w: Any, p: Plan) -> None:
+    """Refuses a workload expected to start more than `workload.max_flows`
+    flows in a run."""
+    if p.flows > w.max_flows:
+        n = f"{p.flows:,.0f}" if math.isfinite(p.flows) else str(p.flows)
+        raise ScenarioError(
+            f"workload: about {n} flows per run ({p.why}), more than workload.max_flows = {w.max_flows:,}; "
+            f"{p.fewer}, or raise workload.max_flows (at most {ENGINE_MAX_FLOWS:,})"
+        )
+
+
+def hosts_and_rates(m: Any) -> tuple[list[str], dict[str, float]]:
+    """The workload's hosts (`workload.hosts`, else every station) of
+    scenario model `m`, and each station's link rate (bit/s)."""
+    stations = [n.name for n in m.nodes if n.kind == "station"]
+    hosts = list(m.workload.hosts) if m.workload.hosts is not None else stations
+    known = set(stations)
+    unknown = [h for h in hosts if h not in known]
+    if unknown:
+        raise ScenarioError(f"workload.hosts: '{unknown[0]}' is not a station")
+    rate_bps: dict[str, float] = {}
+    for link in m.links:
+        gbps = link.rate_gbps if link.rate_gbps is not None else m.defaults.link_rate_gbps
+        for a in (link.a, link.b):
+            if a in known:
+                rate_bps[a] = round(gbps * 1e9)
+    missing = [h for h in hosts if h not in rate_bps]
+    if missing:
+        raise ScenarioError(f"workload.hosts: '{missing[0]}' has no link")
+    return hosts, rate_bps
+
+
+def scenario_plan(m: Any) -> Plan:
+    """The checked plan of scenario model `m`'s workload (which it has),
+    its flow count within `workload.max_flows`."""
+    hosts, rate_bps = hosts_and_rates(m)
+    p = plan(m.workload, hosts, rate_bps, m.duration_ms)
+    check_count(m.workload, p)
+    return p
+
+
+def transport_of(m: Any) -> dict[str, Any]:
+    """The engine's `transport` table of scenario model `m` (which has a workload)."""
+    hosts, rate_bps = hosts_and_rates(m)
+    return transport(m.workload, hosts, rate_bps, m.duration_ms)
+
+
+def transport(w: Any, hosts: list[str], rate_bps: dict[str, float], duration_ms: float) -> dict[str, Any]:
+    """The engine's `transport` table for workload `w` over `hosts`."""
+    p = plan(w, hosts, rate_bps, duration_ms)
+    check_count(w, p)
+    out: dict[str, Any] = {
+        "flows": [],
+        "arrivals": [],
+        "ack_every": w.ack_every,
+        "rto_ps": round(w.rto_us * PS_PER_US),
+        "end_when_done": w.end_when_done,
+    }
+    if w.kind == "poisson":
+        out["arrivals"].append(
+            {
+                "stations": hosts,
+                "rate_per_s": p.rate_per_s,
+                "cdf": p.cdf,
+                "start_ps": p.start_ps,
+                "end_ps": p.end_ps,
+            }
+        )
+        return out
+    size = w.size_bytes if w.size_bytes is not None else (1 << 40 if w.kind == "long_lived" else 500_000)
+    if w.kind == "permutation":
+        n = len(hosts)
+        shift = max(n // 2, 1)
+        out["flows"] = [
+            {"src": hosts[i], "dst": hosts[(i + shift) % n], "size_bytes": size, "start_ps": p.start_ps}
+            for i in range(n)
+        ]
+        return out
+    # incast and long_lived: fan_in senders to one receiver
+    assert p.senders is not None
     out["flows"] = [
-        {"src": s, "dst": receiver, "size_bytes": size, "start_ps": t} for t in times for s in senders
+        {"src": s, "dst": p.receiver, "size_bytes": size, "start_ps": p.start_ps + k * p.period_ps}
+        for k in range(p.times)
+        for s in p.senders
     ]
     return out

@@ -26,7 +26,7 @@ use crate::engine::Time;
 use crate::frame::{Frame, NO_FLOW, NO_NODE};
 use crate::scheme::{RlCore, Scheme, NO_CPID};
 use crate::stats::QueueTrace;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// At most this many RLs get rate / RLQ time series.
 pub const MAX_RL_TRACES: usize = 256;
@@ -54,6 +54,8 @@ pub struct RateLimiter<R, E> {
     /// `rl_order = in_order`: frames of this RL's flow that were in the NIC
     /// FIFO (past the shaper) when it was created; they leave first.
     pub ahead: u32,
+    /// Its place in its station's round robin ([`RlRing`]).
+    pub seq: u64,
 }
 
 impl<R, E> RateLimiter<R, E> {
@@ -75,6 +77,7 @@ impl<R, E> RateLimiter<R, E> {
             timer_at: Time::MAX,
             trace,
             ahead: 0,
+            seq: 0,
         }
     }
 }
@@ -110,17 +113,116 @@ impl RlMap {
     }
 }
 
+/// Where a station's round robin resumes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RrPos {
+    /// At the NIC FIFO.
+    Fifo,
+    /// At the first live RL created at or after this number (past the
+    /// newest: the FIFO, unless an RL is created before the next pick).
+    From(u64),
+}
+
+/// A station's live RLs in creation order: the round-robin ring. Each RL
+/// has a creation number (`RateLimiter::seq`), so that adding, removing and
+/// finding the next RL cost O(log n) however many flows a station has. The
+/// RLs that may have a frame to send are also kept in `ready`: a flow's RL
+/// with every frame sent, or with its window full, is set aside (parked)
+/// until an acknowledgement, a timeout or its scheme changes it, so a pick
+/// does not walk past thousands of flows waiting for their last ACK. Parking
+/// skips only RLs the pick would pass over, so the order frames leave in is
+/// that of the plain ring.
+#[derive(Default)]
+pub struct RlRing {
+    all: BTreeMap<u64, u32>,
+    ready: BTreeMap<u64, u32>,
+    next: u64,
+}
+
+impl RlRing {
+    /// Adds RL `id` after every live one; returns its creation number.
+    pub fn push(&mut self, id: u32) -> u64 {
+        let q = self.next;
+        self.next += 1;
+        self.all.insert(q, id);
+        self.ready.insert(q, id);
+        q
+    }
+
+    pub fn remove(&mut self, q: u64) {
+        self.all.remove(&q);
+        self.ready.remove(&q);
+    }
+
+    /// Takes RL `q` out of the picks until `unpark`.
+    pub fn park(&mut self, q: u64) {
+        self.ready.remove(&q);
+    }
+
+    pub fn unpark(&mut self, q: u64, id: u32) {
+        if self.all.contains_key(&q) {
+            self.ready.insert(q, id);
+        }
+    }
+
+    /// The first ready RL with a creation number in `lo..hi`.
+    #[inline]
+    pub fn next_ready(&self, lo: u64, hi: u64) -> Option<(u64, u32)> {
+        if lo >= hi {
+            return None;
+        }
+        self.ready.range(lo..hi).next().map(|(&q, &id)| (q, id))
+    }
+
+    /// Whether a live RL was created at or after `q`.
+    #[inline]
+    pub fn any_from(&self, q: u64) -> bool {
+        self.all.range(q..).next().is_some()
+    }
+
+    pub fn len(&self) -> usize {
+        self.all.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.all.is_empty()
+    }
+
+    /// The ring's order from the round-robin position `rr`: two ranges of
+    /// creation numbers with the NIC FIFO between them (the RLs from `rr`
+    /// to the newest, the FIFO, the RLs before `rr`; the FIFO first when
+    /// `rr` is the FIFO or past the newest RL).
+    #[inline]
+    pub fn order(&self, rr: RrPos) -> [(u64, u64); 2] {
+        match rr {
+            RrPos::From(q) if self.any_from(q) => [(q, u64::MAX), (0, q)],
+            _ => [(0, 0), (0, u64::MAX)],
+        }
+    }
+
+    /// Where the round robin resumes after serving RL `q`: the next RL, or
+    /// the FIFO after the newest.
+    #[inline]
+    pub fn after(&self, q: u64) -> RrPos {
+        if self.any_from(q + 1) {
+            RrPos::From(q + 1)
+        } else {
+            RrPos::Fifo
+        }
+    }
+}
+
 /// The reaction-point side of one station.
 pub struct StationRp {
     pub scope: RlScope,
     /// Live RLs (ids into the slab) in creation order: the round-robin ring.
-    pub live: Vec<u32>,
+    pub live: RlRing,
     /// RL by key (destination or CPID).
     pub by_key: RlMap,
     /// `cp` scope: destination -> RL the flow is mapped to.
     pub flow_map: RlMap,
-    /// Round-robin position: 0 = NIC FIFO, 1 + i = `live[i]`.
-    pub rr: usize,
+    /// Round-robin position over the NIC FIFO and the ring.
+    pub rr: RrPos,
     /// Frames waiting in this station's RLQs.
     pub queued: u64,
     /// Scheme randomness of this station's RLs.
@@ -140,10 +242,10 @@ impl StationRp {
             scope,
             // Only a per-flow RL knows which FIFO frames are its flow's.
             in_order: order == RlOrder::InOrder && scope == RlScope::Flow,
-            live: Vec::new(),
+            live: RlRing::default(),
             by_key: RlMap::default(),
             flow_map: RlMap::default(),
-            rr: 0,
+            rr: RrPos::Fifo,
             queued: 0,
             rng,
             notifications: 0,
@@ -189,6 +291,13 @@ pub struct RlTrace {
     pub window: Option<QueueTrace>,
 }
 
+/// What one RL offers the link in a pick.
+enum Pick<E> {
+    Frame(Frame<E>),
+    At(Time),
+    Nothing,
+}
+
 impl<S: Scheme> NetSim<S> {
     #[inline]
     fn rl(&mut self, id: u32) -> &mut RateLimiter<S::Rl, S::Ext> {
@@ -218,16 +327,13 @@ impl<S: Scheme> NetSim<S> {
     /// and the RLs whose head may leave now; schedules a wake-up for the
     /// earliest RL that may leave later.
     pub(crate) fn station_next_data(&mut self, s: usize, port: PortId) -> Option<Frame<S::Ext>> {
-        let now = self.now;
-        let n = self.rps[s].live.len() + 1;
-        let start = self.rps[s].rr % n;
         let mut earliest = Time::MAX;
         let fifo_empty = self.net.ports[port as usize].data.is_empty();
-        for i in 0..n {
-            let idx = (start + i) % n;
-            if idx == 0 {
+        let order = self.rps[s].live.order(self.rps[s].rr);
+        for (i, &(mut lo, hi)) in order.iter().enumerate() {
+            if i == 1 {
                 if let Some(f) = self.net.ports[port as usize].data.pop_front() {
-                    self.rps[s].rr = 1;
+                    self.rps[s].rr = RrPos::From(0);
                     if self.rps[s].in_order {
                         // One of the frames an RL of its flow waits for has left.
                         if let Some(id) = self.rps[s].by_key.get(f.dst) {
@@ -237,65 +343,79 @@ impl<S: Scheme> NetSim<S> {
                     }
                     return Some(f);
                 }
-                continue;
             }
-            let id = self.rps[s].live[idx - 1];
-            if self.rls[id as usize].as_ref().expect("live").flow != NO_FLOW {
-                match self.flow_frame(s, id, port) {
-                    FlowPick::Frame(f) => {
-                        self.rps[s].rr = (idx + 1) % n;
-                        return Some(f);
-                    }
-                    FlowPick::At(t) => earliest = earliest.min(t),
-                    FlowPick::Nothing => {}
+            while let Some((q, id)) = self.rps[s].live.next_ready(lo, hi) {
+                lo = q + 1;
+                match self.rl_next_data(s, q, id, port, fifo_empty) {
+                    Pick::Frame(f) => return Some(f),
+                    Pick::At(t) => earliest = earliest.min(t),
+                    Pick::Nothing => {}
                 }
-                continue;
             }
-            let rp = &mut self.rps[s];
-            let rl = self.rls[id as usize].as_mut().expect("live");
-            if rl.queue.is_empty() || (rl.ahead > 0 && !fifo_empty) {
-                // Empty, or (in order) its flow's older frames are still in the
-                // NIC FIFO, which this round serves.
-                continue;
-            }
-            let at = rl.next_release.max(rl.core.stopped_until);
-            if at > now {
-                earliest = earliest.min(at);
-                continue;
-            }
-            let windowed = rl.core.window_bytes != u64::MAX;
-            if windowed && rl.core.inflight_bytes + rl.queue[0].len as u64 > rl.core.window_bytes {
-                continue; // the window is full: its acknowledgements will wake the port
-            }
-            let mut f = rl.queue.pop_front().expect("non-empty");
-            rp.queued -= 1;
-            rl.bytes -= f.len as u64;
-            f.cpid = rl.tag;
-            if windowed {
-                rl.core.inflight_bytes += f.len as u64;
-            }
-            rl.last_release = now;
-            rl.last_len = f.len;
-            let rate_before = rl.core.rate_bps;
-            let timer = self.scheme.rp_on_send(&mut rl.core, &mut rl.state, &mut f, now, &mut rp.rng);
-            rl.next_release = now + pace_ps(f.len, rl.core.rate_bps);
-            let rate_changed = rl.core.rate_bps != rate_before;
-            rp.rr = (idx + 1) % n;
-            let (tr, bytes, rate) = (rl.trace, rl.bytes, rl.core.rate_bps);
-            // The frame now occupies the NIC like any frame being sent.
-            self.net.ports[port as usize].data_bytes += f.len as u64;
-            self.trace_rl_bytes(tr, bytes);
-            self.set_rl_timer(id, timer);
-            if rate_changed {
-                self.trace_rl_rate(tr, rate);
-            }
-            self.maybe_release(id);
-            return Some(f);
         }
         if earliest != Time::MAX {
             self.wake_port_at(port, earliest);
         }
         None
+    }
+
+    /// RL `id` (ring number `q`) of station `s` offers its next frame.
+    fn rl_next_data(&mut self, s: usize, q: u64, id: u32, port: PortId, fifo_empty: bool) -> Pick<S::Ext> {
+        let now = self.now;
+        if self.rls[id as usize].as_ref().expect("live").flow != NO_FLOW {
+            return match self.flow_frame(s, id, port) {
+                FlowPick::Frame(f) => {
+                    self.rps[s].rr = self.rps[s].live.after(q);
+                    Pick::Frame(f)
+                }
+                FlowPick::At(t) => Pick::At(t),
+                FlowPick::Nothing => {
+                    // Every frame sent or the window full: only an acknowledgement,
+                    // a timeout or its scheme (`after_rate_change`) changes that.
+                    self.rps[s].live.park(q);
+                    Pick::Nothing
+                }
+            };
+        }
+        let rp = &mut self.rps[s];
+        let rl = self.rls[id as usize].as_mut().expect("live");
+        if rl.queue.is_empty() || (rl.ahead > 0 && !fifo_empty) {
+            // Empty, or (in order) its flow's older frames are still in the
+            // NIC FIFO, which this round serves.
+            return Pick::Nothing;
+        }
+        let at = rl.next_release.max(rl.core.stopped_until);
+        if at > now {
+            return Pick::At(at);
+        }
+        let windowed = rl.core.window_bytes != u64::MAX;
+        if windowed && rl.core.inflight_bytes + rl.queue[0].len as u64 > rl.core.window_bytes {
+            return Pick::Nothing; // the window is full: its acknowledgements will wake the port
+        }
+        let mut f = rl.queue.pop_front().expect("non-empty");
+        rp.queued -= 1;
+        rl.bytes -= f.len as u64;
+        f.cpid = rl.tag;
+        if windowed {
+            rl.core.inflight_bytes += f.len as u64;
+        }
+        rl.last_release = now;
+        rl.last_len = f.len;
+        let rate_before = rl.core.rate_bps;
+        let timer = self.scheme.rp_on_send(&mut rl.core, &mut rl.state, &mut f, now, &mut rp.rng);
+        rl.next_release = now + pace_ps(f.len, rl.core.rate_bps);
+        let rate_changed = rl.core.rate_bps != rate_before;
+        rp.rr = rp.live.after(q);
+        let (tr, bytes, rate) = (rl.trace, rl.bytes, rl.core.rate_bps);
+        // The frame now occupies the NIC like any frame being sent.
+        self.net.ports[port as usize].data_bytes += f.len as u64;
+        self.trace_rl_bytes(tr, bytes);
+        self.set_rl_timer(id, timer);
+        if rate_changed {
+            self.trace_rl_rate(tr, rate);
+        }
+        self.maybe_release(id);
+        Pick::Frame(f)
     }
 
     pub(crate) fn wake_port_at(&mut self, port: PortId, at: Time) {
@@ -377,8 +497,9 @@ impl<S: Scheme> NetSim<S> {
         }
         let id = self.insert_rl(rl);
         let rp = &mut self.rps[s];
-        rp.live.push(id);
+        let q = rp.live.push(id);
         rp.by_key.insert(key, id);
+        self.rl(id).seq = q;
         self.set_rl_timer(id, timer);
         id
     }
@@ -480,6 +601,11 @@ impl<S: Scheme> NetSim<S> {
         let rl = self.rl(id);
         rl.next_release = rl.last_release + pace_ps(rl.last_len, rl.core.rate_bps);
         let (tr, rate, s) = (rl.trace, rl.core.rate_bps, rl.station as usize);
+        if rl.flow != NO_FLOW {
+            // An acknowledgement, a timeout or the scheme moved the flow: it may send again.
+            let q = rl.seq;
+            self.rps[s].live.unpark(q, id);
+        }
         self.trace_rl_rate(tr, rate);
         self.maybe_release(id);
         let port = self.net.stations[s].port;
@@ -504,18 +630,17 @@ impl<S: Scheme> NetSim<S> {
     /// Frees RL `id` of station `s` (its pending timer becomes stale).
     pub(crate) fn remove_rl(&mut self, s: usize, id: u32) {
         let rl = self.rl(id);
-        let (tr, line) = (rl.trace, rl.core.line_rate_bps);
+        let (tr, line, q, flow) = (rl.trace, rl.core.line_rate_bps, rl.seq, rl.flow);
         self.rls[id as usize] = None;
         self.free_rls.push(id);
         let rp = &mut self.rps[s];
-        let pos = rp.live.iter().position(|&x| x == id).expect("a live RL is in its station's ring");
-        rp.live.remove(pos);
-        // Keep the round robin where it was: the entries after `pos` moved down one.
-        if rp.rr > pos + 1 {
-            rp.rr -= 1;
+        // The round robin stays where it was (at this RL: the next one).
+        rp.live.remove(q);
+        if flow == NO_FLOW {
+            // A flow's RL is in neither map.
+            rp.by_key.remove_id(id);
+            rp.flow_map.remove_id(id);
         }
-        rp.by_key.remove_id(id);
-        rp.flow_map.remove_id(id);
         if let Some(t) = tr {
             let b = self.stats.bin_now();
             self.rl_traces[t].rate.update(b, line as u64);
@@ -644,6 +769,101 @@ mod tests {
         }
         assert_eq!(s.stats.dropped_rp(), 5);
         assert_eq!(s.net.stations[0].dropped_rl, 5);
+    }
+
+    /// The ring with parking against the plain ring it replaces (a vector
+    /// in creation order and an index, every RL visited on each pick): the
+    /// same frames leave in the same order whatever RLs come, go, fill and
+    /// empty.
+    #[test]
+    fn the_ring_with_parked_rls_picks_as_the_plain_ring() {
+        use proptest::prelude::*;
+        #[derive(Clone, Debug)]
+        enum Op {
+            Push,
+            Remove(usize),
+            Pick(bool),
+            Ready(usize, bool),
+        }
+        let op = prop_oneof![
+            2 => Just(Op::Push),
+            1 => any::<usize>().prop_map(Op::Remove),
+            4 => any::<bool>().prop_map(Op::Pick),
+            3 => (any::<usize>(), any::<bool>()).prop_map(|(i, r)| Op::Ready(i, r)),
+        ];
+        proptest!(ProptestConfig::with_cases(400), |(ops in proptest::collection::vec(op, 1..200))| {
+            // Plain: ids in creation order, rr = 0 (FIFO) or 1 + index.
+            let (mut plain, mut rr) = (Vec::<u32>::new(), 0usize);
+            let mut ring = RlRing::default();
+            let mut pos = RrPos::Fifo;
+            let mut seq = std::collections::HashMap::new();
+            let mut ready = std::collections::HashMap::new();
+            let mut next_id = 0u32;
+            for op in ops {
+                match op {
+                    Op::Push => {
+                        plain.push(next_id);
+                        seq.insert(next_id, ring.push(next_id));
+                        ready.insert(next_id, true);
+                        next_id += 1;
+                    }
+                    Op::Remove(k) if !plain.is_empty() => {
+                        let at = k % plain.len();
+                        let id = plain.remove(at);
+                        if rr > at + 1 {
+                            rr -= 1;
+                        }
+                        ring.remove(seq[&id]);
+                    }
+                    Op::Ready(k, r) if !plain.is_empty() => {
+                        let id = plain[k % plain.len()];
+                        if r && !ready[&id] {
+                            ring.unpark(seq[&id], id);
+                        }
+                        ready.insert(id, r);
+                    }
+                    Op::Pick(fifo) => {
+                        let n = plain.len() + 1;
+                        let start = rr % n;
+                        let mut want = None;
+                        for i in 0..n {
+                            let idx = (start + i) % n;
+                            if idx == 0 {
+                                if fifo {
+                                    rr = 1;
+                                    want = Some(u32::MAX);
+                                    break;
+                                }
+                            } else if ready[&plain[idx - 1]] {
+                                rr = (idx + 1) % n;
+                                want = Some(plain[idx - 1]);
+                                break;
+                            }
+                        }
+                        let mut got = None;
+                        'pick: for (i, &(mut lo, hi)) in ring.order(pos).iter().enumerate() {
+                            if i == 1 && fifo {
+                                pos = RrPos::From(0);
+                                got = Some(u32::MAX);
+                                break;
+                            }
+                            while let Some((q, id)) = ring.next_ready(lo, hi) {
+                                lo = q + 1;
+                                if ready[&id] {
+                                    pos = ring.after(q);
+                                    got = Some(id);
+                                    break 'pick;
+                                }
+                                ring.park(q);
+                            }
+                        }
+                        prop_assert_eq!(got, want);
+                        prop_assert_eq!(ring.len(), plain.len());
+                    }
+                    _ => {}
+                }
+            }
+        });
     }
 
     #[test]

@@ -156,6 +156,8 @@ pub struct FlowGen {
     pub mean_gap_ps: f64,
     /// Destinations, drawn uniformly (the station itself excluded).
     pub dests: Arc<[u16]>,
+    /// The station's own place in `dests`, if it is one.
+    pub me: Option<usize>,
     pub cdf: Arc<[(f64, f64)]>,
     /// Arrivals in [start, end).
     pub start: Time,
@@ -266,6 +268,7 @@ impl<S: Scheme> NetSim<S> {
                 gens.push(FlowGen {
                     station: s,
                     mean_gap_ps: PS_PER_S as f64 / a.rate_per_s,
+                    me: dests.iter().position(|&d| d == s),
                     dests: dests.clone(),
                     cdf: cdf.clone(),
                     start: a.start_ps,
@@ -428,8 +431,7 @@ impl<S: Scheme> NetSim<S> {
         let gen = &mut self.tp.gens[g as usize];
         let size = sample_cdf(&gen.cdf, gen.rng.gen::<f64>());
         let n = gen.dests.len();
-        let me = gen.dests.iter().position(|&d| d == gen.station);
-        let dst = match me {
+        let dst = match gen.me {
             Some(m) => {
                 let r = gen.rng.gen_range(0..n - 1);
                 gen.dests[if r >= m { r + 1 } else { r }]
@@ -438,15 +440,17 @@ impl<S: Scheme> NetSim<S> {
         };
         let next = now.saturating_add(exp_gap(gen.mean_gap_ps, &mut gen.rng));
         let (src, end) = (gen.station, gen.end);
+        if self.tp.flows.len() >= MAX_INDEX as usize {
+            // Flow ids index events: more cannot be named. The run fails in
+            // `finish`; this process stops rather than go on drawing flows.
+            self.rl_overflow = true;
+            self.tp.gens_live -= 1;
+            return;
+        }
         if next < end {
             self.q.push(next, EV_FLOW_ARRIVAL, g);
         } else {
             self.tp.gens_live -= 1;
-        }
-        if self.tp.flows.len() >= MAX_INDEX as usize {
-            // Flow ids index events: more cannot be named. Counted as a failure in `finish`.
-            self.rl_overflow = true;
-            return;
         }
         let mut f = Flow::new(src, dst, size, now, self.frame_bytes);
         (f.hops, f.base_rtt_ps) = self.path_info(src, dst).unwrap_or((0, 0));
@@ -485,7 +489,8 @@ impl<S: Scheme> NetSim<S> {
             self.trace_window(t, window);
         }
         let rl_id = self.insert_rl(rl);
-        self.rps[s].live.push(rl_id);
+        let q = self.rps[s].live.push(rl_id);
+        self.rls[rl_id as usize].as_mut().expect("just inserted").seq = q;
         self.rps[s].flow_pending += 1;
         self.tp.flows[id as usize].rl = rl_id;
         self.tp.active += 1;
@@ -908,6 +913,45 @@ mod tests {
             serde_json::to_string(&a.transport).unwrap(),
             serde_json::to_string(&c.transport).unwrap()
         );
+    }
+
+    fn arrivals(rate_per_s: f64, stations: &[&str]) -> SimConfig {
+        let mut cfg = star_config(4, 0.0, 20 * PS_PER_MS, 0);
+        cfg.events.clear();
+        cfg.transport.arrivals = vec![ArrivalConfig {
+            stations: stations.iter().map(|s| s.to_string()).collect(),
+            rate_per_s,
+            cdf: vec![(1.0, 0.0), (1.0, 1.0)],
+            start_ps: 0,
+            end_ps: 10 * PS_PER_MS,
+        }];
+        cfg
+    }
+
+    fn refusal(cfg: &SimConfig) -> String {
+        match Sim::new(cfg, 0) {
+            Ok(_) => panic!("accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_station_named_twice_in_arrivals_is_refused() {
+        let e = refusal(&arrivals(1000.0, &["S1", "S2", "S2"]));
+        assert!(e.starts_with("workload.hosts: 'S2' is listed twice"), "{e}");
+    }
+
+    /// A rate that would draw more flows than event indices can name is
+    /// refused before anything runs (it used to run for minutes first).
+    #[test]
+    fn an_arrival_rate_past_what_the_engine_indexes_is_refused() {
+        for rate in [1e300, 1e9] {
+            let e = refusal(&arrivals(rate, &["S1", "S2", "D"]));
+            assert!(e.starts_with("workload: arrivals[0] would start about"), "{e}");
+        }
+        // Just below: accepted (not run: it would start 4 M flows).
+        let ok = (crate::engine::queue::MAX_INDEX as f64 - 1.0) / 3.0 / 0.01;
+        assert!(Sim::new(&arrivals(ok, &["S1", "S2", "D"]), 0).is_ok());
     }
 
     #[test]
