@@ -398,13 +398,7 @@ class Results:
         from .outdir import RunDir
 
         rd = RunDir(out, force=force, label="out")
-        try:
-            assert rd.tmp is not None
-            self.write(rd.tmp, report=report)
-            return rd.commit()
-        except BaseException:
-            rd.abort()
-            raise
+        return rd.save(lambda tmp: self.write(tmp, report=report))
 
     def write(self, out: str | Path, *, report: bool = True) -> Path:
         """Writes the results files into the existing, empty directory `out`
