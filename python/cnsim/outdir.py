@@ -40,6 +40,7 @@ RESULT_FILES = {
     "transient.parquet",
     "report.html",
     "point.json",
+    "timing.json",
 }
 #: What a `cnsim fluid` directory may hold.
 FLUID_FILES = {"fluid.json", "fluid.parquet", "fluid.png", "packet"}
@@ -83,7 +84,9 @@ class RunDir:
             self._check(force, marker, allowed)
         except OSError as e:  # a name too long, a path through a file, no permission
             self.abort()
-            raise ScenarioError(f"{where}: cannot be written ({e.strerror or e}); nothing was saved") from None
+            raise ScenarioError(
+                f"{where}: cannot be written ({e.strerror or e}); nothing was saved"
+            ) from None
         except BaseException:
             self.abort()
             raise
@@ -121,7 +124,9 @@ class RunDir:
         except OSError as e:
             self._made = missing
             self.abort()
-            raise ScenarioError(f"{where}: cannot be created ({e.strerror or e}); nothing was saved") from None
+            raise ScenarioError(
+                f"{where}: cannot be created ({e.strerror or e}); nothing was saved"
+            ) from None
         self._made = missing
         self._lock = lock(parent / f".{t.name}.lock", f"{where}: another cnsim run is writing this directory")
         # Leftovers of a run of this directory that was killed while saving.
@@ -137,7 +142,9 @@ class RunDir:
             probe.unlink()
         except OSError as e:
             self.abort()
-            raise ScenarioError(f"{where}: cannot be written ({e.strerror or e}); nothing was saved") from None
+            raise ScenarioError(
+                f"{where}: cannot be written ({e.strerror or e}); nothing was saved"
+            ) from None
 
     def save(self, write: Callable[[Path], Any]) -> Path:
         """Calls `write(tmp)` and puts the directory in place; whatever goes
@@ -226,7 +233,9 @@ class DirLock:
             try:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as e:
-                raise ScenarioError(f"{where}: cannot be written ({e.strerror or e}); nothing was saved") from None
+                raise ScenarioError(
+                    f"{where}: cannot be written ({e.strerror or e}); nothing was saved"
+                ) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
