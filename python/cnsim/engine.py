@@ -50,6 +50,8 @@ class SeedRun:
         self.engine: dict[str, Any] = dict(header["engine"])
         self.tables = tables
         self.series = series
+        #: What a traced run wrote (events file, rows, cap, captures), or None.
+        self.trace: dict[str, Any] | None = None
 
     @property
     def result(self) -> dict[str, Any]:
@@ -85,14 +87,21 @@ def tables_from_engine(raw: dict[str, dict[str, Any]]) -> dict[str, pl.DataFrame
     return {name: pl.DataFrame({c: _column(v) for c, v in cols.items()}) for name, cols in raw.items()}
 
 
-def run_seed(config_json: str, seed: int, advance: Callable[[float], None] | None = None) -> SeedRun:
+def run_seed(
+    config_json: str,
+    seed: int,
+    advance: Callable[[float], None] | None = None,
+    trace_dir: str | None = None,
+) -> SeedRun:
     """Runs one replication in steps of about CHUNK_S wall seconds;
     `advance(ms)` is called with the simulated time each step covered (and
     may raise to stop the run: a stop is seen within one step). The steps'
     boundaries never change the results: the engine's state does not depend
-    on where `run_until` stops (tests/python/test_engine_runs.py)."""
+    on where `run_until` stops (tests/python/test_engine_runs.py).
+    `trace_dir`: where the config's event trace and captures are written
+    (cnsim.trace); without it none is recorded."""
     try:
-        sim = _core.Simulation(config_json, seed)
+        sim = _core.Simulation(config_json, seed, trace_dir)
     except ValueError as e:
         raise ScenarioError(str(e)) from None
     dur = sim.duration_ps
@@ -110,4 +119,10 @@ def run_seed(config_json: str, seed: int, advance: Callable[[float], None] | Non
         step = max(1, int(step * min(4.0, max(0.25, CHUNK_S / took))))
     raw = sim.results()
     series = [(s, k, np.frombuffer(b, dtype="<f8")) for (s, k, b) in sim.series()]
-    return SeedRun(seed, raw, tables_from_engine(raw["tables"]), series)
+    run = SeedRun(seed, raw, tables_from_engine(raw["tables"]), series)
+    if trace_dir is not None:
+        import json
+
+        summary = sim.trace_summary()
+        run.trace = json.loads(summary) if summary is not None else None
+    return run

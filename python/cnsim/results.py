@@ -35,6 +35,8 @@ class Results:
         self.runs = runs
         self.per_seed = [per_seed(r, scenario) for r in runs]
         self.metrics = summarize(self.per_seed)
+        #: The run's event trace and captures (cnsim.trace), if it recorded any.
+        self.trace: Any = None
 
     # ------------------------------------------------------------ metrics
     @property
@@ -192,6 +194,15 @@ class Results:
             )
         return pl.concat(frames)
 
+    def events(self, seed: int | None = None) -> pl.DataFrame:
+        """The event trace (`[trace] events`, docs/looking-at-frames.md): one
+        row per event, sorted by seed and time; empty when none was recorded."""
+        return self.trace.events(seed) if self.trace is not None else pl.DataFrame()
+
+    def pcap_files(self, seed: int | None = None) -> list[Path]:
+        """The packet captures (`[trace] pcap`): one pcapng file per port and seed."""
+        return self.trace.pcap_files(seed) if self.trace is not None else []
+
     def to_polars(self, table: str = "summary") -> pl.DataFrame:
         """One of the tables as a polars DataFrame: summary (one row per
         seed), flows, pairs, links, nodes, windows, queues or timeseries."""
@@ -290,6 +301,7 @@ class Results:
                 )
             },
             "engine": _clean(self.engine()),
+            **({"trace": self.trace.summary()} if self.trace is not None and self.trace.per_seed else {}),
         }
 
     def save(self, out: str | Path, *, report: bool = True, force: bool = False) -> Path:
@@ -340,6 +352,8 @@ class Results:
             from .report import write_report
 
             write_report(self, out)
+        if self.trace is not None:
+            self.trace.write(out, self.seeds)
         # Last: a directory with summary.json has every other file.
         _atomic_write(out / "summary.json", json.dumps(self.summary_dict(), indent=2) + "\n")
         return out
@@ -456,7 +470,12 @@ def open_results(path: str | Path) -> Any:
     except (OSError, ValueError) as e:
         raise ScenarioError(f"{out / 'summary.json'}: cannot be read ({e})") from None
     scenario = scenario.replace(seeds=saved.get("seeds_requested") or saved.get("seeds") or scenario.seeds)
-    return Results(scenario, _saved_runs(out))
+    res = Results(scenario, _saved_runs(out))
+    if (out / "events.parquet").is_file() or (out / "pcap").is_dir():
+        from .trace import TraceFiles
+
+        res.trace = TraceFiles(out, None)
+    return res
 
 
 def _clean(x: Any) -> Any:

@@ -8,6 +8,7 @@
 #![allow(clippy::useless_conversion)]
 
 use cnsim_core::stats::Column;
+use cnsim_core::trace::TraceOutput;
 use cnsim_core::{RunResult, Sim, SimConfig};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -23,10 +24,18 @@ struct Simulation {
 
 #[pymethods]
 impl Simulation {
+    /// `trace_dir`: where a config that asks for a trace (`trace.events`,
+    /// `trace.pcap`) writes it (events.seed<K>.parquet, pcap/); without it
+    /// the run records none.
     #[new]
-    fn new(config_json: &str, seed: u64) -> PyResult<Self> {
+    #[pyo3(signature = (config_json, seed, trace_dir=None))]
+    fn new(config_json: &str, seed: u64, trace_dir: Option<std::path::PathBuf>) -> PyResult<Self> {
         let cfg = SimConfig::from_json(config_json).map_err(|e| PyValueError::new_err(e.0))?;
-        let sim = Sim::new(&cfg, seed).map_err(|e| PyValueError::new_err(e.0))?;
+        let sim = match trace_dir {
+            Some(dir) => Sim::with_trace(&cfg, seed, &TraceOutput { dir }),
+            None => Sim::new(&cfg, seed),
+        }
+        .map_err(|e| PyValueError::new_err(e.0))?;
         Ok(Simulation {
             duration_ps: sim.duration(),
             sim: Some(sim),
@@ -125,6 +134,14 @@ impl Simulation {
                 (s.series.clone(), s.key.clone(), PyBytes::new_bound(py, &bytes))
             })
             .collect())
+    }
+
+    /// What a traced run wrote, as JSON (`{"events_file", "rows",
+    /// "max_rows", "capped_at_ps", "pcap": [{"port", "file", "frames"}]}`),
+    /// or None for a run without a trace.
+    fn trace_summary(&self) -> PyResult<Option<String>> {
+        let r = self.result()?;
+        Ok(r.trace.as_ref().map(|t| serde_json::to_string(t).expect("plain data")))
     }
 }
 

@@ -337,6 +337,24 @@ class Scenario:
                 _port(f"{ev.from_}->{ev.to}", f"events[{i}]", adj)
         for p in m.trace.ports or []:
             _port(p, "trace.ports", adj)
+        for n in m.trace.event_nodes:
+            if n not in names:
+                raise ScenarioError(f"trace.event_nodes: '{n}' is not allowed; expected a node of the scenario")
+        for p in m.trace.event_ports:
+            _port(p, "trace.event_ports", adj)
+        for p in m.trace.pcap:
+            _port(p, "trace.pcap", adj)
+        for f in m.trace.event_flows:
+            src, sep, dst = f.partition("|")
+            if not sep or any(x not in names or names[x].kind != "station" for x in (src, dst)):
+                raise ScenarioError(
+                    f"trace.event_flows: '{f}' is not allowed; expected SRC|DST, two stations of the scenario"
+                )
+        if m.trace.to_ms is not None and m.trace.to_ms <= m.trace.from_ms:
+            raise ScenarioError(
+                f"trace.to_ms: {m.trace.to_ms} is not allowed; expected a time after trace.from_ms = "
+                f"{m.trace.from_ms}"
+            )
         if m.stability is not None:
             _port(m.stability.port, "stability.port", adj)
             if names[m.stability.port.partition("->")[0]].kind != "bridge":

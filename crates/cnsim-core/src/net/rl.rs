@@ -26,6 +26,7 @@ use crate::engine::Time;
 use crate::frame::{Frame, NO_FLOW, NO_NODE};
 use crate::scheme::{RlCore, Scheme, NO_CPID};
 use crate::stats::QueueTrace;
+use crate::trace::{Kind, Reason, RlKey, RlView, Site, Tracer};
 use std::collections::VecDeque;
 
 /// At most this many RLs get rate / RLQ time series.
@@ -189,7 +190,7 @@ pub struct RlTrace {
     pub window: Option<QueueTrace>,
 }
 
-impl<S: Scheme> NetSim<S> {
+impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     #[inline]
     fn rl(&mut self, id: u32) -> &mut RateLimiter<S::Rl, S::Ext> {
         self.rls[id as usize].as_mut().expect("live RL ids point at RLs")
@@ -202,11 +203,22 @@ impl<S: Scheme> NetSim<S> {
         let rl = self.rls[id as usize].as_mut().expect("live");
         let s = rl.station as usize;
         if rl.bytes + frame.len as u64 > self.net.stations[s].rlq_bytes {
+            if T::ON {
+                let held = Some(rl.bytes);
+                let site = self.station_site(s);
+                self.tracer.frame(&self.scheme, site, Kind::Drop, Reason::RlqFull, &frame, held);
+            }
             self.net.stations[s].dropped_rl += 1;
             self.stats.count(now, crate::stats::DROPPED_RL);
             return false;
         }
         rl.bytes += frame.len as u64;
+        if T::ON {
+            let held = Some(rl.bytes);
+            let site = self.station_site(s);
+            self.tracer.frame(&self.scheme, site, Kind::Enqueue, Reason::Rlq, &frame, held);
+        }
+        let rl = self.rls[id as usize].as_mut().expect("live");
         rl.queue.push_back(frame);
         let (tr, bytes) = (rl.trace, rl.bytes);
         self.rps[s].queued += 1;
@@ -288,6 +300,9 @@ impl<S: Scheme> NetSim<S> {
             self.set_rl_timer(id, timer);
             if rate_changed {
                 self.trace_rl_rate(tr, rate);
+            }
+            if T::ON {
+                self.trace_rl(id, Reason::None);
             }
             self.maybe_release(id);
             return Some(f);
@@ -380,6 +395,9 @@ impl<S: Scheme> NetSim<S> {
         rp.live.push(id);
         rp.by_key.insert(key, id);
         self.set_rl_timer(id, timer);
+        if T::ON {
+            self.trace_rl(id, Reason::Created);
+        }
         id
     }
 
@@ -482,6 +500,9 @@ impl<S: Scheme> NetSim<S> {
         rl.next_release = rl.last_release + pace_ps(rl.last_len, rl.core.rate_bps);
         let (tr, rate, s) = (rl.trace, rl.core.rate_bps, rl.station as usize);
         self.trace_rl_rate(tr, rate);
+        if T::ON {
+            self.trace_rl(id, Reason::None);
+        }
         self.maybe_release(id);
         let port = self.net.stations[s].port;
         self.try_start(port);
@@ -504,6 +525,9 @@ impl<S: Scheme> NetSim<S> {
 
     /// Frees RL `id` of station `s` (its pending timer becomes stale).
     pub(crate) fn remove_rl(&mut self, s: usize, id: u32) {
+        if T::ON {
+            self.trace_rl(id, Reason::Released);
+        }
         let rl = self.rl(id);
         let (tr, line) = (rl.trace, rl.core.line_rate_bps);
         self.rls[id as usize] = None;
@@ -522,6 +546,38 @@ impl<S: Scheme> NetSim<S> {
             self.rl_traces[t].rate.update(b, line as u64);
             self.rl_traces[t].bytes.update(b, 0);
         }
+    }
+
+    /// Where station `s`'s events happen now (its node and its NIC port).
+    pub(crate) fn station_site(&self, s: usize) -> Site {
+        Site {
+            at: self.now,
+            node: s as u32,
+            port: self.net.stations[s].port,
+        }
+    }
+
+    /// RL `id` as it is now, to the trace (which keeps the changes; a
+    /// released RL is at line rate).
+    pub(crate) fn trace_rl(&mut self, id: u32, reason: Reason) {
+        let rl = self.rls[id as usize].as_ref().expect("live");
+        let s = rl.station as usize;
+        let src = s as u16;
+        let key = if rl.flow != NO_FLOW || self.rps[s].scope == RlScope::Flow {
+            RlKey::Flow { src, dst: rl.key }
+        } else {
+            RlKey::Cp { src, cpid: rl.key }
+        };
+        let released = reason == Reason::Released;
+        let view = RlView {
+            id,
+            key,
+            flow: rl.flow,
+            rate_bps: if released { rl.core.line_rate_bps } else { rl.core.rate_bps },
+            window_bytes: if released { u64::MAX } else { rl.core.window_bytes },
+        };
+        let site = self.station_site(s);
+        self.tracer.rl_state(site, view, reason);
     }
 
     /// Frames waiting in every RLQ.

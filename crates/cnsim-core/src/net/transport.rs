@@ -34,6 +34,7 @@ use crate::frame::{Frame, FrameKind};
 use crate::scheme::{AckKind, AckView, RlCore, Scheme};
 use crate::stats::FlowRecord;
 use crate::stats::QueueTrace;
+use crate::trace::{FlowView, Kind, Reason, Tracer};
 use rand::Rng;
 use std::sync::Arc;
 
@@ -224,7 +225,7 @@ pub(crate) enum FlowPick<E> {
     Nothing,
 }
 
-impl<S: Scheme> NetSim<S> {
+impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     /// Resolves the configuration's flows and arrival processes; schedules
     /// the first events.
     pub(crate) fn transport_init(&mut self, cfg: &SimConfig) -> Result<(), ConfigError> {
@@ -438,6 +439,12 @@ impl<S: Scheme> NetSim<S> {
         self.tp.flows[id as usize].rl = rl_id;
         self.tp.active += 1;
         self.set_rl_timer(rl_id, timer);
+        if T::ON {
+            let site = self.station_site(s);
+            let view = self.flow_view(id, None);
+            self.tracer.flow(site, Kind::FlowStart, view);
+            self.trace_rl(rl_id, Reason::Created);
+        }
         self.try_start(port);
     }
 
@@ -463,7 +470,8 @@ impl<S: Scheme> NetSim<S> {
         f.flow = rl.flow;
         f.seq = fl.snd_nxt;
         f.cpid = rl.tag;
-        if fl.snd_nxt < fl.snd_max {
+        let resent = fl.snd_nxt < fl.snd_max;
+        if resent {
             fl.retransmitted += 1;
         }
         fl.snd_nxt += 1;
@@ -495,6 +503,12 @@ impl<S: Scheme> NetSim<S> {
             self.trace_rl_rate(trace, rate);
         }
         self.count_generated(s as u32, f.dst);
+        if T::ON {
+            let site = self.station_site(s);
+            let kind = if resent { Kind::Retransmit } else { Kind::Generate };
+            self.tracer.frame(&self.scheme, site, kind, Reason::None, &f, None);
+            self.trace_rl(id, Reason::None);
+        }
         FlowPick::Frame(f)
     }
 
@@ -509,33 +523,52 @@ impl<S: Scheme> NetSim<S> {
             let last = fl.rcv_nxt == fl.n_frames;
             if last {
                 fl.finish = now;
+                if T::ON {
+                    let site = self.station_site(s);
+                    let view = self.flow_view(f.flow, None);
+                    self.tracer.flow(site, Kind::FlowEnd, view);
+                }
             }
+            let fl = &mut self.tp.flows[f.flow as usize];
             if fl.unacked >= self.tp.ack_every || last {
                 fl.unacked = 0;
                 let seq = fl.rcv_nxt;
-                self.emit_ack(s, f, FrameKind::Ack, seq);
+                self.emit_ack(s, f, FrameKind::Ack, seq, false);
             }
         } else if f.seq > fl.rcv_nxt {
             self.tp.ooo_discarded += 1;
+            if T::ON {
+                let site = self.station_site(s);
+                self.tracer.frame(&self.scheme, site, Kind::Discard, Reason::OutOfOrder, f, None);
+            }
+            let fl = &mut self.tp.flows[f.flow as usize];
             if fl.nack_for != fl.rcv_nxt {
                 fl.nack_for = fl.rcv_nxt;
                 let seq = fl.rcv_nxt;
-                self.emit_ack(s, f, FrameKind::Nack, seq);
+                self.emit_ack(s, f, FrameKind::Nack, seq, false);
             }
         } else {
             // A duplicate (sent again after a timeout): acknowledge what we have.
             let seq = fl.rcv_nxt;
-            self.emit_ack(s, f, FrameKind::Ack, seq);
+            self.emit_ack(s, f, FrameKind::Ack, seq, true);
         }
     }
 
-    fn emit_ack(&mut self, s: usize, data: &Frame<S::Ext>, kind: FrameKind, seq: u32) {
+    /// Station `s` acknowledges `data` (`kind`: ACK or NACK, `seq` the next
+    /// frame expected; `duplicate`: `data` was already received).
+    fn emit_ack(&mut self, s: usize, data: &Frame<S::Ext>, kind: FrameKind, seq: u32, duplicate: bool) {
         let echo = self.scheme.ack_echo(&data.ext);
         // born: the data frame's send time, echoed for the sender's RTT sample.
         let mut a = Frame::note(data.born, data.dst, data.src, data.dst, 0, self.ctrl_bytes, echo);
         a.kind = kind;
         a.flow = data.flow;
         a.seq = seq;
+        if T::ON {
+            let site = self.station_site(s);
+            let what = if kind == FrameKind::Nack { Kind::NackTx } else { Kind::AckTx };
+            let why = if duplicate { Reason::Duplicate } else { Reason::None };
+            self.tracer.frame(&self.scheme, site, what, why, &a, None);
+        }
         if kind == FrameKind::Nack {
             self.tp.nacks_sent += 1;
         } else {
@@ -650,6 +683,13 @@ impl<S: Scheme> NetSim<S> {
         }
         // Nothing acknowledged for a whole RTO: go back to the first unacknowledged frame.
         fl.timeouts += 1;
+        if T::ON {
+            let (una, src) = (fl.snd_una, fl.src as usize);
+            let site = self.station_site(src);
+            let view = self.flow_view(flow, Some(una));
+            self.tracer.flow(site, Kind::Rto, view);
+        }
+        let fl = &mut self.tp.flows[flow as usize];
         let s = fl.src as usize;
         if fl.snd_nxt == fl.n_frames {
             self.rps[s].flow_pending += 1;
@@ -665,6 +705,19 @@ impl<S: Scheme> NetSim<S> {
             .scheme
             .rp_on_ack(&mut rl.core, &mut rl.state, &view, &S::Ext::default(), now, &mut rp.rng);
         self.after_rate_change(id, timer);
+    }
+
+    /// Flow `id` as the trace shows it.
+    fn flow_view(&self, id: u32, seq: Option<u32>) -> FlowView {
+        let fl = &self.tp.flows[id as usize];
+        FlowView {
+            id,
+            src: fl.src,
+            dst: fl.dst,
+            size: fl.size,
+            n_frames: fl.n_frames,
+            seq,
+        }
     }
 
     /// The per-flow records of the run.

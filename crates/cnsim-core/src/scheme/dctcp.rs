@@ -23,7 +23,7 @@
 //! initial window 10 MSS (RFC 6928) **[assumed]**.
 
 use super::params::{Range, Table};
-use super::{AckKind, AckView, QueueView, RlCore, Scheme};
+use super::{AckKind, AckView, ExtFields, QueueView, RlCore, Scheme};
 use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
@@ -134,6 +134,13 @@ impl Scheme for Dctcp {
             frame.ext.ce = true;
         }
         None
+    }
+
+    fn ext_fields(&self, ext: &DctcpExt) -> ExtFields {
+        ExtFields {
+            ce: ext.ce,
+            ..ExtFields::default()
+        }
     }
 
     fn new_rl(&self, core: &mut RlCore, _now: Time) -> (DctcpRl, Option<Time>) {
