@@ -108,7 +108,7 @@ pub struct TraceConfig {
     /// Ports (`FROM->TO`) whose frames are captured, one pcapng file each.
     #[serde(default)]
     pub pcap: Vec<String>,
-    /// Bytes of each frame a capture keeps.
+    /// Bytes of each frame a capture keeps (default: whole frames).
     #[serde(default = "default_snaplen")]
     pub snaplen: u32,
 }
@@ -139,8 +139,9 @@ impl TraceConfig {
 fn default_max_rows() -> u64 {
     10_000_000
 }
+/// Whole frames (the simulated ones are at most 65,535 bytes).
 fn default_snaplen() -> u32 {
-    128
+    65_535
 }
 
 /// Flows and their transport: flows given one by one and Poisson arrivals

@@ -348,31 +348,6 @@ EVENT_KINDS = (
     "flow_end",
 )
 EventKind = Literal[("all", *EVENT_KINDS)]  # type: ignore[valid-type]
-    "all",
-    "generate",
-    "retransmit",
-    "enqueue",
-    "dequeue",
-    "deliver",
-    "drop",
-    "defer",
-    "discard",
-    "mark",
-    "pause_tx",
-    "pause_rx",
-    "pause_on",
-    "pause_off",
-    "cn_tx",
-    "cn_rx",
-    "ack_tx",
-    "nack_tx",
-    "ack_rx",
-    "nack_rx",
-    "rto",
-    "rate",
-    "flow_start",
-    "flow_end",
-]
 
 
 class Trace(_Model):
@@ -426,7 +401,11 @@ class Trace(_Model):
         "in pcap/ (also --pcap PORT)",
     )
     snaplen: int = Field(
-        128, ge=64, le=65535, description="bytes of each frame a capture keeps (headers first; payloads are zero)"
+        65535,
+        ge=64,
+        le=65535,
+        description="bytes of each frame a capture keeps (default: whole frames; payloads are zero); Wireshark "
+        "labels a RoCEv2 data frame cut short 'Invalid Packet Length'",
     )
 
 
