@@ -164,7 +164,9 @@ def run(
 
     sc = _scenario(scenario, scheme, pause, set_, seeds, seed, duration)
     if pcap:
-        sc = sc.replace(**{"trace.pcap": [*sc.model.trace.pcap, *(p for p in pcap if p not in sc.model.trace.pcap)]})
+        sc = sc.replace(
+            **{"trace.pcap": [*sc.model.trace.pcap, *(p for p in pcap if p not in sc.model.trace.pcap)]}
+        )
     from .guards import check_run_memory
     from .trace import records
 
@@ -338,7 +340,9 @@ def sweep(
     from .trace import records
 
     if records(sc):
-        _warn("trace.events / trace.pcap: a sweep records no event trace or capture; run one point with cnsim run")
+        _warn(
+            "trace.events / trace.pcap: a sweep records no event trace or capture; run one point with cnsim run"
+        )
     target = out_dir or default_dir(sc.name, "-sweep")
 
     def _terminated(signum: int, frame: Any) -> None:

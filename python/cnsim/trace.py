@@ -103,7 +103,11 @@ class TraceFiles:
                 str(s): t["capped_at_ps"] for s, t in sorted(per.items()) if t.get("capped_at_ps") is not None
             },
             "max_rows": next((t.get("max_rows") for t in per.values()), None),
-            "pcap": [f"{PCAP_DIR}/{Path(p['file']).name}" for _, t in sorted(per.items()) for p in t.get("pcap", [])],
+            "pcap": [
+                f"{PCAP_DIR}/{Path(p['file']).name}"
+                for _, t in sorted(per.items())
+                for p in t.get("pcap", [])
+            ],
         }
 
     # ------------------------------------------------------------- writing

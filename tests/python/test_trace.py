@@ -12,10 +12,9 @@ import struct
 import subprocess
 from pathlib import Path
 
+import cnsim
 import polars as pl
 import pytest
-
-import cnsim
 
 scapy_all = pytest.importorskip("scapy.all")
 roce = pytest.importorskip("scapy.contrib.roce")
@@ -120,7 +119,11 @@ def test_drops_in_the_trace_are_the_drop_counters_by_node_and_reason():
     nodes = res.nodes()
     want = {}
     for r in nodes.to_dicts():
-        for col, reason in (("dropped_cp", "input_partition_full"), ("dropped_rl", "rlq_full"), ("dropped_nic", "nic_full")):
+        for col, reason in (
+            ("dropped_cp", "input_partition_full"),
+            ("dropped_rl", "rlq_full"),
+            ("dropped_nic", "nic_full"),
+        ):
             if r[col]:
                 want[(r["name"], reason)] = r[col]
     assert got == want
@@ -192,6 +195,26 @@ def test_filters_keep_exactly_the_rows_they_name(dcqcn):
     assert got.equals(want)
 
 
+def test_pause_on_and_off_rows_add_up_to_the_time_each_port_was_paused(dcqcn, qcn):
+    """The trace's pause intervals (an expired pause included, a pause still
+    on at the end closed there) are the engine's paused time of each port."""
+    checked = 0
+    for res, ev in (dcqcn, qcn):
+        on = ev.filter(pl.col("kind") == "pause_on").sort("port", "time_ps")
+        off = ev.filter(pl.col("kind") == "pause_off").sort("port", "time_ps")
+        assert on["port"].to_list() == off["port"].to_list()
+        assert (off["time_ps"] > on["time_ps"]).all()
+        spans = on.select("port", (off["time_ps"] - on["time_ps"]).alias("ps"))
+        per = dict(spans.group_by("port").agg(pl.col("ps").sum()).iter_rows())
+        links = {r["name"]: r["paused_ps"] for r in res.links().to_dicts() if r["paused_ps"]}
+        assert per == links
+        checked += len(per)
+        # Every pause_on follows a PAUSE received there, with non-zero quanta.
+        rx = ev.filter((pl.col("kind") == "pause_rx") & (pl.col("quanta") > 0))
+        assert on.join(rx, on=["port", "time_ps"], how="anti").height == 0
+    assert checked >= 2
+
+
 # ---------------------------------------------------------- DCQCN captures
 
 
@@ -204,7 +227,8 @@ def test_a_dcqcn_capture_is_rocev2_with_every_field_the_traces(dcqcn):
     link = res.links().filter(pl.col("name") == "L0->H0").row(0, named=True)
     assert len(pk) == len(rows) == link["frames"]
     n_frames = {
-        r["flow_id"]: math.ceil(r["bytes"] / 1500) for r in ev.filter(pl.col("kind") == "flow_start").to_dicts()
+        r["flow_id"]: math.ceil(r["bytes"] / 1500)
+        for r in ev.filter(pl.col("kind") == "flow_start").to_dicts()
     }
     stations = {f"H{i}": i for i in range(32)}
     psn: dict[int, list[int]] = {}
@@ -273,7 +297,9 @@ def test_pause_frames_on_a_port_are_the_engines_counter_and_carry_the_traces_qua
         assert len(pauses) == len(rows) == links[port]["pause_frames"]
         for p, r in zip(pauses, rows, strict=True):
             assert p[Ether].dst == "01:80:c2:00:00:01"
-            assert bytes.fromhex(p[Ether].src.replace(":", "")) == port_mac(p_id(res, port)), "from the pausing port"
+            assert bytes.fromhex(p[Ether].src.replace(":", "")) == port_mac(p_id(res, port)), (
+                "from the pausing port"
+            )
             assert p[mac_control.MACControlPause].pause_time == r["quanta"]
             assert int(p.time * 10**9) == ns(r["time_ps"]) and p.wirelen == 64
         total += len(pauses)
@@ -300,7 +326,9 @@ def test_every_cnm_field_is_the_traces(qcn):
                 src, dst = (int(x[1:]) for x in r["flow"].split("|"))
                 assert p[Dot1Q].prio == 3 and p[Dot1Q].type == 0x22E9
                 tag = bytes(p[Dot1Q].payload)
-                assert struct.unpack(">HH", tag[:4]) == (dst + 1, 0x88B5), "CN-TAG flow id, then the payload's type"
+                assert struct.unpack(">HH", tag[:4]) == (dst + 1, 0x88B5), (
+                    "CN-TAG flow id, then the payload's type"
+                )
                 assert p.wirelen == 1500 and len(p) == 128
             elif r["frame"] == "note":
                 n_cnm += 1
@@ -379,14 +407,20 @@ def test_tshark_decodes_every_capture_without_a_malformed_frame(dcqcn, qcn, bcn)
     for f in files:
         out = tshark("-r", str(f))
         assert out.strip() and "Malformed" not in out, f.name
-        assert tshark("-r", str(f), "-Y", "_ws.malformed || _ws.expert.severity >= error").strip() == "", f.name
+        assert tshark("-r", str(f), "-Y", "_ws.malformed || _ws.expert.severity >= error").strip() == "", (
+            f.name
+        )
     dcqcn_up = str(dcqcn[0].pcap_files()[0])
     cnps = dcqcn[1].filter(pl.col("kind") == "cn_tx").height
     assert len(tshark("-r", dcqcn_up, "-Y", "infiniband.bth.opcode == 0x81").splitlines()) == cnps
     pauses = sum(dcqcn[0].links()["pause_frames"]) + sum(qcn[0].links()["pause_frames"])
     assert pauses > 0
-    qcn_pauses = sum(len(tshark("-r", str(f), "-Y", "macc.opcode == 0x0001").splitlines()) for f in qcn[0].pcap_files())
-    assert qcn_pauses == sum(r["pause_frames"] for r in qcn[0].links().to_dicts() if r["name"] in ("SW->H3", "SW->H7"))
+    qcn_pauses = sum(
+        len(tshark("-r", str(f), "-Y", "macc.opcode == 0x0001").splitlines()) for f in qcn[0].pcap_files()
+    )
+    assert qcn_pauses == sum(
+        r["pause_frames"] for r in qcn[0].links().to_dicts() if r["name"] in ("SW->H3", "SW->H7")
+    )
 
 
 @pytest.mark.skipif(TSHARK is None, reason="tshark is not installed (Debian: apt-get install tshark)")
@@ -399,7 +433,9 @@ def test_the_wireshark_dissector_of_docs_decodes_cn_tags_cnms_and_bcn(qcn, bcn):
         out = tshark(*lua, "-r", str(f), "-Y", "cnm", "-T", "fields", "-e", "cnm.qntzfb")
         assert [int(x) for x in out.split()] == fb
         tags = tshark(*lua, "-r", str(f), "-Y", "cn-tag", "-T", "fields", "-e", "cn-tag.flowid")
-        assert len(tags.split()) == len(departures(ev, port)) - sum(1 for r in departures(ev, port) if r["frame"] == "pause")
+        assert len(tags.split()) == len(departures(ev, port)) - sum(
+            1 for r in departures(ev, port) if r["frame"] == "pause"
+        )
         assert "Malformed" not in tshark(*lua, "-r", str(f))
     res, ev = bcn
     [f] = res.pcap_files()
@@ -422,7 +458,10 @@ def test_saving_puts_events_and_captures_in_the_results_directory(tmp_path):
     assert sorted(ev["seed"].unique()) == [0, 1]
     out = res.save(tmp_path / "r")
     assert (out / "events.parquet").is_file()
-    assert sorted(p.name for p in (out / "pcap").iterdir()) == ["L0-to-H0.seed0.pcapng", "L0-to-H0.seed1.pcapng"]
+    assert sorted(p.name for p in (out / "pcap").iterdir()) == [
+        "L0-to-H0.seed0.pcapng",
+        "L0-to-H0.seed1.pcapng",
+    ]
     back = cnsim.open_results(out)
     assert back.events().equals(ev)
     assert [p.name for p in back.pcap_files(seed=1)] == ["L0-to-H0.seed1.pcapng"]

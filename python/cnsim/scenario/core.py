@@ -339,7 +339,9 @@ class Scenario:
             _port(p, "trace.ports", adj)
         for n in m.trace.event_nodes:
             if n not in names:
-                raise ScenarioError(f"trace.event_nodes: '{n}' is not allowed; expected a node of the scenario")
+                raise ScenarioError(
+                    f"trace.event_nodes: '{n}' is not allowed; expected a node of the scenario"
+                )
         for p in m.trace.event_ports:
             _port(p, "trace.event_ports", adj)
         for p in m.trace.pcap:

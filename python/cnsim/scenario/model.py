@@ -373,7 +373,9 @@ class Trace(_Model):
         "enqueue, dequeue, deliver, drop, defer, discard, mark, pause_tx, pause_rx, pause_on, pause_off, cn_tx, "
         "cn_rx, ack_tx, nack_tx, ack_rx, nack_rx, rto, rate, flow_start, flow_end; [] (default): no event trace",
     )
-    event_nodes: list[str] = Field([], description="events.parquet: only events at these nodes ([]: every node)")
+    event_nodes: list[str] = Field(
+        [], description="events.parquet: only events at these nodes ([]: every node)"
+    )
     event_ports: list[str] = Field(
         [],
         description="events.parquet: only events at these ports FROM->TO ([]: every port; events at no port, "
