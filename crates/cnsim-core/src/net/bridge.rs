@@ -134,7 +134,6 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             let held = Some(o.data_bytes);
             self.tracer.frame(&self.scheme, site, Kind::Enqueue, Reason::Output, &f, held);
         }
-        let o = &mut self.net.ports[out as usize];
         // The CP sees the queue including this frame, and may mark it (QCN-3pt).
         if let Some(cp) = self.cps[out as usize].as_mut() {
             let q = QueueView {

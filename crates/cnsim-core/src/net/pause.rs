@@ -158,10 +158,8 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 node: p.owner,
                 port,
             };
-            let in_bytes = p.in_bytes;
-            self.tracer.pause_sent(site, quanta, why, in_bytes);
+            self.tracer.pause_sent(site, quanta, why, p.in_bytes);
         }
-        let p = &mut self.net.ports[port as usize];
         p.ctrl.push_back(f);
         p.pause_frames += 1;
         self.try_start(port);

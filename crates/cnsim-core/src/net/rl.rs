@@ -181,6 +181,20 @@ pub(crate) fn pace_ps(len: u16, rate_bps: f64) -> Time {
     (len as f64 * 8.0e12 / rate_bps).ceil() as Time
 }
 
+/// `station_site!(sim, s)`: where station `s`'s events happen now (its node,
+/// its NIC port), read field by field so that it borrows only `sim.now` and
+/// `sim.net.stations` (a borrowed RL or port stays usable).
+macro_rules! station_site {
+    ($sim:ident, $s:expr) => {
+        Site {
+            at: $sim.now,
+            node: $s as u32,
+            port: $sim.net.stations[$s].port,
+        }
+    };
+}
+pub(crate) use station_site;
+
 /// Series recorded per RL: rate (bit/s) and RLQ bytes at bin ends.
 pub struct RlTrace {
     pub key: String,
@@ -204,9 +218,9 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         let s = rl.station as usize;
         if rl.bytes + frame.len as u64 > self.net.stations[s].rlq_bytes {
             if T::ON {
-                let held = Some(rl.bytes);
-                let site = self.station_site(s);
-                self.tracer.frame(&self.scheme, site, Kind::Drop, Reason::RlqFull, &frame, held);
+                let site = station_site!(self, s);
+                self.tracer
+                    .frame(&self.scheme, site, Kind::Drop, Reason::RlqFull, &frame, Some(rl.bytes));
             }
             self.net.stations[s].dropped_rl += 1;
             self.stats.count(now, crate::stats::DROPPED_RL);
@@ -214,11 +228,10 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         }
         rl.bytes += frame.len as u64;
         if T::ON {
-            let held = Some(rl.bytes);
-            let site = self.station_site(s);
-            self.tracer.frame(&self.scheme, site, Kind::Enqueue, Reason::Rlq, &frame, held);
+            let site = station_site!(self, s);
+            self.tracer
+                .frame(&self.scheme, site, Kind::Enqueue, Reason::Rlq, &frame, Some(rl.bytes));
         }
-        let rl = self.rls[id as usize].as_mut().expect("live");
         rl.queue.push_back(frame);
         let (tr, bytes) = (rl.trace, rl.bytes);
         self.rps[s].queued += 1;
@@ -550,11 +563,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
 
     /// Where station `s`'s events happen now (its node and its NIC port).
     pub(crate) fn station_site(&self, s: usize) -> Site {
-        Site {
-            at: self.now,
-            node: s as u32,
-            port: self.net.stations[s].port,
-        }
+        station_site!(self, s)
     }
 
     /// RL `id` as it is now, to the trace (which keeps the changes; a

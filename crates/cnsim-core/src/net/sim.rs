@@ -459,7 +459,6 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 .frame(&self.scheme, site, Kind::Enqueue, Reason::Output, &frame, Some(len));
             self.tracer.depart(&self.scheme, site, &frame, len);
         }
-        let o = &mut self.net.ports[out as usize];
         let arrive = start + o.ser_ps(frame.len, self.frame_bytes) + o.delay_ps + o.rx_extra_data_ps;
         o.frames_sent += 1;
         o.bytes_sent += len;

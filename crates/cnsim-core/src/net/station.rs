@@ -4,6 +4,7 @@
 //! goes: its flow's rate-limiter queue, or the NIC FIFO (deferred or dropped
 //! when PAUSE has filled it).
 
+use super::rl::station_site;
 use super::sim::{geometric_gap, Action, NetSim, EV_GENERATE};
 use super::topology::Dest;
 use crate::config::NicFull;
@@ -11,7 +12,7 @@ use crate::engine::Time;
 use crate::frame::Frame;
 use crate::scheme::Scheme;
 use crate::stats;
-use crate::trace::{Kind, Reason, Tracer};
+use crate::trace::{Kind, Reason, Site, Tracer};
 use rand::Rng;
 
 impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
@@ -129,12 +130,11 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         let p = &mut self.net.ports[port as usize];
         p.data_bytes += frame.len as u64;
         if T::ON {
-            let held = Some(p.data_bytes);
-            let site = self.station_site(s as usize);
+            let site = station_site!(self, s as usize);
             self.tracer.frame(&self.scheme, site, Kind::Generate, Reason::None, &frame, None);
-            self.tracer.frame(&self.scheme, site, Kind::Enqueue, Reason::Nic, &frame, held);
+            self.tracer
+                .frame(&self.scheme, site, Kind::Enqueue, Reason::Nic, &frame, Some(p.data_bytes));
         }
-        let p = &mut self.net.ports[port as usize];
         if !p.busy && p.data.is_empty() && p.ctrl.is_empty() && p.rate_bps > 0 && !p.is_paused(now) && !self.rps[s as usize].active() {
             // An idle NIC (settled above) sends the frame at once: what
             // `try_start` would take from the FIFO, without the round trip.

@@ -22,6 +22,7 @@
 //! network along its path (store and forward at each hop's nominal rate).
 
 use super::port::PortId;
+use super::rl::station_site;
 use super::rl::RateLimiter;
 use super::sim::{NetSim, EV_FLOW_ARRIVAL, EV_FLOW_RTO, EV_FLOW_START};
 use super::topology::{NodeKind, NO_ROUTE};
@@ -34,7 +35,7 @@ use crate::frame::{Frame, FrameKind};
 use crate::scheme::{AckKind, AckView, RlCore, Scheme};
 use crate::stats::FlowRecord;
 use crate::stats::QueueTrace;
-use crate::trace::{FlowView, Kind, Reason, Tracer};
+use crate::trace::{FlowView, Kind, Reason, Site, Tracer};
 use rand::Rng;
 use std::sync::Arc;
 
@@ -113,6 +114,18 @@ impl Flow {
             self.last_len
         } else {
             frame_bytes as u16
+        }
+    }
+
+    /// This flow (id `id`) as the trace shows it.
+    fn view(&self, id: u32, seq: Option<u32>) -> FlowView {
+        FlowView {
+            id,
+            src: self.src,
+            dst: self.dst,
+            size: self.size,
+            n_frames: self.n_frames,
+            seq,
         }
     }
 
@@ -441,7 +454,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         self.set_rl_timer(rl_id, timer);
         if T::ON {
             let site = self.station_site(s);
-            let view = self.flow_view(id, None);
+            let view = self.tp.flows[id as usize].view(id, None);
             self.tracer.flow(site, Kind::FlowStart, view);
             self.trace_rl(rl_id, Reason::Created);
         }
@@ -524,12 +537,10 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             if last {
                 fl.finish = now;
                 if T::ON {
-                    let site = self.station_site(s);
-                    let view = self.flow_view(f.flow, None);
-                    self.tracer.flow(site, Kind::FlowEnd, view);
+                    let site = station_site!(self, s);
+                    self.tracer.flow(site, Kind::FlowEnd, fl.view(f.flow, None));
                 }
             }
-            let fl = &mut self.tp.flows[f.flow as usize];
             if fl.unacked >= self.tp.ack_every || last {
                 fl.unacked = 0;
                 let seq = fl.rcv_nxt;
@@ -538,10 +549,9 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         } else if f.seq > fl.rcv_nxt {
             self.tp.ooo_discarded += 1;
             if T::ON {
-                let site = self.station_site(s);
+                let site = station_site!(self, s);
                 self.tracer.frame(&self.scheme, site, Kind::Discard, Reason::OutOfOrder, f, None);
             }
-            let fl = &mut self.tp.flows[f.flow as usize];
             if fl.nack_for != fl.rcv_nxt {
                 fl.nack_for = fl.rcv_nxt;
                 let seq = fl.rcv_nxt;
@@ -684,12 +694,9 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         // Nothing acknowledged for a whole RTO: go back to the first unacknowledged frame.
         fl.timeouts += 1;
         if T::ON {
-            let (una, src) = (fl.snd_una, fl.src as usize);
-            let site = self.station_site(src);
-            let view = self.flow_view(flow, Some(una));
-            self.tracer.flow(site, Kind::Rto, view);
+            let site = station_site!(self, fl.src as usize);
+            self.tracer.flow(site, Kind::Rto, fl.view(flow, Some(fl.snd_una)));
         }
-        let fl = &mut self.tp.flows[flow as usize];
         let s = fl.src as usize;
         if fl.snd_nxt == fl.n_frames {
             self.rps[s].flow_pending += 1;
@@ -705,19 +712,6 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             .scheme
             .rp_on_ack(&mut rl.core, &mut rl.state, &view, &S::Ext::default(), now, &mut rp.rng);
         self.after_rate_change(id, timer);
-    }
-
-    /// Flow `id` as the trace shows it.
-    fn flow_view(&self, id: u32, seq: Option<u32>) -> FlowView {
-        let fl = &self.tp.flows[id as usize];
-        FlowView {
-            id,
-            src: fl.src,
-            dst: fl.dst,
-            size: fl.size,
-            n_frames: fl.n_frames,
-            seq,
-        }
     }
 
     /// The per-flow records of the run.
