@@ -166,14 +166,19 @@ def test_a_traced_name_that_matched_nothing_is_warned_about(tmp_path: Path) -> N
     assert "H1|H0" not in p.stderr
 
 
-def test_plots_of_a_flow_run_end_when_its_last_flow_does() -> None:
+def test_series_and_plots_of_a_flow_run_end_when_its_last_flow_does() -> None:
+    """Series grow with the simulated time reached: a run that ends with its
+    last flow has the bins up to its end, not its declared duration's."""
     from cnsim.report.figures import _series
 
     res = cnsim.run(incast(), progress=False)
     run = res.runs[0]
     assert run.end_ps < 50 * 10**9 / 2, "the run ends with its flows, long before its 50 ms"
+    reached = -(-run.end_ps // run.bin_ps)
+    assert run.n_bins == reached < 50 * 10**9 // run.bin_ps
+    assert all(len(v) == reached for _, _, v in run.series)
     _, agg = _series(res, "aggregate_throughput")
-    assert len(agg[0][1]) == -(-run.end_ps // run.bin_ps) < run.n_bins
+    assert len(agg[0][1]) == reached
 
 
 def test_the_report_plots_a_traced_window(tmp_path: Path) -> None:

@@ -7,7 +7,8 @@ use serde::Serialize;
 
 /// Queue length of one traced port: its value at each bin's end and its
 /// maximum within each bin. Updated on every change, lazily filling the bins
-/// the queue spent unchanged.
+/// the queue spent unchanged; the bins grow with the simulated time reached
+/// (nothing is allocated for bins the run never reaches).
 pub struct QueueTrace {
     pub port: u32,
     pub end: Vec<f64>,
@@ -18,11 +19,11 @@ pub struct QueueTrace {
 }
 
 impl QueueTrace {
-    pub fn new(port: u32, n_bins: usize) -> Self {
+    pub fn new(port: u32) -> Self {
         QueueTrace {
             port,
-            end: vec![0.0; n_bins],
-            max: vec![0.0; n_bins],
+            end: Vec::new(),
+            max: Vec::new(),
             last_bin: 0,
             cur: 0,
             cur_max: 0,
@@ -38,23 +39,61 @@ impl QueueTrace {
         self.cur_max = self.cur_max.max(value);
     }
 
+    /// Closes the bins before `bin`: the current one with its maximum, the
+    /// ones the queue spent unchanged with its value.
     fn close_until(&mut self, bin: usize) {
-        let n = self.end.len();
-        if self.last_bin < n {
-            self.end[self.last_bin] = self.cur as f64;
-            self.max[self.last_bin] = self.cur_max as f64;
-        }
-        for b in self.last_bin + 1..bin.min(n) {
-            self.end[b] = self.cur as f64;
-            self.max[b] = self.cur as f64;
-        }
+        debug_assert_eq!(self.end.len(), self.last_bin);
+        self.end.push(self.cur as f64);
+        self.max.push(self.cur_max as f64);
+        self.end.resize(bin, self.cur as f64);
+        self.max.resize(bin, self.cur as f64);
         self.last_bin = bin;
         self.cur_max = self.cur;
     }
 
-    pub fn finish(&mut self) {
-        let n = self.end.len();
-        self.close_until(n);
+    /// Closes every bin of a run that reached `n_bins` bins.
+    pub fn finish(&mut self, n_bins: usize) {
+        if self.last_bin < n_bins {
+            self.close_until(n_bins);
+        }
+        self.end.truncate(n_bins);
+        self.max.truncate(n_bins);
+    }
+}
+
+/// Counts per (bin, key), bin-major so that a new bin is appended as the
+/// simulated time reaches it: memory follows the time simulated, not the
+/// declared duration.
+#[derive(Debug, Clone, Default)]
+pub struct BinTable {
+    keys: usize,
+    data: Vec<u64>,
+}
+
+impl BinTable {
+    pub fn new(keys: usize) -> Self {
+        BinTable { keys, data: Vec::new() }
+    }
+
+    #[inline]
+    pub fn add(&mut self, bin: usize, key: usize, value: u64) {
+        let i = bin * self.keys + key;
+        if i >= self.data.len() {
+            self.data.resize((bin + 1) * self.keys, 0);
+        }
+        self.data[i] += value;
+    }
+
+    /// Key `key`'s counts over the first `n_bins` bins (0 in bins never reached).
+    pub fn series(&self, key: usize, n_bins: usize) -> Vec<u64> {
+        (0..n_bins)
+            .map(|b| self.data.get(b * self.keys + key).copied().unwrap_or(0))
+            .collect()
+    }
+
+    /// Whether key `key` counted anything.
+    pub fn any(&self, key: usize) -> bool {
+        self.data.iter().skip(key).step_by(self.keys.max(1)).any(|&x| x > 0)
     }
 }
 
@@ -112,7 +151,9 @@ impl QueueHist {
 /// Counters and bins of one run.
 pub struct Stats {
     pub bin_ps: Time,
-    pub n_bins: usize,
+    /// Bins of the declared duration: the most a run can reach (series are
+    /// allocated only as the run reaches their bins).
+    pub max_bins: usize,
     /// The bin of the current simulated time and where it ends (the event
     /// loop advances them, so the hot path needs no division).
     pub cur_bin: usize,
@@ -131,9 +172,9 @@ pub struct Stats {
     /// Frames a source held back because its NIC FIFO was full (`nic_full = defer`).
     pub deferred: u64,
     /// Delivered bytes per bin, all destinations.
-    pub agg_bins: Vec<u64>,
-    /// Delivered bytes per (destination, bin), when recorded (`dest_series`).
-    pub dest_bins: Vec<u64>,
+    pub agg_bins: BinTable,
+    /// Delivered bytes per (bin, destination), when recorded (`dest_series`).
+    pub dest_bins: BinTable,
     pub dest_series: bool,
     /// Per-flow counters kept (dense src x dst), else only per source and
     /// per destination.
@@ -149,7 +190,7 @@ pub struct Stats {
     pub dst_win_bytes: Vec<u64>,
     /// Flow (src * n + dst) -> slot in `flow_bins`, when flows are traced.
     pub flow_slot: Vec<u32>,
-    pub flow_bins: Vec<u64>,
+    pub flow_bins: BinTable,
     pub flow_generated: Vec<u64>,
     pub flow_delivered: Vec<u64>,
     /// Generation time of each flow's last delivered frame, and the frames
@@ -164,9 +205,9 @@ pub struct Stats {
     /// Delivered bytes per (window, flow).
     pub flow_win_bytes: Vec<u64>,
     pub agg_win_bytes: Vec<u64>,
-    /// Transmitted bytes per (port, bin) when recorded (`link_series`), and
+    /// Transmitted bytes per (bin, port) when recorded (`link_series`), and
     /// per (window, port).
-    pub link_bins: Vec<u64>,
+    pub link_bins: BinTable,
     pub link_series: bool,
     /// Per-port paused-fraction series recorded.
     pub paused_series: bool,
@@ -205,7 +246,7 @@ impl Stats {
         per_flow: bool,
         max_series_keys: usize,
     ) -> Stats {
-        let n_bins = duration.div_ceil(bin_ps) as usize;
+        let max_bins = (duration.div_ceil(bin_ps) as usize).max(1);
         let nf = if per_flow { n_stations * n_stations } else { 0 };
         let mut flow_slot = if traced_flows.is_empty() {
             Vec::new()
@@ -220,7 +261,7 @@ impl Stats {
         let link_series = n_ports <= max_series_keys;
         Stats {
             bin_ps,
-            n_bins,
+            max_bins,
             cur_bin: 0,
             next_edge: bin_ps,
             delay_sum_ps: 0,
@@ -233,14 +274,14 @@ impl Stats {
             dropped_rl: 0,
             dropped_nic: 0,
             deferred: 0,
-            agg_bins: vec![0; n_bins],
-            dest_bins: if dest_series { vec![0; n_stations * n_bins] } else { Vec::new() },
+            agg_bins: BinTable::new(1),
+            dest_bins: BinTable::new(if dest_series { n_stations } else { 0 }),
             dest_series,
             per_flow,
             src_rec: vec![0; (1 + nw) * n_stations],
             dst_win_bytes: vec![0; nw * n_stations],
             flow_slot,
-            flow_bins: vec![0; traced_flows.len() * n_bins],
+            flow_bins: BinTable::new(traced_flows.len()),
             flow_generated: vec![0; nf],
             flow_last_born: vec![0; nf],
             reordered: 0,
@@ -248,7 +289,7 @@ impl Stats {
             flow_delivered: vec![0; nf],
             flow_win_bytes: vec![0; nw * nf],
             agg_win_bytes: vec![0; nw],
-            link_bins: if link_series { vec![0; n_ports * n_bins] } else { Vec::new() },
+            link_bins: BinTable::new(if link_series { n_ports } else { 0 }),
             link_series,
             paused_series: link_series,
             link_win_bytes: vec![0; nw * n_ports],
@@ -262,15 +303,20 @@ impl Stats {
     #[inline]
     pub fn bin_of(&self, t: Time) -> usize {
         if t < self.next_edge && t + self.bin_ps >= self.next_edge {
-            self.cur_bin.min(self.n_bins - 1)
+            self.cur_bin.min(self.max_bins - 1)
         } else {
-            ((t / self.bin_ps) as usize).min(self.n_bins - 1)
+            ((t / self.bin_ps) as usize).min(self.max_bins - 1)
         }
     }
 
     #[inline]
     pub fn bin_now(&self) -> usize {
-        self.cur_bin.min(self.n_bins - 1)
+        self.cur_bin.min(self.max_bins - 1)
+    }
+
+    /// Bins a run that ended at `end` reached (at least one).
+    pub fn bins_reached(&self, end: Time) -> usize {
+        (end.div_ceil(self.bin_ps) as usize).clamp(1, self.max_bins)
     }
 
     /// The event loop reached `t` at or past `next_edge`.
@@ -289,9 +335,9 @@ impl Stats {
         let b = self.bin_of(t);
         let n = self.n_stations;
         let f = src * n + dst;
-        self.agg_bins[b] += len;
+        self.agg_bins.add(b, 0, len);
         if self.dest_series {
-            self.dest_bins[dst * self.n_bins + b] += len;
+            self.dest_bins.add(b, dst, len);
         }
         let nw = self.windows.len();
         if !self.per_flow {
@@ -310,7 +356,7 @@ impl Stats {
         if !self.flow_slot.is_empty() {
             let slot = self.flow_slot[f];
             if slot != NO_SLOT {
-                self.flow_bins[slot as usize * self.n_bins + b] += len;
+                self.flow_bins.add(b, slot as usize, len);
             }
         }
         for (w, &(a, e)) in self.windows.iter().enumerate() {
@@ -392,7 +438,7 @@ impl Stats {
     pub fn transmit(&mut self, t: Time, port: usize, len: u64, inline: &mut [u64; INLINE_WINDOWS]) {
         if self.link_series {
             let b = self.bin_of(t);
-            self.link_bins[port * self.n_bins + b] += len;
+            self.link_bins.add(b, port, len);
         }
         for (w, &(a, e)) in self.windows.iter().enumerate() {
             if t >= a && t < e {
@@ -414,17 +460,20 @@ impl Stats {
         }
     }
 
-    /// Adds the paused interval [a, b) to per-bin fractions.
-    pub fn add_interval_to_bins(bins: &mut [f64], bin_ps: Time, a: Time, b: Time) {
+    /// Adds the paused interval [a, b) to per-bin fractions, growing `bins`
+    /// to the bins it reaches (at most `max_bins`).
+    pub fn add_interval_to_bins(bins: &mut Vec<f64>, bin_ps: Time, max_bins: usize, a: Time, b: Time) {
         if b <= a {
             return;
         }
-        let n = bins.len();
         let mut t = a;
         while t < b {
             let i = (t / bin_ps) as usize;
-            if i >= n {
+            if i >= max_bins {
                 break;
+            }
+            if i >= bins.len() {
+                bins.resize(i + 1, 0.0);
             }
             let edge = (i as Time + 1) * bin_ps;
             let end = edge.min(b);
@@ -739,19 +788,21 @@ mod tests {
 
     #[test]
     fn queue_trace_fills_unchanged_bins() {
-        let mut q = QueueTrace::new(0, 5);
+        let mut q = QueueTrace::new(0);
         q.update(0, 10);
         q.update(0, 5);
         q.update(2, 7); // bin 0 ends at 5 (max 10), bin 1 stays 5
-        q.finish();
+        q.finish(5);
         assert_eq!(q.end, vec![5.0, 5.0, 7.0, 7.0, 7.0]);
         assert_eq!(q.max, vec![10.0, 5.0, 7.0, 7.0, 7.0]);
     }
 
     #[test]
     fn intervals_split_across_bins() {
-        let mut bins = vec![0.0; 4];
-        Stats::add_interval_to_bins(&mut bins, 10, 5, 25);
-        assert_eq!(bins, vec![0.5, 1.0, 0.5, 0.0]);
+        let mut bins = vec![];
+        Stats::add_interval_to_bins(&mut bins, 10, 4, 5, 25);
+        assert_eq!(bins, vec![0.5, 1.0, 0.5]);
+        Stats::add_interval_to_bins(&mut bins, 10, 4, 35, 99);
+        assert_eq!(bins, vec![0.5, 1.0, 0.5, 0.5], "cut at the last bin");
     }
 }

@@ -203,7 +203,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 .ok_or_else(|| ConfigError(format!("trace.ports: no link direction '{name}'")))?;
             if net.ports[p as usize].trace == NO_TRACE {
                 net.ports[p as usize].trace = stats.queue_traces.len() as u32;
-                stats.queue_traces.push(QueueTrace::new(p, stats.n_bins));
+                stats.queue_traces.push(QueueTrace::new(p));
                 let measure = (cfg.windows[0].start_ps, cfg.windows[0].end_ps);
                 stats.queue_hists.push(QueueHist::new(p, cfg.frame_bytes as u64, measure));
             }

@@ -200,7 +200,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     fn account_pause_interval(&mut self, port: PortId) {
         let (m0, m1) = self.measure;
         let bin_ps = self.stats.bin_ps;
-        let n_bins = self.stats.n_bins;
+        let max_bins = self.stats.max_bins;
         let p = &mut self.net.ports[port as usize];
         if !p.paused_ever || p.pause_end <= p.pause_start {
             return;
@@ -208,8 +208,8 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         let (a, b) = (p.pause_start, p.pause_end.min(self.duration));
         p.paused_ps_window += overlap(a, b, m0, m1);
         if self.stats.paused_series {
-            let bins = p.paused_bins.get_or_insert_with(|| vec![0.0; n_bins]);
-            Stats::add_interval_to_bins(bins, bin_ps, a, b);
+            let bins = p.paused_bins.get_or_insert_with(Vec::new);
+            Stats::add_interval_to_bins(bins, bin_ps, max_bins, a, b);
         }
         // Mark as accounted.
         p.pause_start = p.pause_end;

@@ -108,7 +108,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             seed: self.seed,
             end_ps: self.duration,
             bin_ps: s.bin_ps,
-            n_bins: s.n_bins,
+            n_bins: s.bins_reached(self.duration),
             frames: stats::FrameCounts {
                 generated: s.generated,
                 delivered: s.delivered,
@@ -172,22 +172,21 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     fn build_series(&self) -> Vec<stats::Series> {
         let s = &self.stats;
         let net = &self.net;
-        let nb = s.n_bins;
+        let nb = s.bins_reached(self.duration);
         // Bin widths (the last bin may be short).
         let widths: Vec<Time> = (0..nb).map(|b| (self.duration - b as Time * s.bin_ps).min(s.bin_ps)).collect();
         let gbps = |bytes: &[u64]| -> Vec<f64> { bytes.iter().zip(&widths).map(|(&x, &w)| Stats::gbps(x, w)).collect() };
         let mut out = vec![stats::Series {
             series: "aggregate_throughput".into(),
             key: "all".into(),
-            values: gbps(&s.agg_bins),
+            values: gbps(&s.agg_bins.series(0, nb)),
         }];
         for d in (0..net.n_stations()).filter(|_| s.dest_series) {
-            let bins = &s.dest_bins[d * nb..(d + 1) * nb];
-            if bins.iter().any(|&x| x > 0) {
+            if s.dest_bins.any(d) {
                 out.push(stats::Series {
                     series: "delivered_throughput".into(),
                     key: net.station_name(d).into(),
-                    values: gbps(bins),
+                    values: gbps(&s.dest_bins.series(d, nb)),
                 });
             }
         }
@@ -201,19 +200,19 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             .collect();
         slots.sort_unstable();
         for (sl, f) in slots {
-            let bins = &s.flow_bins[sl as usize * nb..(sl as usize + 1) * nb];
+            let bins = s.flow_bins.series(sl as usize, nb);
             let key = format!("{}->{}", net.station_name(f / n_st), net.station_name(f % n_st));
             out.push(stats::Series {
                 series: "flow_throughput".into(),
                 key,
-                values: gbps(bins),
+                values: gbps(&bins),
             });
         }
         for (i, p) in net.ports.iter().enumerate().filter(|_| s.link_series) {
             out.push(stats::Series {
                 series: "link_throughput".into(),
                 key: p.name.clone(),
-                values: gbps(&s.link_bins[i * nb..(i + 1) * nb]),
+                values: gbps(&s.link_bins.series(i, nb)),
             });
         }
         for t in &s.queue_traces {
@@ -250,7 +249,9 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         }
         for p in &net.ports {
             if let Some(bins) = &p.paused_bins {
-                let v = bins.iter().zip(&widths).map(|(&x, &w)| x * s.bin_ps as f64 / w as f64).collect();
+                let v = (0..nb)
+                    .map(|b| bins.get(b).copied().unwrap_or(0.0) * s.bin_ps as f64 / widths[b] as f64)
+                    .collect();
                 out.push(stats::Series {
                     series: "paused_fraction".into(),
                     key: p.name.clone(),

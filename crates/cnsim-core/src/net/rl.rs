@@ -451,8 +451,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         if self.rl_traces.len() >= MAX_RL_TRACES {
             return None;
         }
-        let n = self.stats.n_bins;
-        let mut rate = QueueTrace::new(0, n);
+        let mut rate = QueueTrace::new(0);
         // Before the RL exists its flows are unlimited: line rate.
         let line = self.net.ports[self.net.stations[s].port as usize].nominal_rate_bps;
         rate.update(0, line);
@@ -460,7 +459,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         self.rl_traces.push(RlTrace {
             key: key.clone(),
             rate,
-            bytes: QueueTrace::new(0, n),
+            bytes: QueueTrace::new(0),
             window: None,
         });
         self.rl_trace_index.insert(key, self.rl_traces.len() - 1);

@@ -623,8 +623,9 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         }
         self.close_pause_intervals(end);
         let trace = if T::ON { self.tracer.finish(end)? } else { None };
+        let n_bins = self.stats.bins_reached(end);
         for t in &mut self.stats.queue_traces {
-            t.finish();
+            t.finish(n_bins);
         }
         for h in &mut self.stats.queue_hists {
             let q = h.last_q_bytes();
@@ -633,10 +634,10 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         self.stats.finish_station_sums();
         let in_flight: u64 = self.net.ports.iter().map(|p| p.data_frames_in_flight()).sum::<u64>() + self.rl_frames_queued();
         for t in &mut self.rl_traces {
-            t.rate.finish();
-            t.bytes.finish();
+            t.rate.finish(n_bins);
+            t.bytes.finish(n_bins);
             if let Some(w) = &mut t.window {
-                w.finish();
+                w.finish(n_bins);
             }
         }
         let s = &self.stats;

@@ -648,11 +648,8 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         if window == u64::MAX {
             return;
         }
-        let (b, n) = (self.stats.bin_now(), self.stats.n_bins);
-        self.rl_traces[t]
-            .window
-            .get_or_insert_with(|| QueueTrace::new(0, n))
-            .update(b, window);
+        let b = self.stats.bin_now();
+        self.rl_traces[t].window.get_or_insert_with(|| QueueTrace::new(0)).update(b, window);
     }
 
     /// The flow's last frame is acknowledged: its RL goes.
