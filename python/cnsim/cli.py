@@ -8,6 +8,7 @@ import os
 import resource
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -168,14 +169,18 @@ def run(
             **{"trace.pcap": [*sc.model.trace.pcap, *(p for p in pcap if p not in sc.model.trace.pcap)]}
         )
     from .guards import check_run_memory
-    from .trace import records
+    from .trace import TraceCapWarning, records, unintended
 
+    for line in unintended(sc):
+        _warn(line)
     check_run_memory(sc)
     target = out_dir or default_dir(sc.name)
     rd = RunDir(target, force=force)  # checked and locked before anything runs
     try:
         try:
-            # A trace is written straight into the results directory's temporary sibling.
+            # A trace is written straight into the results directory's temporary sibling;
+            # a trace's row cap is reported below, as one line.
+            warnings.simplefilter("ignore", TraceCapWarning)
             res = run_scenario(
                 sc,
                 jobs=jobs,
@@ -242,7 +247,7 @@ def _print_trace(res: Any, target: Path) -> None:
     """Where the event trace and the captures are, and whether a trace hit its row cap."""
     if res.trace is None:
         return
-    from .trace import warnings
+    from .trace import warnings as cap_warnings
 
     t = res.trace.summary()
     if t["events"]:
@@ -252,7 +257,7 @@ def _print_trace(res: Any, target: Path) -> None:
         names = [p.rsplit("/", 1)[-1] for p in t["pcap"]]
         shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
         out.print(f"captures: {target / 'pcap'} ({shown}; open them in Wireshark)")
-    for w in warnings(res.trace.per_seed or {}):
+    for w in cap_warnings(res.trace.per_seed or {}):
         _warn(w)
 
 

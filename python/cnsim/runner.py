@@ -84,6 +84,13 @@ def run(
     res = Results(scenario, runs)
     if tdir is not None:
         res.trace = _trace_files(tdir, runs, owned)
+        import warnings
+
+        from .trace import TraceCapWarning
+        from .trace import warnings as cap_warnings
+
+        for line in cap_warnings(res.trace.per_seed):
+            warnings.warn(line, TraceCapWarning, stacklevel=2)
     return res
 
 

@@ -32,6 +32,10 @@ EVENTS_FILE = "events.parquet"
 PCAP_DIR = "pcap"
 
 
+class TraceCapWarning(UserWarning):
+    """A seed's event trace reached `trace.max_rows`: its later events were not recorded."""
+
+
 def records(scenario: Any) -> bool:
     """Whether `scenario` asks for an event trace or a capture."""
     t = scenario.model.trace
@@ -146,6 +150,21 @@ class TraceFiles:
                 p.unlink()
             # From now on the merged file is the trace.
             self.per_seed = {s: t for s, t in self.per_seed.items() if s in seeds}
+
+
+def unintended(scenario: Any) -> list[str]:
+    """Trace settings that are legal but almost certainly not meant: one line each."""
+    t = scenario.model.trace
+    out = []
+    filters = [k for k in ("event_nodes", "event_ports", "event_flows") if getattr(t, k)]
+    if filters and not t.events:
+        out.append(f"trace.{filters[0]}: set, but trace.events is empty, so no event is recorded")
+    if records(scenario) and t.from_ms >= scenario.duration_ms:
+        out.append(
+            f"trace.from_ms: {t.from_ms:g} ms is not before the run's end (duration_ms = "
+            f"{scenario.duration_ms:g}); nothing will be recorded"
+        )
+    return out
 
 
 def warnings(per_seed: dict[int, dict[str, Any]]) -> list[str]:

@@ -493,6 +493,30 @@ def test_the_cli_writes_the_trace_into_out_and_warns_at_the_row_cap(cli, tmp_pat
     assert not (out / "events.parquet").exists() and not (out / "pcap").exists()
 
 
+def test_the_api_warns_when_a_trace_reaches_its_row_cap():
+    sc = cnsim.load("flows_incast").replace(scheme="dcqcn", **{"trace.events": ["all"], "trace.max_rows": 50})
+    from cnsim.trace import TraceCapWarning
+
+    with pytest.warns(TraceCapWarning, match="seed 0's events.parquet holds its first 50 rows"):
+        res = cnsim.run(sc, progress=False)
+    assert res.events().height == 50
+
+
+@pytest.mark.parametrize(
+    "sets, message",
+    [
+        (['trace.event_ports=["L0->H0"]'], "trace.event_ports: set, but trace.events is empty"),
+        (['trace.events=["drop"]', "trace.from_ms=60"], "trace.from_ms: 60 ms is not before the run's end"),
+    ],
+)
+def test_a_trace_that_records_nothing_is_warned_of(cli, tmp_path, sets, message):
+    args = [x for s in sets for x in ("--set", s)]
+    p = cli("run", "flows_incast", "--scheme", "dcqcn", "--out", str(tmp_path / "r"), "--no-report", *args)
+    assert p.returncode == 0, p.stderr
+    warned = [line for line in p.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warned) == 1 and message in warned[0], p.stderr
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

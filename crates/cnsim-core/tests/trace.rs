@@ -159,7 +159,8 @@ fn the_row_cap_stops_the_trace_and_says_when() {
 
 #[test]
 fn bad_trace_configs_name_the_parameter() {
-    let cases: Vec<(fn(&mut SimConfig), &str)> = vec![
+    type Case = (fn(&mut SimConfig), &'static str);
+    let cases: Vec<Case> = vec![
         (
             |c| c.trace.events = vec!["drops".into()],
             "trace.events: 'drops' is not an event kind",
