@@ -63,13 +63,13 @@ def snapshot() -> dict:
             "flows": _r(
                 [
                     [f"{a}->{b}", [row[f"throughput_gbps_{n}"] for n in names]]
-                    for a, b, row in zip(flows["src"], flows["dst"], flows.iter_rows(named=True), strict=True)
+                    for a, b, row in zip(flows["src"], flows["dst"], flows.rows(), strict=True)
                 ]
             ),
             "links": _r(
                 [
                     [row["name"], [row[f"throughput_gbps_{n}"] for n in names], row["time_paused_pct"]]
-                    for row in links.iter_rows(named=True)
+                    for row in links.rows()
                 ]
             ),
             "nodes": _r(

@@ -13,31 +13,47 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
+from .declarations import scheme_names
 from .errors import ScenarioError
 
+# Help in plain text (no rich markup rendering): `cnsim --help` loads no more
+# than typer; rich is imported by the commands that print tables.
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     help="cnsim: packet-level simulator of congestion management in data-center Ethernet.",
 )
-# Plain text: names and messages from scenario files are printed as written,
-# never read as rich markup ("use [measure]" keeps its brackets).
-out = Console(markup=False)
 
 
-def _scheme_names() -> str:
-    # From the engine's declarations (fast: no pydantic), so the help lists every scheme.
-    from . import _core
+class _Out:
+    """stdout through a rich Console made on first use. Plain text: names and
+    messages from scenario files are printed as written, never read as rich
+    markup ("use [measure]" keeps its brackets)."""
 
-    return ", ".join(s["name"] for s in json.loads(_core.scheme_declarations())["schemes"])
+    _console: Any = None
+
+    def print(self, *a: Any, **k: Any) -> None:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(markup=False)
+        self._console.print(*a, **k)
 
 
-SCHEME_HELP = f"congestion management: {_scheme_names()}"
+out = _Out()
+
+
+def Table(*a: Any, **k: Any) -> Any:  # noqa: N802 - rich's Table, imported on first use
+    from rich.table import Table as RichTable
+
+    return RichTable(*a, **k)
+
+
+#: The schemes, from their declarations (a data file: the help loads no engine).
+SCHEME_HELP = f"congestion management: {', '.join(scheme_names())}"
 
 
 def _fail(msg: str, code: int) -> NoReturn:
@@ -52,6 +68,9 @@ _SAID = False  # the command printed why it stops
 
 def _warn(msg: str) -> None:
     """One yellow `warning:` line on stderr; the command goes on."""
+    from rich.console import Console
+    from rich.text import Text
+
     Console(stderr=True).print(Text.assemble(("warning:", "yellow"), f" {msg}"), soft_wrap=True)
 
 
@@ -268,7 +287,7 @@ def _warn_untraced(sc: Any, res: Any) -> None:
     asked = sc.model.trace.rate_limiters
     if not asked:
         return
-    seen = {k for run in res.runs for (name, k, _) in run.series if name == "rl_rate"}
+    seen = {k for run in res.runs for (name, k) in run.series_keys() if name == "rl_rate"}
     missing = [k for k in asked if k not in seen]
     if missing:
         _warn(
@@ -506,7 +525,7 @@ def bench(
             changes["duration_ms"] = duration_ms
         sc = load(BENCH_SCENARIOS[workload]).replace(**changes)
         ms = sc.duration_ms
-        cfg = sc.engine_json()
+        cfg = sc.engine_config_checked()
         label = f"{sc.name}, {sc.scheme}{' + PAUSE' if sc.pause else ''}, seed 0"
     else:
         raise ScenarioError(
@@ -540,7 +559,7 @@ def bench(
     out.print(t)
 
 
-def _bench_once(cfg: str, label: str, ms: float) -> dict[str, Any]:
+def _bench_once(cfg: Any, label: str, ms: float) -> dict[str, Any]:
     """One timed run of an engine config; its figures."""
     from . import _core
 
@@ -629,6 +648,8 @@ def _bench_scale(
 
 def _scale_progress(sizes: list[int], ms: float, scheme: str | None, pause: bool | None) -> Any:
     """Each size in turn, saying which one runs (they take seconds to minutes)."""
+    from rich.console import Console
+
     from .benchscale import run_sizes
 
     for h in sizes:
@@ -663,6 +684,8 @@ def validate(
     if as_json:
         print(json.dumps({"rows": [r.as_dict() for r in rows], "all_within": not bad}))
     else:
+        from rich.text import Text
+
         # One table per study, so the figure's description gets the width.
         for study_name in dict.fromkeys(r.study for r in rows):
             t = Table(
@@ -887,6 +910,7 @@ def main() -> None:
 
 def _print_error(msg: str) -> None:
     """One line on stderr; the message is plain text, never rich markup."""
+    from rich.console import Console
     from rich.text import Text
 
     Console(stderr=True).print(

@@ -1,6 +1,7 @@
 """The parameter tables of docs/scenario-format.md, generated from the
 declarations (the scenario's pydantic models, the topology generators' and
-the schemes' tables), so the docs cannot drift from what is validated.
+the schemes' tables), so the docs cannot drift from what is validated; and
+`cnsim/declarations.json`, the engine's scheme declarations as data.
 
     python -m cnsim.docs            # rewrite the generated part of the docs
     python -m cnsim.docs --check    # exit 1 if it is out of date (a test runs this)
@@ -218,13 +219,22 @@ def render(text: str) -> str:
 
 
 def main(argv: list[str]) -> int:
+    from .declarations import PATH, engine_text
+
+    decl = engine_text()
+    stale_decl = not PATH.exists() or PATH.read_text() != decl
+    if stale_decl and "--check" not in argv:
+        PATH.write_text(decl)
+        from .declarations import declarations
+
+        declarations.cache_clear()
     text = DOC.read_text()
     new = render(text)
     if "--check" in argv:
-        if new != text:
-            print(f"{DOC} is out of date: run `python -m cnsim.docs`", file=sys.stderr)
-            return 1
-        return 0
+        stale = [p for p, bad in ((PATH, stale_decl), (DOC, new != text)) if bad]
+        for p in stale:
+            print(f"{p} is out of date: run `python -m cnsim.docs`", file=sys.stderr)
+        return 1 if stale else 0
     DOC.write_text(new)
     return 0
 

@@ -1,57 +1,120 @@
-"""The boundary with the Rust engine: one replication in, its typed tables
-out. The engine returns raw counters only (frames, bytes and paused
-picoseconds per window, flow, link direction and node; the binned series);
-`cnsim.metrics` derives everything else from them."""
+"""The boundary with the Rust engine: one replication in, its columns out.
+The engine returns raw counters only (frames, bytes and paused picoseconds
+per window, flow, link direction and node; the binned series), each numeric
+column one little-endian buffer that Python reads in place (`cnsim.tables`);
+`cnsim.metrics` derives everything else from them. Nothing here imports a
+dataframe library or numpy: a `cnsim run` needs neither."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
-
-import numpy as np
-import polars as pl
 
 from . import _core
 from .errors import ScenarioError
+from .tables import Table
 
-#: Chunks per run: how often a replication reports its simulated time.
-#: A run advances in steps of about this many wall seconds (a Ctrl-C, or a
-#: cancelled sweep, is seen between steps), starting with 1/FIRST_STEPS of it.
-CHUNK_S = 0.2
-FIRST_STEPS = 1000
+#: Wall seconds the engine runs between two looks at Python (progress, a
+#: Ctrl-C, a cancelled sweep): the engine itself returns after this long,
+#: whatever its workload, so a stop is seen within about this time.
+STEP_S = 0.1
+
+
+def _engine_error(e: ValueError) -> ScenarioError:
+    """A ScenarioError from the engine's ConfigError, keeping the parameter it names."""
+    return ScenarioError(str(e), param=getattr(e, "path", None))
+
+
+class _PolarsTables(Mapping[str, Any]):
+    """`SeedRun.tables`: the run's tables as polars DataFrames, built on first use."""
+
+    def __init__(self, run: SeedRun) -> None:
+        self._run = run
+        self._cache: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._cache:
+            self._cache[name] = self._run.table(name).to_polars()
+        return self._cache[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._run.columns)
+
+    def __len__(self) -> int:
+        return len(self._run.columns)
 
 
 class SeedRun:
     """What one replication recorded.
 
-    - `seed`, `bin_ps`, `end_ps`, `n_bins`;
+    - `seed`, `bin_ps`, `end_ps`, `n_bins` (the bins the run reached);
     - `frames`: run-wide counters (generated, delivered, dropped_cp,
       dropped_rp, dropped_rl, dropped_nic, deferred, in_flight, delay_sum_ps,
       delay_max_ps, reordered (frames delivered after a later frame of their
-      flow; counted with per-flow counters only), note_bytes_measure);
+      flow; counted with per-flow counters only), note_bytes_measure, and the
+      transport's acks, nacks, discarded, timeouts);
     - `engine`: events and engine wall time;
-    - `tables`: polars DataFrames `windows`, `flows`, `links`, `nodes` of
-      raw counters (bytes per window in `bytes_<window>` columns);
-    - `series`: (series, key, float64 values per bin)."""
+    - `table(name)`: a `cnsim.tables.Table` of raw counters: `windows`,
+      `flows`, `links`, `nodes`, `flow_records`, `queue_hist` (bytes per
+      window in `bytes_<window>` columns); `tables[name]` the same as a
+      polars DataFrame;
+    - `series`: [(series, key, float64 values per bin)] as numpy arrays;
+      `series_keys()` the (series, key) pairs without numpy;
+      `series_buffer()`: (index [(series, key, offset, length)], the values as
+      one float64 buffer), as the engine gave them."""
 
     def __init__(
         self,
         seed: int,
-        header: dict[str, Any],
-        tables: dict[str, pl.DataFrame],
-        series: list[tuple[str, str, np.ndarray]],
+        header: Mapping[str, Any],
+        columns: Mapping[str, Any],
+        series_index: Sequence[tuple[Any, ...]] = (),
+        series_values: Any = b"",
     ) -> None:
+        """`columns`: tables by name (`Table`s, or polars DataFrames);
+        `series_index`: [(series, key, offset, length)] into the float64
+        buffer `series_values`, or [(series, key, values)] with no buffer."""
+        columns = {n: t if isinstance(t, Table) else Table.from_polars(t) for n, t in columns.items()}
+        if series_index and len(series_index[0]) == 3:
+            series_index, series_values = _pack_series(series_index)
         self.seed = seed
         self.bin_ps: int = header["bin_ps"]
         self.end_ps: int = header["end_ps"]
         self.n_bins: int = header["n_bins"]
         self.frames: dict[str, Any] = dict(header["frames"])
         self.engine: dict[str, Any] = dict(header["engine"])
-        self.tables = tables
-        self.series = series
+        self.columns = dict(columns)
+        self._series_index = [tuple(x) for x in series_index]
+        self._series_values = series_values
+        self._series: list[tuple[str, str, Any]] | None = None
+        self.tables = _PolarsTables(self)
         #: What a traced run wrote (events file, rows, cap, captures), or None.
         self.trace: dict[str, Any] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Without the derived views (polars frames, numpy series): rebuilt on use.
+        state = dict(self.__dict__)
+        state.pop("tables", None)
+        state["_series"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.tables = _PolarsTables(self)
+
+    @classmethod
+    def from_engine(cls, sim: Any, seed: int) -> SeedRun:
+        raw = sim.results()
+        index, values = sim.series_buffer()
+        tables = {name: Table.from_engine(cols) for name, cols in raw["tables"].items()}
+        return cls(seed, raw, tables, index, values)
+
+    def table(self, name: str) -> Table:
+        try:
+            return self.columns[name]
+        except KeyError:
+            raise KeyError(f"no table {name!r}; tables: {', '.join(self.columns)}") from None
 
     @property
     def result(self) -> dict[str, Any]:
@@ -65,64 +128,86 @@ class SeedRun:
             "engine": self.engine,
         }
 
+    def series_keys(self) -> list[tuple[str, str]]:
+        return [(s, k) for s, k, _, _ in self._series_index]
+
+    def series_values(self, series: str, key: str) -> memoryview | None:
+        """One series' values (a float64 memoryview, no copy), or None."""
+        for s, k, off, n in self._series_index:
+            if s == series and k == key:
+                return memoryview(self._series_values).cast("B").cast("d")[off : off + n]
+        return None
+
+    def series_buffer(self) -> tuple[list[tuple[str, str, int, int]], Any]:
+        return self._series_index, self._series_values
+
+    @property
+    def series(self) -> list[tuple[str, str, Any]]:
+        if self._series is None:
+            import numpy as np
+
+            allv = np.frombuffer(self._series_values, dtype="<f8")
+            self._series = [(s, k, allv[off : off + n]) for s, k, off, n in self._series_index]
+        return self._series
+
     def window(self, name: str) -> dict[str, Any] | None:
         """The row of window `name` (start_ps, end_ps, counts), if it exists."""
-        w = self.tables["windows"].filter(pl.col("name") == name)
-        return w.row(0, named=True) if len(w) else None
+        w = self.table("windows")
+        names = list(w["name"])
+        return w.row(names.index(name)) if name in names else None
 
     @property
     def window_names(self) -> list[str]:
-        return self.tables["windows"]["name"].to_list()
+        return list(self.table("windows")["name"])
 
 
-def _column(value: Any) -> Any:
-    if isinstance(value, tuple):
-        dtype, buf = value
-        return np.frombuffer(buf, dtype=dtype)
-    return value
+def _pack_series(triples: Sequence[tuple[Any, ...]]) -> tuple[list[tuple[str, str, int, int]], bytes]:
+    """[(series, key, values)] as an index into one float64 buffer."""
+    import array
 
-
-def tables_from_engine(raw: dict[str, dict[str, Any]]) -> dict[str, pl.DataFrame]:
-    """The engine's columnar tables as polars DataFrames (u64, f64, bool, str)."""
-    return {name: pl.DataFrame({c: _column(v) for c, v in cols.items()}) for name, cols in raw.items()}
+    index, buf = [], array.array("d")
+    for s, k, v in triples:
+        index.append((s, k, len(buf), len(v)))
+        buf.extend(float(x) for x in v)
+    return index, buf.tobytes()
 
 
 def run_seed(
-    config_json: str,
+    config: Any,
     seed: int,
     advance: Callable[[float], None] | None = None,
     trace_dir: str | None = None,
 ) -> SeedRun:
-    """Runs one replication in steps of about CHUNK_S wall seconds;
-    `advance(ms)` is called with the simulated time each step covered (and
-    may raise to stop the run: a stop is seen within one step). The steps'
-    boundaries never change the results: the engine's state does not depend
-    on where `run_until` stops (tests/python/test_engine_runs.py).
+    """Runs one replication; `advance(ms)` is called with the simulated time
+    each step covered (and may raise to stop the run: a stop is seen within
+    one step, at most about STEP_S of wall time). Where the steps end never
+    changes the results (tests/test_engine_runs.py).
     `trace_dir`: where the config's event trace and captures are written
     (cnsim.trace); without it none is recorded."""
     try:
-        sim = _core.Simulation(config_json, seed, trace_dir)
+        sim = _core.Simulation(config, seed, trace_dir)
     except ValueError as e:
-        raise ScenarioError(str(e)) from None
-    dur = sim.duration_ps
-    step = max(dur // FIRST_STEPS, 1)
-    t = 0
+        raise _engine_error(e) from None
+    reached = 0
     while True:
-        t0 = time.perf_counter()
-        prev, t = t, min(t + step, dur)
-        done = sim.run_until(t)
+        done = sim.run_for(STEP_S)
+        now = sim.now_ps
         if advance is not None:
-            advance((t - prev) / 1e9)
-        if done or t >= dur:
+            advance((now - reached) / 1e9)
+        reached = now
+        if done:
             break
-        took = max(time.perf_counter() - t0, 1e-6)
-        step = max(1, int(step * min(4.0, max(0.25, CHUNK_S / took))))
-    raw = sim.results()
-    series = [(s, k, np.frombuffer(b, dtype="<f8")) for (s, k, b) in sim.series()]
-    run = SeedRun(seed, raw, tables_from_engine(raw["tables"]), series)
+    run = SeedRun.from_engine(sim, seed)
     if trace_dir is not None:
         import json
 
         summary = sim.trace_summary()
         run.trace = json.loads(summary) if summary is not None else None
     return run
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """(fn(), wall seconds)."""
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0

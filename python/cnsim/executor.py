@@ -25,7 +25,7 @@ class Unit:
     """One replication to run: an engine config (JSON) and a seed, with its
     simulated length for the progress bar and a tag for the caller."""
 
-    config: str
+    config: Any
     seed: int
     duration_ms: float
     tag: Any = field(default=None, compare=False)
@@ -149,7 +149,7 @@ class LocalBackend:
         self.pool.shutdown(wait=True, cancel_futures=cancel)
 
 
-def _dask_unit(config: str, seed: int, trace_dir: str | None = None) -> tuple[str, SeedRun]:
+def _dask_unit(config: Any, seed: int, trace_dir: str | None = None) -> tuple[str, SeedRun]:
     """One replication on a Dask worker (with the worker's engine version);
     a trace is written to `trace_dir`, which the worker must see."""
     from . import _core

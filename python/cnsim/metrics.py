@@ -5,16 +5,20 @@ their statistics over seeds (mean, standard deviation, 95% confidence
 interval), the derived per-flow and per-link tables, time to stability and
 the transient duration. Nothing here runs inside the engine's hot path.
 
-Sums over flows and links are sequential (`cum_sum().last()`), as the
-engine's were, so every figure is reproducible to the last bit."""
+The per-seed metrics and derived tables are plain Python over the engine's
+columns (`cnsim.tables.Table`): no dataframe library and no numpy is
+imported for a run; the time-series metrics (stability, transient) import
+numpy when a scenario has them. Sums are sequential (`seq_sum`), as the
+engine's were, so every figure is reproducible to the last bit; percentiles
+interpolate linearly between ranks exactly as numpy's default does."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-import polars as pl
+from .tables import Table, percentile, seq_mean, seq_sum
 
 #: Metrics whose value is a count (reported as integers).
 COUNTS = {
@@ -29,40 +33,40 @@ COUNTS = {
 }
 
 PS_PER_S = 1e12
+#: Picoseconds to microseconds as a multiplication by the reciprocal: the
+#: form these columns were always computed in (a dataframe's division by a
+#: scalar), kept so that every saved figure stays the same to the last bit.
+_US_PER_PS = 1 / 1e6
 
 
-def gbps(bytes_: Any, ps: float) -> np.ndarray:
+def gbps(bytes_: Sequence[float], ps: float) -> list[float]:
     """Gbit/s of byte counts over `ps` picoseconds (0 when `ps` is 0),
-    elementwise as bytes x 8 x 1000 / ps. Computed with numpy, which divides
-    each element (polars multiplies by the reciprocal of a scalar divisor,
-    which can differ in the last bit)."""
-    b = np.asarray(bytes_, dtype=np.float64)
+    elementwise as bytes x 8 x 1000 / ps."""
     if ps == 0:
-        return np.zeros_like(b)
-    return b * 8.0 * 1000.0 / float(ps)
+        return [0.0] * len(bytes_)
+    d = float(ps)
+    return [float(b) * 8.0 * 1000.0 / d for b in bytes_]
 
 
-def seq_sum(expr: pl.Expr) -> pl.Expr:
-    """Sum in row order (as a loop would add them), 0 for no rows."""
-    return expr.cum_sum().last().fill_null(0.0)
-
-
-def seq_mean(expr: pl.Expr) -> pl.Expr:
-    """Mean in row order, null for no rows."""
-    return expr.cum_sum().last() / pl.len()
+def fdiv(a: float, b: float) -> float:
+    """a / b with IEEE semantics (x / 0 is +-inf, 0 / 0 NaN), as a dataframe divides."""
+    try:
+        return a / b
+    except ZeroDivisionError:
+        return math.nan if a == 0 or a != a else math.copysign(math.inf, a) * math.copysign(1.0, b)
 
 
 def _windows(run: Any) -> list[tuple[str, int, int]]:
-    w = run.tables["windows"]
-    return list(zip(w["name"].to_list(), w["start_ps"].to_list(), w["end_ps"].to_list(), strict=True))
+    w = run.table("windows")
+    return list(zip(w["name"], w["start_ps"], w["end_ps"], strict=True))
 
 
-def flow_table(run: Any) -> pl.DataFrame:
+def flow_table(run: Any) -> Table:
     """Flows (src, dst) with frames generated / delivered and
     `throughput_gbps_<window>`: bytes delivered in each window / its length."""
-    f = run.tables["flows"]
+    f = run.table("flows")
     return f.with_columns(
-        [pl.Series(f"throughput_gbps_{n}", gbps(f[f"bytes_{n}"], b - a)) for n, a, b in _windows(run)]
+        **{f"throughput_gbps_{n}": gbps(f[f"bytes_{n}"], b - a) for n, a, b in _windows(run)}
     )
 
 
@@ -75,32 +79,30 @@ _NEVER = 2**64 - 1
 
 def has_flow_records(run: Any) -> bool:
     """The run carried transport flows (a `[workload]`)."""
-    t = run.tables.get("flow_records")
+    t = run.columns.get("flow_records")
     return t is not None and len(t) > 0
 
 
-def fct_table(run: Any) -> pl.DataFrame:
+def fct_table(run: Any) -> Table:
     """One row per transport flow: the engine's record (`src`, `dst`,
     `size_bytes`, `start_ps`, `finish_ps`, `ideal_fct_ps`, `retransmitted`,
     `timeouts`, `hops`) and `start_us`, `finish_us`, `fct_us`,
     `ideal_fct_us` and `slowdown` (FCT over the ideal FCT: the same flow alone
     on the empty network along its path); null for a flow that did not
     finish inside the run."""
-    t = run.tables["flow_records"]
-    done = pl.col("finish_ps") != _NEVER
+    t = run.table("flow_records")
+    start, finish, ideal = t["start_ps"], t["finish_ps"], t["ideal_fct_ps"]
+    k = _US_PER_PS
+    finish_us = [None if f == _NEVER else float(f) * k for f in finish]
+    fct_us = [None if f == _NEVER else float(f - s) * k for s, f in zip(start, finish, strict=True)]
+    ideal_us = [float(i) * k for i in ideal]
     return t.with_columns(
-        (pl.col("start_ps").cast(pl.Float64) / 1e6).alias("start_us"),
-        pl.when(done).then(pl.col("finish_ps").cast(pl.Float64) / 1e6).otherwise(None).alias("finish_us"),
-        pl.when(done)
-        .then((pl.col("finish_ps") - pl.col("start_ps")).cast(pl.Float64) / 1e6)
-        .otherwise(None)
-        .alias("fct_us"),
-        (pl.col("ideal_fct_ps").cast(pl.Float64) / 1e6).alias("ideal_fct_us"),
-    ).with_columns((pl.col("fct_us") / pl.col("ideal_fct_us")).alias("slowdown"))
-
-
-def _pct(v: np.ndarray, q: float) -> float | None:
-    return float(np.percentile(v, q)) if len(v) else None
+        start_us=[float(s) * k for s in start],
+        finish_us=finish_us,
+        fct_us=fct_us,
+        ideal_fct_us=ideal_us,
+        slowdown=[None if f is None else fdiv(f, i) for f, i in zip(fct_us, ideal_us, strict=True)],
+    )
 
 
 def flow_metrics(run: Any) -> dict[str, Any]:
@@ -108,40 +110,44 @@ def flow_metrics(run: Any) -> dict[str, Any]:
     completed, slowdown percentiles (all flows, and flows under 100 KB),
     mean FCT; over the flows that finished."""
     t = fct_table(run)
-    done = t.filter(pl.col("fct_us").is_not_null())
-    sd = done["slowdown"].to_numpy()
-    small = done.filter(pl.col("size_bytes") < 100_000)["slowdown"].to_numpy()
+    size, fct, sd = t["size_bytes"], t["fct_us"], t["slowdown"]
+    done = [i for i, f in enumerate(fct) if f is not None]
+    slow = [sd[i] for i in done]
+    small = [sd[i] for i in done if size[i] < 100_000]
     return {
         "flows_started": len(t),
         "flows_completed": len(done),
-        "slowdown_p50": _pct(sd, 50),
-        "slowdown_p95": _pct(sd, 95),
-        "slowdown_p99": _pct(sd, 99),
-        "slowdown_p99_under_100kb": _pct(small, 99),
-        "fct_mean_us": float(done["fct_us"].mean()) if len(done) else None,  # type: ignore[arg-type]
-        "retransmitted_frames": int(t["retransmitted"].sum()),
-        "timeouts": int(t["timeouts"].sum()),
+        "slowdown_p50": percentile(slow, 50),
+        "slowdown_p95": percentile(slow, 95),
+        "slowdown_p99": percentile(slow, 99),
+        "slowdown_p99_under_100kb": percentile(small, 99),
+        "fct_mean_us": seq_mean([fct[i] for i in done]),
+        "retransmitted_frames": sum(t["retransmitted"]),
+        "timeouts": sum(t["timeouts"]),
     }
 
 
-def slowdown_by_size(fct: pl.DataFrame, buckets: tuple[float, ...] = SIZE_BUCKETS) -> pl.DataFrame:
+def slowdown_by_size(fct: Any, buckets: tuple[float, ...] = SIZE_BUCKETS) -> Any:
     """Per size bucket (flows with size <= `upper_bytes` and above the
     previous bound): flows, and the p50 / p95 / p99 slowdown of those that
-    finished."""
+    finished. `fct`: a flows DataFrame (`Results.flows()`); a polars DataFrame."""
+    import polars as pl
+
     rows = []
     lower = 0.0
     done = fct.filter(pl.col("slowdown").is_not_null())
+    sizes = done["size_bytes"].to_list()
+    slow = done["slowdown"].to_list()
     for upper in buckets:
-        part = done.filter((pl.col("size_bytes") > lower) & (pl.col("size_bytes") <= upper))
-        v = part["slowdown"].to_numpy()
+        v = [x for s, x in zip(sizes, slow, strict=True) if lower < s <= upper]
         rows.append(
             {
                 "lower_bytes": lower,
                 "upper_bytes": upper,
                 "flows": len(v),
-                "slowdown_p50": _pct(v, 50),
-                "slowdown_p95": _pct(v, 95),
-                "slowdown_p99": _pct(v, 99),
+                "slowdown_p50": percentile(v, 50),
+                "slowdown_p95": percentile(v, 95),
+                "slowdown_p99": percentile(v, 99),
             }
         )
         lower = upper
@@ -151,32 +157,31 @@ def slowdown_by_size(fct: pl.DataFrame, buckets: tuple[float, ...] = SIZE_BUCKET
     )
 
 
-def node_table(run: Any) -> pl.DataFrame:
+def node_table(run: Any) -> Table:
     """Nodes with `throughput_from_gbps_<window>` / `throughput_to_gbps_<window>`:
     the bytes a station sent / received that were delivered in the window,
     over its length (what a run without per-flow counters has per station)."""
-    n = run.tables["nodes"]
-    cols = []
+    n = run.table("nodes")
+    cols = {}
     for w, a, b in _windows(run):
         for side in ("from", "to"):
             col = f"bytes_{side}_{w}"
-            if col in n.columns:
-                cols.append(pl.Series(f"throughput_{side}_gbps_{w}", gbps(n[col], b - a)))
-    return n.with_columns(cols)
+            if col in n:
+                cols[f"throughput_{side}_gbps_{w}"] = gbps(n[col], b - a)
+    return n.with_columns(**cols)
 
 
-def link_table(run: Any) -> pl.DataFrame:
+def link_table(run: Any) -> Table:
     """Link directions with `throughput_gbps_<window>` (bytes their sender
     started in the window / its length) and `time_paused_pct`: the share of the
     measure window its sender was paused."""
     ws = _windows(run)
     _, m0, m1 = ws[0]
-    links = run.tables["links"]
-    pct = 100.0 * links["paused_ps"].to_numpy().astype(np.float64) / float(m1 - m0)
-    return links.with_columns(
-        [pl.Series(f"throughput_gbps_{n}", gbps(links[f"bytes_{n}"], b - a)) for n, a, b in ws]
-        + [pl.Series("time_paused_pct", pct)]
-    )
+    links = run.table("links")
+    span = float(m1 - m0)
+    pct = [fdiv(100.0 * float(p), span) for p in links["paused_ps"]]
+    cols = {f"throughput_gbps_{n}": gbps(links[f"bytes_{n}"], b - a) for n, a, b in ws}
+    return links.with_columns(**cols, time_paused_pct=pct)
 
 
 def run_metrics(run: Any) -> dict[str, Any]:
@@ -186,13 +191,10 @@ def run_metrics(run: Any) -> dict[str, Any]:
     mlen = m1 - m0
     f = run.frames
     links = link_table(run)
-    pausable = links.filter(pl.col("can_pause"))
-    paused = pausable.filter(pl.col("paused_ever"))
-    pcts = pausable.select(
-        seq_mean(pl.col("time_paused_pct")).alias("all"),
-        pl.col("time_paused_pct").max().alias("max"),
-    ).row(0, named=True)
-    measure = run.tables["windows"].row(0, named=True)
+    pct, can, ever = links["time_paused_pct"], links["can_pause"], links["paused_ever"]
+    pausable = [p for p, c in zip(pct, can, strict=True) if c]
+    paused = [p for p, c, e in zip(pct, can, ever, strict=True) if c and e]
+    measure = run.table("windows").row(0)
     delivered = f["delivered"]
     return {
         "aggregate_throughput": (measure["delivered_bytes"] * 8.0 * 1000.0 / mlen) if mlen else 0.0,
@@ -201,10 +203,10 @@ def run_metrics(run: Any) -> dict[str, Any]:
         "dropped_rl": f["dropped_rl"],
         "dropped_nic": f["dropped_nic"],
         "frames_deferred": f["deferred"],
-        "time_paused_pct": paused.select(seq_mean(pl.col("time_paused_pct"))).item() if len(paused) else None,
-        "time_paused_pct_all": pcts["all"] if len(pausable) else 0.0,
-        "time_paused_pct_max": max(0.0, pcts["max"]) if len(pausable) else 0.0,
-        "pause_frames": int(links["pause_frames"].sum()),
+        "time_paused_pct": seq_mean(paused) if paused else None,
+        "time_paused_pct_all": seq_mean(pausable) if pausable else 0.0,
+        "time_paused_pct_max": max(0.0, max(pausable)) if pausable else 0.0,
+        "pause_frames": int(sum(links["pause_frames"])),
         "overhead_mbps": f["note_bytes_measure"] * 8.0 / (mlen / PS_PER_S) / 1e6,
         "frames": f["generated"],
         "frames_delivered": delivered,
@@ -247,13 +249,12 @@ def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
         """Gbit/s delivered to `sink` in `window`: summed over its flows, or
         its own counter without per-flow counters."""
         if nodes is None:
-            return (
-                flows.filter(pl.col("dst") == sink)
-                .select(seq_sum(pl.col(f"throughput_gbps_{window}")))
-                .item()
-            )
-        row = nodes.filter(pl.col("name") == sink)
-        return row[f"throughput_to_gbps_{window}"].item() if len(row) else None
+            col = flows[f"throughput_gbps_{window}"]
+            return seq_sum([g for g, d in zip(col, flows["dst"], strict=True) if d == sink])
+        node_names = list(nodes["name"])
+        if sink not in node_names:
+            return None
+        return nodes[f"throughput_to_gbps_{window}"][node_names.index(sink)]
 
     if has_flow_records(run):
         m.update(flow_metrics(run))
@@ -262,9 +263,8 @@ def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
     if model.innocent is not None:
         sink = model.innocent.sink
         got = into(sink, names[0])
-        rate = dict(
-            zip(run.tables["links"]["from"].to_list(), run.tables["links"]["rate_bps"].to_list(), strict=True)
-        )
+        links = run.table("links")
+        rate = dict(zip(links["from"], links["rate_bps"], strict=True))
         offered = sum(
             n.load * (rate[n.name] / 1e9 if n.name in rate else 0.0)
             for n in model.nodes
@@ -274,20 +274,27 @@ def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
         m["innocent_offered"] = offered
         m["innocent_share"] = got / offered if offered > 0 else None
     if model.fairness is not None and model.fairness.window in names:
-        loaded = [n.name for n in model.nodes if n.kind == "station" and n.load > 0]
+        loaded = {n.name for n in model.nodes if n.kind == "station" and n.load > 0}
+        col = f"throughput_gbps_{model.fairness.window}"
         if nodes is None:
-            rates = flows.filter((pl.col("generated") > 0) & pl.col("src").is_in(loaded))[
-                f"throughput_gbps_{model.fairness.window}"
-            ].to_list()
+            rates = [
+                r
+                for r, g, s in zip(flows[col], flows["generated"], flows["src"], strict=True)
+                if g > 0 and s in loaded
+            ]
         else:  # per source
-            rates = nodes.filter((pl.col("generated") > 0) & pl.col("name").is_in(loaded))[
-                f"throughput_from_gbps_{model.fairness.window}"
-            ].to_list()
+            col = f"throughput_from_gbps_{model.fairness.window}"
+            rates = [
+                r
+                for r, g, s in zip(nodes[col], nodes["generated"], nodes["name"], strict=True)
+                if g > 0 and s in loaded
+            ]
         m.update(fairness(rates, model.fairness.target_gbps))
     if model.utilization is not None and model.utilization.window in names:
-        link = link_table(run).filter(pl.col("name") == model.utilization.link)
-        if len(link):
-            row = link.row(0, named=True)
+        links = link_table(run)
+        link_names = list(links["name"])
+        if model.utilization.link in link_names:
+            row = links.row(link_names.index(model.utilization.link))
             m["link_utilization"] = row[f"throughput_gbps_{model.utilization.window}"] / (
                 row["rate_bps"] / 1e9
             )
@@ -349,19 +356,18 @@ def summarize(per_seed_metrics: list[dict[str, Any]]) -> dict[str, dict[str, Any
 
 
 def time_to_stability(
-    q_max: np.ndarray, q_end: np.ndarray, bin_ms: float, threshold: float
+    q_max: Any, q_end: Any, bin_ms: float, threshold: float
 ) -> tuple[float | None, float | None]:
     """(onset, stable) times in ms from a binned queue trace: onset at the start
     of the first bin whose maximum reaches `threshold`, stability at the end of
     the first later bin that ends below it. None where it never happens."""
-    hit = np.flatnonzero(q_max >= threshold)
-    if hit.size == 0:
+    onset = next((i for i, v in enumerate(q_max) if v >= threshold), None)
+    if onset is None:
         return None, None
-    onset = int(hit[0])
-    below = np.flatnonzero(q_end[onset:] < threshold)
-    if below.size == 0:
+    below = next((i for i in range(onset, len(q_end)) if q_end[i] < threshold), None)
+    if below is None:
         return onset * bin_ms, None
-    return onset * bin_ms, (onset + int(below[0]) + 1) * bin_ms
+    return onset * bin_ms, (below + 1) * bin_ms
 
 
 def stability_metrics(run: Any, scenario: Any) -> dict[str, Any]:
@@ -372,11 +378,10 @@ def stability_metrics(run: Any, scenario: Any) -> dict[str, Any]:
     qeq = qeq_bytes(scenario.table) or qeq_bytes(TABLES["bcn"]())
     assert qeq is not None
     threshold = st.factor * qeq
-    by = {(s, k): v for s, k, v in run.series}
-    q_max, q_end = by.get(("queue_bytes_max", st.port)), by.get(("queue_bytes", st.port))
+    q_max, q_end = run.series_values("queue_bytes_max", st.port), run.series_values("queue_bytes", st.port)
     if q_max is None or q_end is None:
         return {}
-    onset, stable = time_to_stability(np.asarray(q_max), np.asarray(q_end), run.bin_ps / 1e9, threshold)
+    onset, stable = time_to_stability(q_max, q_end, run.bin_ps / 1e9, threshold)
     return {
         "congestion_onset_ms": onset,
         "time_to_stability_ms": stable,
@@ -387,9 +392,11 @@ def stability_metrics(run: Any, scenario: Any) -> dict[str, Any]:
 # -------------------------------------------------------- transient duration
 
 
-def relative_change(x: np.ndarray) -> np.ndarray:
+def relative_change(x: Any) -> Any:
     """rc(l) = (x(l) - x) / x, x(l) the mean with the first l bins deleted
     (Jain 1991, initial data deletion), for l = 0 .. n - 1."""
+    import numpy as np
+
     n = len(x)
     total = float(np.sum(x))
     overall = total / n
@@ -398,8 +405,10 @@ def relative_change(x: np.ndarray) -> np.ndarray:
     return (means - overall) / overall
 
 
-def knee(rc: np.ndarray, epsilon: float) -> int:
+def knee(rc: Any, epsilon: float) -> int:
     """The smallest l such that |rc(l') - rc(l)| <= epsilon for every l' from l to n/2."""
+    import numpy as np
+
     half = len(rc) // 2
     for l_ in range(half + 1):
         if np.all(np.abs(rc[l_ : half + 1] - rc[l_]) <= epsilon):
@@ -407,9 +416,11 @@ def knee(rc: np.ndarray, epsilon: float) -> int:
     return half
 
 
-def smooth(x: np.ndarray, width: int) -> np.ndarray:
+def smooth(x: Any, width: int) -> Any:
     """Centred moving average over `width` bins; near the ends the window is
     cut to the bins that exist."""
+    import numpy as np
+
     width = max(1, int(width))
     if width == 1 or len(x) == 0:
         return np.asarray(x, dtype=float)
@@ -420,12 +431,14 @@ def smooth(x: np.ndarray, width: int) -> np.ndarray:
     return (c[hi] - c[lo]) / (hi - lo)
 
 
-def settling(x: np.ndarray, band: float, width: int) -> tuple[int | None, float]:
+def settling(x: Any, band: float, width: int) -> tuple[int | None, float]:
     """Settling time of a series (in bins from its start): the first bin after
     which the series, smoothed over `width` bins, stays within `band` (a
     fraction) of its steady mean, the mean of its second half. Returns
     (bin, steady mean); the bin is None when the last smoothed value is
     still outside the band (not settled by the end)."""
+    import numpy as np
+
     x = np.asarray(x, dtype=float)
     n = len(x)
     if n == 0:
@@ -445,16 +458,19 @@ def transient(results: Any) -> dict[str, Any] | None:
     tr = results.scenario.model.transient
     if tr is None:
         return None
+    import numpy as np
+
     curves = []
     for run in results.runs:
         bin_ms = run.bin_ps / 1e9
-        agg = next((v for s, k, v in run.series if s == "aggregate_throughput"), None)
+        agg = run.series_values("aggregate_throughput", "all")
         if agg is None:
             return None
+        agg = np.asarray(agg)
         t = np.arange(len(agg)) * bin_ms
         end = tr.end_ms if tr.end_ms is not None else len(agg) * bin_ms
         per = max(1, round(tr.bin_ms / bin_ms))
-        sel = np.asarray(agg)[(t >= tr.onset_ms - 1e-9) & (t < end - 1e-9)]
+        sel = agg[(t >= tr.onset_ms - 1e-9) & (t < end - 1e-9)]
         sel = sel[: len(sel) // per * per]
         curves.append(sel.reshape(-1, per).mean(axis=1))
     n = min(len(c) for c in curves)

@@ -12,13 +12,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import polars as pl
-
 from .engine import SeedRun
 from .errors import ScenarioError
-from .metrics import fct_table, flow_table, link_table, per_seed, slowdown_by_size, summarize
+from .metrics import fct_table, fdiv, flow_table, link_table, per_seed, slowdown_by_size, summarize
 from .scenario import Scenario
+from .tables import Table, write_parquet
 
 #: Engine fields that depend on the machine, not on (scenario, seed).
 WALL_CLOCK_FIELDS = ("wall_s", "events_per_s", "frames_delivered_per_s", "sim_speed")
@@ -50,8 +48,10 @@ class Results:
         return sorted(self.seeds) == sorted(self.scenario.seeds)
 
     @property
-    def summary(self) -> pl.DataFrame:
-        """One row per seed, one column per scalar metric."""
+    def summary(self) -> Any:
+        """One row per seed, one column per scalar metric (a polars DataFrame)."""
+        import polars as pl
+
         rows = [{"seed": r.seed, **m} for r, m in zip(self.runs, self.per_seed, strict=True)]
         return pl.DataFrame(rows, infer_schema_length=None)
 
@@ -98,90 +98,136 @@ class Results:
         return _clean(out)
 
     # ------------------------------------------------------------- tables
-    def _per_seed_table(self, make: Any) -> pl.DataFrame:
-        parts = [make(r).select(pl.lit(r.seed, dtype=pl.Int64).alias("seed"), pl.all()) for r in self.runs]
-        return pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
+    def _seed_tables(self, make: Any) -> list[tuple[int, Table]]:
+        """(seed, make(run)) for every run that has the table."""
+        return [(r.seed, t) for r in self.runs if (t := make(r)) is not None]
+
+    @staticmethod
+    def _polars(parts: list[tuple[int, Table]]) -> Any:
+        """Per-seed tables as one polars DataFrame with a first column `seed`."""
+        import polars as pl
+
+        frames = [
+            t.to_polars().select(pl.lit(seed, dtype=pl.Int64).alias("seed"), pl.all()) for seed, t in parts
+        ]
+        return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
 
     @property
     def transport(self) -> bool:
         """The scenario has transport flows (a `[workload]`)."""
         return self.scenario.model.workload is not None
 
-    def flows(self) -> pl.DataFrame:
+    def _flows(self) -> list[tuple[int, Table]]:
+        return self._seed_tables(fct_table if self.transport else flow_table)
+
+    def _pairs(self) -> list[tuple[int, Table]]:
+        return self._seed_tables(flow_table)
+
+    def _queues(self) -> list[tuple[int, Table]]:
+        out = []
+        for r in self.runs:
+            t = r.columns.get("queue_hist")
+            if t is None or not len(t):
+                continue
+            ports, times = t["port"], t["time_ps"]
+            total: dict[str, int] = {}
+            for p, x in zip(ports, times, strict=True):
+                total[p] = total.get(p, 0) + x
+            fraction = [fdiv(float(x), float(total[p])) for p, x in zip(ports, times, strict=True)]
+            cdf, acc = [], {}
+            for p, f in zip(ports, fraction, strict=True):
+                acc[p] = acc.get(p, 0.0) + f
+                cdf.append(acc[p])
+            out.append(
+                (
+                    r.seed,
+                    t.select(["port", "lower_bytes", "time_ps"]).with_columns(fraction=fraction, cdf=cdf),
+                )
+            )
+        return out
+
+    def _links(self) -> list[tuple[int, Table]]:
+        return self._seed_tables(link_table)
+
+    def _nodes(self) -> list[tuple[int, Table]]:
+        return self._seed_tables(lambda r: r.table("nodes"))
+
+    def _windows(self) -> list[tuple[int, Table]]:
+        return self._seed_tables(lambda r: r.table("windows"))
+
+    def flows(self) -> Any:
         """Per seed and flow. With transport flows (a `[workload]`): one row
         per flow, its size, start, finish, FCT, ideal FCT and slowdown
         (`metrics.fct_table`). Otherwise per (src, dst) pair: frames
         generated / delivered, bytes and throughput per window."""
-        if self.transport:
-            return self._per_seed_table(fct_table)
-        return self._per_seed_table(flow_table)
+        return self._polars(self._flows())
 
-    def pairs(self) -> pl.DataFrame:
+    def pairs(self) -> Any:
         """Per seed and (src, dst) pair: frames generated / delivered, bytes
         and throughput per window (with transport flows, flows.parquet has
         the flows and pairs.parquet these counters)."""
-        return self._per_seed_table(flow_table)
+        return self._polars(self._pairs())
 
-    def queues(self) -> pl.DataFrame:
+    def queues(self) -> Any:
         """Per seed and traced port: the queue-length distribution over the
         measure window, one row per bucket of `frame_bytes`: `lower_bytes`,
         `time_ps` spent there, `fraction` of the window and `cdf` (the
         fraction of time with a queue below the bucket's upper end)."""
-        parts = []
-        for r in self.runs:
-            t = r.tables.get("queue_hist")
-            if t is None or not len(t):
-                continue
-            t = t.with_columns(pl.lit(r.seed, dtype=pl.Int64).alias("seed"))
-            total = pl.col("time_ps").sum().over("port")
-            parts.append(
-                t.with_columns((pl.col("time_ps") / total).alias("fraction"))
-                .with_columns(pl.col("fraction").cum_sum().over("port").alias("cdf"))
-                .select("seed", "port", "lower_bytes", "time_ps", "fraction", "cdf")
-            )
-        return pl.concat(parts) if parts else pl.DataFrame()
+        return self._polars(self._queues())
 
-    def slowdown_by_size(self) -> pl.DataFrame:
+    def slowdown_by_size(self) -> Any:
         """Slowdown p50 / p95 / p99 per flow-size bucket, over every seed's
         finished flows (empty without transport flows)."""
+        import polars as pl
+
         if not self.transport:
             return pl.DataFrame()
         return slowdown_by_size(self.flows())
 
-    def links(self) -> pl.DataFrame:
+    def links(self) -> Any:
         """Per seed and link direction: bytes and throughput per window, PAUSE, notifications."""
-        return self._per_seed_table(link_table)
+        return self._polars(self._links())
 
-    def nodes(self) -> pl.DataFrame:
+    def nodes(self) -> Any:
         """Per seed and node: frames generated, delivered, dropped (CP, RLQ, NIC), deferred, notifications."""
-        return self._per_seed_table(lambda r: r.tables["nodes"])
+        return self._polars(self._nodes())
 
-    def windows(self) -> pl.DataFrame:
+    def windows(self) -> Any:
         """Per seed and window: its bounds and frame counts inside it."""
-        return self._per_seed_table(lambda r: r.tables["windows"])
+        return self._polars(self._windows())
 
-    def timeseries(self, series: str | None = None, seed: int | None = None) -> pl.DataFrame:
+    def timeseries(self, series: str | None = None, seed: int | None = None) -> Any:
         """Long format: seed, time_ms, series, key, value (bins' start times)."""
+        import numpy as np
+        import polars as pl
+
         frames = []
         for r in self.runs:
             if seed is not None and r.seed != seed:
                 continue
             bin_ms = r.bin_ps / 1e9
-            for s, k, v in r.series:
-                if series is not None and s != series:
-                    continue
-                n = len(v)
-                frames.append(
-                    pl.DataFrame(
-                        {
-                            "seed": np.full(n, r.seed, dtype=np.int64),
-                            "time_ms": np.arange(n, dtype=np.float64) * bin_ms,
-                            "series": [s] * n,
-                            "key": [k] * n,
-                            "value": v,
-                        }
-                    )
+            index, values = r.series_buffer()
+            allv = np.frombuffer(values, dtype="<f8")
+            sel = [(s, k, off, n) for s, k, off, n in index if series is None or s == series]
+            if not sel:
+                continue
+            lengths = np.array([n for *_, n in sel], dtype=np.int64)
+            names = pl.Series([s for s, *_ in sel], dtype=pl.Categorical)
+            keys = pl.Series([k for _, k, *_ in sel], dtype=pl.Categorical)
+            pos = np.concatenate([np.arange(n, dtype=np.float64) for *_, n in sel])
+            vals = np.concatenate([allv[off : off + n] for *_, off, n in sel])
+            rep = np.repeat(np.arange(len(sel)), lengths)
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "seed": np.full(len(vals), r.seed, dtype=np.int64),
+                        "time_ms": pos * bin_ms,
+                        "series": names.gather(rep).cast(pl.Utf8),
+                        "key": keys.gather(rep).cast(pl.Utf8),
+                        "value": vals,
+                    }
                 )
+            )
         if not frames:
             return pl.DataFrame(
                 schema={
@@ -194,16 +240,21 @@ class Results:
             )
         return pl.concat(frames)
 
-    def events(self, seed: int | None = None) -> pl.DataFrame:
+    def events(self, seed: int | None = None) -> Any:
         """The event trace (`[trace] events`, docs/looking-at-frames.md): one
-        row per event, sorted by seed and time; empty when none was recorded."""
-        return self.trace.events(seed) if self.trace is not None else pl.DataFrame()
+        row per event, sorted by seed and time, as a polars DataFrame; empty
+        when none was recorded."""
+        if self.trace is not None:
+            return self.trace.events(seed)
+        import polars as pl
+
+        return pl.DataFrame()
 
     def pcap_files(self, seed: int | None = None) -> list[Path]:
         """The packet captures (`[trace] pcap`): one pcapng file per port and seed."""
         return self.trace.pcap_files(seed) if self.trace is not None else []
 
-    def to_polars(self, table: str = "summary") -> pl.DataFrame:
+    def to_polars(self, table: str = "summary") -> Any:
         """One of the tables as a polars DataFrame: summary (one row per
         seed), flows, pairs, links, nodes, windows, queues or timeseries."""
         if table not in TABLES:
@@ -218,6 +269,8 @@ class Results:
         """The time series as an xarray Dataset: one variable per series, with
         dimensions (seed, key, time_ms); units in each variable's attributes.
         Needs xarray (`pip install cnsim[xarray]`)."""
+        import numpy as np
+
         try:
             import xarray as xr
         except ImportError:
@@ -327,27 +380,40 @@ class Results:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         _atomic_write(out / "scenario.toml", self.scenario.to_toml())
-        self.flows().write_parquet(out / "flows.parquet")
+
+        def parquet(name: str, parts: list[tuple[int, Table]]) -> None:
+            write_parquet(out / name, [t for _, t in parts], seed_column=[s for s, _ in parts])
+
+        parquet("flows.parquet", self._flows())
         if self.transport:
-            self.pairs().write_parquet(out / "pairs.parquet")
-        self.queues().write_parquet(out / "queues.parquet")
-        self.links().write_parquet(out / "links.parquet")
-        self.nodes().write_parquet(out / "nodes.parquet")
-        self.windows().write_parquet(out / "windows.parquet")
-        self.timeseries().write_parquet(out / "timeseries.parquet")
-        _runs_table(self.runs).write_parquet(out / "runs.parquet")
+            parquet("pairs.parquet", self._pairs())
+        parquet("queues.parquet", self._queues())
+        parquet("links.parquet", self._links())
+        parquet("nodes.parquet", self._nodes())
+        parquet("windows.parquet", self._windows())
+        from . import _core
+
+        _core.write_timeseries(
+            str(out / "timeseries.parquet"), [(r.seed, r.bin_ps, *r.series_buffer()) for r in self.runs]
+        )
+        write_parquet(out / "runs.parquet", [_runs_table(self.runs)])
         tr = self.transient()
         if tr is not None:
             n = len(tr["rc"])
-            pl.DataFrame(
-                {
-                    "deleted_bins": np.arange(n, dtype=np.int64),
-                    "time_ms": np.arange(n, dtype=np.float64) * tr["bin_ms"],
-                    "rc": np.asarray(tr["rc"], dtype=np.float64),
-                    "mean_aggregate_gbps": np.asarray(tr["mean_series"], dtype=np.float64),
-                    "smoothed_aggregate_gbps": np.asarray(tr["smoothed_series"], dtype=np.float64),
-                }
-            ).write_parquet(out / "transient.parquet")
+            write_parquet(
+                out / "transient.parquet",
+                [
+                    Table(
+                        {
+                            "deleted_bins": list(range(n)),
+                            "time_ms": [float(i) * tr["bin_ms"] for i in range(n)],
+                            "rc": [float(x) for x in tr["rc"]],
+                            "mean_aggregate_gbps": [float(x) for x in tr["mean_series"]],
+                            "smoothed_aggregate_gbps": [float(x) for x in tr["smoothed_series"]],
+                        }
+                    )
+                ],
+            )
         if report:
             from .report import write_report
 
@@ -376,16 +442,15 @@ _SERIES_UNITS = {
 _RUN_FIELDS = ("bin_ps", "end_ps", "n_bins")
 
 
-def _runs_table(runs: list[SeedRun]) -> pl.DataFrame:
+def _runs_table(runs: list[SeedRun]) -> Table:
     """One row per seed: its header counters (frames, engine), for open_results."""
-    rows = []
-    for r in runs:
-        row: dict[str, Any] = {"seed": r.seed}
-        row.update({k: getattr(r, k) for k in _RUN_FIELDS})
-        row.update({f"frames.{k}": v for k, v in r.frames.items()})
-        row.update({f"engine.{k}": v for k, v in r.engine.items()})
-        rows.append(row)
-    return pl.DataFrame(rows, infer_schema_length=None)
+    cols: dict[str, list[Any]] = {"seed": [r.seed for r in runs]}
+    for k in _RUN_FIELDS:
+        cols[k] = [getattr(r, k) for r in runs]
+    for part in ("frames", "engine"):
+        for k in getattr(runs[0], part) if runs else ():
+            cols[f"{part}.{k}"] = [getattr(r, part).get(k) for r in runs]
+    return Table(cols)
 
 
 #: The engine's columns of a flow record (flows.parquet adds derived ones).
@@ -404,6 +469,9 @@ FLOW_RECORD_COLUMNS = (
 
 def _saved_runs(out: Path) -> list[SeedRun]:
     """The SeedRuns of a results directory, rebuilt from its Parquet files."""
+    import numpy as np
+    import polars as pl
+
     runs_t = _read_parquet(out / "runs.parquet")
     tables = {n: _read_parquet(out / f"{n}.parquet") for n in ("windows", "flows", "links", "nodes")}
     if (out / "queues.parquet").exists():
@@ -429,17 +497,22 @@ def _saved_runs(out: Path) -> list[SeedRun]:
         per = {}
         for name, t in tables.items():
             part = t.filter(pl.col("seed") == seed).drop("seed")
-            per[name] = part.select([c for c in part.columns if not c.startswith(derived)])
+            per[name] = Table.from_polars(part.select([c for c in part.columns if not c.startswith(derived)]))
         part = ts.filter(pl.col("seed") == seed)
-        series = [
-            (g["series"][0], g["key"][0], g["value"].to_numpy())
-            for g in part.partition_by(["series", "key"], maintain_order=True)
-        ]
-        runs.append(SeedRun(seed, header, per, series))
+        index, chunks, off = [], [], 0
+        for g in part.partition_by(["series", "key"], maintain_order=True):
+            v = g["value"].to_numpy().astype("<f8")
+            index.append((g["series"][0], g["key"][0], off, len(v)))
+            chunks.append(v)
+            off += len(v)
+        values = np.concatenate(chunks).tobytes() if chunks else b""
+        runs.append(SeedRun(seed, header, per, index, values))
     return runs
 
 
-def _read_parquet(path: Path) -> pl.DataFrame:
+def _read_parquet(path: Path) -> Any:
+    import polars as pl
+
     try:
         return pl.read_parquet(path)
     except FileNotFoundError:

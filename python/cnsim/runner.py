@@ -48,7 +48,7 @@ def run(
     from .guards import check_run_memory
 
     check_run_memory(scenario)
-    config = scenario.engine_json()
+    config = scenario.engine_config_checked()
     from .trace import records
 
     tdir: Path | None = None

@@ -4,7 +4,7 @@ tables (`[bcn]`, `[qcn2pt]`, ...).
 Each scheme declares its parameters once, in its engine module
 (`crates/cnsim-core/src/scheme/`, e.g. `qcn::table`): name (the unit is in
 the name), type, default, range, cross-parameter rules and help. This module
-builds the pydantic tables from that declaration, so scenario validation,
+builds the pydantic tables from that declaration (`cnsim.declarations`), so scenario validation,
 `cnsim show`'s comments and the tables of docs/scenario-format.md
 (`cnsim.docs`) cannot drift from what the engine checks and uses. Rules
 that tie parameters together are checked by the engine when a scenario is
@@ -13,14 +13,12 @@ resolved (`Scenario.engine_json`), before anything runs or is written.
 
 from __future__ import annotations
 
-import json
-from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator
 from pydantic_core import PydanticCustomError
 
-from . import _core
+from .declarations import declarations
 
 
 class _Table(BaseModel):
@@ -37,13 +35,6 @@ class _Table(BaseModel):
         if is_switch and not isinstance(v, bool):  # nor 1, 0 or "yes" as a switch
             raise PydanticCustomError("bool_type", "expected true or false")
         return v
-
-
-@cache
-def declarations() -> dict[str, Any]:
-    """The engine's declarations: `tables` (each with `params` and `rules`)
-    and `schemes` (name, engine scheme, table, what the name sets)."""
-    return json.loads(_core.scheme_declarations())
 
 
 _TYPES: dict[str, Any] = {"float": float, "int": int, "bool": bool}

@@ -61,3 +61,16 @@ def test_results_doc_names_every_metric():
         names |= set(res.timeseries()["series"].unique())
     missing = sorted(n for n in names if f"`{n}`" not in text)
     assert not missing, f"undocumented in docs/results.md: {missing}"
+
+
+def test_the_declarations_file_is_the_engines():
+    # cnsim reads the schemes' declarations from a file (no engine for
+    # --help, list, show); it must be what the engine declares now.
+    import json
+
+    from cnsim import _core
+    from cnsim.declarations import PATH
+
+    assert json.loads(PATH.read_text()) == json.loads(_core.scheme_declarations()), (
+        "python/cnsim/declarations.json is out of date: run `python -m cnsim.docs`"
+    )

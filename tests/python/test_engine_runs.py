@@ -58,6 +58,42 @@ def test_same_seed_same_results_different_seed_different_results():
     assert not np.array_equal(qa, qc)
 
 
+@pytest.mark.parametrize("name,scheme", [("baseline", "bcn"), ("flows_incast", "dcqcn")])
+def test_where_a_step_ends_never_changes_a_result(name, scheme):
+    """The engine runs in wall-time steps (`run_for`, a look at Python every
+    ~0.1 s): steps cut between any two events, even at one instant, leave
+    every counter and series as one uninterrupted run has them."""
+    from cnsim import _core
+
+    sc = load(name, scheme=scheme, pause=True)
+    if not name.startswith("flows"):
+        sc = sc.replace(duration_ms=10.0)
+    cfg = sc.engine_config_checked()
+    whole = _core.Simulation(cfg, 3)
+    whole.run()
+    steps = _core.Simulation(cfg, 3)
+    n = 0
+    while not steps.run_for(0.0):  # a deadline already passed: one batch of events a step
+        n += 1
+    assert n > 3, "the run was cut in several steps"
+    a, b = steps.results(), whole.results()
+    assert a.pop("engine")["events"] == b.pop("engine")["events"]
+    assert a == b
+    assert steps.series_buffer() == whole.series_buffer()
+
+
+def test_an_engine_error_names_its_parameter_as_a_path():
+    from cnsim import _core
+
+    cfg = load("baseline").engine_config_checked()
+    bad = {**cfg, "pause": {**cfg["pause"], "xoff_bytes": "many"}}
+    with pytest.raises(_core.EngineConfigError) as e:
+        _core.Simulation(bad, 0)
+    assert e.value.path == "pause.xoff_bytes" and e.value.message
+    with pytest.raises(ValueError, match="^pause.xoff_bytes: "):
+        _core.check_config(bad)
+
+
 def test_results_do_not_depend_on_jobs_or_seed_order():
     sc = load("baseline", scheme="nocm").replace(duration_ms=15.0)
     one = cnsim.run(sc, seeds=[0, 1, 2], jobs=1, progress=False)
@@ -208,3 +244,17 @@ def test_progress_bar_counts_simulated_ms_of_all_seeds(monkeypatch):
     cnsim.run(sc, seeds=2, jobs=2, progress=True)
     text = buf.getvalue()
     assert "20/20 simulated ms" in text and "2/2 seeds" in text
+
+
+def test_a_run_pickles_whole():
+    """A SeedRun crosses processes (Dask workers) with every typed column
+    and series intact."""
+    import pickle
+
+    res = cnsim.run(load("baseline").replace(duration_ms=5.0, seeds=[0]), progress=False)
+    r = res.runs[0]
+    back = pickle.loads(pickle.dumps(r))
+    assert all(r.table(n).equals(back.table(n)) for n in r.columns)
+    assert back.table("links")["frames"].format == "Q"
+    assert back.series_buffer() == r.series_buffer()
+    assert back.tables["nodes"].equals(r.tables["nodes"])

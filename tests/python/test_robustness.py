@@ -123,15 +123,17 @@ def test_a_failed_save_leaves_no_directory(tmp_path, monkeypatch):
     sc = cnsim.Scenario(__import__("tomllib").loads(TINY.format(name="t", duration=2.0, seeds=1)))
     res = cnsim.run(sc, progress=False)
     calls = {"n": 0}
-    real = pl.DataFrame.write_parquet
+    from cnsim import _core
 
-    def full_disk(self, *a, **k):
+    real = _core.write_parquet
+
+    def full_disk(*a, **k):
         calls["n"] += 1
         if calls["n"] == 3:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real(self, *a, **k)
+        return real(*a, **k)
 
-    monkeypatch.setattr(pl.DataFrame, "write_parquet", full_disk)
+    monkeypatch.setattr(_core, "write_parquet", full_disk)
     with pytest.raises(OSError, match="No space"):
         res.save(tmp_path / "out", report=False)
     assert not (tmp_path / "out").exists()

@@ -7,21 +7,60 @@ use crate::engine::Time;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// A configuration error: names the parameter (or node / link) and says what
-/// is wrong. Shown to the user as one line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError(pub String);
+/// A configuration error: the parameter at fault as a dotted path in the
+/// user's names (`timely.min_rate_mbps`, `events[3].node`, `links`; empty
+/// when no single parameter is) and what is wrong with it. Shown to the user
+/// as one line, `path: message`; the Python layer keeps the path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.line())]
+pub struct ConfigError {
+    pub path: String,
+    pub message: String,
+}
 
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+impl ConfigError {
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    /// An error from its one-line text `path: message`, the form every
+    /// engine check writes: the path is what comes before the first ": "
+    /// when it is a parameter's name (no spaces), else the error has none.
+    pub fn parse(text: impl Into<String>) -> ConfigError {
+        let text = text.into();
+        match text.split_once(": ") {
+            Some((path, message)) if !path.is_empty() && !path.contains(char::is_whitespace) => ConfigError::new(path, message),
+            _ => ConfigError::new("", text),
+        }
+    }
+
+    /// A deserialisation error under `prefix` (a table's name, or empty),
+    /// naming the field where it happened.
+    pub fn at<E: fmt::Display>(prefix: &str, e: serde_path_to_error::Error<E>) -> ConfigError {
+        let inner = e.path().to_string();
+        let path = match (prefix.is_empty(), inner == ".") {
+            (true, _) => inner,
+            (false, true) => prefix.to_string(),
+            (false, false) => format!("{prefix}.{inner}"),
+        };
+        ConfigError::new(path, e.into_inner().to_string())
+    }
+
+    /// The one line shown to users.
+    pub fn line(&self) -> String {
+        if self.path.is_empty() {
+            self.message.clone()
+        } else {
+            format!("{}: {}", self.path, self.message)
+        }
     }
 }
 
-impl std::error::Error for ConfigError {}
-
 pub(crate) fn err<T>(msg: impl Into<String>) -> Result<T, ConfigError> {
-    Err(ConfigError(msg.into()))
+    Err(ConfigError::parse(msg))
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -522,7 +561,8 @@ impl SchemeConfig {
     /// The parameters as the scheme's struct: unknown keys and wrong types
     /// are errors naming `table.key`.
     pub fn parse<P: serde::de::DeserializeOwned>(&self) -> Result<P, ConfigError> {
-        serde_json::from_value(serde_json::Value::Object(self.params.clone())).map_err(|e| ConfigError(format!("{}: {}", self.table(), e)))
+        let v = serde_json::Value::Object(self.params.clone());
+        serde_path_to_error::deserialize(v).map_err(|e| ConfigError::at(self.table(), e))
     }
 }
 
@@ -566,9 +606,11 @@ impl SimConfig {
         }
     }
 
-    /// Parse the JSON produced by the Python resolver.
+    /// Parse the JSON produced by the Python resolver (or a hand-written
+    /// config): an error names the field where it happened.
     pub fn from_json(s: &str) -> Result<Self, ConfigError> {
-        serde_json::from_str(s).map_err(|e| ConfigError(format!("engine config: {e}")))
+        let de = &mut serde_json::Deserializer::from_str(s);
+        serde_path_to_error::deserialize(de).map_err(|e| ConfigError::at("", e))
     }
 
     pub fn to_json(&self) -> String {
@@ -709,7 +751,7 @@ impl SimConfig {
             if a.stations.len() < 2 {
                 return err(format!("workload: arrivals[{i}] need at least 2 stations"));
             }
-            check_cdf(&a.cdf).map_err(|e| ConfigError(format!("workload.cdf: {e}")))?;
+            check_cdf(&a.cdf).map_err(|e| ConfigError::new("workload.cdf", e.to_string()))?;
         }
         for s in &self.stations {
             if !(0.0..=1.0).contains(&s.load) || s.load.is_nan() {

@@ -148,7 +148,7 @@ fn cycle_rate(t_cycle: f64, m: f64) -> f64 {
 
 impl FluidConfig {
     pub fn from_json(s: &str) -> Result<Self, ConfigError> {
-        serde_json::from_str(s).map_err(|e| ConfigError(format!("fluid config: {e}")))
+        serde_json::from_str(s).map_err(|e| ConfigError::new("fluid config", e.to_string()))
     }
 }
 

@@ -15,6 +15,7 @@
 //!   and the recording tracer; [`io`]: the files it writes (events.parquet,
 //!   pcapng captures with the frames' headers).
 //! - [`fluid`]: mean-field fluid models of BCN and QCN on one bottleneck.
+//! - [`io`]: result tables and time series written as Parquet.
 //! - [`bench`]: the reference workloads of `cnsim bench` and criterion.
 
 pub mod bench;

@@ -222,7 +222,7 @@ fn bad_configs_are_rejected_with_the_parameter_named() {
         let mut c = base.clone();
         f(&mut c);
         let e = Sim::new(&c, 0).err().unwrap_or_else(|| panic!("accepted a bad config ({needle})"));
-        assert!(e.0.contains(needle), "'{}' does not mention '{needle}'", e.0);
+        assert!(e.line().contains(needle), "'{}' does not mention '{needle}'", e.line());
     };
     check(&|c| c.stations[0].load = -0.1, "nodes.S.load");
     check(&|c| c.stations[0].dest = DestConfig::Fixed { node: "X".into() }, "unknown node 'X'");
@@ -428,11 +428,27 @@ fn hand_built_configs_the_python_layer_would_refuse_are_refused_not_crashed() {
     let mut cfg = cnsim_core::bench::star_config(2, 0.5, 10 * ms, 0);
     cfg.pause.quanta = 0;
     cfg.pause.enabled = true;
-    assert!(Sim::new(&cfg, 0).err().unwrap().0.starts_with("pause.quanta: 0 is not allowed"));
+    let e = Sim::new(&cfg, 0).err().unwrap();
+    assert!(e.line().starts_with("pause.quanta: 0 is not allowed"));
+    assert_eq!(e.path, "pause.quanta", "the error names its parameter as a path");
     let mut cfg = cnsim_core::bench::star_config(2, 0.5, 10 * ms, 0);
     cfg.bin_ps = 1;
-    assert!(Sim::new(&cfg, 0).err().unwrap().0.starts_with("duration_ms / bin_us:"));
+    assert!(Sim::new(&cfg, 0).err().unwrap().line().starts_with("duration_ms / bin_us:"));
     let mut cfg = cnsim_core::bench::star_config(2, 0.5, u64::MAX / 2, 0);
     cfg.windows[0].end_ps = cfg.duration_ps;
-    assert!(Sim::new(&cfg, 0).err().unwrap().0.starts_with("duration_ms:"));
+    assert!(Sim::new(&cfg, 0).err().unwrap().line().starts_with("duration_ms:"));
+}
+
+/// A config that does not parse names the field where it went wrong.
+#[test]
+fn a_config_that_does_not_parse_names_the_field() {
+    let mut v: serde_json::Value = serde_json::from_str(&cnsim_core::bench::star_config(2, 0.5, 1_000_000, 0).to_json()).unwrap();
+    v["pause"]["xoff_bytes"] = serde_json::json!("many");
+    let e = cnsim_core::SimConfig::from_json(&v.to_string()).unwrap_err();
+    assert_eq!(e.path, "pause.xoff_bytes");
+    assert!(e.message.contains("invalid type"), "{}", e.message);
+    v["pause"]["xoff_bytes"] = serde_json::json!(1000);
+    v["links"][1]["rate_bps"] = serde_json::json!(-1);
+    let e = cnsim_core::SimConfig::from_json(&v.to_string()).unwrap_err();
+    assert_eq!(e.path, "links[1].rate_bps");
 }

@@ -182,7 +182,7 @@ fn bad_trace_configs_name_the_parameter() {
         let mut cfg = incast_config(PS_PER_MS);
         set(&mut cfg);
         // Checked with or without somewhere to write.
-        let e = Sim::new(&cfg, 0).err().expect("refused").0;
+        let e = Sim::new(&cfg, 0).err().expect("refused").line();
         assert!(e.starts_with(msg), "{e}");
     }
 }

@@ -1,20 +1,62 @@
 //! PyO3 binding of the cnsim engine (`cnsim._core`). Converts at the
-//! boundary only: a JSON config in; out, typed tables (each column a
-//! little-endian numeric buffer for numpy, or a list of strings), counters
-//! as dicts and the binned series as float64 buffers. Simulation releases
-//! the GIL, so Python threads run replications in parallel.
+//! boundary only: a config in (a Python dict read by serde through
+//! pythonize, or JSON text); out, typed tables (each column one
+//! little-endian numeric buffer, or a list of strings), the run's counters
+//! as dicts serialised from the engine's own structs, and the binned series
+//! as one float64 buffer with an index. Parquet files are written here from
+//! columns, by the engine's writer. Simulation releases the GIL, so Python
+//! threads run replications in parallel.
 
 // pyo3 0.22's #[pymethods] expansion converts PyErr into itself; not our code.
 #![allow(clippy::useless_conversion)]
+// pyo3 0.22's create_exception! tests a `gil-refs` feature this crate does not have.
+#![allow(unexpected_cfgs)]
 
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array};
+use arrow_schema::{DataType, Field, Schema};
+use cnsim_core::config::ConfigError;
+use cnsim_core::io::parquet::{self as pq, SeriesRun};
 use cnsim_core::stats::Column;
 use cnsim_core::trace::TraceOutput;
 use cnsim_core::{RunResult, Sim, SimConfig};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::buffer::PyBuffer;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
-/// One replication: a scenario (engine config JSON) and a seed.
+create_exception!(
+    _core,
+    EngineConfigError,
+    PyValueError,
+    "A bad engine config: `path` names the parameter (a dotted path, or empty), `message` what is wrong."
+);
+
+fn config_error(py: Python<'_>, e: ConfigError) -> PyErr {
+    let err = EngineConfigError::new_err(e.line());
+    let value = err.value_bound(py);
+    let _ = value.setattr("path", e.path.as_str());
+    let _ = value.setattr("message", e.message.as_str());
+    err
+}
+
+/// A config given as a dict (the resolver's) or as JSON text.
+fn read_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<SimConfig> {
+    if let Ok(text) = config.downcast::<PyString>() {
+        return SimConfig::from_json(text.to_str()?).map_err(|e| config_error(py, e));
+    }
+    let mut de = pythonize::Depythonizer::from_object(config);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| config_error(py, ConfigError::at("", e)))
+}
+
+/// Where each series lies in one buffer: (series, key, offset, length).
+type SeriesIndex = Vec<(String, String, usize, usize)>;
+
+/// One replication: a scenario (engine config) and a seed.
 #[pyclass(module = "cnsim._core")]
 struct Simulation {
     sim: Option<Sim>,
@@ -28,14 +70,15 @@ impl Simulation {
     /// `trace.pcap`) writes it (events.seed<K>.parquet, pcap/); without it
     /// the run records none.
     #[new]
-    #[pyo3(signature = (config_json, seed, trace_dir=None))]
-    fn new(config_json: &str, seed: u64, trace_dir: Option<std::path::PathBuf>) -> PyResult<Self> {
-        let cfg = SimConfig::from_json(config_json).map_err(|e| PyValueError::new_err(e.0))?;
-        let sim = match trace_dir {
-            Some(dir) => Sim::with_trace(&cfg, seed, &TraceOutput { dir }),
-            None => Sim::new(&cfg, seed),
-        }
-        .map_err(|e| PyValueError::new_err(e.0))?;
+    #[pyo3(signature = (config, seed, trace_dir=None))]
+    fn new(py: Python<'_>, config: &Bound<'_, PyAny>, seed: u64, trace_dir: Option<std::path::PathBuf>) -> PyResult<Self> {
+        let cfg = read_config(py, config)?;
+        let sim = py
+            .allow_threads(|| match trace_dir {
+                Some(dir) => Sim::with_trace(&cfg, seed, &TraceOutput { dir }),
+                None => Sim::new(&cfg, seed),
+            })
+            .map_err(|e| config_error(py, e))?;
         Ok(Simulation {
             duration_ps: sim.duration(),
             sim: Some(sim),
@@ -52,7 +95,7 @@ impl Simulation {
     fn now_ps(&self) -> u64 {
         match &self.sim {
             Some(s) => s.now(),
-            None => self.duration_ps,
+            None => self.result.as_ref().map_or(self.duration_ps, |r| r.end_ps),
         }
     }
 
@@ -60,12 +103,17 @@ impl Simulation {
     fn run_until(&mut self, py: Python<'_>, t_ps: u64) -> PyResult<bool> {
         let Some(sim) = self.sim.as_mut() else { return Ok(true) };
         let done = py.allow_threads(|| sim.run_until(t_ps));
-        if done {
-            let mut sim = self.sim.take().expect("present");
-            let res = py.allow_threads(|| sim.finish()).map_err(PyRuntimeError::new_err)?;
-            self.result = Some(res);
-        }
-        Ok(done)
+        self.finish_if(py, done)
+    }
+
+    /// Runs for about `wall_s` seconds of wall-clock time (the engine looks
+    /// at the clock every few thousand events), or to the end, with the GIL
+    /// released; True once the run is over.
+    fn run_for(&mut self, py: Python<'_>, wall_s: f64) -> PyResult<bool> {
+        let Some(sim) = self.sim.as_mut() else { return Ok(true) };
+        let wall = Duration::from_secs_f64(wall_s.clamp(0.0, 3600.0));
+        let done = py.allow_threads(|| sim.run_for(wall));
+        self.finish_if(py, done)
     }
 
     fn run(&mut self, py: Python<'_>) -> PyResult<()> {
@@ -75,7 +123,8 @@ impl Simulation {
 
     /// The run's results: `{"seed", "end_ps", "bin_ps", "n_bins", "frames":
     /// {...}, "engine": {...}, "tables": {TABLE: {COLUMN: (dtype, bytes) or
-    /// [str]}}}` with dtype `<u8` (u64), `<f8` (f64) or `|b1` (bool).
+    /// [str]}}}` with dtype `<u8` (u64), `<f8` (f64) or `|b1` (bool). The
+    /// counters are the engine's structs serialised as they are declared.
     fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let r = self.result()?;
         let d = PyDict::new_bound(py);
@@ -83,38 +132,28 @@ impl Simulation {
         d.set_item("end_ps", r.end_ps)?;
         d.set_item("bin_ps", r.bin_ps)?;
         d.set_item("n_bins", r.n_bins)?;
-        let f = &r.frames;
-        let frames = PyDict::new_bound(py);
-        frames.set_item("generated", f.generated)?;
-        frames.set_item("delivered", f.delivered)?;
-        frames.set_item("dropped_cp", f.dropped_cp)?;
-        frames.set_item("dropped_rp", f.dropped_rp)?;
-        frames.set_item("dropped_rl", f.dropped_rl)?;
-        frames.set_item("dropped_nic", f.dropped_nic)?;
-        frames.set_item("deferred", f.deferred)?;
-        frames.set_item("in_flight", f.in_flight)?;
-        frames.set_item("delay_sum_ps", f.delay_sum_ps)?;
-        frames.set_item("delay_max_ps", f.delay_max_ps)?;
-        frames.set_item("reordered", f.reordered)?;
-        frames.set_item("note_bytes_measure", f.note_bytes_measure)?;
+        let frames = pythonize::pythonize(py, &r.frames)?;
+        let frames = frames.downcast::<PyDict>()?;
+        // The transport's run-wide counters (flow records are a table).
         let t = &r.transport;
-        frames.set_item("acks", t.acks)?;
-        frames.set_item("nacks", t.nacks)?;
-        frames.set_item("discarded", t.discarded)?;
-        frames.set_item("timeouts", t.timeouts)?;
+        for (k, v) in [
+            ("acks", t.acks),
+            ("nacks", t.nacks),
+            ("discarded", t.discarded),
+            ("timeouts", t.timeouts),
+        ] {
+            frames.set_item(k, v)?;
+        }
         d.set_item("frames", frames)?;
-        let engine = PyDict::new_bound(py);
-        engine.set_item("events", r.engine.events)?;
-        engine.set_item("wall_s", r.engine.wall_s)?;
-        d.set_item("engine", engine)?;
+        d.set_item("engine", pythonize::pythonize(py, &r.engine)?)?;
         let tables = PyDict::new_bound(py);
         for (name, cols) in r.tables() {
             let t = PyDict::new_bound(py);
             for (col, values) in cols {
                 match values {
-                    Column::U64(v) => t.set_item(col, ("<u8", bytes_of(py, v.iter().flat_map(|x| x.to_le_bytes()))))?,
-                    Column::F64(v) => t.set_item(col, ("<f8", bytes_of(py, v.iter().flat_map(|x| x.to_le_bytes()))))?,
-                    Column::Bool(v) => t.set_item(col, ("|b1", bytes_of(py, v.iter().map(|&x| x as u8))))?,
+                    Column::U64(v) => t.set_item(col, ("<u8", le_bytes(py, &v, |x| x.to_le_bytes())))?,
+                    Column::F64(v) => t.set_item(col, ("<f8", le_bytes(py, &v, |x| x.to_le_bytes())))?,
+                    Column::Bool(v) => t.set_item(col, ("|b1", le_bytes(py, &v, |&x| [x as u8])))?,
                     Column::Str(v) => t.set_item(col, PyList::new_bound(py, v))?,
                 }
             }
@@ -124,15 +163,36 @@ impl Simulation {
         Ok(d)
     }
 
+    /// The binned series as `([(series, key, offset, length)], values)`:
+    /// every series' values (one per bin) in one float64 little-endian buffer.
+    fn series_buffer<'py>(&self, py: Python<'py>) -> PyResult<(SeriesIndex, Bound<'py, PyBytes>)> {
+        let r = self.result()?;
+        let mut index = Vec::with_capacity(r.series.len());
+        let total: usize = r.series.iter().map(|s| s.values.len()).sum();
+        let mut off = 0;
+        for s in &r.series {
+            index.push((s.series.clone(), s.key.clone(), off, s.values.len()));
+            off += s.values.len();
+        }
+        let bytes = PyBytes::new_bound_with(py, total * 8, |buf| {
+            let mut i = 0;
+            for s in &r.series {
+                for v in &s.values {
+                    buf[i..i + 8].copy_from_slice(&v.to_le_bytes());
+                    i += 8;
+                }
+            }
+            Ok(())
+        })?;
+        Ok((index, bytes))
+    }
+
     /// `[(series, key, float64 little-endian bytes)]`, one value per bin.
     fn series<'py>(&self, py: Python<'py>) -> PyResult<Vec<(String, String, Bound<'py, PyBytes>)>> {
         let r = self.result()?;
         Ok(r.series
             .iter()
-            .map(|s| {
-                let bytes: Vec<u8> = s.values.iter().flat_map(|v| v.to_le_bytes()).collect();
-                (s.series.clone(), s.key.clone(), PyBytes::new_bound(py, &bytes))
-            })
+            .map(|s| (s.series.clone(), s.key.clone(), le_bytes(py, &s.values, |v| v.to_le_bytes())))
             .collect())
     }
 
@@ -145,9 +205,14 @@ impl Simulation {
     }
 }
 
-fn bytes_of<'py>(py: Python<'py>, it: impl Iterator<Item = u8>) -> Bound<'py, PyBytes> {
-    let v: Vec<u8> = it.collect();
-    PyBytes::new_bound(py, &v)
+fn le_bytes<'py, T, const N: usize>(py: Python<'py>, v: &[T], f: impl Fn(&T) -> [u8; N]) -> Bound<'py, PyBytes> {
+    PyBytes::new_bound_with(py, v.len() * N, |buf| {
+        for (chunk, x) in buf.chunks_exact_mut(N).zip(v) {
+            chunk.copy_from_slice(&f(x));
+        }
+        Ok(())
+    })
+    .expect("the closure cannot fail")
 }
 
 impl Simulation {
@@ -156,16 +221,162 @@ impl Simulation {
             .as_ref()
             .ok_or_else(|| PyRuntimeError::new_err("the run has not finished; call run() first"))
     }
+
+    fn finish_if(&mut self, py: Python<'_>, done: bool) -> PyResult<bool> {
+        if done {
+            let mut sim = self.sim.take().expect("present");
+            let res = py.allow_threads(|| sim.finish()).map_err(PyRuntimeError::new_err)?;
+            self.result = Some(res);
+        }
+        Ok(done)
+    }
+}
+
+/// One column to write: its Arrow field and values.
+fn column_array(name: &str, kind: &str, data: &Bound<'_, PyAny>) -> PyResult<(Field, ArrayRef)> {
+    let py = data.py();
+    let bad = |what: &str| PyValueError::new_err(format!("write_parquet: column {name}: {what}"));
+    Ok(match kind {
+        "seed" => {
+            let (seed, n): (i64, usize) = data.extract()?;
+            (Field::new(name, DataType::Int64, false), Arc::new(Int64Array::from(vec![seed; n])))
+        }
+        "<u8" => {
+            let b = PyBuffer::<u64>::get_bound(data)?;
+            (
+                Field::new(name, DataType::UInt64, false),
+                Arc::new(UInt64Array::from(b.to_vec(py)?)),
+            )
+        }
+        "<i8" => {
+            let b = PyBuffer::<i64>::get_bound(data)?;
+            (Field::new(name, DataType::Int64, false), Arc::new(Int64Array::from(b.to_vec(py)?)))
+        }
+        "<f8" => {
+            let b = PyBuffer::<f64>::get_bound(data)?;
+            (
+                Field::new(name, DataType::Float64, false),
+                Arc::new(Float64Array::from(b.to_vec(py)?)),
+            )
+        }
+        "|b1" => {
+            // Booleans as bytes 0 / 1 (a '?' memoryview cast to 'B').
+            let b = PyBuffer::<u8>::get_bound(data)?;
+            let v: Vec<bool> = b.to_vec(py)?.into_iter().map(|x| x != 0).collect();
+            (Field::new(name, DataType::Boolean, false), Arc::new(BooleanArray::from(v)))
+        }
+        "str" => {
+            let v: Vec<Option<String>> = data.extract()?;
+            (Field::new(name, DataType::Utf8, true), Arc::new(StringArray::from(v)))
+        }
+        "i64" => {
+            let v: Vec<Option<i64>> = data.extract()?;
+            (Field::new(name, DataType::Int64, true), Arc::new(Int64Array::from(v)))
+        }
+        "f64" => {
+            let v: Vec<Option<f64>> = data.extract()?;
+            (Field::new(name, DataType::Float64, true), Arc::new(Float64Array::from(v)))
+        }
+        "bool" => {
+            let v: Vec<Option<bool>> = data.extract()?;
+            (Field::new(name, DataType::Boolean, true), Arc::new(BooleanArray::from(v)))
+        }
+        other => return Err(bad(&format!("unknown kind {other:?}"))),
+    })
+}
+
+/// Writes tables of one schema as one Parquet file: `chunks` is a list of
+/// tables (one row group each), each a list of `(name, kind, data)` with
+/// kind `<u8` / `<i8` / `<f8` / `|b1` (data: a buffer of that type), `str`,
+/// `i64`, `f64`, `bool` (data: a list, None for null) or `seed` (data:
+/// `(seed, rows)`, an Int64 column of one value). A column is nullable
+/// whenever any chunk gives it as a list.
+#[pyfunction]
+fn write_parquet(py: Python<'_>, path: &str, chunks: Vec<Vec<(String, String, Bound<'_, PyAny>)>>) -> PyResult<()> {
+    let mut fields: Vec<Field> = Vec::new();
+    let mut arrays: Vec<Vec<ArrayRef>> = Vec::new();
+    for chunk in &chunks {
+        let mut cols = Vec::with_capacity(chunk.len());
+        for (i, (name, kind, data)) in chunk.iter().enumerate() {
+            let (f, a) = column_array(name, kind, data)?;
+            match fields.get_mut(i) {
+                None => fields.push(f),
+                Some(g) if g.name() != f.name() || g.data_type() != f.data_type() => {
+                    return Err(PyValueError::new_err(format!(
+                        "write_parquet {path}: column {i} is {} {} in one table and {} {} in another",
+                        g.name(),
+                        g.data_type(),
+                        f.name(),
+                        f.data_type()
+                    )))
+                }
+                Some(g) => {
+                    if f.is_nullable() && !g.is_nullable() {
+                        *g = g.clone().with_nullable(true);
+                    }
+                }
+            }
+            cols.push(a);
+        }
+        if chunk.len() != fields.len() {
+            return Err(PyValueError::new_err(format!(
+                "write_parquet {path}: tables with different columns"
+            )));
+        }
+        arrays.push(cols);
+    }
+    let schema = Arc::new(Schema::new(fields));
+    let p = Path::new(path);
+    let batches = arrays
+        .into_iter()
+        .map(|cols| pq::batch(p, &schema, cols))
+        .collect::<Result<Vec<RecordBatch>, _>>()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    py.allow_threads(|| pq::write_batches(p, schema, &batches))
+        .map_err(|e| PyOSError::new_err(e.to_string()))
+}
+
+/// Writes timeseries.parquet (seed, time_ms, series, key, value) from the
+/// runs' series buffers: `runs` is a list of `(seed, bin_ps, index, values)`
+/// as `Simulation.series_buffer` gives them.
+#[pyfunction]
+fn write_timeseries(py: Python<'_>, path: &str, runs: Vec<(i64, u64, SeriesIndex, Bound<'_, PyAny>)>) -> PyResult<()> {
+    let mut values = Vec::with_capacity(runs.len());
+    for (_, _, _, data) in &runs {
+        let bytes: &[u8] = if let Ok(b) = data.downcast::<PyBytes>() {
+            b.as_bytes()
+        } else {
+            return Err(PyValueError::new_err("write_timeseries: values must be bytes"));
+        };
+        values.push(
+            bytes
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+                .collect::<Vec<f64>>(),
+        );
+    }
+    let series: Vec<SeriesRun<'_>> = runs
+        .iter()
+        .zip(&values)
+        .map(|((seed, bin_ps, index, _), v)| SeriesRun {
+            seed: *seed,
+            bin_ps: *bin_ps,
+            index,
+            values: v,
+        })
+        .collect();
+    py.allow_threads(|| pq::write_series(Path::new(path), &series))
+        .map_err(|e| PyOSError::new_err(e.to_string()))
 }
 
 /// The nodes each flow (source, destination) visits in the network of
-/// `config_json` for run `seed`: `[[name, ...]]`, empty for a flow that
-/// never arrives.
+/// `config` for run `seed`: `[[name, ...]]`, empty for a flow that never
+/// arrives.
 #[pyfunction]
-fn paths(py: Python<'_>, config_json: &str, seed: u64, flows: Vec<(String, String)>) -> PyResult<Vec<Vec<String>>> {
-    let cfg = SimConfig::from_json(config_json).map_err(|e| PyValueError::new_err(e.0))?;
+fn paths(py: Python<'_>, config: &Bound<'_, PyAny>, seed: u64, flows: Vec<(String, String)>) -> PyResult<Vec<Vec<String>>> {
+    let cfg = read_config(py, config)?;
     py.allow_threads(|| cnsim_core::net::topology::paths(&cfg, seed, &flows))
-        .map_err(|e| PyValueError::new_err(e.0))
+        .map_err(|e| config_error(py, e))
 }
 
 /// The `cnsim bench` workload (performance.md): the 4-to-1 incast.
@@ -178,21 +389,21 @@ fn incast_config_json(duration_ps: u64) -> String {
 /// released; returns its bin means as JSON.
 #[pyfunction]
 fn fluid_json(py: Python<'_>, config_json: &str) -> PyResult<String> {
-    let cfg = cnsim_core::fluid::FluidConfig::from_json(config_json).map_err(|e| PyValueError::new_err(e.0))?;
+    let cfg = cnsim_core::fluid::FluidConfig::from_json(config_json).map_err(|e| config_error(py, e))?;
     let res = py
         .allow_threads(|| cnsim_core::fluid::integrate(&cfg))
-        .map_err(|e| PyValueError::new_err(e.0))?;
+        .map_err(|e| config_error(py, e))?;
     Ok(res.to_json())
 }
 
 /// Checks an engine config as the engine would before a run (every value,
 /// every cross-parameter rule of its scheme, the topology), without running
-/// it: raises ValueError naming the first bad parameter.
+/// it: raises EngineConfigError (a ValueError) naming the first bad
+/// parameter in its `path`.
 #[pyfunction]
-fn check_config(py: Python<'_>, config_json: &str) -> PyResult<()> {
-    let cfg = SimConfig::from_json(config_json).map_err(|e| PyValueError::new_err(e.0))?;
-    py.allow_threads(|| Sim::new(&cfg, 0).map(|_| ()))
-        .map_err(|e| PyValueError::new_err(e.0))
+fn check_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<()> {
+    let cfg = read_config(py, config)?;
+    py.allow_threads(|| Sim::new(&cfg, 0).map(|_| ())).map_err(|e| config_error(py, e))
 }
 
 /// The schemes' parameter declarations (`cnsim_core::scheme::params`) as
@@ -211,11 +422,14 @@ fn version() -> &'static str {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
+    m.add("EngineConfigError", m.py().get_type_bound::<EngineConfigError>())?;
     m.add_function(wrap_pyfunction!(paths, m)?)?;
     m.add_function(wrap_pyfunction!(incast_config_json, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(fluid_json, m)?)?;
     m.add_function(wrap_pyfunction!(check_config, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_declarations, m)?)?;
+    m.add_function(wrap_pyfunction!(write_parquet, m)?)?;
+    m.add_function(wrap_pyfunction!(write_timeseries, m)?)?;
     Ok(())
 }

@@ -56,7 +56,7 @@ class Scenario:
             _table(raw, "pause")["enabled"] = True
         self.raw = raw
         self.source = source
-        self._engine_json: str | None = None
+        self._engine_config: dict[str, Any] | None = None
         expanded = expand_topology(raw)
         try:
             self.model = ScenarioModel.model_validate(expanded)
@@ -402,25 +402,31 @@ class Scenario:
 
         pairs = [(str(a), str(b)) for a, b in flows]
         try:
-            return _core.paths(self.engine_json(), self.seeds[0] if seed is None else seed, pairs)
+            return _core.paths(self.engine_config_checked(), self.seeds[0] if seed is None else seed, pairs)
         except ValueError as e:
-            raise ScenarioError(str(e)) from None
+            raise ScenarioError(str(e), param=getattr(e, "path", None) or None) from None
 
     def engine_json(self) -> str:
-        """The engine config as the JSON text the engine reads, checked by the
-        engine (every cross-parameter rule of the scheme, the topology) so
-        that a bad scenario or sweep point fails before anything runs or is
-        written, naming the parameter as the user wrote it."""
-        if self._engine_json is None:
-            text = json.dumps(self.engine_config(), sort_keys=True)
+        """The engine config as JSON text (`engine_config_checked`, for a
+        file or a hand-written engine run)."""
+        return json.dumps(self.engine_config_checked(), sort_keys=True)
+
+    def engine_config_checked(self) -> dict[str, Any]:
+        """The engine config as the engine reads it (a dict: no JSON text
+        crosses into the engine), checked by the engine (every
+        cross-parameter rule of the scheme, the topology) so that a bad
+        scenario or sweep point fails before anything runs or is written,
+        naming the parameter as the user wrote it."""
+        if self._engine_config is None:
+            cfg = self.engine_config()
             from .. import _core
 
             try:
-                _core.check_config(text)
+                _core.check_config(cfg)
             except ValueError as e:
-                raise ScenarioError(str(e)) from None
-            self._engine_json = text
-        return self._engine_json
+                raise ScenarioError(str(e), param=getattr(e, "path", None) or None) from None
+            self._engine_config = cfg
+        return self._engine_config
 
 
 def _port(name: str, where: str, adj: dict[str, list[str]]) -> None:

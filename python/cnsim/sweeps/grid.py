@@ -30,7 +30,7 @@ class Point:
     id: str
     values: dict[str, Any]
     scenario: Scenario
-    config: str = field(repr=False)  # the engine's config JSON
+    config: Any = field(repr=False)  # the engine config (checked)
 
 
 def parse_grid(specs: Iterable[str], label: str = "--grid") -> dict[str, list[Any]]:
@@ -124,7 +124,7 @@ def _apply(base: Scenario, values: dict[str, Any], label: str) -> Scenario:
         )
     try:
         sc = base.replace(**values)
-        sc.engine_json()  # resolving can still find a bad value
+        sc.engine_config_checked()  # resolving can still find a bad value
         return sc
     except ScenarioError as e:
         msg = str(e)
@@ -152,7 +152,7 @@ def build_points(base: Scenario, grid: Mapping[str, Any] | None, label: str = "-
         values = dict(zip(g, combo, strict=True))
         sc = _apply(base, values, label)
         check_run_memory(sc, f"point {_point_id(i, width, values)}")
-        points.append(Point(i, _point_id(i, width, values), values, sc, sc.engine_json()))
+        points.append(Point(i, _point_id(i, width, values), values, sc, sc.engine_config_checked()))
     return points
 
 

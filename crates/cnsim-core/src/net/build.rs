@@ -109,7 +109,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 let p = name
                     .split_once("->")
                     .and_then(|(a, b)| net.port_by_name(a.trim(), b.trim()))
-                    .ok_or_else(|| ConfigError(format!("cp_ports: no link direction '{name}'")))?;
+                    .ok_or_else(|| ConfigError::parse(format!("cp_ports: no link direction '{name}'")))?;
                 if !matches!(net.nodes[net.ports[p as usize].owner as usize].kind, NodeKind::Bridge(_)) {
                     return err(format!("cp_ports: '{name}' is a station's port; CPs are bridge output ports"));
                 }
@@ -197,10 +197,10 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         for name in &cfg.trace_ports {
             let (a, b) = name
                 .split_once("->")
-                .ok_or_else(|| ConfigError(format!("trace.ports: '{name}' is not of the form FROM->TO")))?;
+                .ok_or_else(|| ConfigError::parse(format!("trace.ports: '{name}' is not of the form FROM->TO")))?;
             let p = net
                 .port_by_name(a.trim(), b.trim())
-                .ok_or_else(|| ConfigError(format!("trace.ports: no link direction '{name}'")))?;
+                .ok_or_else(|| ConfigError::parse(format!("trace.ports: no link direction '{name}'")))?;
             if net.ports[p as usize].trace == NO_TRACE {
                 net.ports[p as usize].trace = stats.queue_traces.len() as u32;
                 stats.queue_traces.push(QueueTrace::new(p));
@@ -219,7 +219,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                     let n = *net
                         .node_by_name
                         .get(node)
-                        .ok_or_else(|| ConfigError(format!("events[{i}].node: unknown node '{node}'")))?;
+                        .ok_or_else(|| ConfigError::parse(format!("events[{i}].node: unknown node '{node}'")))?;
                     let NodeKind::Station(s) = net.nodes[n as usize].kind else {
                         return err(format!("events[{i}].node: '{node}' is a bridge; only stations have sources"));
                     };
@@ -232,7 +232,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 EventConfig::LinkRate { from, to, rate_bps, .. } => {
                     let p = net
                         .port_by_name(from, to)
-                        .ok_or_else(|| ConfigError(format!("events[{i}]: no link direction '{from}->{to}'")))?;
+                        .ok_or_else(|| ConfigError::parse(format!("events[{i}]: no link direction '{from}->{to}'")))?;
                     Action::LinkRate(p, *rate_bps)
                 }
             };

@@ -164,10 +164,10 @@ impl<E: Copy + Default> Network<E> {
         for l in &cfg.links {
             let a = *node_by_name
                 .get(&l.a)
-                .ok_or_else(|| ConfigError(format!("links: unknown node '{}' in link {}-{}", l.a, l.a, l.b)))?;
+                .ok_or_else(|| ConfigError::parse(format!("links: unknown node '{}' in link {}-{}", l.a, l.a, l.b)))?;
             let b = *node_by_name
                 .get(&l.b)
-                .ok_or_else(|| ConfigError(format!("links: unknown node '{}' in link {}-{}", l.b, l.a, l.b)))?;
+                .ok_or_else(|| ConfigError::parse(format!("links: unknown node '{}' in link {}-{}", l.b, l.a, l.b)))?;
             if a == b {
                 return err(format!("links: link {}-{} connects a node to itself", l.a, l.b));
             }
@@ -340,7 +340,7 @@ impl<E: Copy + Default> Network<E> {
             node_by_name,
         };
         for (i, r) in cfg.routes.iter().enumerate() {
-            let bad = |what: &str| ConfigError(format!("routes[{i}]: {what} (bridge {}, dst {}, via {})", r.bridge, r.dst, r.via));
+            let bad = |what: &str| ConfigError::parse(format!("routes[{i}]: {what} (bridge {}, dst {}, via {})", r.bridge, r.dst, r.via));
             let b = *net.node_by_name.get(&r.bridge).ok_or_else(|| bad("unknown bridge"))?;
             let NodeKind::Bridge(bi) = net.nodes[b as usize].kind else {
                 return Err(bad("not a bridge"));

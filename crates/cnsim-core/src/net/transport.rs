@@ -248,7 +248,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 .net
                 .node_by_name
                 .get(name)
-                .ok_or_else(|| ConfigError(format!("{what}: unknown node '{name}'")))?;
+                .ok_or_else(|| ConfigError::parse(format!("{what}: unknown node '{name}'")))?;
             match self.net.nodes[n as usize].kind {
                 NodeKind::Station(s) => Ok(s as u16),
                 NodeKind::Bridge(_) => err(format!("{what}: '{name}' is a bridge; flows run between stations")),
@@ -288,12 +288,12 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         // Every pair that may carry a flow must be routable.
         for g in &gens {
             for &d in g.dests.iter().filter(|&&d| d != g.station) {
-                self.path_of(g.station, d).map_err(ConfigError)?;
+                self.path_of(g.station, d).map_err(ConfigError::parse)?;
             }
         }
         let mut pending = 0;
         for (i, f) in flows.iter_mut().enumerate() {
-            (f.hops, f.base_rtt_ps) = self.path_info(f.src, f.dst).map_err(ConfigError)?;
+            (f.hops, f.base_rtt_ps) = self.path_info(f.src, f.dst).map_err(ConfigError::parse)?;
             if f.start < self.duration {
                 self.q.push(f.start, EV_FLOW_START, i as u32);
                 pending += 1;

@@ -311,7 +311,7 @@ impl Table {
     /// `given` checked and read as the scheme's parameter struct.
     pub fn parse<P: DeserializeOwned>(&self, label: &str, given: &Map<String, Value>) -> Result<P, ConfigError> {
         let values = self.check(label, given)?;
-        serde_json::from_value(Value::Object(values)).map_err(|e| ConfigError(format!("{label}: {e}")))
+        serde_json::from_value(Value::Object(values)).map_err(|e| ConfigError::new(label, e.to_string()))
     }
 
     /// The parameter struct at the table's defaults.
@@ -403,7 +403,7 @@ mod tests {
 
     #[test]
     fn errors_name_the_users_table_and_the_range() {
-        let e = |given| t().check("mine", &m(given)).unwrap_err().0;
+        let e = |given| t().check("mine", &m(given)).unwrap_err().line();
         assert_eq!(e(json!({"a_bytes": 0.0})), "mine.a_bytes: 0 is not allowed; expected a number > 0");
         assert_eq!(e(json!({"p": 2})), "mine.p: 2 is not allowed; expected a number > 0 and <= 1");
         assert_eq!(e(json!({"n": 1.5})), "mine.n: 1.5 is not allowed; expected an integer >= 1");

@@ -109,7 +109,7 @@ impl TracePlan {
         } else {
             let mut on = vec![false; net.names.nodes.len()];
             for n in &cfg.event_nodes {
-                let id = node_id(net, n).ok_or_else(|| ConfigError(format!("trace.event_nodes: no node '{n}'")))?;
+                let id = node_id(net, n).ok_or_else(|| ConfigError::parse(format!("trace.event_nodes: no node '{n}'")))?;
                 on[id as usize] = true;
             }
             Some(on)
@@ -119,7 +119,7 @@ impl TracePlan {
         } else {
             let mut on = vec![false; net.names.ports.len()];
             for p in &cfg.event_ports {
-                let id = port_id(net, p).ok_or_else(|| ConfigError(format!("trace.event_ports: no link direction '{p}' (FROM->TO)")))?;
+                let id = port_id(net, p).ok_or_else(|| ConfigError::parse(format!("trace.event_ports: no link direction '{p}' (FROM->TO)")))?;
                 on[id as usize] = true;
             }
             Some(on)
@@ -132,14 +132,14 @@ impl TracePlan {
                 let station = |s: &str| node_id(net, s).filter(|&n| (n as usize) < net.n_stations);
                 let pair = f.split_once('|').and_then(|(a, b)| Some((station(a)?, station(b)?)));
                 let (a, b) =
-                    pair.ok_or_else(|| ConfigError(format!("trace.event_flows: '{f}' is not allowed; expected SRC|DST, two stations")))?;
+                    pair.ok_or_else(|| ConfigError::parse(format!("trace.event_flows: '{f}' is not allowed; expected SRC|DST, two stations")))?;
                 set.insert((a as u16, b as u16));
             }
             Some(set)
         };
         let mut pcap = Vec::new();
         for p in &cfg.pcap {
-            let id = port_id(net, p).ok_or_else(|| ConfigError(format!("trace.pcap: no link direction '{p}' (FROM->TO)")))?;
+            let id = port_id(net, p).ok_or_else(|| ConfigError::parse(format!("trace.pcap: no link direction '{p}' (FROM->TO)")))?;
             if !pcap.contains(&id) {
                 pcap.push(id);
             }
@@ -222,12 +222,12 @@ pub struct Recorder {
 impl Recorder {
     /// Creates the files of `plan` for run `seed` in `out`.
     pub fn new(plan: TracePlan, net: TraceNet, out: &TraceOutput, seed: u64) -> Result<Recorder, ConfigError> {
-        let io = |path: &Path, e: std::io::Error| ConfigError(format!("trace: cannot write {}: {e}", path.display()));
+        let io = |path: &Path, e: std::io::Error| ConfigError::parse(format!("trace: cannot write {}: {e}", path.display()));
         std::fs::create_dir_all(&out.dir).map_err(|e| io(&out.dir, e))?;
         let names = Arc::new(net.names);
         let events = if plan.kinds != 0 {
             let path = out.dir.join(format!("events.seed{seed}.parquet"));
-            Some(EventWriter::create(&path, seed, names.clone()).map_err(ConfigError)?)
+            Some(EventWriter::create(&path, seed, names.clone()).map_err(ConfigError::parse)?)
         } else {
             None
         };

@@ -1,0 +1,219 @@
+//! Parquet files from columns: one writer for every result table (each run's
+//! rows one row group), and the long-format time series written in bounded
+//! row groups straight from the binned series (a long run's millions of rows
+//! never exist at once as strings).
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::builder::StringBuilder;
+use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
+use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::errors::ParquetError;
+use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
+
+/// Rows per row group of the time series.
+pub const SERIES_ROWS_PER_GROUP: usize = 1 << 20;
+
+/// An error writing a file, with the path it was writing.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{path}: {source}")]
+    Parquet { path: String, source: ParquetError },
+    #[error("{path}: {source}")]
+    Arrow { path: String, source: ArrowError },
+    #[error("{path}: {message}")]
+    Shape { path: String, message: String },
+}
+
+/// Zstandard-compressed; dictionary encoding only for text columns (names
+/// repeat; numbers rarely do, and hashing every one costs more than it saves).
+fn props(schema: &Schema) -> WriterProperties {
+    let mut b = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .set_dictionary_enabled(false);
+    for f in schema.fields() {
+        if f.data_type() == &DataType::Utf8 {
+            b = b.set_column_dictionary_enabled(ColumnPath::from(f.name().as_str()), true);
+        }
+    }
+    b.build()
+}
+
+/// Writes `batches` (all of `schema`) as one Parquet file, one row group
+/// per batch (a batch with no rows writes none).
+pub fn write_batches(path: &Path, schema: SchemaRef, batches: &[RecordBatch]) -> Result<(), WriteError> {
+    let p = path.display().to_string();
+    let file = File::create(path).map_err(|source| WriteError::Io { path: p.clone(), source })?;
+    let props = props(&schema);
+    let mut w = ArrowWriter::try_new(file, schema, Some(props)).map_err(|source| WriteError::Parquet { path: p.clone(), source })?;
+    for b in batches {
+        if b.num_rows() > 0 {
+            w.write(b).map_err(|source| WriteError::Parquet { path: p.clone(), source })?;
+            w.flush().map_err(|source| WriteError::Parquet { path: p.clone(), source })?;
+        }
+    }
+    w.close().map_err(|source| WriteError::Parquet { path: p, source })?;
+    Ok(())
+}
+
+/// Builds a batch of named columns, checking they agree with `schema`.
+pub fn batch(path: &Path, schema: &SchemaRef, columns: Vec<ArrayRef>) -> Result<RecordBatch, WriteError> {
+    RecordBatch::try_new(schema.clone(), columns).map_err(|source| WriteError::Arrow {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// One run's binned series: its seed, bin width, and (series, key, offset,
+/// length) into `values`.
+pub struct SeriesRun<'a> {
+    pub seed: i64,
+    pub bin_ps: u64,
+    pub index: &'a [(String, String, usize, usize)],
+    pub values: &'a [f64],
+}
+
+/// The schema of timeseries.parquet: seed, time_ms (each bin's start),
+/// series, key, value.
+pub fn series_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("seed", DataType::Int64, false),
+        Field::new("time_ms", DataType::Float64, false),
+        Field::new("series", DataType::Utf8, false),
+        Field::new("key", DataType::Utf8, false),
+        Field::new("value", DataType::Float64, false),
+    ]))
+}
+
+/// Writes the series of `runs` in long format, in row groups of at most
+/// `SERIES_ROWS_PER_GROUP` rows: time_ms is bin x bin_ps / 1e9.
+pub fn write_series(path: &Path, runs: &[SeriesRun<'_>]) -> Result<(), WriteError> {
+    let p = path.display().to_string();
+    let schema = series_schema();
+    let file = File::create(path).map_err(|source| WriteError::Io { path: p.clone(), source })?;
+    let mut w = ArrowWriter::try_new(file, schema.clone(), Some(props(&schema)))
+        .map_err(|source| WriteError::Parquet { path: p.clone(), source })?;
+    let mut chunk = SeriesChunk::default();
+    for run in runs {
+        let bin_ms = run.bin_ps as f64 / 1e9;
+        for (series, key, off, len) in run.index {
+            let Some(values) = run.values.get(*off..off + len) else {
+                return Err(WriteError::Shape {
+                    path: p,
+                    message: format!("series {series} {key}: {off}+{len} is outside its {} values", run.values.len()),
+                });
+            };
+            for (b, &v) in values.iter().enumerate() {
+                chunk.push(run.seed, b as f64 * bin_ms, series, key, v);
+                if chunk.len() >= SERIES_ROWS_PER_GROUP {
+                    let b = chunk
+                        .take(&schema)
+                        .map_err(|source| WriteError::Arrow { path: p.clone(), source })?;
+                    w.write(&b).map_err(|source| WriteError::Parquet { path: p.clone(), source })?;
+                    w.flush().map_err(|source| WriteError::Parquet { path: p.clone(), source })?;
+                }
+            }
+        }
+    }
+    if chunk.len() > 0 {
+        let b = chunk
+            .take(&schema)
+            .map_err(|source| WriteError::Arrow { path: p.clone(), source })?;
+        w.write(&b).map_err(|source| WriteError::Parquet { path: p.clone(), source })?;
+    }
+    w.close().map_err(|source| WriteError::Parquet { path: p, source })?;
+    Ok(())
+}
+
+#[derive(Default)]
+struct SeriesChunk {
+    seed: Vec<i64>,
+    time_ms: Vec<f64>,
+    series: StringBuilder,
+    key: StringBuilder,
+    value: Vec<f64>,
+}
+
+impl SeriesChunk {
+    fn len(&self) -> usize {
+        self.seed.len()
+    }
+
+    fn push(&mut self, seed: i64, t: f64, series: &str, key: &str, v: f64) {
+        self.seed.push(seed);
+        self.time_ms.push(t);
+        self.series.append_value(series);
+        self.key.append_value(key);
+        self.value.push(v);
+    }
+
+    fn take(&mut self, schema: &SchemaRef) -> Result<RecordBatch, ArrowError> {
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(std::mem::take(&mut self.seed))),
+            Arc::new(Float64Array::from(std::mem::take(&mut self.time_ms))),
+            Arc::new(self.series.finish()),
+            Arc::new(self.key.finish()),
+            Arc::new(Float64Array::from(std::mem::take(&mut self.value))),
+        ];
+        RecordBatch::try_new(schema.clone(), cols)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Array, StringArray};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+    fn read(path: &Path) -> Vec<RecordBatch> {
+        let f = File::open(path).unwrap();
+        ParquetRecordBatchReaderBuilder::try_new(f)
+            .unwrap()
+            .build()
+            .unwrap()
+            .map(|b| b.unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn series_round_trip_in_long_format() {
+        let dir = std::env::temp_dir().join(format!("cnsim-io-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ts.parquet");
+        let index = vec![
+            ("q".to_string(), "A->B".to_string(), 0, 3),
+            ("r".to_string(), "x".to_string(), 3, 2),
+        ];
+        let values = [1.0, 2.0, 3.0, 4.0, 5.0];
+        let runs = [SeriesRun {
+            seed: 7,
+            bin_ps: 500_000_000,
+            index: &index,
+            values: &values,
+        }];
+        write_series(&path, &runs).unwrap();
+        let b = read(&path);
+        let rows: usize = b.iter().map(|b| b.num_rows()).sum();
+        assert_eq!(rows, 5);
+        let t = b[0].column(1).as_any().downcast_ref::<Float64Array>().unwrap();
+        assert_eq!(t.values().to_vec(), vec![0.0, 0.5, 1.0, 0.0, 0.5]);
+        let k = b[0].column(3).as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(k.value(4), "x");
+        assert_eq!(b[0].column(0).as_any().downcast_ref::<Int64Array>().unwrap().value(0), 7);
+        let bad = [SeriesRun {
+            seed: 0,
+            bin_ps: 1,
+            index: &index,
+            values: &values[..4],
+        }];
+        assert!(write_series(&path, &bad).is_err(), "an index past the values is refused");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

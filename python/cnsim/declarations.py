@@ -1,0 +1,32 @@
+"""The engine's parameter declarations of every scheme (`scheme::params` in
+crates/cnsim-core), as data: `declarations.json` beside this module, written
+by `python -m cnsim.docs` from `_core.scheme_declarations()` (a test checks
+it is current). Reading the file instead of asking the engine keeps
+`cnsim --help`, `list` and `show` from loading the engine at all."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+PATH = Path(__file__).with_name("declarations.json")
+
+
+@cache
+def declarations() -> dict[str, Any]:
+    """`tables` (each with `params` and `rules`) and `schemes` (name, engine
+    scheme, table, what the name sets, description)."""
+    return json.loads(PATH.read_text())
+
+
+def scheme_names() -> list[str]:
+    return [s["name"] for s in declarations()["schemes"]]
+
+
+def engine_text() -> str:
+    """The declarations as the engine gives them now, as the file holds them."""
+    from . import _core
+
+    return json.dumps(json.loads(_core.scheme_declarations()), indent=1) + "\n"
