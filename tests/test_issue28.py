@@ -583,7 +583,7 @@ def test_the_memory_guard_respects_the_address_space_limit(tmp_path):
     # ended in MemoryError; it is refused, and a small run still runs.
     args = [sys.executable, "-m", "cnsim", "run", "baseline", "--no-report"]
     big = subprocess.run(
-        [*args, "--seeds", "16", "--set", "bin_us=1", "--duration", "50", "--out", str(tmp_path / "a")],
+        [*args, "--seeds", "32", "--set", "bin_us=1", "--duration", "50", "--out", str(tmp_path / "a")],
         capture_output=True,
         text=True,
         timeout=120,

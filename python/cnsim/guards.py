@@ -27,12 +27,13 @@ from typing import Any
 
 from .errors import ScenarioError
 
-#: Bytes a binned value costs by the time a run is saved: the engine's f64,
-#: the one buffer handed to Python (series_buffer) and the Parquet writer's
-#: share (the engine writes timeseries.parquet from those buffers; no
-#: per-value Python object or dataframe row). Measured 28 (baseline,
-#: bin_us = 1, 4 seeds; 62 when Python built the long table itself).
-BYTES_PER_VALUE = 32
+#: Bytes a binned value costs by the time a run is saved: the engine's f64
+#: while its seed runs and the one buffer per finished seed handed to Python
+#: (series_buffer); the engine writes timeseries.parquet from those buffers,
+#: with no per-value Python object or dataframe row. Measured 14 (baseline,
+#: bin_us = 1, the peak of 6 seeds less that of 2; 62 when Python built the
+#: long table itself).
+BYTES_PER_VALUE = 16
 #: Bytes a transport flow costs: the engine's flow, its sender's RL while it
 #: runs, its record, and its row in the flows table. Measured 527.
 BYTES_PER_FLOW = 600

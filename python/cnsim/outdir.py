@@ -41,6 +41,8 @@ RESULT_FILES = {
     "report.html",
     "point.json",
     "timing.json",
+    "events.parquet",
+    "pcap",
 }
 #: What a `cnsim fluid` directory may hold.
 FLUID_FILES = {"fluid.json", "fluid.parquet", "fluid.png", "packet"}
