@@ -178,6 +178,7 @@ def run(
                 backend=backend,
                 address=address,
                 trace_dir=rd.tmp if records(sc) else None,
+                while_running=lambda: _while_running(sc, as_json, report),
             )
         except Interrupted as e:
             part = getattr(e, "results", None)
@@ -234,6 +235,24 @@ def run(
     out.print(f"results: {target}" + (f"  report: {target / 'report.html'}" if report else ""))
     _print_trace(res, target)
     _warn_untraced(sc, res)
+
+
+def _while_running(sc: Any, as_json: bool, report: bool) -> None:
+    """What `cnsim run` prepares while the engine runs (the engine releases
+    the GIL): the scenario.toml the results are saved with, the report's
+    modules (polars, matplotlib) if it writes one, and, unless the summary is
+    printed as JSON, the console that prints it."""
+    sc.to_toml()
+    if report:
+        import jinja2  # noqa: F401 - loaded now, used after the run
+        import polars  # noqa: F401
+
+        from . import report as _report  # noqa: F401
+
+    if not as_json:
+        from .console import prepare
+
+        prepare()
 
 
 def _print_trace(res: Any, target: Path) -> None:

@@ -18,11 +18,22 @@ class _Out:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(markup=False)
+            self._console = Console(markup=False, emoji=False)
         self._console.print(*a, **k)
 
 
 out = _Out()
+
+
+def prepare() -> None:
+    """Imports rich and makes the results console now (`cnsim run` calls it
+    while the engine runs, so the summary prints without a wait)."""
+    import rich.table  # noqa: F401 - imported for its side effect: loaded before it is needed
+
+    if out._console is None:
+        from rich.console import Console
+
+        out._console = Console(markup=False, emoji=False)
 
 
 def Table(*a: Any, **k: Any) -> Any:  # noqa: N802 - rich's Table, imported on first use

@@ -263,11 +263,15 @@ def execute(
     be: Any,
     bar: ProgressBar,
     on_result: Callable[[Unit, SeedRun], None] | None = None,
+    while_running: Callable[[], None] | None = None,
 ) -> list[SeedRun]:
     """Runs every unit on backend `be` under `bar`; `on_result(unit, run)` is
-    called in this thread as each finishes. Returns the runs in unit order.
-    The backend is closed at the end (its pending units cancelled if
-    anything failed or was interrupted)."""
+    called in this thread as each finishes. `while_running()` is called once
+    in this thread after every unit is submitted: the engine releases the
+    GIL, so work that does not need the runs (imports, rendering the
+    scenario) overlaps the simulation instead of following it. Returns the
+    runs in unit order. The backend is closed at the end (its pending units
+    cancelled if anything failed or was interrupted)."""
     out: dict[int, SeedRun] = {}
     futures: dict[Any, int] = {}
     ok = False
@@ -276,6 +280,8 @@ def execute(
             futures = {
                 be.submit(u, bar.advance if be.streams_progress else None): i for i, u in enumerate(units)
             }
+            if while_running is not None:
+                while_running()
             for fut in be.as_completed(list(futures)):
                 i = futures.pop(fut)
                 run = be.result(fut)
@@ -307,9 +313,11 @@ def run_units(
     address: str | None = None,
     client: Any | None = None,
     progress: bool | None = None,
+    while_running: Callable[[], None] | None = None,
 ) -> list[SeedRun]:
-    """Runs `units` and returns their runs in order, counting each as one `item`."""
+    """Runs `units` and returns their runs in order, counting each as one
+    `item`; `while_running`: see `execute`."""
     be = backend(backend_name, jobs, address, client, len(units))
     total = sum(u.duration_ms for u in units)
     bar = ProgressBar(show_progress(progress), description, total, item, len(units))
-    return execute(units, be, bar, lambda u, r: bar.count())
+    return execute(units, be, bar, lambda u, r: bar.count(), while_running)

@@ -152,12 +152,15 @@ class Results:
     @staticmethod
     def _polars(parts: list[tuple[int, Table]]) -> Any:
         """Per-seed tables as one polars DataFrame with a first column `seed`."""
+        import numpy as np
         import polars as pl
 
-        frames = [
-            t.to_polars().select(pl.lit(seed, dtype=pl.Int64).alias("seed"), pl.all()) for seed, t in parts
-        ]
-        return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+        if not parts:
+            return pl.DataFrame()
+        # One seed column for the whole concatenation: no lazy query per seed.
+        frame = pl.concat([t.to_polars() for _, t in parts], how="diagonal_relaxed")
+        seeds = np.repeat(np.array([s for s, _ in parts], dtype=np.int64), [len(t) for _, t in parts])
+        return frame.insert_column(0, pl.Series("seed", seeds, dtype=pl.Int64))
 
     @property
     def transport(self) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ def run(
     address: str | None = None,
     client: Any | None = None,
     trace_dir: str | Path | None = None,
+    while_running: Callable[[], None] | None = None,
 ) -> Results:
     """Runs every seed of `scenario` (or `seeds`: a count or a list) on `jobs`
     threads (default: all cores) and returns its Results, sorted by seed.
@@ -39,7 +40,10 @@ def run(
     A scenario with `[trace] events` or `pcap` writes its trace into
     `trace_dir` (default: a temporary directory removed with the Results;
     `Results.save` keeps it), read by `Results.events()` and
-    `Results.pcap_files()` (cnsim.trace)."""
+    `Results.pcap_files()` (cnsim.trace).
+    `while_running()`: called once in this thread while the engine runs (it
+    releases the GIL), for work that does not need the results; `cnsim run`
+    imports its printing and renders the scenario's TOML there."""
     if not isinstance(scenario, Scenario):
         raise ScenarioError(
             f"scenario: expected a cnsim.Scenario (cnsim.load(...)), got {type(scenario).__name__}"
@@ -74,6 +78,7 @@ def run(
             address=address,
             client=client,
             progress=progress,
+            while_running=while_running,
         )
     except Interrupted as e:
         # Ctrl-C: the seeds that finished, as an incomplete Results, for the caller to keep.

@@ -74,6 +74,7 @@ class Scenario:
         self.source = source
         self._engine_config: dict[str, Any] | None = None
         self._engine_warnings: list[str] = []
+        self._toml: dict[bool, str] = {}  # to_toml's text, made once (a Scenario never changes)
         expanded = expand_topology(raw)
         try:
             self.model = ScenarioModel.model_validate(expanded)
@@ -170,12 +171,18 @@ class Scenario:
 
     def to_toml(self, comments: bool = True) -> str:
         """The resolved scenario as TOML; with `comments`, every parameter has
-        its unit and meaning beside it (`cnsim show`)."""
-        if not comments:
-            import tomli_w
+        its unit and meaning beside it (`cnsim show`). Made once: `cnsim run`
+        renders it while the engine runs, and the results write it."""
+        text = self._toml.get(comments)
+        if text is None:
+            if comments:
+                text = commented_toml(self.resolved_raw(), self)
+            else:
+                import tomli_w
 
-            return tomli_w.dumps(self.resolved_raw())
-        return commented_toml(self.resolved_raw(), self)
+                text = tomli_w.dumps(self.resolved_raw())
+            self._toml[comments] = text
+        return text
 
     # ------------------------------------------------------------ checks
     def _check(self) -> None:
