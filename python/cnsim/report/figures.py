@@ -44,9 +44,7 @@ def _layout(fig: Any, top_in: float = 0.4, hspace: float = 0.12) -> None:
     renders every figure once more only to measure it (a third of the
     report's time)."""
     w, h = fig.get_size_inches()
-    fig.subplots_adjust(
-        left=0.8 / w, right=1 - 0.15 / w, bottom=0.55 / h, top=1 - top_in / h, hspace=hspace
-    )
+    fig.subplots_adjust(left=0.8 / w, right=1 - 0.15 / w, bottom=0.55 / h, top=1 - top_in / h, hspace=hspace)
 
 
 def _finish(fig: Any, ax: Any, ylabel: str, title: str, ncol: int = 2) -> Any:
