@@ -10,6 +10,7 @@ import json
 import resource
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -346,3 +347,88 @@ def test_reproducers_refuse_in_one_line(tmp_path, args, start):
     p = cli(*args, cwd=tmp_path)
     refused(p, start)
     assert _left(tmp_path) == []
+
+
+# ----------------------------------------- item 10: the event trace and captures
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """fsmall with an event trace and a capture: seeds 0 and 1 twice (jobs
+    1 and 2), seed 0 alone, and another scenario (load 0.3) with seeds 0, 1."""
+    d = tmp_path_factory.mktemp("traced")
+    sc = cnsim.load(_fsmall(d), seeds=[0, 1]).replace(
+        **{"trace.events": ["enqueue", "drop", "pause_tx"], "trace.pcap": ["L0->H0"], "duration_ms": 2}
+    )
+    cnsim.run(sc, jobs=1, progress=False).save(d / "a", report=False)
+    cnsim.run(sc, jobs=2, progress=False).save(d / "a2", report=False)
+    cnsim.run(sc.replace(seeds=[0]), progress=False).save(d / "one", report=False)
+    cnsim.run(sc.replace(**{"workload.load": 0.3}), progress=False).save(d / "b", report=False)
+    return {k: d / k for k in ("a", "a2", "one", "b")}
+
+
+def _shb_comment(path: Path) -> str:
+    """The comment option of a pcapng file's section header block (read here
+    with struct, independently of cnsim.trace)."""
+    data = path.read_bytes()
+    kind, length, magic = struct.unpack_from("<III", data, 0)
+    assert kind == 0x0A0D0D0A and magic == 0x1A2B3C4D
+    i = 24
+    while i < length - 4:
+        code, n = struct.unpack_from("<HH", data, i)
+        if code == 1:
+            return data[i + 4 : i + 4 + n].decode()
+        if code == 0:
+            break
+        i += 4 + (n + 3) // 4 * 4
+    return ""
+
+
+def test_the_event_trace_and_every_capture_carry_their_run(traced):
+    import polars as pl
+
+    for name in ("a", "one"):  # two seeds merged, and one seed's file kept as the engine wrote it
+        s = json.loads((traced[name] / "summary.json").read_text())
+        kv = pl.read_parquet_metadata(traced[name] / "events.parquet")
+        assert kv["cnsim.scenario_sha256"] == s["scenario_sha256"]
+        assert json.loads(kv["cnsim.seeds"]) == s["seeds"]
+        caps = sorted((traced[name] / "pcap").glob("*.pcapng"))
+        assert len(caps) == len(s["seeds"])
+        for seed, cap in zip(s["seeds"], caps, strict=True):
+            c = _shb_comment(cap)
+            assert f"cnsim.scenario_sha256={s['scenario_sha256']}" in c and c.endswith(
+                f"cnsim.seed={seed}"
+            ), c
+        assert len(cnsim.open_results(traced[name]).events()) > 0
+    # Same scenario and seeds: the same bytes, whatever the number of jobs.
+    assert (traced["a"] / "events.parquet").read_bytes() == (traced["a2"] / "events.parquet").read_bytes()
+    for cap in (traced["a"] / "pcap").iterdir():
+        assert cap.read_bytes() == (traced["a2"] / "pcap" / cap.name).read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("source", "name", "message"),
+    [
+        ("b", "events.parquet", "from another run"),
+        ("one", "events.parquet", r"from another run .*seeds \[0\]\)"),
+        ("b", "pcap/L0-to-H0.seed1.pcapng", "not captured by this directory's run"),
+    ],
+)
+def test_a_trace_file_of_another_run_is_refused_naming_it(traced, tmp_path, source, name, message):
+    mixed = tmp_path / "mixed"
+    shutil.copytree(traced["a"], mixed)
+    shutil.copy(traced[source] / name, mixed / name)
+    with pytest.raises(ScenarioError, match=message) as e:
+        cnsim.open_results(mixed)
+    assert str(e.value).startswith(str(mixed / name)) and "mixed" in str(e.value), str(e.value)
+    refused(cli("report", str(mixed)), f"error: {mixed / name}: ")
+
+
+def test_an_event_trace_rewritten_without_its_run_is_refused(traced, tmp_path):
+    import polars as pl
+
+    mixed = tmp_path / "mixed"
+    shutil.copytree(traced["a"], mixed)
+    pl.read_parquet(mixed / "events.parquet").write_parquet(mixed / "events.parquet")
+    with pytest.raises(ScenarioError, match=r"events\.parquet: carries no run identity"):
+        cnsim.open_results(mixed)

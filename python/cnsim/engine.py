@@ -177,15 +177,17 @@ def run_seed(
     seed: int,
     advance: Callable[[float], None] | None = None,
     trace_dir: str | None = None,
+    trace_run: Sequence[tuple[str, str]] = (),
 ) -> SeedRun:
     """Runs one replication; `advance(ms)` is called with the simulated time
     each step covered (and may raise to stop the run: a stop is seen within
     one step, at most about STEP_S of wall time). Where the steps end never
     changes the results (tests/test_engine_runs.py).
     `trace_dir`: where the config's event trace and captures are written
-    (cnsim.trace); without it none is recorded."""
+    (cnsim.trace); without it none is recorded. `trace_run`: (key, value)
+    pairs naming the run, kept in every trace file beside the seed."""
     try:
-        sim = _core.Simulation(config, seed, trace_dir)
+        sim = _core.Simulation(config, seed, trace_dir, list(trace_run))
     except ValueError as e:
         raise _engine_error(e) from None
     reached = 0

@@ -31,6 +31,8 @@ class Unit:
     tag: Any = field(default=None, compare=False)
     #: Where the unit writes its event trace and captures (cnsim.trace), if it records any.
     trace_dir: str | None = None
+    #: (key, value) pairs naming the run, kept in every trace file (Results.identity).
+    trace_run: tuple[tuple[str, str], ...] = ()
 
 
 class Cancelled(Exception):
@@ -135,7 +137,7 @@ class LocalBackend:
             if advance is not None:
                 advance(ms)
 
-        return self.pool.submit(run_seed, unit.config, unit.seed, step, unit.trace_dir)
+        return self.pool.submit(run_seed, unit.config, unit.seed, step, unit.trace_dir, unit.trace_run)
 
     def as_completed(self, futures: list[Any]) -> Iterator[Any]:
         return _futures_completed(futures)
@@ -149,12 +151,14 @@ class LocalBackend:
         self.pool.shutdown(wait=True, cancel_futures=cancel)
 
 
-def _dask_unit(config: Any, seed: int, trace_dir: str | None = None) -> tuple[str, SeedRun]:
+def _dask_unit(
+    config: Any, seed: int, trace_dir: str | None = None, trace_run: tuple[tuple[str, str], ...] = ()
+) -> tuple[str, SeedRun]:
     """One replication on a Dask worker (with the worker's engine version);
     a trace is written to `trace_dir`, which the worker must see."""
     from . import _core
 
-    return _core.version(), run_seed(config, seed, trace_dir=trace_dir)
+    return _core.version(), run_seed(config, seed, trace_dir=trace_dir, trace_run=trace_run)
 
 
 class DaskBackend:
@@ -198,7 +202,14 @@ class DaskBackend:
     def submit(self, unit: Unit, advance: Any) -> Any:
         key = f"cnsim-{self.token}-{len(self.futures)}-seed{unit.seed}"
         fut = self.client.submit(
-            _dask_unit, unit.config, unit.seed, unit.trace_dir, key=key, retries=3, pure=False
+            _dask_unit,
+            unit.config,
+            unit.seed,
+            unit.trace_dir,
+            unit.trace_run,
+            key=key,
+            retries=3,
+            pure=False,
         )
         self.futures.append(fut)
         return fut

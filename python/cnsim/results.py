@@ -42,6 +42,13 @@ TIMING_JSON = "timing.json"
 TABLES = ("summary", "flows", "pairs", "links", "nodes", "windows", "queues", "timeseries")
 
 
+def trace_identity(scenario: Scenario) -> tuple[tuple[str, str], ...]:
+    """The identity (Results.identity) a run of every seed of `scenario`
+    writes into its trace files while it runs: the scenario.toml's SHA-256
+    and the seeds asked for."""
+    return ((RUN_SHA256, _sha256(scenario.to_toml())), (RUN_SEEDS, json.dumps(sorted(scenario.seeds))))
+
+
 class Results:
     """What `cnsim.run` returns, and what `cnsim.open_results` reads back."""
 
@@ -512,7 +519,7 @@ class Results:
 
             write_report(self, out)
         if self.trace is not None:
-            self.trace.write(out, self.seeds)
+            self.trace.write(out, self.seeds, self.identity())
         # Last: a directory with summary.json has every other file.
         atomic_write(out / "summary.json", json.dumps(self.summary_dict(), indent=2) + "\n")
         return out
@@ -751,8 +758,10 @@ def read_results(path: str | Path) -> Results:
     if sha is not None:
         res._scenario_sha256 = sha
     if (out / "events.parquet").is_file() or (out / "pcap").is_dir():
-        from .trace import TraceFiles
+        from .trace import TraceFiles, check_identity
 
+        if ident is not None:
+            check_identity(out, ident)
         res.trace = TraceFiles(out, None)
     return res
 

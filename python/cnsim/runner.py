@@ -11,7 +11,7 @@ from typing import Any
 
 from .errors import ScenarioError, ScenarioWarning
 from .executor import Interrupted, Unit, check_backend, run_units
-from .results import Results
+from .results import Results, trace_identity
 from .scenario import Scenario
 
 
@@ -67,7 +67,12 @@ def run(
         tdir = Path(trace_dir) if trace_dir is not None else staging_dir()
         owned = trace_dir is None
     where = str(tdir) if tdir is not None else None
-    units = [Unit(config, s, scenario.duration_ms, trace_dir=where) for s in sorted(scenario.seeds)]
+    # Every trace file names its run as the results' other files do (Results.identity).
+    run_id = trace_identity(scenario) if tdir is not None else ()
+    units = [
+        Unit(config, s, scenario.duration_ms, trace_dir=where, trace_run=run_id)
+        for s in sorted(scenario.seeds)
+    ]
     pause = " + PAUSE" if scenario.pause else ""
     try:
         runs = run_units(

@@ -18,6 +18,7 @@ column tells them apart) and puts the captures in `DIR/pcap/`;
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -120,12 +121,15 @@ class TraceFiles:
         }
 
     # ------------------------------------------------------------- writing
-    def write(self, out: Path, seeds: list[int]) -> None:
+    def write(self, out: Path, seeds: list[int], identity: dict[str, str] | None = None) -> None:
         """Puts the trace of `seeds` into results directory `out`:
-        `events.parquet` (the seeds' files concatenated, streamed) and
-        `pcap/`. When `out` is this trace's own directory, the per-seed
-        event files (and any of a seed that did not finish) are removed."""
+        `events.parquet` (the seeds' files concatenated, streamed, with the
+        run's `identity` in its footer, as every Parquet file of a results
+        directory has) and `pcap/`. When `out` is this trace's own
+        directory, the per-seed event files (and any of a seed that did not
+        finish) are removed."""
         out = Path(out)
+        identity = identity or {}
         if self.per_seed is None:  # a saved directory: copy it as it is
             if out.resolve() != self.root.resolve():
                 if (self.root / EVENTS_FILE).is_file():
@@ -136,14 +140,17 @@ class TraceFiles:
         same = out.resolve() == self.root.resolve()
         src = self._event_sources(seeds)
         target = out / EVENTS_FILE
-        if len(src) == 1 and same:
+        # One seed's file already names this run (the engine wrote the identity the run
+        # was given) unless only some seeds finished: then it is rewritten like a merge.
+        as_is = len(src) == 1 and _footer(src[0], identity) == identity
+        if as_is and same:
             os.replace(src[0], target)
-        elif len(src) == 1:
+        elif as_is:
             shutil.copy2(src[0], target)
         elif src:
             import polars as pl
 
-            pl.scan_parquet(src).sink_parquet(target, compression="zstd")
+            pl.scan_parquet(src).sink_parquet(target, compression="zstd", metadata=identity or None)
         for p in self.pcap_files():
             seed = int(p.name.rsplit(".seed", 1)[1].split(".")[0])
             if same:
@@ -157,6 +164,78 @@ class TraceFiles:
                 p.unlink()
             # From now on the merged file is the trace.
             self.per_seed = {s: t for s, t in self.per_seed.items() if s in seeds}
+
+
+def _footer(path: str | Path, keys: Any) -> dict[str, str | None]:
+    """The values of `keys` in a Parquet file's footer (None: absent)."""
+    import polars as pl
+
+    kv = pl.read_parquet_metadata(path)
+    return {k: kv.get(k) for k in keys}
+
+
+def _pcap_comment(path: Path) -> dict[str, str]:
+    """The `key=value; ...` pairs of a pcapng file's section header comment
+    (the run and seed cnsim wrote it for); {} if it has none."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8 or head[:4] != b"\x0a\x0d\x0d\x0a":
+            raise ValueError("not a pcapng file")
+        length = int.from_bytes(head[4:8], "little")
+        if not 28 <= length <= 1 << 16:
+            raise ValueError("a damaged section header")
+        body = f.read(length - 8)
+    i, out = 16, {}  # after the byte-order magic, version and section length
+    while i + 4 <= len(body) - 4:
+        code, n = int.from_bytes(body[i : i + 2], "little"), int.from_bytes(body[i + 2 : i + 4], "little")
+        if code == 0:
+            break
+        if code == 1:  # opt_comment
+            for part in body[i + 4 : i + 4 + n].decode("utf-8", "replace").split("; "):
+                k, _, v = part.partition("=")
+                out[k] = v
+        i += 4 + (n + 3) // 4 * 4
+    return out
+
+
+def check_identity(root: Path, ident: dict[str, str]) -> None:
+    """Refuses a results directory whose events.parquet or captures were
+    written by another run than its summary.json's `ident` (scenario
+    SHA-256 and seeds), naming the file: the check every other file of the
+    directory gets when it is read (cnsim.results)."""
+    from .errors import ScenarioError
+    from .results import RUN_SEEDS, RUN_SHA256
+
+    events = Path(root) / EVENTS_FILE
+    if events.is_file():
+        try:
+            got = _footer(events, ident)
+        except Exception as e:  # a damaged file: name it
+            raise ScenarioError(
+                f"{events}: cannot be read ({type(e).__name__}); the results directory is damaged"
+            ) from None
+        if got != ident:
+            raise ScenarioError(
+                f"{events}: "
+                + (
+                    "carries no run identity (scenario SHA-256 and seeds)"
+                    if all(v is None for v in got.values())
+                    else f"from another run (scenario SHA-256 {str(got[RUN_SHA256])[:12]}..., seeds {got[RUN_SEEDS]})"
+                )
+                + f", not this directory's ({ident[RUN_SHA256][:12]}..., seeds {ident[RUN_SEEDS]}); "
+                "the results directory is mixed"
+            )
+    seeds = {str(s) for s in json.loads(ident[RUN_SEEDS])}
+    for p in sorted((Path(root) / PCAP_DIR).glob("*.pcapng")):
+        try:
+            c = _pcap_comment(p)
+        except (OSError, ValueError) as e:
+            raise ScenarioError(f"{p}: cannot be read ({e}); the results directory is damaged") from None
+        if c.get(RUN_SHA256) != ident[RUN_SHA256] or c.get("cnsim.seed") not in seeds:
+            raise ScenarioError(
+                f"{p}: not captured by this directory's run (scenario SHA-256 {ident[RUN_SHA256][:12]}..., "
+                f"seeds {ident[RUN_SEEDS]}); the results directory is mixed"
+            )
 
 
 def unintended(scenario: Any) -> list[str]:

@@ -28,10 +28,17 @@ fn results(r: &RunResult) -> serde_json::Value {
 
 fn traced(cfg: &SimConfig, seed: u64, name: &str) -> (RunResult, TraceSummary, PathBuf) {
     let dir = tmp(name);
-    let r = Sim::with_trace(cfg, seed, &TraceOutput { dir: dir.clone() })
-        .unwrap()
-        .run()
-        .unwrap();
+    let r = Sim::with_trace(
+        cfg,
+        seed,
+        &TraceOutput {
+            dir: dir.clone(),
+            run: vec![("cnsim.test".into(), "yes".into())],
+        },
+    )
+    .unwrap()
+    .run()
+    .unwrap();
     let t = r.trace.clone().expect("a traced run reports its files");
     (r, t, dir)
 }
@@ -132,6 +139,30 @@ fn the_dequeue_rows_of_a_port_are_its_frames_sent_and_drops_its_drop_counters() 
     assert_eq!(drops, r.frames.dropped_cp);
     assert_eq!(delivered, r.frames.delivered);
     assert!(drops > 0);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn every_trace_file_names_its_run_and_seed() {
+    let mut cfg = incast_config(PS_PER_MS);
+    every_event(&mut cfg, &["B0->D"]);
+    let (_, t, dir) = traced(&cfg, 7, "identity");
+    let f = std::fs::File::open(t.events_file.as_deref().unwrap()).unwrap();
+    let meta = ParquetRecordBatchReaderBuilder::try_new(f).unwrap().metadata().clone();
+    let kv: std::collections::HashMap<String, Option<String>> = meta
+        .file_metadata()
+        .key_value_metadata()
+        .unwrap()
+        .iter()
+        .map(|k| (k.key.clone(), k.value.clone()))
+        .collect();
+    assert_eq!(kv["cnsim.seed"].as_deref(), Some("7"));
+    assert_eq!(kv["cnsim.test"].as_deref(), Some("yes"));
+    // The capture's section header block carries the same, as its comment option.
+    let bytes = std::fs::read(&t.pcap[0].file).unwrap();
+    let shb_len = u32::from_le_bytes(bytes[4..8].try_into().unwrap()) as usize;
+    let shb = String::from_utf8_lossy(&bytes[..shb_len]);
+    assert!(shb.contains("cnsim.test=yes; cnsim.seed=7"), "{shb}");
     let _ = std::fs::remove_dir_all(dir);
 }
 

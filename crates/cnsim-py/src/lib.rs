@@ -87,14 +87,21 @@ struct Simulation {
 impl Simulation {
     /// `trace_dir`: where a config that asks for a trace (`trace.events`,
     /// `trace.pcap`) writes it (events.seed<K>.parquet, pcap/); without it
-    /// the run records none.
+    /// the run records none. `trace_run`: (key, value) pairs naming the run,
+    /// kept in every trace file beside the seed.
     #[new]
-    #[pyo3(signature = (config, seed, trace_dir=None))]
-    fn new(py: Python<'_>, config: &Bound<'_, PyAny>, seed: u64, trace_dir: Option<std::path::PathBuf>) -> PyResult<Self> {
+    #[pyo3(signature = (config, seed, trace_dir=None, trace_run=Vec::new()))]
+    fn new(
+        py: Python<'_>,
+        config: &Bound<'_, PyAny>,
+        seed: u64,
+        trace_dir: Option<std::path::PathBuf>,
+        trace_run: Vec<(String, String)>,
+    ) -> PyResult<Self> {
         let cfg = read_config(py, config)?;
         let sim = py
             .allow_threads(|| match trace_dir {
-                Some(dir) => Sim::with_trace(&cfg, seed, &TraceOutput { dir }),
+                Some(dir) => Sim::with_trace(&cfg, seed, &TraceOutput { dir, run: trace_run }),
                 None => Sim::new(&cfg, seed),
             })
             .map_err(|e| config_error(py, e))?;

@@ -46,15 +46,19 @@ fn block(kind: u32, body: &[u8]) -> Vec<u8> {
 }
 
 impl PcapWriter {
-    /// Creates `path` with its section header and one Ethernet interface
-    /// named `name` (a port, FROM->TO) capturing `snaplen` bytes.
-    pub fn create(path: &Path, name: &str, description: &str, snaplen: u32) -> io::Result<PcapWriter> {
+    /// Creates `path` with its section header (`comment`: what run wrote it)
+    /// and one Ethernet interface named `name` (a port, FROM->TO) capturing
+    /// `snaplen` bytes.
+    pub fn create(path: &Path, name: &str, description: &str, snaplen: u32, comment: &str) -> io::Result<PcapWriter> {
         let mut out = BufWriter::new(File::create(path)?);
         let mut shb = Vec::new();
         shb.extend_from_slice(&BYTE_ORDER_MAGIC.to_le_bytes());
         shb.extend_from_slice(&1u16.to_le_bytes()); // major version
         shb.extend_from_slice(&0u16.to_le_bytes()); // minor version
         shb.extend_from_slice(&(-1i64).to_le_bytes()); // section length: not given
+        if !comment.is_empty() {
+            option(&mut shb, OPT_COMMENT, comment.as_bytes());
+        }
         option(&mut shb, SHB_USERAPPL, format!("cnsim {}", crate::VERSION).as_bytes());
         option(&mut shb, OPT_END, &[]);
         out.write_all(&block(SHB, &shb))?;
@@ -115,7 +119,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("cnsim-pcap-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("p.pcapng");
-        let mut w = PcapWriter::create(&path, "A->B", "test", 128).unwrap();
+        let mut w = PcapWriter::create(&path, "A->B", "test", 128, "cnsim.seed=0").unwrap();
         w.write(5_000_123_456, &[1, 2, 3, 4, 5], 64, Some("x")).unwrap();
         assert_eq!(w.finish().unwrap(), 1);
         let b = std::fs::read(&path).unwrap();

@@ -21,9 +21,15 @@ use std::sync::Arc;
 
 /// Where a traced run writes: `DIR/events.seed<K>.parquet` and
 /// `DIR/pcap/<FROM>-to-<TO>.seed<K>.pcapng`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct TraceOutput {
     pub dir: PathBuf,
+    /// The run these files belong to, as (key, value) pairs (the caller's
+    /// own words: cnsim's Python writes the scenario's SHA-256): kept in the
+    /// events file's footer and in each capture's section header comment,
+    /// beside `cnsim.seed`, so a results directory can tell another run's
+    /// trace file from its own.
+    pub run: Vec<(String, String)>,
 }
 
 /// What a traced run wrote.
@@ -198,8 +204,21 @@ fn file_part(s: &str) -> String {
         .collect()
 }
 
+/// A capture's section header comment: the run's (key, value) pairs and
+/// the seed, `key=value` joined by "; " (cnsim.trace reads it back).
+fn run_comment(run: &[(String, String)], seed: u64) -> String {
+    run.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .chain(std::iter::once(format!("cnsim.seed={seed}")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// The tracer of a traced run.
 pub struct Recorder {
+    /// The run's identity (`TraceOutput::run`) and seed, written into every file.
+    run: Vec<(String, String)>,
+    seed: u64,
     plan: TracePlan,
     names: Arc<EventNames>,
     port_owner: Vec<u32>,
@@ -243,12 +262,14 @@ impl Recorder {
                 let (a, b) = name.split_once("->").expect("port names are FROM->TO");
                 let path = dir.join(format!("{}-to-{}.seed{seed}.pcapng", file_part(a), file_part(b)));
                 let desc = format!("cnsim port {name}, seed {seed}");
-                let w = PcapWriter::create(&path, name, &desc, plan.snaplen).map_err(|e| io(&path, e))?;
+                let w = PcapWriter::create(&path, name, &desc, plan.snaplen, &run_comment(&out.run, seed)).map_err(|e| io(&path, e))?;
                 pcap_of[p as usize] = Some(pcaps.len());
                 pcaps.push((p, w));
             }
         }
         Ok(Recorder {
+            run: out.run.clone(),
+            seed,
             pause_until: vec![None; names.ports.len()],
             plan,
             names,
@@ -533,10 +554,12 @@ impl<S: Scheme> Tracer<S> for Recorder {
         };
         if let Some(w) = self.events.take() {
             summary.events_file = Some(w.path().display().to_string());
-            let meta = [
+            let mut meta = vec![
                 ("cnsim.max_rows", self.plan.max_rows.to_string()),
                 ("cnsim.capped_at_ps", self.capped_at.map_or("null".into(), |t| t.to_string())),
+                ("cnsim.seed", self.seed.to_string()),
             ];
+            meta.extend(self.run.iter().map(|(k, v)| (k.as_str(), v.clone())));
             summary.rows = w.finish(&meta)?;
         }
         for (port, w) in self.pcaps.drain(..) {
