@@ -417,12 +417,14 @@ fn check_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Vec<Strin
         .map_err(|e| config_error(py, e))
 }
 
-/// The schemes' parameter declarations (`cnsim_core::scheme::params`) as
-/// JSON: every table with its parameters, ranges, rules and help, and every
-/// scheme name with its table. `cnsim.schemes` builds its tables from it.
+/// The parameter declarations (`cnsim_core::params`) as JSON: every scheme
+/// table and every section of the scenario (`cnsim_core::sections`) with its
+/// parameters, units, ranges, rules and help, and every scheme name with its
+/// table. `cnsim.schemes` and `cnsim.sections` build their models from it.
 #[pyfunction]
 fn scheme_declarations() -> String {
     let mut d = cnsim_core::scheme::params::declarations();
+    d["sections"] = cnsim_core::sections::tables().iter().map(|t| t.to_json()).collect();
     // Each scheme also says whether the fluid model integrates it.
     if let Some(schemes) = d["schemes"].as_array_mut() {
         for s in schemes {

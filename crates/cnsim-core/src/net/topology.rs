@@ -1,6 +1,7 @@
 //! Building the network from the configuration: nodes, one port per link
 //! direction, and static shortest-path routes with deterministic tie-breaking.
 
+pub use super::node::{Node, NodeKind};
 use super::port::{Port, PortId, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
 use super::routing::Router;
 use crate::config::{err, BufferMode, ConfigError, DestConfig, NicFull, PauseTrigger, RlOrder, RlScope, SimConfig};
@@ -9,19 +10,6 @@ use crate::engine::rng::{stream, Stream};
 use crate::engine::time::serialization_ps;
 use crate::engine::Time;
 use std::collections::{BTreeMap, BTreeSet};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NodeKind {
-    Station(u32),
-    Bridge(u32),
-}
-
-pub struct Node {
-    pub name: String,
-    pub kind: NodeKind,
-    /// Egress ports of this node, in link order.
-    pub ports: Vec<PortId>,
-}
 
 /// How a source draws destinations (station indices).
 pub enum Dest {
