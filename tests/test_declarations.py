@@ -16,9 +16,8 @@ import ast
 import tomllib
 from pathlib import Path
 
-import pytest
-
 import cnsim
+import pytest
 from cnsim.declarations import declarations
 from cnsim.scenario import model as M
 
