@@ -51,7 +51,14 @@ mod tests {
         let _: crate::scheme::bcn::BcnParams = crate::scheme::bcn::ecm_table().default_params();
         let _: crate::scheme::qcn::QcnParams = crate::scheme::qcn::table().default_params();
         let _: crate::scheme::qcn::QcnParams = crate::scheme::qcn::table_2pt().default_params();
+        let _: crate::scheme::qcn::QcnParams = crate::scheme::qcn::table_3pt().default_params();
         let _: crate::scheme::dcqcn::DcqcnParams = crate::scheme::dcqcn::table().default_params();
+        let _: crate::scheme::dctcp::DctcpParams = crate::scheme::dctcp::table().default_params();
+        let _: crate::scheme::timely::TimelyParams = crate::scheme::timely::table().default_params();
+        let _: crate::scheme::hpcc::HpccParams = crate::scheme::hpcc::table().default_params();
+        let _: crate::scheme::swift::SwiftParams = crate::scheme::swift::table().default_params();
+        // Every table above: ten, as many as `tables()` declares.
+        assert_eq!(crate::scheme::tables().len(), 10, "a new table needs its struct read here");
     }
 
     #[test]
