@@ -68,6 +68,11 @@ BAD_INPUTS = [
     (["show", "nosuch"], "error: unknown scenario 'nosuch'"),
     (["bench", "--duration-ms", "0"], "error: --duration-ms: 0.0 is not allowed"),
     (["bench", "--repeat", "101"], "error: --repeat: 101 is not allowed"),
+    (["bench", "--whole"], "error: --whole: give one or more scenario files"),
+    (["bench", "baseline"], "error: baseline: scenario files are timed with --whole"),
+    (["bench", "--whole", "nosuch.toml"], "error: nosuch.toml: no such scenario file or built-in scenario"),
+    (["bench", "--whole", "baseline", "--hosts", "64"], "error: --hosts: not with --whole"),
+    (["bench", "--whole", "baseline", "--repeat", "0"], "error: --repeat: 0 is not allowed"),
 ]
 
 
@@ -183,3 +188,24 @@ def test_a_parameter_of_a_scheme_that_does_not_run_is_refused_in_python_too(tmp_
         ("hpcc", 0.5),
         ("hpcc", 0.9),
     ]
+
+
+def test_bench_whole_times_separate_cnsim_run_processes(cli, tmp_path):
+    """`cnsim bench --whole` runs `cnsim run FILE --seed 0` in processes of its
+    own: its figures are the child's (frames as the run reports them, the
+    engine's share of the whole process below 1, the child's own memory)."""
+    small = "flows_incast"  # a built-in name; ends with its last flow
+    r = cli("bench", "--whole", small, "--repeat", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    fig = json.loads(r.stdout)
+    assert fig["runs"] == 2 and len(fig["files"]) == 1
+    f = fig["files"][0]
+    ran = json.loads(
+        cli("run", small, "--seed", "0", "--no-report", "--json", "--out", str(tmp_path / "o")).stdout
+    )
+    assert f["frames_delivered"] == ran["frames"]["delivered"] > 0
+    assert 0 < f["engine_best_s"] < f["wall_best_s"] <= f["wall_median_s"]
+    assert 0 < f["engine_share"] < 1
+    assert 0 < f["user_best_s"] <= f["user_median_s"]
+    assert 20 < f["peak_rss_mb"] < 2000  # a Python process, measured per child
+    assert f["frames_per_s_whole"] == pytest.approx(f["frames_delivered"] / f["wall_best_s"])

@@ -626,4 +626,6 @@ def test_the_memory_estimate_is_not_below_what_a_run_keeps(tmp_path):
     kept = peaks[1] - peaks[0]
     est = run_memory(cnsim.load("baseline", seeds=4).replace(bin_us=1.0, duration_ms=50.0)).total
     assert est >= kept, (est, kept)
-    assert est < 1.3 * kept, (est, kept)  # and not far above
+    # And not far above: what a seed keeps varies from 14 to 28 B a value
+    # with the allocator's reuse of freed memory; the guard's 32 is the upper end.
+    assert est < 2.5 * kept, (est, kept)

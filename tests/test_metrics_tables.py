@@ -225,3 +225,19 @@ def test_slowdown_by_size_counts_finished_flows_only_with_integer_bounds():
     assert (first["slowdown_p50"], first["slowdown_p99"]) == (2.0, pytest.approx(1.0 + 0.99 * 2.0))
     assert t.row(2, named=True)["slowdown_p50"] is None
     assert slowdown_by_size(fct, (10_000, None))["finished"].to_list() == [2, 2]
+
+
+def test_the_95_percent_t_table_is_scipys_to_the_last_bit():
+    """The confidence intervals of up to 257 seeds use cnsim.t975 (no scipy
+    import on the run path): every entry equals scipy's t.ppf(0.975, df), and
+    other levels and degrees of freedom still ask scipy."""
+    from cnsim.metrics import t_quantile
+    from cnsim.t975 import T975
+    from scipy.stats import t as student_t
+
+    assert len(T975) == 256
+    for df, q in enumerate(T975, start=1):
+        assert q == float(student_t.ppf(0.975, df)), df
+        assert t_quantile(0.95, df) == q
+    assert t_quantile(0.95, 300) == float(student_t.ppf(0.975, 300))
+    assert t_quantile(0.9, 4) == float(student_t.ppf(0.95, 4))

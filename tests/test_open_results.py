@@ -91,6 +91,32 @@ def test_importing_the_cli_loads_no_heavy_library():
     assert r.stdout.strip() == "[]"
 
 
+HEAVY = ("polars", "numpy", "matplotlib", "scipy", "pyarrow", "pandas", "dask", "distributed")
+
+
+@pytest.mark.parametrize("scenario", ["flows_incast", "baseline"])
+def test_a_run_without_report_imports_no_dataframe_library_numpy_or_scipy(scenario, tmp_path):
+    """`cnsim run --no-report` (three seeds: the confidence intervals too, a
+    flow run: the flow metrics) reads the engine's columns and writes its
+    Parquet through the engine: none of the heavy libraries is imported
+    (issue 30: they cost more start-up than the simulation)."""
+    import subprocess
+
+    out = tmp_path / "out"
+    code = (
+        "import runpy, sys, atexit, json\n"
+        "heavy = " + repr(HEAVY) + "\n"
+        "atexit.register(lambda: print(json.dumps(sorted(m for m in heavy if m in sys.modules)), file=sys.stderr))\n"
+        f"sys.argv = ['cnsim', 'run', '{scenario}', '--seeds', '3', '--duration', '25', '--no-report', "
+        f"'--jobs', '1', '--out', r'{out}']\n"
+        "runpy.run_module('cnsim', run_name='__main__')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert (out / "summary.json").is_file() and (out / "timeseries.parquet").is_file()
+    assert r.stderr.strip().splitlines()[-1] == "[]", r.stderr
+
+
 def test_metrics_is_a_table_and_the_tables_are_attributes(saved):
     res, _ = saved
     m = res.metrics

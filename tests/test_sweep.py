@@ -432,3 +432,23 @@ def test_run_on_dask_gives_the_same_results_as_local(tmp_path):
     local.save(a, report=False)
     remote.save(b, report=False)
     assert (a / "timeseries.parquet").read_bytes() == (b / "timeseries.parquet").read_bytes()
+
+
+def test_a_sweep_writes_its_own_report_and_point_reports_only_when_asked(tmp_path):
+    """One report for the sweep by default; each point's report.html and
+    plots only with --point-reports (they cost seconds per point)."""
+    args = ["baseline", "--duration", "15", "--seeds", "1", "--grid", "bcn.w=2,8"]
+    plain, asked = tmp_path / "plain", tmp_path / "asked"
+    r = _cli("sweep", *args, "--out", str(plain))
+    assert r.returncode == 0, r.stderr
+    assert (plain / "report.html").is_file()
+    points = sorted(p for p in plain.iterdir() if p.is_dir())
+    assert len(points) == 2
+    assert all((p / "summary.json").is_file() and not (p / "report.html").exists() for p in points)
+    assert not [p for p in points if list(p.glob("*.png"))]
+    r = _cli("sweep", *args, "--out", str(asked), "--point-reports")
+    assert r.returncode == 0, r.stderr
+    points = sorted(p for p in asked.iterdir() if p.is_dir())
+    assert all((p / "report.html").is_file() for p in points)
+    html = (asked / "report.html").read_text()
+    assert all(f'href="{p.name}/report.html"' in html for p in points)

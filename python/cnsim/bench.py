@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import resource
 import time
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -24,6 +25,19 @@ BENCH_SCENARIOS = {
 
 
 def bench(
+    files: Annotated[
+        list[str] | None,
+        typer.Argument(help="--whole: scenario files or built-in scenario names", show_default=False),
+    ] = None,
+    whole: Annotated[
+        bool,
+        typer.Option(
+            "--whole",
+            help="time whole `cnsim run FILE --seed 0 --jobs 1 --no-report` processes (start-up, engine, "
+            "results) from outside: best and median wall and user time, the engine's share, peak memory, "
+            "frames per second (--repeat runs each, default 3)",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
     duration_ms: Annotated[
         float | None, typer.Option(help="simulated time (ms; default: the workload's, 1000 for the incast)")
@@ -48,16 +62,35 @@ def bench(
         bool | None, typer.Option("--pause/--no-pause", help="PAUSE for a scenario workload")
     ] = None,
     repeat: Annotated[
-        int,
+        int | None,
         typer.Option(
-            help="runs of each workload (scale: of each size, the sizes taking turns); the fastest is "
-            "reported, peak memory is the largest"
+            help="runs of each workload (scale: of each size, --whole: of each file, taking turns); the "
+            "fastest is reported, peak memory is the largest [default: 1; --whole: 3]",
+            show_default=False,
         ),
-    ] = 1,
+    ] = None,
 ) -> None:
     """Engine speed, one seed on one core: by default the 1-second 4-to-1 incast of
     performance.md (nocm); `--workload singlehop|multihop|fattree` times a 1 s benchmark scenario;
-    `--workload scale` fabrics of 64 to 4096 hosts."""
+    `--workload scale` fabrics of 64 to 4096 hosts; `--whole FILE...` whole `cnsim run` processes."""
+    if whole or files:
+        if not whole:
+            raise ScenarioError(f"{files[0] if files else 'FILE'}: scenario files are timed with --whole")
+        if not files:
+            raise ScenarioError("--whole: give one or more scenario files or built-in scenario names")
+        others = {
+            "--workload": workload != "incast",
+            "--hosts": hosts,
+            "--scheme": scheme,
+            "--pause": pause,
+            "--duration-ms": duration_ms,
+        }
+        given = [k for k, v in others.items() if v is not None and v is not False]
+        if given:
+            raise ScenarioError(f"{given[0]}: not with --whole (a scenario file says what runs)")
+        _bench_whole(files, 3 if repeat is None else repeat, as_json)
+        return
+    repeat = 1 if repeat is None else repeat
     from . import _core
 
     if duration_ms is not None and not 0 < duration_ms <= 1e9:  # also NaN and inf
@@ -152,6 +185,48 @@ def _bench_once(cfg: Any, label: str, ms: float) -> dict[str, Any]:
         "sim_speed": ms / 1000 / wall,
         "version": _core.version(),
     }
+
+
+def _bench_whole(files: list[str], repeat: int, as_json: bool) -> None:
+    from .benchwhole import bench_whole, cnsim_command
+
+    if not 1 <= repeat <= 100:
+        raise ScenarioError(f"--repeat: {repeat} is not allowed; expected an integer from 1 to 100")
+
+    def said(f: str, i: int, r: Any) -> None:
+        if not as_json:
+            out.print(
+                f"  {f} run {i + 1}/{repeat}: {r.wall_s:.3f} s wall, {r.user_s:.3f} s user, "
+                f"{r.peak_rss_mb:.0f} MB"
+            )
+
+    if not as_json:
+        out.print(
+            f"timing {' '.join(cnsim_command())} run FILE --seed 0 --jobs 1 --no-report, {repeat} run(s) each"
+        )
+    figs = in_thread(bench_whole, files, repeat, said)
+    if as_json:
+        print(json.dumps({"workload": "whole", "runs": repeat, "files": [f.to_dict() for f in figs]}))
+        return
+    t = Table(
+        "scenario",
+        "wall best / median",
+        "user best / median",
+        "engine (share)",
+        "peak RSS",
+        "frames/s whole (engine)",
+        title=f"cnsim bench --whole, {repeat} run(s) each",
+    )
+    for f in figs:
+        t.add_row(
+            Path(f.scenario).name,
+            f"{f.wall_best_s:.3f} / {f.wall_median_s:.3f} s",
+            f"{f.user_best_s:.3f} / {f.user_median_s:.3f} s",
+            f"{f.engine_best_s:.3f} s ({f.engine_share:.0%})",
+            f"{f.peak_rss_mb:.0f} MB",
+            f"{f.frames_per_s_whole / 1e6:.2f} M ({f.frames_per_s_engine / 1e6:.2f} M)",
+        )
+    out.print(t)
 
 
 def _bench_scale(

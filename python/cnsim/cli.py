@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -137,6 +138,13 @@ def run(
     address: Annotated[
         str | None, typer.Option(help="tcp://HOST:PORT of a running Dask scheduler (implies --backend dask)")
     ] = None,
+    pcap: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pcap",
+            help="capture the frames leaving port FROM->TO to pcap/FROM-to-TO.seedK.pcapng (Wireshark); repeatable",
+        ),
+    ] = None,
 ) -> None:
     """Run replications, print the summary, write results."""
     from .executor import Interrupted, check_backend
@@ -146,15 +154,30 @@ def run(
     from .outdir import RunDir, default_dir
 
     sc = _scenario(scenario, scheme, pause, set_, seeds, seed, duration)
+    if pcap:
+        sc = sc.replace(
+            **{"trace.pcap": [*sc.model.trace.pcap, *(p for p in pcap if p not in sc.model.trace.pcap)]}
+        )
     from .guards import check_run_memory
+    from .trace import TraceCapWarning, records, unintended
 
+    for line in unintended(sc):
+        warn(line)
     check_run_memory(sc)
     target = out_dir or default_dir(sc.name)
     rd = RunDir(target, force=force)  # checked and locked before anything runs
     try:
         try:
+            # A trace is written straight into the results directory's temporary sibling;
+            # a trace's row cap is reported below, as one line.
+            warnings.simplefilter("ignore", TraceCapWarning)
             res = run_scenario(
-                sc, jobs=jobs, progress=None if not as_json else False, backend=backend, address=address
+                sc,
+                jobs=jobs,
+                progress=None if not as_json else False,
+                backend=backend,
+                address=address,
+                trace_dir=rd.tmp if records(sc) else None,
             )
         except Interrupted as e:
             part = getattr(e, "results", None)
@@ -207,7 +230,26 @@ def run(
         f"{(e['frames_delivered_per_s'] or 0) / 1e6:.2f} M delivered frames/s"
     )
     out.print(f"results: {target}" + (f"  report: {target / 'report.html'}" if report else ""))
+    _print_trace(res, target)
     _warn_untraced(sc, res)
+
+
+def _print_trace(res: Any, target: Path) -> None:
+    """Where the event trace and the captures are, and whether a trace hit its row cap."""
+    if res.trace is None:
+        return
+    from .trace import warnings as cap_warnings
+
+    t = res.trace.summary()
+    if t["events"]:
+        rows = sum(t["rows"].values())
+        out.print(f"events: {target / t['events']} ({rows:,} rows; cnsim.open_results(DIR).events())")
+    if t["pcap"]:
+        names = [p.rsplit("/", 1)[-1] for p in t["pcap"]]
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        out.print(f"captures: {target / 'pcap'} ({shown}; open them in Wireshark)")
+    for w in cap_warnings(res.trace.per_seed or {}):
+        warn(w)
 
 
 def _warn_untraced(sc: Any, res: Any) -> None:
@@ -263,9 +305,13 @@ def sweep(
     force: Annotated[
         bool, typer.Option("--force", help="discard another sweep's results in --out instead of refusing")
     ] = False,
-    report: Annotated[
-        bool, typer.Option(help="write each point's report and the sweep's report.html")
-    ] = True,
+    report: Annotated[bool, typer.Option(help="write the sweep's report.html")] = True,
+    point_reports: Annotated[
+        bool,
+        typer.Option(
+            "--point-reports", help="also each point's report.html and plots (a few seconds per point)"
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print what was done as one JSON object")] = False,
 ) -> None:
     """Run a scenario over the cartesian product of parameter grids x seeds: one results
@@ -291,7 +337,12 @@ def sweep(
         except ScenarioError:
             raise alone from None
     from .outdir import default_dir
+    from .trace import records
 
+    if records(sc):
+        warn(
+            "trace.events / trace.pcap: a sweep records no event trace or capture; run one point with cnsim run"
+        )
     target = out_dir or default_dir(sc.name, "-sweep")
 
     try:
@@ -305,6 +356,7 @@ def sweep(
                 address=address,
                 force=force,
                 report=report,
+                point_reports=point_reports,
                 progress=None if not as_json else False,
                 outcome=True,
                 label="--grid",

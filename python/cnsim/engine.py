@@ -89,6 +89,8 @@ class SeedRun:
         self._series_values = series_values
         self._series: list[tuple[str, str, Any]] | None = None
         self.tables = _PolarsTables(self)
+        #: What a traced run wrote (events file, rows, cap, captures), or None.
+        self.trace: dict[str, Any] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Without the derived views (polars frames, numpy series): rebuilt on use.
@@ -170,13 +172,20 @@ def _pack_series(triples: Sequence[tuple[Any, ...]]) -> tuple[list[tuple[str, st
     return index, buf.tobytes()
 
 
-def run_seed(config: Any, seed: int, advance: Callable[[float], None] | None = None) -> SeedRun:
+def run_seed(
+    config: Any,
+    seed: int,
+    advance: Callable[[float], None] | None = None,
+    trace_dir: str | None = None,
+) -> SeedRun:
     """Runs one replication; `advance(ms)` is called with the simulated time
     each step covered (and may raise to stop the run: a stop is seen within
     one step, at most about STEP_S of wall time). Where the steps end never
-    changes the results (tests/test_engine_runs.py)."""
+    changes the results (tests/test_engine_runs.py).
+    `trace_dir`: where the config's event trace and captures are written
+    (cnsim.trace); without it none is recorded."""
     try:
-        sim = _core.Simulation(config, seed)
+        sim = _core.Simulation(config, seed, trace_dir)
     except ValueError as e:
         raise _engine_error(e) from None
     reached = 0
@@ -188,7 +197,13 @@ def run_seed(config: Any, seed: int, advance: Callable[[float], None] | None = N
         reached = now
         if done:
             break
-    return SeedRun.from_engine(sim, seed)
+    run = SeedRun.from_engine(sim, seed)
+    if trace_dir is not None:
+        import json
+
+        summary = sim.trace_summary()
+        run.trace = json.loads(summary) if summary is not None else None
+    return run
 
 
 def timed(fn: Callable[[], Any]) -> tuple[Any, float]:

@@ -29,6 +29,8 @@ class Unit:
     seed: int
     duration_ms: float
     tag: Any = field(default=None, compare=False)
+    #: Where the unit writes its event trace and captures (cnsim.trace), if it records any.
+    trace_dir: str | None = None
 
 
 class Cancelled(Exception):
@@ -133,7 +135,7 @@ class LocalBackend:
             if advance is not None:
                 advance(ms)
 
-        return self.pool.submit(run_seed, unit.config, unit.seed, step)
+        return self.pool.submit(run_seed, unit.config, unit.seed, step, unit.trace_dir)
 
     def as_completed(self, futures: list[Any]) -> Iterator[Any]:
         return _futures_completed(futures)
@@ -147,11 +149,12 @@ class LocalBackend:
         self.pool.shutdown(wait=True, cancel_futures=cancel)
 
 
-def _dask_unit(config: Any, seed: int) -> tuple[str, SeedRun]:
-    """One replication on a Dask worker (with the worker's engine version)."""
+def _dask_unit(config: Any, seed: int, trace_dir: str | None = None) -> tuple[str, SeedRun]:
+    """One replication on a Dask worker (with the worker's engine version);
+    a trace is written to `trace_dir`, which the worker must see."""
     from . import _core
 
-    return _core.version(), run_seed(config, seed)
+    return _core.version(), run_seed(config, seed, trace_dir=trace_dir)
 
 
 class DaskBackend:
@@ -194,7 +197,9 @@ class DaskBackend:
 
     def submit(self, unit: Unit, advance: Any) -> Any:
         key = f"cnsim-{self.token}-{len(self.futures)}-seed{unit.seed}"
-        fut = self.client.submit(_dask_unit, unit.config, unit.seed, key=key, retries=3, pure=False)
+        fut = self.client.submit(
+            _dask_unit, unit.config, unit.seed, unit.trace_dir, key=key, retries=3, pure=False
+        )
         self.futures.append(fut)
         return fut
 

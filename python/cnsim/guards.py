@@ -27,11 +27,14 @@ from typing import Any
 
 from .errors import ScenarioError
 
-#: Bytes a binned value costs by the time a run is saved: the engine's f64,
-#: the one buffer handed to Python (series_buffer) and the Parquet writer's
-#: share (the engine writes timeseries.parquet from those buffers; no
-#: per-value Python object or dataframe row). Measured 28 (baseline,
-#: bin_us = 1, 4 seeds; 62 when Python built the long table itself).
+#: Bytes a binned value costs by the time a run is saved: the engine's f64
+#: while its seed runs (a Vec that grows by doubling: up to twice its
+#: length) and the one buffer per finished seed handed to Python
+#: (series_buffer); the engine writes timeseries.parquet from those buffers,
+#: with no per-value Python object or dataframe row. Measured 14 to 28 from
+#: run to run (baseline, bin_us = 1, the peak of 6 seeds less that of 2: how
+#: much freed memory the allocator reuses varies); 62 when Python built the
+#: long table itself. An upper bound, as a guard must be.
 BYTES_PER_VALUE = 32
 #: Bytes a transport flow costs: the engine's flow, its sender's RL while it
 #: runs, its record, and its row in the flows table. Measured 527.

@@ -326,6 +326,11 @@ def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
 
 def t_quantile(level: float, df: int) -> float:
     """Two-sided Student t quantile: P(|T| <= q) = level with `df` degrees of freedom."""
+    if level == 0.95 and 1 <= df:
+        from .t975 import T975  # scipy's own values, without importing scipy
+
+        if df <= len(T975):
+            return T975[df - 1]
     from scipy.stats import t as student_t  # imported on first use: scipy.stats is slow to import
 
     return float(student_t.ppf(0.5 + level / 2.0, df))

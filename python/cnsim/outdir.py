@@ -38,6 +38,8 @@ RESULT_FILES = {
     "transient.parquet",
     "report.html",
     "point.json",
+    "events.parquet",
+    "pcap",
 }
 #: What a `cnsim fluid` directory may hold.
 FLUID_FILES = {"fluid.json", "fluid.parquet", "fluid.png", "packet"}

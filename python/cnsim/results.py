@@ -43,6 +43,8 @@ class Results:
         self.per_seed = [per_seed(r, scenario) for r in runs]
         #: {metric: {mean, std, ci_low, ci_high, min, max, n, per_seed}} (summary.json's `metrics`).
         self.stats: dict[str, dict[str, Any]] = summarize(self.per_seed)
+        #: The run's event trace and captures (cnsim.trace), if it recorded any.
+        self.trace: Any = None
 
     # ------------------------------------------------------------ metrics
     @property
@@ -276,6 +278,20 @@ class Results:
             )
         return pl.concat(frames)
 
+    def events(self, seed: int | None = None) -> Any:
+        """The event trace (`[trace] events`, docs/looking-at-frames.md): one
+        row per event, sorted by seed and time, as a polars DataFrame; empty
+        when none was recorded."""
+        if self.trace is not None:
+            return self.trace.events(seed)
+        import polars as pl
+
+        return pl.DataFrame()
+
+    def pcap_files(self, seed: int | None = None) -> list[Path]:
+        """The packet captures (`[trace] pcap`): one pcapng file per port and seed."""
+        return self.trace.pcap_files(seed) if self.trace is not None else []
+
     def to_polars(self, table: str = "summary") -> Any:
         """One of the tables as a polars DataFrame: summary (one row per
         seed), flows, pairs, links, nodes, windows, queues or timeseries."""
@@ -387,6 +403,7 @@ class Results:
                 )
             },
             "engine": _clean(self.engine()),
+            **({"trace": self.trace.summary()} if self.trace is not None and self.trace.per_seed else {}),
         }
 
     def save(self, out: str | Path, *, report: bool = True, force: bool = False) -> Path:
@@ -450,6 +467,8 @@ class Results:
             from .report import write_report
 
             write_report(self, out)
+        if self.trace is not None:
+            self.trace.write(out, self.seeds)
         # Last: a directory with summary.json has every other file.
         atomic_write(out / "summary.json", json.dumps(self.summary_dict(), indent=2) + "\n")
         return out
@@ -570,7 +589,12 @@ def read_results(path: str | Path) -> Results:
     except (OSError, ValueError) as e:
         raise ScenarioError(f"{out / 'summary.json'}: cannot be read ({e})") from None
     scenario = scenario.replace(seeds=saved.get("seeds_requested") or saved.get("seeds") or scenario.seeds)
-    return Results(scenario, _saved_runs(out))
+    res = Results(scenario, _saved_runs(out))
+    if (out / "events.parquet").is_file() or (out / "pcap").is_dir():
+        from .trace import TraceFiles
+
+        res.trace = TraceFiles(out, None)
+    return res
 
 
 def _clean(x: Any) -> Any:

@@ -3,8 +3,10 @@ Dask), one progress bar, the Results sorted by seed."""
 
 from __future__ import annotations
 
+import shutil
 import warnings
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from .errors import ScenarioError, ScenarioWarning
@@ -22,6 +24,7 @@ def run(
     backend: str = "local",
     address: str | None = None,
     client: Any | None = None,
+    trace_dir: str | Path | None = None,
 ) -> Results:
     """Runs every seed of `scenario` (or `seeds`: a count or a list) on `jobs`
     threads (default: all cores) and returns its Results, sorted by seed.
@@ -32,7 +35,11 @@ def run(
     started for the run; the results are the same bit for bit.
     Ctrl-C raises `cnsim.executor.Interrupted` (a KeyboardInterrupt) within
     about a second, whose `results` holds the seeds that finished (None if
-    none did; `Results.complete` is false)."""
+    none did; `Results.complete` is false).
+    A scenario with `[trace] events` or `pcap` writes its trace into
+    `trace_dir` (default: a temporary directory removed with the Results;
+    `Results.save` keeps it), read by `Results.events()` and
+    `Results.pcap_files()` (cnsim.trace)."""
     if not isinstance(scenario, Scenario):
         raise ScenarioError(
             f"scenario: expected a cnsim.Scenario (cnsim.load(...)), got {type(scenario).__name__}"
@@ -46,7 +53,17 @@ def run(
     config = scenario.engine_config_checked()
     for w in scenario.engine_warnings():  # legal, almost certainly unintended: said once per run
         warnings.warn(w, ScenarioWarning, stacklevel=2)
-    units = [Unit(config, s, scenario.duration_ms) for s in sorted(scenario.seeds)]
+    from .trace import records
+
+    tdir: Path | None = None
+    owned = False
+    if records(scenario):
+        from .trace import staging_dir
+
+        tdir = Path(trace_dir) if trace_dir is not None else staging_dir()
+        owned = trace_dir is None
+    where = str(tdir) if tdir is not None else None
+    units = [Unit(config, s, scenario.duration_ms, trace_dir=where) for s in sorted(scenario.seeds)]
     pause = " + PAUSE" if scenario.pause else ""
     try:
         runs = run_units(
@@ -62,5 +79,24 @@ def run(
         # Ctrl-C: the seeds that finished, as an incomplete Results, for the caller to keep.
         done = [r for _, r in e.done]
         e.results = Results(scenario, done) if done else None  # type: ignore[attr-defined]
+        if tdir is not None:
+            if done:
+                e.results.trace = _trace_files(tdir, done, owned)  # type: ignore[attr-defined]
+            elif owned:
+                shutil.rmtree(tdir, ignore_errors=True)
         raise
-    return Results(scenario, runs)
+    res = Results(scenario, runs)
+    if tdir is not None:
+        res.trace = _trace_files(tdir, runs, owned)
+        from .trace import TraceCapWarning
+        from .trace import warnings as cap_warnings
+
+        for line in cap_warnings(res.trace.per_seed):
+            warnings.warn(line, TraceCapWarning, stacklevel=2)
+    return res
+
+
+def _trace_files(tdir: Path, runs: list[Any], owned: bool) -> Any:
+    from .trace import TraceFiles
+
+    return TraceFiles(tdir, {r.seed: r.trace or {} for r in runs}, owned=owned)

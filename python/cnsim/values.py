@@ -5,6 +5,7 @@ models and the schemes' tables."""
 
 from __future__ import annotations
 
+import functools
 import typing
 from typing import Any, Literal
 
@@ -19,10 +20,9 @@ def refuse_bool_as_number(cls: type[BaseModel], v: Any, info: ValidationInfo) ->
     ("yes"); a number where a switch is declared is an error."""
     if info.field_name is None:
         return v
-    ann = cls.model_fields[info.field_name].annotation
-    if isinstance(v, bool) and not _admits_bool(ann):
+    ann, number, switch = _field_kind(cls, info.field_name)
+    if isinstance(v, bool) and not switch:
         raise PydanticCustomError("bool_not_number", "expected a number, not true or false")
-    number, switch = _admits_number(ann), _admits_bool(ann)
     if isinstance(v, str) and (number or switch) and not _admits_str(ann, v):
         if number:
             raise PydanticCustomError("string_not_number", "expected a number, not a string")
@@ -30,6 +30,15 @@ def refuse_bool_as_number(cls: type[BaseModel], v: Any, info: ValidationInfo) ->
     if switch and not number and isinstance(v, int | float) and not isinstance(v, bool):
         raise PydanticCustomError("switch_type", _switch_text(ann))  # nor 1 or 0 as a switch
     return v
+
+
+@functools.cache
+def _field_kind(cls: type[BaseModel], field: str) -> tuple[Any, bool, bool]:
+    """(annotation, takes a number, takes a switch) of a model's field: worked
+    out once per field, not once per value (a 10,000-node scenario validates
+    60,000 values)."""
+    ann = cls.model_fields[field].annotation
+    return ann, _admits_number(ann), _admits_bool(ann)
 
 
 def _switch_text(ann: Any) -> str:

@@ -41,6 +41,10 @@ pub struct SimConfig {
     /// rate and RLQ series are recorded; `None`: every one (at most 256).
     #[serde(default)]
     pub trace_rls: Option<Vec<String>>,
+    /// The event trace (events.parquet) and packet captures (pcapng):
+    /// recorded only by a run given somewhere to write them (`Sim::with_trace`).
+    #[serde(default)]
+    pub trace: TraceConfig,
     /// The routing function (net/routing.rs).
     #[serde(default)]
     pub routing: RoutingConfig,
@@ -63,6 +67,67 @@ pub struct SimConfig {
     #[serde(default)]
     pub transport: TransportConfig,
     pub scheme: SchemeConfig,
+}
+
+/// The event trace and the packet captures (docs/looking-at-frames.md).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TraceConfig {
+    /// Event kinds recorded in events.parquet (`all`: every kind); empty: no event trace.
+    #[serde(default)]
+    pub events: Vec<String>,
+    /// Only events at these nodes / ports (`FROM->TO`) / flows (`SRC|DST`); empty: all.
+    #[serde(default)]
+    pub event_nodes: Vec<String>,
+    #[serde(default)]
+    pub event_ports: Vec<String>,
+    #[serde(default)]
+    pub event_flows: Vec<String>,
+    /// Events and captured frames in [from_ps, to_ps).
+    #[serde(default)]
+    pub from_ps: Time,
+    #[serde(default = "max_time")]
+    pub to_ps: Time,
+    /// events.parquet stops at this many rows.
+    #[serde(default = "default_max_rows")]
+    pub max_rows: u64,
+    /// Ports (`FROM->TO`) whose frames are captured, one pcapng file each.
+    #[serde(default)]
+    pub pcap: Vec<String>,
+    /// Bytes of each frame a capture keeps (default: whole frames).
+    #[serde(default = "default_snaplen")]
+    pub snaplen: u32,
+}
+
+impl Default for TraceConfig {
+    fn default() -> Self {
+        TraceConfig {
+            events: vec![],
+            event_nodes: vec![],
+            event_ports: vec![],
+            event_flows: vec![],
+            from_ps: 0,
+            to_ps: Time::MAX,
+            max_rows: default_max_rows(),
+            pcap: vec![],
+            snaplen: default_snaplen(),
+        }
+    }
+}
+
+impl TraceConfig {
+    /// Whether the config asks for anything to be recorded.
+    pub fn records(&self) -> bool {
+        !self.events.is_empty() || !self.pcap.is_empty()
+    }
+}
+
+fn default_max_rows() -> u64 {
+    10_000_000
+}
+/// Whole frames (the simulated ones are at most 65,535 bytes).
+fn default_snaplen() -> u32 {
+    65_535
 }
 
 /// Flows and their transport: flows given one by one and Poisson arrivals
@@ -472,6 +537,7 @@ impl SimConfig {
             pause: PauseConfig::default(),
             trace_ports: vec![],
             trace_rls: None,
+            trace: TraceConfig::default(),
             routing: RoutingConfig::ShortestPath,
             routes: vec![],
             per_flow: true,

@@ -11,6 +11,9 @@
 //! - [`scheme`]: congestion-management schemes (CP and RP roles), one file each.
 //! - [`stats`]: statistics recorded in fixed bins and windows, and the
 //!   [`RunResult`] computed from them at the end of a run.
+//! - [`trace`]: the event trace hook (a no-op unless a run records a trace)
+//!   and the recording tracer; [`io`]: the files it writes (events.parquet,
+//!   pcapng captures with the frames' headers).
 //! - [`fluid`]: mean-field fluid models of BCN and QCN on one bottleneck.
 //! - [`io`]: result tables and time series written as Parquet.
 //! - [`bench`]: the reference workloads of `cnsim bench` and criterion.
@@ -27,6 +30,7 @@ pub mod params;
 pub mod scheme;
 pub mod sections;
 pub mod stats;
+pub mod trace;
 
 pub use config::{ConfigError, SimConfig};
 pub use net::sim::Sim;

@@ -515,6 +515,9 @@ pub struct RunResult {
     pub queue_hists: Vec<(String, u64, Vec<u64>)>,
     #[serde(skip)]
     pub series: Vec<Series>,
+    /// What a traced run wrote (events.parquet, captures); not a result.
+    #[serde(skip)]
+    pub trace: Option<crate::trace::TraceSummary>,
 }
 
 #[derive(Debug, Clone, Serialize, Default)]

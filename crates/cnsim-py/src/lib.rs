@@ -21,6 +21,7 @@ use arrow_schema::{DataType, Field, Schema};
 use cnsim_core::config::ConfigError;
 use cnsim_core::io::parquet::{self as pq, SeriesRun};
 use cnsim_core::stats::Column;
+use cnsim_core::trace::TraceOutput;
 use cnsim_core::{RunResult, Sim, SimConfig};
 use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
@@ -95,10 +96,19 @@ struct Simulation {
 
 #[pymethods]
 impl Simulation {
+    /// `trace_dir`: where a config that asks for a trace (`trace.events`,
+    /// `trace.pcap`) writes it (events.seed<K>.parquet, pcap/); without it
+    /// the run records none.
     #[new]
-    fn new(py: Python<'_>, config: &Bound<'_, PyAny>, seed: u64) -> PyResult<Self> {
+    #[pyo3(signature = (config, seed, trace_dir=None))]
+    fn new(py: Python<'_>, config: &Bound<'_, PyAny>, seed: u64, trace_dir: Option<std::path::PathBuf>) -> PyResult<Self> {
         let cfg = read_config(py, config)?;
-        let sim = py.allow_threads(|| Sim::new(&cfg, seed)).map_err(|e| config_error(py, e))?;
+        let sim = py
+            .allow_threads(|| match trace_dir {
+                Some(dir) => Sim::with_trace(&cfg, seed, &TraceOutput { dir }),
+                None => Sim::new(&cfg, seed),
+            })
+            .map_err(|e| config_error(py, e))?;
         Ok(Simulation {
             duration_ps: sim.duration(),
             warnings: sim.warnings().to_vec(),
@@ -222,6 +232,14 @@ impl Simulation {
             .iter()
             .map(|s| (s.series.clone(), s.key.clone(), le_bytes(py, &s.values, |v| v.to_le_bytes())))
             .collect())
+    }
+
+    /// What a traced run wrote, as JSON (`{"events_file", "rows",
+    /// "max_rows", "capped_at_ps", "pcap": [{"port", "file", "frames"}]}`),
+    /// or None for a run without a trace.
+    fn trace_summary(&self) -> PyResult<Option<String>> {
+        let r = self.result()?;
+        Ok(r.trace.as_ref().map(|t| serde_json::to_string(t).expect("plain data")))
     }
 }
 

@@ -43,11 +43,13 @@ class Scenario:
         pause: bool | None = None,
         seeds: int | Iterable[int] | None = None,
         source: str = "<dict>",
+        _owned: bool = False,
     ) -> None:
         if not isinstance(raw, dict):
             raise ScenarioError("scenario: expected a table of parameters")
         _check_depth(raw)
-        raw = copy.deepcopy(raw)
+        if not _owned:  # the caller's dict is never changed; one made for us need not be copied
+            raw = copy.deepcopy(raw)
         if scheme is not None:
             raw["scheme"] = scheme
         # A [pause] that is not a table is left for validation to name, not replaced.
@@ -144,7 +146,7 @@ class Scenario:
             check_scheme_keys(changes, running, schemes, label)
         if "duration_ms" in changes:
             _fit_windows(raw)
-        return Scenario(raw, scheme=scheme, pause=pause, seeds=seeds, source=self.source)
+        return Scenario(raw, scheme=scheme, pause=pause, seeds=seeds, source=self.source, _owned=True)
 
     def resolved_raw(self) -> dict[str, Any]:
         """The full scenario with every default filled in (re-runnable). With a
@@ -356,6 +358,26 @@ class Scenario:
                 _port(f"{ev.from_}->{ev.to}", f"events[{i}]", adj)
         for p in m.trace.ports or []:
             _port(p, "trace.ports", adj)
+        for n in m.trace.event_nodes:
+            if n not in names:
+                raise ScenarioError(
+                    f"trace.event_nodes: '{n}' is not allowed; expected a node of the scenario"
+                )
+        for p in m.trace.event_ports:
+            _port(p, "trace.event_ports", adj)
+        for p in m.trace.pcap:
+            _port(p, "trace.pcap", adj)
+        for f in m.trace.event_flows:
+            src, sep, dst = f.partition("|")
+            if not sep or any(x not in names or names[x].kind != "station" for x in (src, dst)):
+                raise ScenarioError(
+                    f"trace.event_flows: '{f}' is not allowed; expected SRC|DST, two stations of the scenario"
+                )
+        if m.trace.to_ms is not None and m.trace.to_ms <= m.trace.from_ms:
+            raise ScenarioError(
+                f"trace.to_ms: {m.trace.to_ms} is not allowed; expected a time after trace.from_ms = "
+                f"{m.trace.from_ms}"
+            )
         if m.stability is not None:
             _port(m.stability.port, "stability.port", adj)
             if names[m.stability.port.partition("->")[0]].kind != "bridge":

@@ -200,7 +200,31 @@ def resolve(scenario: Any, scheme: str | None = None, pause: bool | None = None)
     }
     if transport is not None:
         cfg["transport"] = transport
+    events = trace_config(m)
+    if events is not None:
+        cfg["trace"] = events
     return cfg
+
+
+def trace_config(m: Any) -> dict[str, Any] | None:
+    """The engine's `trace` (events.parquet and the captures), or None when
+    the scenario records neither (the config then has no `trace` at all)."""
+    t = m.trace
+    if not t.events and not t.pcap:
+        return None
+    out: dict[str, Any] = {
+        "events": list(t.events),
+        "event_nodes": list(t.event_nodes),
+        "event_ports": list(t.event_ports),
+        "event_flows": list(t.event_flows),
+        "from_ps": _ps(t.from_ms),
+        "max_rows": t.max_rows,
+        "pcap": list(t.pcap),
+        "snaplen": t.snaplen,
+    }
+    if t.to_ms is not None:
+        out["to_ps"] = _ps(t.to_ms)
+    return out
 
 
 def _or(v: Any, default: Any) -> Any:

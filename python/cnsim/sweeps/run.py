@@ -48,6 +48,7 @@ def sweep(
     client: Any | None = ...,
     force: bool = ...,
     report: bool = ...,
+    point_reports: bool = ...,
     progress: bool | None = ...,
     outcome: Literal[False] = ...,
     label: str = ...,
@@ -67,6 +68,7 @@ def sweep(
     client: Any | None = ...,
     force: bool = ...,
     report: bool = ...,
+    point_reports: bool = ...,
     progress: bool | None = ...,
     outcome: Literal[True],
     label: str = ...,
@@ -85,6 +87,7 @@ def sweep(
     client: Any | None = None,
     force: bool = False,
     report: bool = True,
+    point_reports: bool = False,
     progress: bool | None = None,
     outcome: bool = False,
     label: str = "grid",
@@ -97,7 +100,8 @@ def sweep(
     and how many points ran and were skipped: what `cnsim sweep` prints).
 
     `out`: the sweep directory (one results directory per point, sweep.json,
-    sweep.parquet, report.html); rerunning with the same `out` skips finished
+    sweep.parquet, report.html: the sweep's report when `report`; each point's
+    own report and plots only with `point_reports`); rerunning with the same `out` skips finished
     points, and a different sweep there is refused unless `force`. Without
     `out` nothing is kept on disk. `backend`: "local" (`jobs` threads,
     default all cores) or "dask" (`client`, a scheduler `address`, or a
@@ -112,11 +116,13 @@ def sweep(
     if out is None:
         with tempfile.TemporaryDirectory(prefix="cnsim-sweep-") as tmp:
             res = _sweep_in(
-                Path(tmp), base, points, g, backend, jobs, address, client, force, False, progress
+                Path(tmp), base, points, g, backend, jobs, address, client, force, False, False, progress
             )
             res.out = None
     else:
-        res = _sweep_in(Path(out), base, points, g, backend, jobs, address, client, force, report, progress)
+        res = _sweep_in(
+            Path(out), base, points, g, backend, jobs, address, client, force, report, point_reports, progress
+        )
     return res if outcome else res.frame
 
 
@@ -131,6 +137,7 @@ def _sweep_in(
     client: Any | None,
     force: bool,
     report: bool,
+    point_reports: bool,
     progress: bool | None,
 ) -> SweepOutcome:
     keys = list(grid)
@@ -157,7 +164,7 @@ def _sweep_in(
                     sd.close()
                     shutil.rmtree(out, ignore_errors=True)
                 raise
-            _run_points(sd, be, todo, rows, table, report, progress, base)
+            _run_points(sd, be, todo, rows, table, point_reports, progress, base)
         frame = table()
         sd.write_parquet(frame)
         if report:
@@ -175,7 +182,7 @@ def _run_points(
     todo: list[Point],
     rows: dict[int, list[dict[str, Any]]],
     table: Any,
-    report: bool,
+    point_reports: bool,
     progress: bool | None,
     base: Scenario,
 ) -> None:
@@ -197,7 +204,7 @@ def _run_points(
         got[unit.seed] = run
         if len(got) == len(p.scenario.seeds):
             del pending[p.index]
-            summary = sd.write_point(p, [got[s] for s in p.scenario.seeds], report)
+            summary = sd.write_point(p, [got[s] for s in p.scenario.seeds], point_reports)
             rows[p.index] = _rows(p.id, p.values, summary)
             sd.write_parquet(table())
             bar.count()

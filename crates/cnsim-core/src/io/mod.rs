@@ -1,5 +1,10 @@
-//! Files the engine writes itself: result tables and time series as Parquet
-//! (arrow-rs), straight from the columns it recorded, so that a run's results
-//! never pass through rows of Python objects or a dataframe library.
+//! Files the engine writes itself, straight from the columns it recorded
+//! (arrow-rs), so that a run's results never pass through rows of Python
+//! objects or a dataframe library: result tables and time series as Parquet
+//! (`parquet`), the event trace (`events`) and packet captures (`pcap`, with
+//! the frames laid out by `wire`).
 
+pub mod events;
 pub mod parquet;
+pub mod pcap;
+pub mod wire;

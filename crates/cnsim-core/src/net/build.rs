@@ -14,11 +14,21 @@ use crate::engine::rng::stream;
 use crate::engine::Time;
 use crate::scheme::{AnyScheme, Scheme};
 use crate::stats::{QueueHist, QueueTrace, Stats};
+use crate::trace::record::{TraceNet, TracePlan};
+use crate::trace::{NoTrace, Recorder, TraceOutput, Tracer};
 use std::collections::BTreeMap;
 
-/// The simulation of `cfg` for run `seed`, with the scheme it names.
-pub(crate) fn build(cfg: &SimConfig, seed: u64) -> Result<Box<dyn Run>, ConfigError> {
-    Ok(crate::with_scheme!(AnyScheme::from_config(&cfg.scheme)?, s => Box::new(NetSim::new(cfg, seed, s)?)))
+/// The simulation of `cfg` for run `seed`, with the scheme it names; with
+/// `out`, recording the trace the config asks for there (one more
+/// instantiation per scheme: the untraced one has no hook at all).
+pub(crate) fn build(cfg: &SimConfig, seed: u64, out: Option<&TraceOutput>) -> Result<Box<dyn Run>, ConfigError> {
+    let scheme = AnyScheme::from_config(&cfg.scheme)?;
+    Ok(match out.filter(|_| cfg.trace.records()) {
+        Some(out) => crate::with_scheme!(scheme, s => Box::new(NetSim::with_tracer(cfg, seed, s, |plan, net| {
+            Recorder::new(plan, net, out, seed)
+        })?) as Box<dyn Run>),
+        None => crate::with_scheme!(scheme, s => Box::new(NetSim::new(cfg, seed, s)?) as Box<dyn Run>),
+    })
 }
 
 /// For each port, the output of the bridge at its far end when that bridge
@@ -69,9 +79,23 @@ fn express_ports<E: Copy + Default>(net: &Network<E>, has_cp: &[bool], rate_chan
 }
 
 impl<S: Scheme> NetSim<S> {
-    /// Builds the network of `cfg` for run `seed`; every configuration error
-    /// is reported here, before anything runs.
+    /// Builds the network of `cfg` for run `seed`, untraced; every
+    /// configuration error (the trace's included) is reported here, before
+    /// anything runs.
     pub fn new(cfg: &SimConfig, seed: u64, scheme: S) -> Result<NetSim<S>, ConfigError> {
+        NetSim::with_tracer(cfg, seed, scheme, |_, _| Ok(NoTrace))
+    }
+}
+
+impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
+    /// Builds the network of `cfg` for run `seed`, traced by the tracer
+    /// `tracer` makes from the checked trace config and the network's names.
+    pub fn with_tracer(
+        cfg: &SimConfig,
+        seed: u64,
+        scheme: S,
+        tracer: impl FnOnce(TracePlan, TraceNet) -> Result<T, ConfigError>,
+    ) -> Result<NetSim<S, T>, ConfigError> {
         let mut net = Network::<S::Ext>::build(cfg, seed)?;
         let n_st = net.n_stations();
         let mut cp_on: Vec<bool> = net
@@ -253,8 +277,22 @@ impl<S: Scheme> NetSim<S> {
         }
 
         let open_loop = net.stations.iter().any(|st| st.load > 0.0);
+        let has_flows = !(cfg.transport.flows.is_empty() && cfg.transport.arrivals.is_empty());
+        let trace_net = TraceNet {
+            names: crate::io::events::EventNames {
+                nodes: net.nodes.iter().map(|n| n.name.clone()).collect(),
+                ports: net.ports.iter().map(|p| p.name.clone()).collect(),
+            },
+            n_stations: n_st,
+            port_owner: net.ports.iter().map(|p| p.owner).collect(),
+            ctrl_bytes: cfg.control_frame_bytes as u16,
+            pfc: has_flows,
+        };
+        let plan = TracePlan::check(&cfg.trace, &trace_net)?;
+        let tracer = tracer(plan, trace_net)?;
         let mut sim = NetSim {
             scheme,
+            tracer,
             cps,
             rps,
             rls: Vec::new(),

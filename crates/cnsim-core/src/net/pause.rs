@@ -21,6 +21,7 @@ use crate::engine::Time;
 use crate::frame::Frame;
 use crate::scheme::Scheme;
 use crate::stats::{overlap, Stats};
+use crate::trace::{Reason, Site, Tracer};
 
 /// Headroom above XOFF: the bytes of data that can still reach a bridge's
 /// queue after it decides to pause the `ingress_ports` ports feeding it, so
@@ -40,7 +41,7 @@ pub fn headroom_bytes(rate_bps: u64, delay_ps: Time, latency_ps: Time, frame_byt
     frame_bytes + ingress_ports * (2 * frame_bytes + control_bytes + at_line_rate(2 * delay_ps + latency_ps))
 }
 
-impl<S: Scheme> NetSim<S> {
+impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     /// A data frame from `ingress` joined output queue `out` of bridge `b`.
     pub(crate) fn pause_on_enqueue(&mut self, b: u32, out: PortId, ingress: PortId) {
         let xoff = self.pause.xoff_bytes;
@@ -145,14 +146,14 @@ impl<S: Scheme> NetSim<S> {
         p.xoff_sent = true;
         p.refresh_at = at;
         self.q.push(at, EV_PAUSE_REFRESH, port);
-        self.send_pause_frame(port, self.pause.quanta);
+        self.send_pause_frame(port, self.pause.quanta, Reason::Xoff);
     }
 
     fn send_xon(&mut self, port: PortId) {
         let p = &mut self.net.ports[port as usize];
         p.xoff_sent = false;
         p.refresh_at = Time::MAX;
-        self.send_pause_frame(port, 0);
+        self.send_pause_frame(port, 0, Reason::Xon);
     }
 
     pub(crate) fn on_pause_refresh(&mut self, port: PortId) {
@@ -163,12 +164,20 @@ impl<S: Scheme> NetSim<S> {
         let at = self.now + self.refresh_interval(port);
         self.net.ports[port as usize].refresh_at = at;
         self.q.push(at, EV_PAUSE_REFRESH, port);
-        self.send_pause_frame(port, self.pause.quanta);
+        self.send_pause_frame(port, self.pause.quanta, Reason::Refresh);
     }
 
-    fn send_pause_frame(&mut self, port: PortId, quanta: u16) {
+    fn send_pause_frame(&mut self, port: PortId, quanta: u16, why: Reason) {
         let f = Frame::pause(self.now, quanta, self.ctrl_bytes);
         let p = &mut self.net.ports[port as usize];
+        if T::ON {
+            let site = Site {
+                at: self.now,
+                node: p.owner,
+                port,
+            };
+            self.tracer.pause_sent(site, quanta, why, p.in_bytes);
+        }
         p.ctrl.push_back(f);
         p.pause_frames += 1;
         self.try_start(port);
@@ -189,6 +198,16 @@ impl<S: Scheme> NetSim<S> {
             p.pause_start = now;
             p.pause_end = end;
             p.paused_ever = true;
+        }
+        if T::ON {
+            let p = &self.net.ports[port as usize];
+            let until = if p.is_paused(now) { p.pause_end } else { now };
+            let site = Site {
+                at: now,
+                node: p.owner,
+                port,
+            };
+            self.tracer.pause_received(site, quanta, until);
         }
         if quanta == 0 {
             self.try_start(port);

@@ -8,8 +8,9 @@ use super::topology::NodeKind;
 use crate::engine::Time;
 use crate::scheme::Scheme;
 use crate::stats::{self, RunResult, Stats};
+use crate::trace::Tracer;
 
-impl<S: Scheme> NetSim<S> {
+impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     pub(crate) fn build_result(&self, in_flight: u64) -> RunResult {
         let s = &self.stats;
         let net = &self.net;
@@ -143,6 +144,7 @@ impl<S: Scheme> NetSim<S> {
                 timeouts: self.tp.flows.iter().map(|f| f.timeouts as u64).sum(),
             },
             series: self.build_series(),
+            trace: None,
         }
     }
 

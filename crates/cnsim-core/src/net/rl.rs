@@ -26,6 +26,7 @@ use crate::engine::Time;
 use crate::frame::{Frame, NO_FLOW, NO_NODE};
 use crate::scheme::{RlCore, Scheme, NO_CPID};
 use crate::stats::QueueTrace;
+use crate::trace::{Kind, Reason, RlKey, RlView, Site, Tracer};
 use std::collections::{BTreeMap, VecDeque};
 
 /// At most this many RLs get rate / RLQ time series.
@@ -282,6 +283,20 @@ pub(crate) fn pace_ps(len: u16, rate_bps: f64) -> Time {
     (len as f64 * 8.0e12 / rate_bps).ceil() as Time
 }
 
+/// `station_site!(sim, s)`: where station `s`'s events happen now (its node,
+/// its NIC port), read field by field so that it borrows only `sim.now` and
+/// `sim.net.stations` (a borrowed RL or port stays usable).
+macro_rules! station_site {
+    ($sim:ident, $s:expr) => {
+        Site {
+            at: $sim.now,
+            node: $s as u32,
+            port: $sim.net.stations[$s].port,
+        }
+    };
+}
+pub(crate) use station_site;
+
 /// Series recorded per RL: rate (bit/s) and RLQ bytes at bin ends.
 pub struct RlTrace {
     pub key: String,
@@ -298,7 +313,7 @@ enum Pick<E> {
     Nothing,
 }
 
-impl<S: Scheme> NetSim<S> {
+impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     #[inline]
     fn rl(&mut self, id: u32) -> &mut RateLimiter<S::Rl, S::Ext> {
         self.rls[id as usize].as_mut().expect("live RL ids point at RLs")
@@ -311,11 +326,21 @@ impl<S: Scheme> NetSim<S> {
         let rl = self.rls[id as usize].as_mut().expect("live");
         let s = rl.station as usize;
         if rl.bytes + frame.len as u64 > self.net.stations[s].rlq_bytes {
+            if T::ON {
+                let site = station_site!(self, s);
+                self.tracer
+                    .frame(&self.scheme, site, Kind::Drop, Reason::RlqFull, &frame, Some(rl.bytes));
+            }
             self.net.stations[s].dropped_rl += 1;
             self.stats.count(now, crate::stats::DROPPED_RL);
             return false;
         }
         rl.bytes += frame.len as u64;
+        if T::ON {
+            let site = station_site!(self, s);
+            self.tracer
+                .frame(&self.scheme, site, Kind::Enqueue, Reason::Rlq, &frame, Some(rl.bytes));
+        }
         rl.queue.push_back(frame);
         let (tr, bytes) = (rl.trace, rl.bytes);
         self.rps[s].queued += 1;
@@ -414,6 +439,9 @@ impl<S: Scheme> NetSim<S> {
         if rate_changed {
             self.trace_rl_rate(tr, rate);
         }
+        if T::ON {
+            self.trace_rl(id, Reason::None);
+        }
         self.maybe_release(id);
         Pick::Frame(f)
     }
@@ -501,6 +529,9 @@ impl<S: Scheme> NetSim<S> {
         rp.by_key.insert(key, id);
         self.rl(id).seq = q;
         self.set_rl_timer(id, timer);
+        if T::ON {
+            self.trace_rl(id, Reason::Created);
+        }
         id
     }
 
@@ -607,6 +638,9 @@ impl<S: Scheme> NetSim<S> {
             self.rps[s].live.unpark(q, id);
         }
         self.trace_rl_rate(tr, rate);
+        if T::ON {
+            self.trace_rl(id, Reason::None);
+        }
         self.maybe_release(id);
         let port = self.net.stations[s].port;
         self.try_start(port);
@@ -629,6 +663,9 @@ impl<S: Scheme> NetSim<S> {
 
     /// Frees RL `id` of station `s` (its pending timer becomes stale).
     pub(crate) fn remove_rl(&mut self, s: usize, id: u32) {
+        if T::ON {
+            self.trace_rl(id, Reason::Released);
+        }
         let rl = self.rl(id);
         let (tr, line, q, flow) = (rl.trace, rl.core.line_rate_bps, rl.seq, rl.flow);
         self.rls[id as usize] = None;
@@ -646,6 +683,34 @@ impl<S: Scheme> NetSim<S> {
             self.rl_traces[t].rate.update(b, line as u64);
             self.rl_traces[t].bytes.update(b, 0);
         }
+    }
+
+    /// Where station `s`'s events happen now (its node and its NIC port).
+    pub(crate) fn station_site(&self, s: usize) -> Site {
+        station_site!(self, s)
+    }
+
+    /// RL `id` as it is now, to the trace (which keeps the changes; a
+    /// released RL is at line rate).
+    pub(crate) fn trace_rl(&mut self, id: u32, reason: Reason) {
+        let rl = self.rls[id as usize].as_ref().expect("live");
+        let s = rl.station as usize;
+        let src = s as u16;
+        let key = if rl.flow != NO_FLOW || self.rps[s].scope == RlScope::Flow {
+            RlKey::Flow { src, dst: rl.key }
+        } else {
+            RlKey::Cp { src, cpid: rl.key }
+        };
+        let released = reason == Reason::Released;
+        let view = RlView {
+            id,
+            key,
+            flow: rl.flow,
+            rate_bps: if released { rl.core.line_rate_bps } else { rl.core.rate_bps },
+            window_bytes: if released { u64::MAX } else { rl.core.window_bytes },
+        };
+        let site = self.station_site(s);
+        self.tracer.rl_state(site, view, reason);
     }
 
     /// Frames waiting in every RLQ.

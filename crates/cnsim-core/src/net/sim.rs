@@ -14,6 +14,7 @@ use crate::engine::Time;
 use crate::frame::{Frame, FrameKind, NO_FLOW};
 use crate::scheme::{QueueView, Scheme};
 use crate::stats::{RunResult, Stats};
+use crate::trace::{Kind, NoTrace, Reason, Site, TraceOutput, Tracer};
 use rand::Rng;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -69,9 +70,12 @@ pub(crate) enum Action {
     LinkRate(PortId, u64),
 }
 
-/// One run of one scenario with scheme `S`.
-pub struct NetSim<S: Scheme> {
+/// One run of one scenario with scheme `S`, traced by `T` (by default
+/// [`NoTrace`]: no trace, every hook compiled away).
+pub struct NetSim<S: Scheme, T: Tracer<S> = NoTrace> {
     pub(crate) scheme: S,
+    /// The event trace's hook (crate::trace); called only `if T::ON`.
+    pub(crate) tracer: T,
     /// CP state per port (bridges with CP detection on).
     pub(crate) cps: Vec<Option<S::Cp>>,
     /// Reaction points per station, and the slab of their rate limiters
@@ -123,7 +127,7 @@ pub struct NetSim<S: Scheme> {
     pub(crate) warnings: Vec<String>,
 }
 
-impl<S: Scheme> NetSim<S> {
+impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     pub fn now(&self) -> Time {
         self.now
     }
@@ -363,7 +367,11 @@ impl<S: Scheme> NetSim<S> {
                     now,
                 };
                 if let Some(cp) = self.cps[port as usize].as_mut() {
+                    let before = if T::ON { Some(self.scheme.ext_fields(&f.ext)) } else { None };
                     self.scheme.cp_on_dequeue(cp, &mut f, q, port as u16 + 1);
+                    if T::ON {
+                        self.trace_mark(port, &f, before, q.bytes);
+                    }
                 }
             }
             f
@@ -376,6 +384,15 @@ impl<S: Scheme> NetSim<S> {
     #[inline(always)]
     pub(crate) fn start_tx(&mut self, port: PortId, frame: Frame<S::Ext>, more_waiting: bool) {
         let now = self.now;
+        if T::ON {
+            let p = &self.net.ports[port as usize];
+            let site = Site {
+                at: now,
+                node: p.owner,
+                port,
+            };
+            self.tracer.depart(&self.scheme, site, &frame, p.data_bytes);
+        }
         let p = &mut self.net.ports[port as usize];
         let ser = p.ser_ps(frame.len, self.frame_bytes);
         let class = match frame.kind {
@@ -427,6 +444,14 @@ impl<S: Scheme> NetSim<S> {
             // the sink but counting: record it now, at its arrival time.
             if arrive < self.duration {
                 let st = p.peer as usize;
+                if T::ON {
+                    let site = Site {
+                        at: arrive,
+                        node: p.peer,
+                        port,
+                    };
+                    self.tracer.frame(&self.scheme, site, Kind::Deliver, Reason::None, &frame, None);
+                }
                 self.net.stations[st].delivered += 1;
                 self.stats.deliver(
                     arrive,
@@ -456,6 +481,17 @@ impl<S: Scheme> NetSim<S> {
     fn forward_express(&mut self, out: PortId, frame: Frame<S::Ext>, start: Time) {
         let o = &mut self.net.ports[out as usize];
         let len = frame.len as u64;
+        if T::ON {
+            // The pass-through bridge takes the frame and starts sending it at `start`.
+            let site = Site {
+                at: start,
+                node: o.owner,
+                port: out,
+            };
+            self.tracer
+                .frame(&self.scheme, site, Kind::Enqueue, Reason::Output, &frame, Some(len));
+            self.tracer.depart(&self.scheme, site, &frame, len);
+        }
         let arrive = start + o.ser_ps(frame.len, self.frame_bytes) + o.delay_ps + o.rx_extra_data_ps;
         o.frames_sent += 1;
         o.bytes_sent += len;
@@ -559,6 +595,21 @@ impl<S: Scheme> NetSim<S> {
         }
         match self.net.nodes[peer as usize].kind {
             NodeKind::Station(s) => {
+                if T::ON {
+                    let kind = match f.kind {
+                        FrameKind::Data => Kind::Deliver,
+                        FrameKind::Note => Kind::CnRx,
+                        FrameKind::Ack => Kind::AckRx,
+                        FrameKind::Nack => Kind::NackRx,
+                        FrameKind::Pause => Kind::PauseRx,
+                    };
+                    let site = Site {
+                        at: self.now,
+                        node: peer,
+                        port,
+                    };
+                    self.tracer.frame(&self.scheme, site, kind, Reason::None, &f, None);
+                }
                 if f.is_data() {
                     debug_assert_eq!(f.dst as u32, s, "frame delivered to the wrong station");
                     self.net.stations[s as usize].delivered += 1;
@@ -604,6 +655,7 @@ impl<S: Scheme> NetSim<S> {
             }
         }
         self.close_pause_intervals(end);
+        let trace = if T::ON { self.tracer.finish(end)? } else { None };
         let n_bins = self.stats.bins_reached(end);
         for t in &mut self.stats.queue_traces {
             t.finish(n_bins);
@@ -634,7 +686,25 @@ impl<S: Scheme> NetSim<S> {
                 in_flight
             ));
         }
-        Ok(self.build_result(in_flight))
+        let mut result = self.build_result(in_flight);
+        result.trace = trace;
+        Ok(result)
+    }
+
+    /// CP `port` may have marked `f` (ECN CE, a three-point mark) on its way
+    /// through: a `mark` row if it did.
+    pub(crate) fn trace_mark(&mut self, port: PortId, f: &Frame<S::Ext>, before: Option<crate::scheme::ExtFields>, queue_bytes: u64) {
+        let after = self.scheme.ext_fields(&f.ext);
+        if before.is_some_and(|b| b.ce == after.ce && b.marked_by == after.marked_by) {
+            return;
+        }
+        let site = Site {
+            at: self.now,
+            node: self.net.ports[port as usize].owner,
+            port,
+        };
+        self.tracer
+            .frame(&self.scheme, site, Kind::Mark, Reason::None, f, Some(queue_bytes));
     }
 }
 
@@ -692,7 +762,7 @@ pub trait Run: Send {
     fn warnings(&self) -> &[String];
 }
 
-impl<S: Scheme> Run for NetSim<S> {
+impl<S: Scheme, T: Tracer<S>> Run for NetSim<S, T> {
     fn run_for(&mut self, wall: std::time::Duration) -> bool {
         NetSim::run_for(self, wall)
     }
@@ -723,7 +793,16 @@ impl Sim {
     /// configuration error is reported here, before anything runs.
     pub fn new(cfg: &SimConfig, seed: u64) -> Result<Sim, ConfigError> {
         Ok(Sim {
-            inner: super::build::build(cfg, seed)?,
+            inner: super::build::build(cfg, seed, None)?,
+        })
+    }
+
+    /// As `new`, recording the trace the config asks for (`cfg.trace`:
+    /// events.parquet, pcapng captures) into `out`; a config that asks for
+    /// none builds the untraced simulation.
+    pub fn with_trace(cfg: &SimConfig, seed: u64, out: &TraceOutput) -> Result<Sim, ConfigError> {
+        Ok(Sim {
+            inner: super::build::build(cfg, seed, Some(out))?,
         })
     }
 

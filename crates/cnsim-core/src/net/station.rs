@@ -4,6 +4,7 @@
 //! goes: its flow's rate-limiter queue, or the NIC FIFO (deferred or dropped
 //! when PAUSE has filled it).
 
+use super::rl::station_site;
 use super::sim::{geometric_gap, Action, NetSim, EV_GENERATE};
 use super::topology::Dest;
 use crate::config::NicFull;
@@ -11,9 +12,10 @@ use crate::engine::Time;
 use crate::frame::Frame;
 use crate::scheme::Scheme;
 use crate::stats;
+use crate::trace::{Kind, Reason, Site, Tracer};
 use rand::Rng;
 
-impl<S: Scheme> NetSim<S> {
+impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     pub(crate) fn on_scenario(&mut self, i: usize) {
         match self.actions[i] {
             Action::Start(s) => {
@@ -88,6 +90,10 @@ impl<S: Scheme> NetSim<S> {
         if let Some(id) = self.rps[s as usize].rl_of(dst) {
             // A rate-limited flow: into its RLQ, or dropped there when full.
             self.count_generated(s, dst);
+            if T::ON {
+                let site = self.station_site(s as usize);
+                self.tracer.frame(&self.scheme, site, Kind::Generate, Reason::None, &frame, None);
+            }
             if self.rl_enqueue(id, frame) {
                 self.try_start(port);
             }
@@ -96,6 +102,16 @@ impl<S: Scheme> NetSim<S> {
         self.settle(port);
         if self.net.ports[port as usize].data_bytes + frame.len as u64 > cap {
             // Only PAUSE (or a stopped link) fills the NIC FIFO.
+            if T::ON {
+                let site = self.station_site(s as usize);
+                let held = Some(self.net.ports[port as usize].data_bytes);
+                if nic_full == NicFull::Drop {
+                    self.tracer.frame(&self.scheme, site, Kind::Generate, Reason::None, &frame, None);
+                    self.tracer.frame(&self.scheme, site, Kind::Drop, Reason::NicFull, &frame, held);
+                } else {
+                    self.tracer.frame(&self.scheme, site, Kind::Defer, Reason::NicFull, &frame, held);
+                }
+            }
             let st = &mut self.net.stations[s as usize];
             match nic_full {
                 NicFull::Defer => {
@@ -113,6 +129,12 @@ impl<S: Scheme> NetSim<S> {
         self.count_generated(s, dst);
         let p = &mut self.net.ports[port as usize];
         p.data_bytes += frame.len as u64;
+        if T::ON {
+            let site = station_site!(self, s as usize);
+            self.tracer.frame(&self.scheme, site, Kind::Generate, Reason::None, &frame, None);
+            self.tracer
+                .frame(&self.scheme, site, Kind::Enqueue, Reason::Nic, &frame, Some(p.data_bytes));
+        }
         if !p.busy && p.data.is_empty() && p.ctrl.is_empty() && p.rate_bps > 0 && !p.is_paused(now) && !self.rps[s as usize].active() {
             // An idle NIC (settled above) sends the frame at once: what
             // `try_start` would take from the FIFO, without the round trip.

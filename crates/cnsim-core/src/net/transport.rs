@@ -22,6 +22,7 @@
 //! network along its path (store and forward at each hop's nominal rate).
 
 use super::port::PortId;
+use super::rl::station_site;
 use super::rl::RateLimiter;
 use super::sim::{NetSim, EV_FLOW_ARRIVAL, EV_FLOW_RTO, EV_FLOW_START};
 use super::topology::{NodeKind, NO_ROUTE};
@@ -34,6 +35,7 @@ use crate::frame::{Frame, FrameKind};
 use crate::scheme::{AckKind, AckView, NetView, PathView, RlCore, Scheme};
 use crate::stats::FlowRecord;
 use crate::stats::QueueTrace;
+use crate::trace::{FlowView, Kind, Reason, Site, Tracer};
 use rand::Rng;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -117,6 +119,18 @@ impl Flow {
             self.last_len
         } else {
             frame_bytes as u16
+        }
+    }
+
+    /// This flow (id `id`) as the trace shows it.
+    fn view(&self, id: u32, seq: Option<u32>) -> FlowView {
+        FlowView {
+            id,
+            src: self.src,
+            dst: self.dst,
+            size: self.size,
+            n_frames: self.n_frames,
+            seq,
         }
     }
 
@@ -231,7 +245,7 @@ pub(crate) enum FlowPick<E> {
     Nothing,
 }
 
-impl<S: Scheme> NetSim<S> {
+impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     /// Resolves the configuration's flows and arrival processes; schedules
     /// the first events. Returns the paths flows may take: one per distinct
     /// (base RTT, hops), named by the first flow (source, destination) on it.
@@ -495,6 +509,12 @@ impl<S: Scheme> NetSim<S> {
         self.tp.flows[id as usize].rl = rl_id;
         self.tp.active += 1;
         self.set_rl_timer(rl_id, timer);
+        if T::ON {
+            let site = self.station_site(s);
+            let view = self.tp.flows[id as usize].view(id, None);
+            self.tracer.flow(site, Kind::FlowStart, view);
+            self.trace_rl(rl_id, Reason::Created);
+        }
         self.try_start(port);
     }
 
@@ -520,7 +540,8 @@ impl<S: Scheme> NetSim<S> {
         f.flow = rl.flow;
         f.seq = fl.snd_nxt;
         f.cpid = rl.tag;
-        if fl.snd_nxt < fl.snd_max {
+        let resent = fl.snd_nxt < fl.snd_max;
+        if resent {
             fl.retransmitted += 1;
         }
         fl.snd_nxt += 1;
@@ -552,6 +573,12 @@ impl<S: Scheme> NetSim<S> {
             self.trace_rl_rate(trace, rate);
         }
         self.count_generated(s as u32, f.dst);
+        if T::ON {
+            let site = self.station_site(s);
+            let kind = if resent { Kind::Retransmit } else { Kind::Generate };
+            self.tracer.frame(&self.scheme, site, kind, Reason::None, &f, None);
+            self.trace_rl(id, Reason::None);
+        }
         FlowPick::Frame(f)
     }
 
@@ -566,33 +593,49 @@ impl<S: Scheme> NetSim<S> {
             let last = fl.rcv_nxt == fl.n_frames;
             if last {
                 fl.finish = now;
+                if T::ON {
+                    let site = station_site!(self, s);
+                    self.tracer.flow(site, Kind::FlowEnd, fl.view(f.flow, None));
+                }
             }
             if fl.unacked >= self.tp.ack_every || last {
                 fl.unacked = 0;
                 let seq = fl.rcv_nxt;
-                self.emit_ack(s, f, FrameKind::Ack, seq);
+                self.emit_ack(s, f, FrameKind::Ack, seq, false);
             }
         } else if f.seq > fl.rcv_nxt {
             self.tp.ooo_discarded += 1;
+            if T::ON {
+                let site = station_site!(self, s);
+                self.tracer.frame(&self.scheme, site, Kind::Discard, Reason::OutOfOrder, f, None);
+            }
             if fl.nack_for != fl.rcv_nxt {
                 fl.nack_for = fl.rcv_nxt;
                 let seq = fl.rcv_nxt;
-                self.emit_ack(s, f, FrameKind::Nack, seq);
+                self.emit_ack(s, f, FrameKind::Nack, seq, false);
             }
         } else {
             // A duplicate (sent again after a timeout): acknowledge what we have.
             let seq = fl.rcv_nxt;
-            self.emit_ack(s, f, FrameKind::Ack, seq);
+            self.emit_ack(s, f, FrameKind::Ack, seq, true);
         }
     }
 
-    fn emit_ack(&mut self, s: usize, data: &Frame<S::Ext>, kind: FrameKind, seq: u32) {
+    /// Station `s` acknowledges `data` (`kind`: ACK or NACK, `seq` the next
+    /// frame expected; `duplicate`: `data` was already received).
+    fn emit_ack(&mut self, s: usize, data: &Frame<S::Ext>, kind: FrameKind, seq: u32, duplicate: bool) {
         let echo = self.scheme.ack_echo(&data.ext);
         // born: the data frame's send time, echoed for the sender's RTT sample.
         let mut a = Frame::note(data.born, data.dst, data.src, data.dst, 0, self.ctrl_bytes, echo);
         a.kind = kind;
         a.flow = data.flow;
         a.seq = seq;
+        if T::ON {
+            let site = self.station_site(s);
+            let what = if kind == FrameKind::Nack { Kind::NackTx } else { Kind::AckTx };
+            let why = if duplicate { Reason::Duplicate } else { Reason::None };
+            self.tracer.frame(&self.scheme, site, what, why, &a, None);
+        }
         if kind == FrameKind::Nack {
             self.tp.nacks_sent += 1;
         } else {
@@ -704,6 +747,10 @@ impl<S: Scheme> NetSim<S> {
         }
         // Nothing acknowledged for a whole RTO: go back to the first unacknowledged frame.
         fl.timeouts += 1;
+        if T::ON {
+            let site = station_site!(self, fl.src as usize);
+            self.tracer.flow(site, Kind::Rto, fl.view(flow, Some(fl.snd_una)));
+        }
         let s = fl.src as usize;
         if fl.snd_nxt == fl.n_frames {
             self.rps[s].flow_pending += 1;

@@ -3,7 +3,7 @@
 //! them all; the variants are switches.
 
 use super::params::{Range, Table};
-use super::{check_floor, unreachable_threshold, NetView, QueueView, RlCore, Scheme};
+use super::{check_floor, unreachable_threshold, CpFields, ExtFields, NetView, NoteFormat, QueueView, RlCore, Scheme};
 use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::{us_to_ps, Time};
@@ -215,12 +215,18 @@ impl Bcn {
 
     /// Fb (pages) for a queue of `q_bytes` after `qold_pages`, clipped.
     pub fn feedback(&self, q_bytes: u64, qold_pages: f64) -> f64 {
+        let (qoff, qdelta) = self.offsets(q_bytes, qold_pages);
+        -(qoff + self.p.w * qdelta)
+    }
+
+    /// Qoff and Qdelta (pages, clipped) of a queue of `q_bytes` after `qold_pages`.
+    pub fn offsets(&self, q_bytes: u64, qold_pages: f64) -> (f64, f64) {
         let p = &self.p;
         let q = q_bytes as f64 / 64.0;
         let qoff = (q - p.qeq_pages).clamp(-p.qoff_lo_qeq * p.qeq_pages, p.qoff_hi_qeq * p.qeq_pages);
         let range = p.qdelta_range_qeq * p.qeq_pages;
         let qdelta = (q - qold_pages).clamp(-range, range);
-        -(qoff + p.w * qdelta)
+        (qoff, qdelta)
     }
 
     /// Whether a CP holding `q_bytes` may send negative feedback (rule 3):
@@ -368,6 +374,24 @@ impl Scheme for Bcn {
 
     fn cp_samples_dropped(&self) -> bool {
         self.p.sample_dropped
+    }
+
+    fn ext_fields(&self, ext: &BcnExt) -> ExtFields {
+        let (note, fb) = match ext.msg {
+            BcnMsg::None => (NoteFormat::Bcn, None),
+            BcnMsg::Stop => (NoteFormat::BcnStop, Some(0.0)),
+            BcnMsg::Negative | BcnMsg::Positive => (NoteFormat::Bcn, Some(ext.fb as f64)),
+        };
+        ExtFields {
+            note,
+            fb,
+            ..ExtFields::default()
+        }
+    }
+
+    fn cp_fields(&self, cp: &BcnCp, q: QueueView) -> Option<CpFields> {
+        let (qoff, qdelta) = self.offsets(q.bytes, cp.qold_pages);
+        Some(CpFields { qoff, qdelta })
     }
 
     fn new_rl(&self, _core: &mut RlCore, now: Time) -> (BcnRl, Option<Time>) {

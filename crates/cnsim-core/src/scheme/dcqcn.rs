@@ -13,7 +13,7 @@
 //!   same 55 us period in the source).
 
 use super::params::{Range, Table};
-use super::{check_floor, unreachable_threshold, NetView, QueueView, RlCore, Scheme};
+use super::{check_floor, unreachable_threshold, ExtFields, NetView, NoteFormat, QueueView, RlCore, Scheme};
 use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::{us_to_ps, Time};
@@ -222,6 +222,14 @@ impl Scheme for Dcqcn {
 
     fn slows(&self, _note: &DcqcnExt) -> bool {
         true
+    }
+
+    fn ext_fields(&self, ext: &DcqcnExt) -> ExtFields {
+        ExtFields {
+            note: NoteFormat::Cnp,
+            ce: ext.ce,
+            ..ExtFields::default()
+        }
     }
 
     fn new_rl(&self, core: &mut RlCore, _now: Time) -> (DcqcnRl, Option<Time>) {

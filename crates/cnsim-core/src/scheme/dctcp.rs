@@ -39,7 +39,7 @@
 //! initial window 10 MSS (RFC 6928) **[assumed]**.
 
 use super::params::{Range, Table};
-use super::{unreachable_threshold, AckKind, AckView, NetView, QueueView, RlCore, Scheme};
+use super::{unreachable_threshold, AckKind, AckView, ExtFields, NetView, QueueView, RlCore, Scheme};
 use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
@@ -211,6 +211,13 @@ impl Scheme for Dctcp {
         // The queue including the frame leaving it.
         if self.p.mark_at == MarkAt::Dequeue && q.bytes as f64 > self.p.k_bytes {
             frame.ext.ce = true;
+        }
+    }
+
+    fn ext_fields(&self, ext: &DctcpExt) -> ExtFields {
+        ExtFields {
+            ce: ext.ce,
+            ..ExtFields::default()
         }
     }
 

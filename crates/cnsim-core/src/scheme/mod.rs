@@ -327,6 +327,78 @@ pub trait Scheme: Send + 'static {
     fn ack_echo(&self, data: &Self::Ext) -> Self::Ext {
         *data
     }
+
+    /// What the event trace and the packet captures show of extension
+    /// `ext` (on a data frame, a notification or an acknowledgement).
+    /// Called only by a run that records a trace (default: nothing).
+    fn ext_fields(&self, _ext: &Self::Ext) -> ExtFields {
+        ExtFields::default()
+    }
+
+    /// Qoff and Qdelta of the sample CP `cp` would take of queue `q` now,
+    /// in the scheme's units: what a notification it sends from this
+    /// sample carries. Called, by a run that records a trace, before
+    /// `cp_on_enqueue` sees the frame (default: none).
+    fn cp_fields(&self, _cp: &Self::Cp, _q: QueueView) -> Option<CpFields> {
+        None
+    }
+}
+
+/// What a scheme's notifications are on the wire (packet captures, the
+/// trace's `note` column).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NoteFormat {
+    /// The scheme sends no notification.
+    #[default]
+    None,
+    /// A BCN message (EtherType 0x8904): CPID, Qoff, Qdelta, Fb.
+    Bcn,
+    /// A BCN(0,0) message: stop (Qoff = Qdelta = 0).
+    BcnStop,
+    /// An IEEE 802.1Qau CNM (EtherType 0x22E7); data frames carry a CN-TAG.
+    Cnm,
+    /// A RoCEv2 CNP (BTH opcode 0x81).
+    Cnp,
+}
+
+impl NoteFormat {
+    /// The name the trace gives the notification.
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            NoteFormat::None => None,
+            NoteFormat::Bcn => Some("BCN"),
+            NoteFormat::BcnStop => Some("BCN(0,0)"),
+            NoteFormat::Cnm => Some("CNM"),
+            NoteFormat::Cnp => Some("CNP"),
+        }
+    }
+}
+
+/// A frame extension as the trace shows it ([`Scheme::ext_fields`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ExtFields {
+    /// What the scheme's notifications are (the same for every extension
+    /// of a scheme but BCN's, whose stop message has its own).
+    pub note: NoteFormat,
+    /// The feedback a notification carries: BCN / ECM's Fb (64-byte pages,
+    /// negative slows the flow down), QCN's quantized |Fb| (0 to 63).
+    pub fb: Option<f64>,
+    /// A data frame's ECN Congestion Experienced mark (DCQCN, DCTCP); on an
+    /// acknowledgement, the mark it echoes.
+    pub ce: bool,
+    /// A data frame's mark for reflection at its destination (QCN
+    /// three-point): the marking CP's CPID (0: none), its feedback in `fb`.
+    pub marked_by: u16,
+}
+
+/// The queue a CP sampled ([`Scheme::cp_fields`]), in the scheme's units
+/// (BCN: 64-byte pages; QCN: bytes), as its notification carries it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CpFields {
+    /// The queue against its equilibrium: Q - Qeq.
+    pub qoff: f64,
+    /// The queue against the previous sample: Q - Qold.
+    pub qdelta: f64,
 }
 
 /// The schemes as users name them (`--scheme`, `scheme = "..."`).

@@ -12,7 +12,7 @@
 //! increase).
 
 use super::params::{Range, Table};
-use super::{check_floor, unreachable_threshold, NetView, QueueView, RlCore, Scheme};
+use super::{check_floor, unreachable_threshold, CpFields, ExtFields, NetView, NoteFormat, QueueView, RlCore, Scheme};
 use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::{ms_to_ps, Time};
@@ -465,6 +465,23 @@ impl Scheme for Qcn {
         self.p.sample_dropped
     }
 
+    fn ext_fields(&self, ext: &QcnExt) -> ExtFields {
+        ExtFields {
+            note: NoteFormat::Cnm,
+            fb: Some(ext.qfb as f64),
+            marked_by: ext.marked_by,
+            ..ExtFields::default()
+        }
+    }
+
+    fn cp_fields(&self, cp: &QcnCp, q: QueueView) -> Option<CpFields> {
+        let q = q.bytes as f64;
+        Some(CpFields {
+            qoff: q - self.p.qeq_bytes,
+            qdelta: q - cp.qold,
+        })
+    }
+
     fn new_rl(&self, core: &mut RlCore, _now: Time) -> (QcnRl, Option<Time>) {
         // The timer starts with the first CNM (rp_on_note restarts it).
         let rl = QcnRl {
@@ -595,6 +612,12 @@ impl Scheme for Qcn3pt {
     }
     fn cp_samples_dropped(&self) -> bool {
         self.0.cp_samples_dropped()
+    }
+    fn ext_fields(&self, ext: &QcnExt) -> ExtFields {
+        self.0.ext_fields(ext)
+    }
+    fn cp_fields(&self, cp: &QcnCp, q: QueueView) -> Option<CpFields> {
+        self.0.cp_fields(cp, q)
     }
     fn new_rl(&self, core: &mut RlCore, now: Time) -> (QcnRl, Option<Time>) {
         self.0.new_rl(core, now)

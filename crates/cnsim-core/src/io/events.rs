@@ -1,0 +1,282 @@
+//! `events.parquet` (one seed's part): the trace's rows, kept as
+//! fixed-width values in a chunk and written as one Parquet row group each
+//! time the chunk fills, so a long trace never holds more than one chunk in
+//! memory. Names (nodes, ports, flows, kinds, reasons) become strings only
+//! when a chunk is written; Parquet stores them dictionary-encoded.
+//!
+//! Columns (docs/looking-at-frames.md): seed, time_ps, time_us, kind, node,
+//! port, frame, flow, flow_id, seq, born_ps, bytes, queue_bytes, reason,
+//! quanta, priority, note, fb, cpid, cp, qoff, qdelta, ecn, rate_gbps,
+//! window_bytes.
+
+use crate::engine::Time;
+use crate::trace::{Kind, Reason, NO_PORT};
+use arrow_array::builder::StringBuilder;
+use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, UInt16Array, UInt32Array, UInt64Array, UInt8Array};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Rows per chunk (and so per Parquet row group).
+pub const CHUNK_ROWS: usize = 1 << 15;
+
+/// What kind of frame a row is about (the `frame` column).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameCol {
+    Data,
+    Pause,
+    Note,
+    Ack,
+    Nack,
+}
+
+impl FrameCol {
+    pub fn name(self) -> &'static str {
+        match self {
+            FrameCol::Data => "data",
+            FrameCol::Pause => "pause",
+            FrameCol::Note => "note",
+            FrameCol::Ack => "ack",
+            FrameCol::Nack => "nack",
+        }
+    }
+}
+
+/// One row of the trace, as fixed-width values (None: null).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EventRow {
+    pub time_ps: Time,
+    pub kind: Kind,
+    /// Node index.
+    pub node: u32,
+    /// Port id (`NO_PORT`: none).
+    pub port: u32,
+    pub frame: Option<FrameCol>,
+    /// (source, destination) station indices.
+    pub flow: Option<(u16, u16)>,
+    pub flow_id: Option<u32>,
+    pub seq: Option<u32>,
+    pub born_ps: Option<Time>,
+    pub bytes: Option<u64>,
+    pub queue_bytes: Option<u64>,
+    pub reason: Reason,
+    pub quanta: Option<u16>,
+    pub priority: Option<u8>,
+    pub note: Option<&'static str>,
+    pub fb: Option<f64>,
+    /// The engine's CPID (the CP's port id + 1).
+    pub cpid: Option<u16>,
+    pub qoff: Option<f64>,
+    pub qdelta: Option<f64>,
+    pub ecn: Option<bool>,
+    pub rate_bps: Option<f64>,
+    pub window_bytes: Option<u64>,
+}
+
+impl EventRow {
+    /// A row of `kind` at `node` / `port` and `time_ps`, every other field null.
+    pub fn new(time_ps: Time, kind: Kind, node: u32, port: u32) -> EventRow {
+        EventRow {
+            time_ps,
+            kind,
+            node,
+            port,
+            frame: None,
+            flow: None,
+            flow_id: None,
+            seq: None,
+            born_ps: None,
+            bytes: None,
+            queue_bytes: None,
+            reason: Reason::None,
+            quanta: None,
+            priority: None,
+            note: None,
+            fb: None,
+            cpid: None,
+            qoff: None,
+            qdelta: None,
+            ecn: None,
+            rate_bps: None,
+            window_bytes: None,
+        }
+    }
+}
+
+/// The names rows refer to by index.
+#[derive(Clone, Debug, Default)]
+pub struct EventNames {
+    /// Node names by node index (stations first: station s is node s).
+    pub nodes: Vec<String>,
+    /// Port names (FROM->TO) by port id.
+    pub ports: Vec<String>,
+}
+
+/// The schema of events.parquet.
+pub fn schema() -> SchemaRef {
+    let f = |name: &str, t: DataType, nullable: bool| Field::new(name, t, nullable);
+    Arc::new(Schema::new(vec![
+        f("seed", DataType::Int64, false),
+        f("time_ps", DataType::UInt64, false),
+        f("time_us", DataType::Float64, false),
+        f("kind", DataType::Utf8, false),
+        f("node", DataType::Utf8, false),
+        f("port", DataType::Utf8, true),
+        f("frame", DataType::Utf8, true),
+        f("flow", DataType::Utf8, true),
+        f("flow_id", DataType::UInt32, true),
+        f("seq", DataType::UInt32, true),
+        f("born_ps", DataType::UInt64, true),
+        f("bytes", DataType::UInt64, true),
+        f("queue_bytes", DataType::UInt64, true),
+        f("reason", DataType::Utf8, true),
+        f("quanta", DataType::UInt16, true),
+        f("priority", DataType::UInt8, true),
+        f("note", DataType::Utf8, true),
+        f("fb", DataType::Float64, true),
+        f("cpid", DataType::UInt16, true),
+        f("cp", DataType::Utf8, true),
+        f("qoff", DataType::Float64, true),
+        f("qdelta", DataType::Float64, true),
+        f("ecn", DataType::Boolean, true),
+        f("rate_gbps", DataType::Float64, true),
+        f("window_bytes", DataType::UInt64, true),
+    ]))
+}
+
+/// A string column of `rows`, one value (or null) per row.
+fn string_column<'a>(rows: &[EventRow], f: &dyn Fn(&EventRow) -> Option<&'a str>) -> ArrayRef {
+    let mut b = StringBuilder::with_capacity(rows.len(), rows.len() * 8);
+    for r in rows {
+        b.append_option(f(r));
+    }
+    Arc::new(b.finish())
+}
+
+/// Writes one seed's rows to a Parquet file, a row group per chunk.
+pub struct EventWriter {
+    writer: ArrowWriter<File>,
+    schema: SchemaRef,
+    chunk: Vec<EventRow>,
+    names: Arc<EventNames>,
+    seed: u64,
+    rows: u64,
+    path: PathBuf,
+}
+
+fn err(path: &Path, e: impl std::fmt::Display) -> String {
+    format!("trace: cannot write {}: {e}", path.display())
+}
+
+impl EventWriter {
+    pub fn create(path: &Path, seed: u64, names: Arc<EventNames>) -> Result<EventWriter, String> {
+        let file = File::create(path).map_err(|e| err(path, e))?;
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .set_max_row_group_row_count(Some(CHUNK_ROWS))
+            .build();
+        let schema = schema();
+        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| err(path, e))?;
+        Ok(EventWriter {
+            writer,
+            schema,
+            chunk: Vec::with_capacity(CHUNK_ROWS),
+            names,
+            seed,
+            rows: 0,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    pub fn push(&mut self, row: EventRow) -> Result<(), String> {
+        self.chunk.push(row);
+        self.rows += 1;
+        if self.chunk.len() >= CHUNK_ROWS {
+            self.flush_chunk()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the chunk as one row group and empties it.
+    fn flush_chunk(&mut self) -> Result<(), String> {
+        if self.chunk.is_empty() {
+            return Ok(());
+        }
+        let batch = self.batch().map_err(|e| err(&self.path, e))?;
+        self.writer.write(&batch).map_err(|e| err(&self.path, e))?;
+        self.writer.flush().map_err(|e| err(&self.path, e))?;
+        self.chunk.clear();
+        Ok(())
+    }
+
+    fn batch(&self) -> Result<RecordBatch, arrow_schema::ArrowError> {
+        let rows = &self.chunk;
+        let names = &self.names;
+        let n = rows.len();
+        let port_name = |p: u32| (p != NO_PORT).then(|| names.ports[p as usize].as_str());
+        let mut flows = StringBuilder::with_capacity(n, n * 8);
+        for r in rows {
+            match r.flow {
+                Some((s, d)) => {
+                    let _ = write!(flows, "{}|{}", names.nodes[s as usize], names.nodes[d as usize]);
+                    flows.append_value("");
+                }
+                None => flows.append_null(),
+            }
+        }
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![self.seed as i64; n])),
+            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.time_ps))),
+            Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.time_ps as f64 / 1e6))),
+            string_column(rows, &|r| Some(r.kind.name())),
+            string_column(rows, &|r| Some(names.nodes[r.node as usize].as_str())),
+            string_column(rows, &|r| port_name(r.port)),
+            string_column(rows, &|r| r.frame.map(FrameCol::name)),
+            Arc::new(flows.finish()),
+            Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.flow_id))),
+            Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.seq))),
+            Arc::new(UInt64Array::from_iter(rows.iter().map(|r| r.born_ps))),
+            Arc::new(UInt64Array::from_iter(rows.iter().map(|r| r.bytes))),
+            Arc::new(UInt64Array::from_iter(rows.iter().map(|r| r.queue_bytes))),
+            string_column(rows, &|r| (r.reason != Reason::None).then(|| r.reason.name())),
+            Arc::new(UInt16Array::from_iter(rows.iter().map(|r| r.quanta))),
+            Arc::new(UInt8Array::from_iter(rows.iter().map(|r| r.priority))),
+            string_column(rows, &|r| r.note),
+            Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.fb))),
+            Arc::new(UInt16Array::from_iter(rows.iter().map(|r| r.cpid))),
+            string_column(rows, &|r| r.cpid.and_then(|c| port_name(c as u32 - 1))),
+            Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.qoff))),
+            Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.qdelta))),
+            Arc::new(BooleanArray::from_iter(rows.iter().map(|r| r.ecn))),
+            Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.rate_bps.map(|x| x / 1e9)))),
+            Arc::new(UInt64Array::from_iter(rows.iter().map(|r| r.window_bytes))),
+        ];
+        RecordBatch::try_new(self.schema.clone(), columns)
+    }
+
+    /// Writes the last chunk and the footer, with `metadata` (key, value)
+    /// pairs; returns the rows written.
+    pub fn finish(mut self, metadata: &[(&str, String)]) -> Result<u64, String> {
+        self.flush_chunk()?;
+        for (k, v) in metadata {
+            self.writer.append_key_value_metadata(KeyValue::new(k.to_string(), v.clone()));
+        }
+        let path = self.path.clone();
+        self.writer.close().map_err(|e| err(&path, e))?;
+        Ok(self.rows)
+    }
+}

@@ -1,0 +1,246 @@
+//! The event trace hook (docs/looking-at-frames.md): what the network model
+//! tells a tracer at each event that matters, and the tracer that does
+//! nothing.
+//!
+//! The simulation is generic over its tracer (`NetSim<S, T>`) and every call
+//! site is `if T::ON { ... }`: with [`NoTrace`], a zero-sized type whose
+//! `ON` is false, the compiler removes the calls and the arguments they
+//! would have computed, so a run without a trace executes exactly the code
+//! it did before the hook existed. [`Recorder`] writes the events that pass
+//! its filters to `events.parquet` (`crate::io::events`) and the frames of
+//! the ports it captures to pcapng files (`crate::io::pcap`).
+//!
+//! A tracer only observes: it reads the frames and states it is shown and
+//! changes nothing, so a traced run's results are the untraced run's.
+
+pub mod record;
+
+pub use record::{Recorder, TraceOutput, TraceSummary};
+
+use crate::engine::Time;
+use crate::frame::Frame;
+use crate::scheme::{CpFields, Scheme};
+
+/// Port id of an event that happens at no port.
+pub const NO_PORT: u32 = u32::MAX;
+
+macro_rules! named_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $v:ident = $s:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u8)]
+        pub enum $name { $($(#[$vm])* $v),+ }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$v),+];
+
+            /// The name the trace gives it.
+            pub fn name(self) -> &'static str {
+                match self { $($name::$v => $s),+ }
+            }
+
+            pub fn from_name(s: &str) -> Option<$name> {
+                match s { $($s => Some($name::$v),)+ _ => None }
+            }
+        }
+    };
+}
+
+named_enum! {
+    /// What happened (the trace's `kind` column).
+    Kind {
+        /// A station made a data frame (an open-loop source, or a flow's
+        /// sender when its link takes the frame).
+        Generate = "generate",
+        /// A flow's sender sent a frame again (after a NACK or a timeout).
+        Retransmit = "retransmit",
+        /// A frame joined a queue (`reason` says which: nic, rlq, output, control).
+        Enqueue = "enqueue",
+        /// A frame started leaving a port (what a capture of the port sees).
+        Dequeue = "dequeue",
+        /// A data frame reached its destination station.
+        Deliver = "deliver",
+        /// A data frame was lost (`reason` says why).
+        Drop = "drop",
+        /// A source could not make a frame: its NIC FIFO was full (nic_full = defer).
+        Defer = "defer",
+        /// The receiver of a flow discarded a frame beyond a gap (go-back-N).
+        Discard = "discard",
+        /// A CP marked a data frame (ECN CE; QCN three-point's mark).
+        Mark = "mark",
+        /// A bridge or station queued a PAUSE / PFC frame (`reason`: xoff, xon, refresh).
+        PauseTx = "pause_tx",
+        /// A transmitter received a PAUSE / PFC frame.
+        PauseRx = "pause_rx",
+        /// A transmitter became paused.
+        PauseOn = "pause_on",
+        /// A transmitter's pause ended (`reason`: xon, expired, run_end).
+        PauseOff = "pause_off",
+        /// A CP or a notification point sent a congestion notification.
+        CnTx = "cn_tx",
+        /// A congestion notification reached its reaction point.
+        CnRx = "cn_rx",
+        /// A flow's receiver sent an ACK / a NACK.
+        AckTx = "ack_tx",
+        NackTx = "nack_tx",
+        /// A flow's sender received an ACK / a NACK.
+        AckRx = "ack_rx",
+        NackRx = "nack_rx",
+        /// A flow's retransmission timer fired.
+        Rto = "rto",
+        /// A rate limiter's rate or window changed (`reason`: created, released).
+        Rate = "rate",
+        /// A transport flow started (its sender) / received its last byte (its receiver).
+        FlowStart = "flow_start",
+        FlowEnd = "flow_end",
+    }
+}
+
+named_enum! {
+    /// Why (the trace's `reason` column; its meaning depends on the kind).
+    Reason {
+        None = "",
+        // enqueue: which queue
+        Nic = "nic",
+        Rlq = "rlq",
+        Output = "output",
+        Control = "control",
+        // drop
+        OutputBufferFull = "output_buffer_full",
+        InputPartitionFull = "input_partition_full",
+        SharedBufferFull = "shared_buffer_full",
+        DynamicThreshold = "dynamic_threshold",
+        NoRoute = "no_route",
+        RlqFull = "rlq_full",
+        NicFull = "nic_full",
+        // discard
+        OutOfOrder = "out_of_order",
+        // pause
+        Xoff = "xoff",
+        Xon = "xon",
+        Refresh = "refresh",
+        Expired = "expired",
+        RunEnd = "run_end",
+        // rate
+        Created = "created",
+        Released = "released",
+        // ack_tx
+        Duplicate = "duplicate",
+    }
+}
+
+/// Where and when an event happens: node index, port id ([`NO_PORT`]: none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Site {
+    pub at: Time,
+    pub node: u32,
+    pub port: u32,
+}
+
+/// Where a notification comes from.
+#[derive(Clone, Copy, Debug)]
+pub struct NoteOrigin {
+    pub site: Site,
+    /// Sent by the CP of `site.port` (else by a notification point at a station).
+    pub from_cp: bool,
+    /// The sequence number of the frame it answers, the CP's queue, and the
+    /// CP's sample of it.
+    pub sampled_seq: u32,
+    pub queue_bytes: Option<u64>,
+    pub cp: Option<CpFields>,
+}
+
+/// What a rate limiter is keyed by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RlKey {
+    /// One flow's RL (`rl_scope = flow`, transport flows): station to destination.
+    Flow { src: u16, dst: u16 },
+    /// One CP's RL (`rl_scope = cp`).
+    Cp { src: u16, cpid: u16 },
+}
+
+/// A rate limiter as it is now.
+#[derive(Clone, Copy, Debug)]
+pub struct RlView {
+    pub id: u32,
+    pub key: RlKey,
+    /// Its transport flow (`NO_FLOW`: open-loop).
+    pub flow: u32,
+    pub rate_bps: f64,
+    /// `u64::MAX`: no window.
+    pub window_bytes: u64,
+}
+
+/// A transport flow event.
+#[derive(Clone, Copy, Debug)]
+pub struct FlowView {
+    pub id: u32,
+    pub src: u16,
+    pub dst: u16,
+    pub size: u64,
+    pub n_frames: u32,
+    /// Rto: the first frame not acknowledged.
+    pub seq: Option<u32>,
+}
+
+/// What the network model tells a tracer. Every call site is guarded by
+/// `if T::ON`; a tracer only reads what it is given.
+pub trait Tracer<S: Scheme>: Send + 'static {
+    /// False for [`NoTrace`]: the compiler removes every call.
+    const ON: bool;
+
+    /// A frame event (any kind but `Dequeue`): `queue_bytes` is the queue
+    /// the event concerns, when there is one.
+    fn frame(&mut self, s: &S, site: Site, kind: Kind, reason: Reason, f: &Frame<S::Ext>, queue_bytes: Option<u64>);
+
+    /// `f` starts leaving `site.port` at `site.at` (the port holds
+    /// `queue_bytes` of data, the frame included if it is data).
+    fn depart(&mut self, s: &S, site: Site, f: &Frame<S::Ext>, queue_bytes: u64);
+
+    /// A notification leaves its origin.
+    fn note_sent(&mut self, s: &S, origin: NoteOrigin, note: &Frame<S::Ext>);
+
+    /// Port `site.port` queued a PAUSE frame of `quanta` (0 = XON); the
+    /// bridge holds `in_bytes` that arrived through that port.
+    fn pause_sent(&mut self, site: Site, quanta: u16, reason: Reason, in_bytes: u64);
+
+    /// Transmitter `site.port` received a PAUSE of `quanta`: it is paused
+    /// until `until` (`site.at`: not paused).
+    fn pause_received(&mut self, site: Site, quanta: u16, until: Time);
+
+    /// A rate limiter's state (created, changed or not); the tracer keeps the changes.
+    fn rl_state(&mut self, site: Site, rl: RlView, reason: Reason);
+
+    /// A flow event (FlowStart, FlowEnd, Rto).
+    fn flow(&mut self, site: Site, kind: Kind, flow: FlowView);
+
+    /// The run ended at `end`: close the files.
+    fn finish(&mut self, end: Time) -> Result<Option<TraceSummary>, String>;
+}
+
+/// The tracer of a run without a trace: zero-sized, and every call to it
+/// compiled away (`ON` is false).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoTrace;
+
+impl<S: Scheme> Tracer<S> for NoTrace {
+    const ON: bool = false;
+    #[inline(always)]
+    fn frame(&mut self, _: &S, _: Site, _: Kind, _: Reason, _: &Frame<S::Ext>, _: Option<u64>) {}
+    #[inline(always)]
+    fn depart(&mut self, _: &S, _: Site, _: &Frame<S::Ext>, _: u64) {}
+    #[inline(always)]
+    fn note_sent(&mut self, _: &S, _: NoteOrigin, _: &Frame<S::Ext>) {}
+    #[inline(always)]
+    fn pause_sent(&mut self, _: Site, _: u16, _: Reason, _: u64) {}
+    #[inline(always)]
+    fn pause_received(&mut self, _: Site, _: u16, _: Time) {}
+    #[inline(always)]
+    fn rl_state(&mut self, _: Site, _: RlView, _: Reason) {}
+    #[inline(always)]
+    fn flow(&mut self, _: Site, _: Kind, _: FlowView) {}
+    fn finish(&mut self, _: Time) -> Result<Option<TraceSummary>, String> {
+        Ok(None)
+    }
+}
