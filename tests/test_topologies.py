@@ -134,6 +134,47 @@ def test_knee_of_a_series_with_a_known_knee():
     assert knee(relative_change(np.full(100, 5.0)), 0.01) == 0
 
 
+def test_transient_reports_the_knee_of_the_mean_and_of_each_replication():
+    """transient_ms is the knee of the replications' mean curve; beside it the
+    same rule on each replication's own curve (issue 29): here one seed with
+    a 60 ms outage and three without a dip."""
+    from types import SimpleNamespace
+
+    from cnsim.metrics import transient
+
+    tr = SimpleNamespace(
+        onset_ms=10.0,
+        end_ms=None,
+        bin_ms=1.0,
+        epsilon=0.005,
+        rtt_ms=2.0,
+        settle_smooth_ms=10.0,
+        settle_band=0.05,
+    )
+
+    def run(dip_ms: int) -> SimpleNamespace:
+        x = np.full(410, 10.0)
+        x[10 : 10 + dip_ms] = 0.0
+        return SimpleNamespace(bin_ps=10**9, series_values=lambda s, k, x=x: x)
+
+    reps = [run(60), run(0), run(0), run(0)]
+    res = SimpleNamespace(scenario=SimpleNamespace(model=SimpleNamespace(transient=tr)), runs=reps)
+    t = transient(res)
+    # The outage's knee: the last bin or two of it hold less than epsilon of the mean.
+    k60 = knee(relative_change(np.concatenate([np.zeros(60), np.full(340, 10.0)])), 0.005)
+    assert 55 <= k60 <= 60
+    assert t["transient_rep_ms"] == [k60, 0.0, 0.0, 0.0]
+    assert (t["transient_rep_median_ms"], t["transient_rep_min_ms"], t["transient_rep_max_ms"]) == (
+        0.0,
+        0.0,
+        k60,
+    )
+    assert t["transient_rep_q3_ms"] == k60 / 4
+    # The mean curve dips to 7.5 for 60 ms: its knee is neither 0 nor the median.
+    mean = np.concatenate([np.full(60, 7.5), np.full(340, 10.0)])
+    assert t["transient_ms"] == knee(relative_change(mean), 0.005) > 0
+
+
 def test_smoothing_is_a_centred_moving_average_cut_at_the_ends():
     x = np.array([0.0, 0.0, 3.0, 0.0, 0.0])
     assert np.allclose(smooth(x, 3), [0.0, 1.0, 1.0, 1.0, 0.0])
@@ -241,7 +282,9 @@ def test_the_75kb_transient_case_changes_only_what_follows_from_the_buffer():
 
 @pytest.mark.slow
 def test_the_75kb_transient_case_is_lossless_and_bcn_max_still_cuts_it_short():
-    base = load("multihop_transient_75kb", seeds=[0, 1, 2, 3])
+    # Ten seeds: at 75 KB BCN-Max's per-seed knees spread from 29 to 412 ms
+    # (epsilon 0.005), so four seeds do not settle the ratio (docs/calibration.md).
+    base = load("multihop_transient_75kb", seeds=list(range(10)))
     bcn = cnsim.run(base, progress=False)
     bcnmax = cnsim.run(base.replace(scheme="bcnmax"), progress=False)
     for res in (bcn, bcnmax):
@@ -291,3 +334,47 @@ def test_bad_scenario_files_exit_2_naming_the_node_or_link(tmp_path, cli, mutate
     r = cli("run", str(path), "--duration", "1")
     assert r.returncode == 2, r.stderr
     assert needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_validate_checks_the_three_bcn_max_cases_with_the_headline_tolerance(monkeypatch):
+    """Issue 29: BCN-Max at 5% / 10% sampling and with the wider ranges are
+    checked at +-30%; a miss names its explanation in docs/calibration.md."""
+    from pathlib import Path
+
+    from cnsim import validate as V
+
+    def fake(published_off: float):
+        def results(jobs, progress):
+            base = {"transient_ms": 1.0, "transient_rtt_ms": 2.416, "settling_ms": 1.0}
+            out = {k: dict(base) for k in ("bcn", "bcnmax", "bcn 5%", "bcn 10%", *V.TRANSIENT_CASES)}
+            out["bcn"].update(transient_ms=462.0, settling_ms=600.0)
+            out["bcnmax"].update(transient_ms=52.0)
+            out["bcn 5%"]["transient_ms"], out["bcn 10%"]["transient_ms"] = 100.0, 40.0
+            for k, (_, pub) in V.TRANSIENT_CASES.items():
+                out[k]["transient_ms"] = pub * published_off
+            return out
+
+        return results
+
+    assert {pub for _, pub in V.TRANSIENT_CASES.values()} == {52.0, 38.0, 274.0}
+    monkeypatch.setattr(V, "transient_results", fake(1.25))
+    assert all(r.ok for r in V.transient_study(None, False))
+    monkeypatch.setattr(V, "transient_results", fake(0.65))
+    bad = [r for r in V.transient_study(None, False) if not r.ok]
+    assert len(bad) == 3 and {r.known for r in bad} == {V.KNOWN_TRANSIENT}
+    calibration = (Path(__file__).resolve().parent.parent / "docs" / "calibration.md").read_text()
+    assert f"### {V.KNOWN_TRANSIENT}" in calibration
+
+
+@pytest.mark.slow
+def test_validate_transient_keeps_the_headline_within_tolerance(cli):
+    """The whole study, 10 seeds per case: the headline within +-30%, every
+    figure within or a named known disagreement."""
+    import json
+
+    r = cli("validate", "--only", "transient", "--json", "--jobs", "1")
+    rows = json.loads(r.stdout)["rows"]
+    knees = {row["study"]: row for row in rows if row["figure"] == "knee (ms)"}
+    assert len(knees) == 5
+    assert knees["transient BCN+PAUSE"]["within"] and knees["transient BCN-Max+PAUSE"]["within"]
+    assert all(row["within"] or row["known_disagreement"] for row in rows)

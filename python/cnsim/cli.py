@@ -224,6 +224,12 @@ def run(
             ms = agg.get(f"{key}_ms")
             parts.append(f"{name} " + ("not reached" if ms is None else f"{ms:g} ms = {ms / rtt:.1f} RTTs"))
         out.print(f"{'; '.join(parts)} (over {len(sc.seeds)} seeds, RTT {rtt:g} ms)")
+        if agg.get("transient_rep_median_ms") is not None:
+            out.print(
+                f"knee of each seed's own curve: median {agg['transient_rep_median_ms']:g} ms "
+                f"(quartiles {agg['transient_rep_q1_ms']:g}-{agg['transient_rep_q3_ms']:g}, "
+                f"range {agg['transient_rep_min_ms']:g}-{agg['transient_rep_max_ms']:g})"
+            )
     e = summary["engine"]
     out.print(
         f"engine: {e['frames']:,} frames, {e['events']:,} events, {e['wall_s']:.2f} s, "

@@ -530,7 +530,10 @@ def settling(x: Any, band: float, width: int) -> tuple[int | None, float]:
 
 def transient(results: Any) -> dict[str, Any] | None:
     """Transient duration of the aggregate throughput over all replications:
-    {transient_ms, transient_rtts, rtt_ms, epsilon, bin_ms, knee_bin, rc}."""
+    {transient_ms, transient_rtts, rtt_ms, epsilon, bin_ms, knee_bin, rc}: the
+    knee of the replications' mean curve; beside it the knee of each
+    replication's own curve (transient_rep_ms, in seed order) and their
+    median, quartiles and range (transient_rep_*_ms)."""
     tr = results.scenario.model.transient
     if tr is None:
         return None
@@ -555,6 +558,9 @@ def transient(results: Any) -> dict[str, Any] | None:
     x = np.mean([c[:n] for c in curves], axis=0)
     rc = relative_change(x)
     k = knee(rc, tr.epsilon)
+    # The same rule on each replication's own curve: the source's throughput
+    # plots are single replications (docs/calibration.md, issue 29).
+    reps = np.array([knee(relative_change(c[:n]), tr.epsilon) for c in curves], dtype=float) * tr.bin_ms
     ms = k * tr.bin_ms
     width = max(1, round(tr.settle_smooth_ms / tr.bin_ms))
     settle_bin, steady = settling(x, tr.settle_band, width)
@@ -562,6 +568,12 @@ def transient(results: Any) -> dict[str, Any] | None:
     return {
         "transient_ms": ms,
         "transient_rtts": ms / tr.rtt_ms,
+        "transient_rep_median_ms": float(np.median(reps)),
+        "transient_rep_q1_ms": float(np.percentile(reps, 25)),
+        "transient_rep_q3_ms": float(np.percentile(reps, 75)),
+        "transient_rep_min_ms": float(reps.min()),
+        "transient_rep_max_ms": float(reps.max()),
+        "transient_rep_ms": reps.tolist(),
         "settling_ms": settle_ms,
         "settling_rtts": None if settle_ms is None else settle_ms / tr.rtt_ms,
         "steady_gbps": steady,

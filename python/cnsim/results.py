@@ -121,7 +121,17 @@ class Results:
         out: dict[str, Any] = {}
         tr = self.transient()
         if self.scenario.model.transient is not None:
-            for k in ("transient_ms", "transient_rtts", "settling_ms", "settling_rtts"):
+            for k in (
+                "transient_ms",
+                "transient_rtts",
+                "transient_rep_median_ms",
+                "transient_rep_q1_ms",
+                "transient_rep_q3_ms",
+                "transient_rep_min_ms",
+                "transient_rep_max_ms",
+                "settling_ms",
+                "settling_rtts",
+            ):
                 out[k] = tr[k] if tr else None
             out["transient_rtt_ms"] = self.scenario.model.transient.rtt_ms
         return _clean(out)

@@ -351,8 +351,11 @@ class Innocent(_Model):
 
 class Transient(_Model):
     """Transient duration by initial data deletion (metrics.md, Jain 1991).
-    Reported across seeds (`aggregates` in summary.json): `transient_ms`,
-    `transient_rtts`, `settling_ms`, `settling_rtts`, `transient_rtt_ms`; the
+    Reported across seeds (`aggregates` in summary.json): `transient_ms` (the
+    knee of the seeds' mean curve), `transient_rtts`, beside it the knee of
+    each seed's own curve (`transient_rep_median_ms`, `transient_rep_q1_ms`,
+    `transient_rep_q3_ms`, `transient_rep_min_ms`, `transient_rep_max_ms`),
+    `settling_ms`, `settling_rtts`, `transient_rtt_ms`; the
     rc(l) curve is saved as `transient.parquet` and plotted with the knee and
     the settling time marked (`transient.png`)."""
 
