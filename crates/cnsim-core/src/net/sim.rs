@@ -792,14 +792,14 @@ impl Sim {
 mod tests {
     use super::*;
     use crate::bench::star_config;
+    use crate::config::SimConfig;
     use crate::config::{EventConfig, SchemeConfig};
     use crate::engine::{PS_PER_MS, PS_PER_US};
     use crate::frame::Frame;
-    use crate::config::SimConfig;
     use crate::net::topology::{geometric_gap, GAP_TABLE};
-    use rand::Rng;
     use crate::scheme::bcn::{Bcn, BcnExt, BcnMsg, BcnParams};
     use crate::scheme::nocm::NoCm;
+    use rand::Rng;
 
     /// The gaps read off the powers of 1 - p are the formula's, draw for draw,
     /// for loads from almost nothing to almost everything, and at the edges
