@@ -81,6 +81,7 @@ def test_files_and_summary_schema(paused):
         "windows.parquet",
         "runs.parquet",
         "timeseries.parquet",
+        "timing.json",
         "report.html",
     ):
         assert (out / f).is_file(), f

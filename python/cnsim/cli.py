@@ -184,17 +184,13 @@ def run(
             if part is None:
                 rd.abort()
                 _fail("interrupted before any seed finished; nothing was saved", 130)
-            assert rd.tmp is not None
-            part.write(rd.tmp, report=False)
-            rd.commit()
+            rd.save(lambda tmp: part.write(tmp, report=False))
             _fail(
                 f"interrupted: {len(part.seeds)} of {len(sc.seeds)} seeds finished, saved in {target} "
                 "(summary.json: complete = false)",
                 130,
             )
-        assert rd.tmp is not None
-        res.write(rd.tmp, report=report)
-        rd.commit()
+        rd.save(lambda tmp: res.write(tmp, report=report))
     except BaseException:
         rd.abort()
         raise
@@ -617,6 +613,17 @@ def main() -> None:
     except (typer.Abort, KeyboardInterrupt):
         print_error("interrupted; nothing was saved")
         exit_now(130)
+    except OSError as e:
+        # The machine, not cnsim: a full disk, a file size limit, a name too
+        # long, a permission. Results directories are written whole or not at
+        # all (cnsim.outdir), so what was being written is not there.
+        if os.environ.get("CNSIM_DEBUG"):
+            raise
+        from .outdir import os_cause
+
+        where = f"{e.filename}: " if e.filename else ""
+        print_error(f"{where}{os_cause(e).split(': ', 1)[-1]}; what was being written was not saved")
+        sys.exit(2)
     except Exception as e:  # noqa: BLE001
         # Usage errors of typer's click: one line, with where to read more.
         if hasattr(e, "format_message") and isinstance(getattr(e, "exit_code", None), int):

@@ -12,6 +12,7 @@ sanitised scenario name and stay under ./results."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -20,6 +21,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from .errors import ScenarioError
 
@@ -38,6 +40,7 @@ RESULT_FILES = {
     "transient.parquet",
     "report.html",
     "point.json",
+    "timing.json",
     "events.parquet",
     "pcap",
 }
@@ -77,8 +80,22 @@ class RunDir:
         self.label = label
         self.tmp: Path | None = None
         self._lock: DirLock | None = None
+        self._made: list[Path] = []  # parents this run created, removed again if it saves nothing
+        where = f"{label} {self.target}"
+        try:
+            self._check(force, marker, allowed)
+        except OSError as e:  # a name too long, a path through a file, no permission
+            self.abort()
+            raise ScenarioError(
+                f"{where}: cannot be written ({e.strerror or e}); nothing was saved"
+            ) from None
+        except BaseException:
+            self.abort()
+            raise
+
+    def _check(self, force: bool, marker: str, allowed: set[str]) -> None:
         t = self.target
-        where = f"{label} {t}"
+        where = f"{self.label} {t}"
         if t.exists() and not t.is_dir():
             raise ScenarioError(f"{where}: exists and is not a directory")
         if t.is_dir():
@@ -103,10 +120,16 @@ class RunDir:
                     f"{where}: already holds results; give another directory, or --force to replace them"
                 )
         parent = t.parent
+        missing = [p for p in (parent, *parent.parents) if not p.exists()]
         try:
             parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise ScenarioError(f"{where}: cannot be created ({e.strerror or e})") from None
+            self._made = missing
+            self.abort()
+            raise ScenarioError(
+                f"{where}: cannot be created ({e.strerror or e}); nothing was saved"
+            ) from None
+        self._made = missing
         self._lock = lock(parent / f".{t.name}.lock", f"{where}: another cnsim run is writing this directory")
         # Leftovers of a run of this directory that was killed while saving.
         for p in parent.glob(f"{_TMP}{t.name}-*"):
@@ -121,7 +144,27 @@ class RunDir:
             probe.unlink()
         except OSError as e:
             self.abort()
-            raise ScenarioError(f"{where}: cannot be written ({e.strerror or e})") from None
+            raise ScenarioError(
+                f"{where}: cannot be written ({e.strerror or e}); nothing was saved"
+            ) from None
+
+    def save(self, write: Callable[[Path], Any]) -> Path:
+        """Calls `write(tmp)` and puts the directory in place; whatever goes
+        wrong, nothing is left. An operating-system error (a full disk, a
+        file size limit, a name too long) becomes one ScenarioError naming
+        the directory, the file and the cause."""
+        try:
+            assert self.tmp is not None
+            write(self.tmp)
+            return self.commit()
+        except OSError as e:
+            self.abort()
+            raise ScenarioError(
+                f"{self.label} {self.target}: cannot be written ({os_cause(e)}); nothing was saved"
+            ) from None
+        except BaseException:
+            self.abort()
+            raise
 
     def commit(self) -> Path:
         """Puts the written directory in place (replacing an old one whole)."""
@@ -132,6 +175,7 @@ class RunDir:
             os.rename(self.target, old)
         os.rename(self.tmp, self.target)
         self.tmp = None
+        self._made = []
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         self.close()
@@ -143,11 +187,25 @@ class RunDir:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
         self.close()
+        for p in self._made:  # innermost first; only while empty
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        self._made = []
 
     def close(self) -> None:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+
+def os_cause(e: OSError) -> str:
+    """An operating-system error in a few words, with the file's name when it
+    has one: 'flows.parquet: No space left on device'."""
+    what = e.strerror or str(e) or type(e).__name__
+    name = Path(e.filename).name if e.filename else ""
+    if e.errno == errno.EFBIG:
+        what += ", over the file size limit (ulimit -f)"
+    return f"{name}: {what}" if name else what
 
 
 def lock(path: Path, busy: str) -> DirLock:
@@ -177,7 +235,9 @@ class DirLock:
             try:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as e:
-                raise ScenarioError(f"{where}: cannot be written ({e.strerror or e})") from None
+                raise ScenarioError(
+                    f"{where}: cannot be written ({e.strerror or e}); nothing was saved"
+                ) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -222,7 +282,9 @@ def atomic_write(path: Path, data: str | bytes | Callable[[Path], None]) -> None
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+        if isinstance(e, OSError) and e.filename is None:
+            e.filename = str(path)  # name the file (a write's error does not)
         raise

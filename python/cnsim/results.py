@@ -5,13 +5,15 @@ layout of docs/results.md, which `read_results` (`cnsim.open_results`) reads bac
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
 from .engine import SeedRun
-from .errors import ScenarioError
+from .errors import ScenarioError, ScenarioWarning
 from .metrics import (
     SIZE_BUCKETS,
     ci_text,
@@ -29,6 +31,12 @@ from .tables import Table, write_parquet
 
 #: Engine fields that depend on the machine, not on (scenario, seed).
 WALL_CLOCK_FIELDS = ("wall_s", "events_per_s", "frames_delivered_per_s", "sim_speed")
+
+#: Keys of the run identity in every Parquet file's footer (Results.identity).
+RUN_SHA256 = "cnsim.scenario_sha256"
+RUN_SEEDS = "cnsim.seeds"
+#: The engine's wall time per seed (the one file that differs between two runs).
+TIMING_JSON = "timing.json"
 
 #: Tables a Results has, by name (`Results.to_polars(name)`).
 TABLES = ("summary", "flows", "pairs", "links", "nodes", "windows", "queues", "timeseries")
@@ -392,6 +400,7 @@ class Results:
         extra: dict[str, Any] = {} if self.complete else {"seeds_requested": list(sc.seeds)}
         return {
             "scenario": sc.name,
+            "scenario_sha256": self.scenario_sha256,
             "scheme": sc.scheme,
             "pause": sc.pause,
             "seeds": self.seeds,
@@ -416,6 +425,20 @@ class Results:
             **({"trace": self.trace.summary()} if self.trace is not None and self.trace.per_seed else {}),
         }
 
+    @property
+    def scenario_sha256(self) -> str:
+        """SHA-256 of the scenario.toml these results are saved with (for
+        results read back: of the file they were read from)."""
+        if getattr(self, "_scenario_sha256", None) is None:
+            self._scenario_sha256 = _sha256(self.scenario.to_toml())
+        return self._scenario_sha256
+
+    def identity(self) -> dict[str, str]:
+        """What run wrote a file: the scenario's SHA-256 and the seeds, as
+        every Parquet file of a results directory carries them in its footer
+        (and summary.json and timing.json as fields)."""
+        return {RUN_SHA256: self.scenario_sha256, RUN_SEEDS: json.dumps(self.seeds)}
+
     def save(self, out: str | Path, *, report: bool = True, force: bool = False) -> Path:
         """Writes the results layout of docs/results.md into directory `out`:
         into a temporary sibling first, renamed into place at the end, so
@@ -425,23 +448,20 @@ class Results:
         from .outdir import RunDir
 
         rd = RunDir(out, force=force, label="out")
-        try:
-            assert rd.tmp is not None
-            self.write(rd.tmp, report=report)
-            return rd.commit()
-        except BaseException:
-            rd.abort()
-            raise
+        return rd.save(lambda tmp: self.write(tmp, report=report))
 
     def write(self, out: str | Path, *, report: bool = True) -> Path:
         """Writes the results files into the existing, empty directory `out`
         (no checks, not atomic: `save` is)."""
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        atomic_write(out / "scenario.toml", self.scenario.to_toml())
+        toml = self.scenario.to_toml()
+        self._scenario_sha256 = _sha256(toml)
+        atomic_write(out / "scenario.toml", toml)
+        meta = list(self.identity().items())
 
         def parquet(name: str, parts: list[tuple[int, Table]]) -> None:
-            write_parquet(out / name, [t for _, t in parts], seed_column=[s for s, _ in parts])
+            write_parquet(out / name, [t for _, t in parts], seed_column=[s for s, _ in parts], metadata=meta)
 
         parquet("flows.parquet", self._flows())
         if self.transport:
@@ -453,9 +473,19 @@ class Results:
         from . import _core
 
         _core.write_timeseries(
-            str(out / "timeseries.parquet"), [(r.seed, r.bin_ps, *r.series_buffer()) for r in self.runs]
+            str(out / "timeseries.parquet"),
+            [(r.seed, r.bin_ps, *r.series_buffer()) for r in self.runs],
+            meta,
         )
-        write_parquet(out / "runs.parquet", [_runs_table(self.runs)])
+        write_parquet(out / "runs.parquet", [_runs_table(self.runs)], metadata=meta)
+        # Wall-clock figures depend on the machine: beside the Parquet files, which
+        # depend only on (scenario, seeds) and are byte-identical across runs.
+        timing = {
+            "scenario_sha256": self.scenario_sha256,
+            "seeds": self.seeds,
+            "wall_s": [r.engine.get("wall_s") for r in self.runs],
+        }
+        atomic_write(out / TIMING_JSON, json.dumps(_clean(timing), indent=2) + "\n")
         tr = self.transient()
         if tr is not None:
             n = len(tr["rc"])
@@ -472,6 +502,7 @@ class Results:
                         }
                     )
                 ],
+                metadata=meta,
             )
         if report:
             from .report import write_report
@@ -508,6 +539,8 @@ def _runs_table(runs: list[SeedRun]) -> Table:
         cols[k] = [getattr(r, k) for r in runs]
     for part in ("frames", "engine"):
         for k in getattr(runs[0], part) if runs else ():
+            if part == "engine" and k in WALL_CLOCK_FIELDS:
+                continue  # timing.json: the Parquet files depend only on (scenario, seeds)
             cols[f"{part}.{k}"] = [getattr(r, part).get(k) for r in runs]
     return Table(cols)
 
@@ -526,23 +559,49 @@ FLOW_RECORD_COLUMNS = (
 )
 
 
-def _saved_runs(out: Path) -> list[SeedRun]:
-    """The SeedRuns of a results directory, rebuilt from its Parquet files."""
+#: Columns each Parquet file must have to be read back.
+_NEED = {
+    "runs": ("seed", *_RUN_FIELDS),
+    "windows": ("seed",),
+    "flows": ("seed",),
+    "pairs": ("seed",),
+    "links": ("seed",),
+    "nodes": ("seed",),
+    "queues": ("seed", "port", "lower_bytes", "time_ps"),
+    "timeseries": ("seed", "series", "key", "value"),
+}
+
+
+def _saved_runs(out: Path, transport: bool, ident: dict[str, str] | None) -> list[SeedRun]:
+    """The SeedRuns of a results directory, rebuilt from its Parquet files
+    (each checked to be of the run `ident` names, when given)."""
     import numpy as np
     import polars as pl
 
-    runs_t = _read_parquet(out / "runs.parquet")
-    tables = {n: _read_parquet(out / f"{n}.parquet") for n in ("windows", "flows", "links", "nodes")}
+    def read(name: str) -> Any:
+        return _read_parquet(out / f"{name}.parquet", ident, _NEED.get(name, ()))
+
+    runs_t = read("runs")
+    tables = {n: read(n) for n in ("windows", "flows", "links", "nodes")}
     if (out / "queues.parquet").exists():
-        q = _read_parquet(out / "queues.parquet")
+        q = read("queues")
         if len(q):
             tables["queue_hist"] = q.select("seed", "port", "lower_bytes", "time_ps")
-    if (out / "pairs.parquet").exists():
+    if transport:
         # A run with transport flows: flows.parquet holds the flow records.
         records = tables["flows"]
-        tables["flows"] = _read_parquet(out / "pairs.parquet")
+        missing = [c for c in FLOW_RECORD_COLUMNS if c not in records.columns]
+        if missing:
+            raise ScenarioError(
+                f"{out / 'flows.parquet'}: has no column {missing[0]}, so it holds no flow records "
+                "(the scenario has a [workload]); the results directory is damaged"
+            )
+        tables["flows"] = read("pairs")
         tables["flow_records"] = records.select(["seed", *FLOW_RECORD_COLUMNS])
-    ts = _read_parquet(out / "timeseries.parquet")
+    if (out / "transient.parquet").exists():
+        read("transient")  # checked: it is rebuilt from the series, not read
+    ts = read("timeseries")
+    walls = _wall_times(out, ident, runs_t)
     # flows and links were saved with their derived columns: keep the raw counters.
     derived = ("throughput_gbps_", "time_paused_pct")
     runs = []
@@ -553,6 +612,7 @@ def _saved_runs(out: Path) -> list[SeedRun]:
             "frames": {k[7:]: v for k, v in row.items() if k.startswith("frames.")},
             "engine": {k[7:]: v for k, v in row.items() if k.startswith("engine.")},
         }
+        header["engine"].setdefault("wall_s", walls.get(seed, 0.0))
         per = {}
         for name, t in tables.items():
             part = t.filter(pl.col("seed") == seed).drop("seed")
@@ -569,11 +629,43 @@ def _saved_runs(out: Path) -> list[SeedRun]:
     return runs
 
 
-def _read_parquet(path: Path) -> Any:
+def _wall_times(out: Path, ident: dict[str, str] | None, runs_t: Any) -> dict[int, float]:
+    """Each seed's engine wall time from timing.json (checked to be of the
+    same run); {} without it (directories written before it existed keep
+    engine.wall_s in runs.parquet)."""
+    path = out / TIMING_JSON
+    if not path.is_file():
+        return {}
+    try:
+        t = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError) as e:
+        raise ScenarioError(f"{path}: cannot be read ({e}); the results directory is damaged") from None
+    seeds = runs_t["seed"].to_list()
+    if (
+        not isinstance(t, dict)
+        or not isinstance(t.get("wall_s"), list)
+        or len(t["wall_s"]) != len(seeds)
+        or not all(x is None or isinstance(x, int | float) for x in t["wall_s"])
+    ):
+        raise ScenarioError(f"{path}: not a wall time per seed; the results directory is damaged")
+    if ident is not None and (
+        t.get("scenario_sha256") != ident[RUN_SHA256] or json.dumps(t.get("seeds")) != ident[RUN_SEEDS]
+    ):
+        raise ScenarioError(
+            f"{path}: from another run (scenario SHA-256 or seeds differ from summary.json's); "
+            "the results directory is mixed"
+        )
+    return {s: float(w or 0.0) for s, w in zip(seeds, t["wall_s"], strict=True)}
+
+
+def _read_parquet(path: Path, ident: dict[str, str] | None = None, need: tuple[str, ...] = ()) -> Any:
+    """A Parquet file of a results directory, checked: present, readable,
+    with the columns `need`, and (with `ident`) written by that run."""
     import polars as pl
 
     try:
-        return pl.read_parquet(path)
+        df = pl.read_parquet(path)
+        kv = pl.read_parquet_metadata(path) if ident is not None else {}
     except FileNotFoundError:
         raise ScenarioError(
             f"{path.parent}: {path.name} is missing; not a complete results directory"
@@ -582,29 +674,88 @@ def _read_parquet(path: Path) -> Any:
         raise ScenarioError(
             f"{path}: cannot be read ({type(e).__name__}); the results directory is damaged"
         ) from None
+    if ident is not None:
+        got = {k: kv.get(k) for k in ident}
+        if got != ident:
+            if all(v is None for v in got.values()):
+                raise ScenarioError(
+                    f"{path}: carries no run identity (scenario SHA-256 and seeds), so it is not from "
+                    "the run of this directory's summary.json; the results directory is mixed"
+                )
+            raise ScenarioError(
+                f"{path}: from another run (scenario SHA-256 {str(got[RUN_SHA256])[:12]}..., seeds "
+                f"{got[RUN_SEEDS]}), not this directory's ({ident[RUN_SHA256][:12]}..., seeds "
+                f"{ident[RUN_SEEDS]}); the results directory is mixed"
+            )
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise ScenarioError(f"{path}: has no column {missing[0]}; the results directory is damaged")
+    return df
 
 
 def read_results(path: str | Path) -> Results:
     """A run's results directory (written by `Results.save` or `cnsim run
     --out`) read back as the Results it was (`cnsim.open_results` also
-    opens sweep directories)."""
+    opens sweep directories). Every file is checked to be of the run that
+    summary.json describes (its scenario's SHA-256 and seeds): a file of
+    another run, or a damaged one, is refused naming it."""
     out = Path(path)
     if not (out / "summary.json").is_file() or not (out / "scenario.toml").is_file():
         raise ScenarioError(f"{out}: not a results directory (no summary.json and scenario.toml)")
     from .scenario import load
 
-    scenario = load(out / "scenario.toml")
+    summary = out / "summary.json"
     try:
-        saved = json.loads((out / "summary.json").read_text())
-    except (OSError, ValueError) as e:
-        raise ScenarioError(f"{out / 'summary.json'}: cannot be read ({e})") from None
+        saved = json.loads(summary.read_text())
+        toml = (out / "scenario.toml").read_bytes()
+    except (OSError, ValueError, RecursionError) as e:
+        raise ScenarioError(f"{summary}: cannot be read ({e}); the results directory is damaged") from None
+    if not isinstance(saved, dict):
+        raise ScenarioError(
+            f"{summary}: not a cnsim summary (a JSON object); the results directory is damaged"
+        )
+    for key in ("seeds", "seeds_requested"):
+        v = saved.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+            raise ScenarioError(
+                f"{summary}: '{key}' is not a list of seeds; the results directory is damaged"
+            )
+    sha = saved.get("scenario_sha256")
+    ident: dict[str, str] | None = None
+    if sha is None:
+        warnings.warn(
+            f"{out}: written by an older cnsim (summary.json has no scenario_sha256): its files "
+            "cannot be checked to be of one run",
+            ScenarioWarning,
+            stacklevel=2,
+        )
+    elif _sha256(toml) != sha:
+        raise ScenarioError(
+            f"{out / 'scenario.toml'}: not the scenario these results were run with (its SHA-256 is not "
+            "summary.json's scenario_sha256); the results directory is mixed"
+        )
+    else:
+        ident = {RUN_SHA256: sha, RUN_SEEDS: json.dumps(saved.get("seeds"))}
+    scenario = load(out / "scenario.toml")
+    runs = _saved_runs(out, scenario.model.workload is not None, ident)
+    if ident is not None and [r.seed for r in runs] != saved.get("seeds"):
+        raise ScenarioError(
+            f"{out / 'runs.parquet'}: seeds {[r.seed for r in runs]} are not summary.json's "
+            f"{saved.get('seeds')}; the results directory is damaged"
+        )
     scenario = scenario.replace(seeds=saved.get("seeds_requested") or saved.get("seeds") or scenario.seeds)
-    res = Results(scenario, _saved_runs(out))
+    res = Results(scenario, runs)
+    if sha is not None:
+        res._scenario_sha256 = sha
     if (out / "events.parquet").is_file() or (out / "pcap").is_dir():
         from .trace import TraceFiles
 
         res.trace = TraceFiles(out, None)
     return res
+
+
+def _sha256(text: str | bytes) -> str:
+    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
 
 
 def _clean(x: Any) -> Any:

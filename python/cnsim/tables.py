@@ -201,12 +201,19 @@ def _list_kind(values: list[Any]) -> str:
     return "f64"
 
 
-def write_parquet(path: Any, chunks: Sequence[Table], *, seed_column: Sequence[int] | None = None) -> None:
+def write_parquet(
+    path: Any,
+    chunks: Sequence[Table],
+    *,
+    seed_column: Sequence[int] | None = None,
+    metadata: Sequence[tuple[str, str]] = (),
+) -> None:
     """Writes tables of one schema, one after the other, as one Parquet file
     (through the engine's writer: no DataFrame is built). With
     `seed_column`, each chunk gets a first column `seed` (Int64) holding its
     seed. A column of Python values (a list) is written by its values' type
-    (str, int, float; None is null)."""
+    (str, int, float; None is null). `metadata`: key-value pairs for the
+    file's footer (the run that wrote it)."""
     from . import _core
 
     out = []
@@ -221,4 +228,4 @@ def write_parquet(path: Any, chunks: Sequence[Table], *, seed_column: Sequence[i
                 values = list(c)
                 cols.append((n, _list_kind(values), values))
         out.append(cols)
-    _core.write_parquet(str(path), out)
+    _core.write_parquet(str(path), out, list(metadata))

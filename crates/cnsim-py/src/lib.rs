@@ -323,14 +323,36 @@ fn column_array(name: &str, kind: &str, data: &Bound<'_, PyAny>) -> PyResult<(Fi
     })
 }
 
+/// A write error as Python's `OSError(errno, strerror, filename)` when an
+/// operating-system error lies under it (a full disk, `ulimit -f`, a name
+/// too long), so the caller can name the file and the cause; otherwise an
+/// OSError with the message.
+fn write_error(e: pq::WriteError) -> PyErr {
+    match e.os_error().and_then(|io| io.raw_os_error().map(|code| (code, io))) {
+        Some((code, io)) => {
+            let text = io.to_string();
+            let strerror = text.split(" (os error").next().unwrap_or(&text).to_string();
+            PyOSError::new_err((code, strerror, e.path().to_string()))
+        }
+        None => PyOSError::new_err(e.to_string()),
+    }
+}
+
 /// Writes tables of one schema as one Parquet file: `chunks` is a list of
 /// tables (one row group each), each a list of `(name, kind, data)` with
 /// kind `<u8` / `<i8` / `<f8` / `|b1` (data: a buffer of that type), `str`,
 /// `i64`, `f64`, `bool` (data: a list, None for null) or `seed` (data:
 /// `(seed, rows)`, an Int64 column of one value). A column is nullable
 /// whenever any chunk gives it as a list.
+/// `metadata`: key-value pairs for the file's footer.
 #[pyfunction]
-fn write_parquet(py: Python<'_>, path: &str, chunks: Vec<Vec<(String, String, Bound<'_, PyAny>)>>) -> PyResult<()> {
+#[pyo3(signature = (path, chunks, metadata = Vec::new()))]
+fn write_parquet(
+    py: Python<'_>,
+    path: &str,
+    chunks: Vec<Vec<(String, String, Bound<'_, PyAny>)>>,
+    metadata: Vec<(String, String)>,
+) -> PyResult<()> {
     let mut fields: Vec<Field> = Vec::new();
     let mut arrays: Vec<Vec<ArrayRef>> = Vec::new();
     for chunk in &chunks {
@@ -370,15 +392,21 @@ fn write_parquet(py: Python<'_>, path: &str, chunks: Vec<Vec<(String, String, Bo
         .map(|cols| pq::batch(p, &schema, cols))
         .collect::<Result<Vec<RecordBatch>, _>>()
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    py.allow_threads(|| pq::write_batches(p, schema, &batches))
-        .map_err(|e| PyOSError::new_err(e.to_string()))
+    py.allow_threads(|| pq::write_batches(p, schema, &batches, &metadata))
+        .map_err(write_error)
 }
 
 /// Writes timeseries.parquet (seed, time_ms, series, key, value) from the
 /// runs' series buffers: `runs` is a list of `(seed, bin_ps, index, values)`
-/// as `Simulation.series_buffer` gives them.
+/// as `Simulation.series_buffer` gives them; `metadata` as for write_parquet.
 #[pyfunction]
-fn write_timeseries(py: Python<'_>, path: &str, runs: Vec<(i64, u64, SeriesIndex, Bound<'_, PyAny>)>) -> PyResult<()> {
+#[pyo3(signature = (path, runs, metadata = Vec::new()))]
+fn write_timeseries(
+    py: Python<'_>,
+    path: &str,
+    runs: Vec<(i64, u64, SeriesIndex, Bound<'_, PyAny>)>,
+    metadata: Vec<(String, String)>,
+) -> PyResult<()> {
     let mut values = Vec::with_capacity(runs.len());
     for (_, _, _, data) in &runs {
         let bytes: &[u8] = if let Ok(b) = data.downcast::<PyBytes>() {
@@ -403,8 +431,8 @@ fn write_timeseries(py: Python<'_>, path: &str, runs: Vec<(i64, u64, SeriesIndex
             values: v,
         })
         .collect();
-    py.allow_threads(|| pq::write_series(Path::new(path), &series))
-        .map_err(|e| PyOSError::new_err(e.to_string()))
+    py.allow_threads(|| pq::write_series(Path::new(path), &series, &metadata))
+        .map_err(write_error)
 }
 
 /// The nodes each flow (source, destination) visits in the network of

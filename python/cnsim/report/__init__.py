@@ -37,7 +37,7 @@ def write_report(res: Any, out: Path) -> Path:
         if fig is None:
             (out / name).unlink(missing_ok=True)
             continue
-        fig.savefig(out / name, dpi=110)
+        _save(fig, out / name, 110)
         images.append(name)
     path = out / "report.html"
     atomic_write(path, run_html(res, images))
@@ -65,7 +65,7 @@ def write_sweep_report(out: Path, meta: dict[str, Any], frame: Any) -> Path:
             for k in swept:
                 fig = figures.sweep_figure(frame, m, k, grid)
                 name = f"sweep-{figures._safe(m)}-vs-{figures._safe(k)}.png"
-                fig.savefig(out / name, dpi=90)
+                _save(fig, out / name, 90)
                 images.append({"metric": m, "key": k, "file": name})
     const_values = [(m, frame[m].drop_nulls()[0]) for m in constant] if len(frame) else []
     fct = _fct_study(out, meta, frame)
@@ -116,5 +116,10 @@ def _fct_study(out: Path, meta: dict[str, Any], frame: Any) -> dict[str, Any] | 
     if curves:
         fig = figures.sweep_slowdown_figure(curves, row_key, col_key)
         image = "sweep-slowdown-by-size.png"
-        fig.savefig(out / image, dpi=90)
+        _save(fig, out / image, 90)
     return {"row_key": row_key, "col_key": col_key, "cols": cols, "rows": rows, "image": image}
+
+
+def _save(fig: Any, path: Path, dpi: int) -> None:
+    """A figure as PNG, whole or not at all (an error names the file)."""
+    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=dpi, format="png"))

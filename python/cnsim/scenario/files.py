@@ -46,8 +46,12 @@ def load(name_or_path: str | Path, **changes: Any) -> Scenario:
 
 def _scenario_text(name: str) -> tuple[str, str]:
     p = Path(name)
-    if p.suffix == ".toml" or p.exists() or "/" in name:
-        if not p.is_file():
+    try:
+        exists, is_file = p.exists(), p.is_file()
+    except OSError as e:  # a name too long, a path through a file
+        raise ScenarioError(f"scenario file '{name}' cannot be read ({e.strerror or e})") from None
+    if p.suffix == ".toml" or exists or "/" in name:
+        if not is_file:
             raise ScenarioError(f"scenario file '{name}' does not exist")
         try:
             return p.read_text(), str(p)

@@ -66,6 +66,26 @@ def _read_meta(out: Path) -> dict[str, Any]:
         raise ScenarioError(f"{path}: not a readable sweep description ({e})") from None
     if not isinstance(meta, dict) or meta.get("cnsim_sweep") != _FORMAT:
         raise ScenarioError(f"{path}: not a cnsim sweep description (format {_FORMAT})")
+    # A damaged description: name the field, never a TypeError further on.
+    damaged = f"{path}: damaged sweep description"
+    if not isinstance(meta.get("grid", {}), dict):
+        raise ScenarioError(f"{damaged}: 'grid' is not a table of parameters and their values")
+    seeds = meta.get("seeds", [])
+    if not isinstance(seeds, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in seeds):
+        raise ScenarioError(f"{damaged}: 'seeds' is not a list of integers")
+    points = meta.get("points", [])
+    if not isinstance(points, list):
+        raise ScenarioError(f"{damaged}: 'points' is not a list of points")
+    for i, pt in enumerate(points):
+        if (
+            not isinstance(pt, dict)
+            or not isinstance(pt.get("id"), str)
+            or not pt["id"]
+            or Path(pt["id"]).name != pt["id"]
+            or pt["id"].startswith(".")
+            or not isinstance(pt.get("values"), dict)
+        ):
+            raise ScenarioError(f"{damaged}: points[{i}] is not {{id: a directory name, values: a table}}")
     return meta
 
 

@@ -108,7 +108,11 @@ def load_cdf(cdf: str | list[Any]) -> list[tuple[float, float]]:
 def _text(name: str) -> tuple[bytes, str]:
     """A CDF file's bytes and its text (UTF-8); errors name the file."""
     p = Path(name)
-    if not p.is_file():
+    try:
+        found = p.is_file()
+    except OSError as e:  # a name too long, a path through a file
+        raise ScenarioError(f"workload.cdf: '{name}' cannot be read ({e.strerror or e})") from None
+    if not found:
         raise ScenarioError(
             f"workload.cdf: '{name}' is neither a built-in CDF ({', '.join(BUILTIN_CDFS)}) nor a file"
         )

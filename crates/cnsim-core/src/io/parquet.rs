@@ -13,6 +13,7 @@ use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::errors::ParquetError;
+use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
@@ -32,12 +33,43 @@ pub enum WriteError {
     Shape { path: String, message: String },
 }
 
+impl WriteError {
+    /// The file that was being written.
+    pub fn path(&self) -> &str {
+        match self {
+            WriteError::Io { path, .. }
+            | WriteError::Parquet { path, .. }
+            | WriteError::Arrow { path, .. }
+            | WriteError::Shape { path, .. } => path,
+        }
+    }
+
+    /// The operating system's error under this one (a full disk, a file
+    /// size limit, a name too long), if there is one.
+    pub fn os_error(&self) -> Option<&std::io::Error> {
+        let mut src: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(e) = src {
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                return Some(io);
+            }
+            src = e.source();
+        }
+        None
+    }
+}
+
+/// Key-value metadata of a Parquet file's footer (what run wrote it).
+pub type Metadata = [(String, String)];
+
 /// Zstandard-compressed; dictionary encoding only for text columns (names
-/// repeat; numbers rarely do, and hashing every one costs more than it saves).
-fn props(schema: &Schema) -> WriterProperties {
+/// repeat; numbers rarely do, and hashing every one costs more than it saves);
+/// `metadata` in the footer's key-value metadata.
+fn props(schema: &Schema, metadata: &Metadata) -> WriterProperties {
+    let kv: Vec<KeyValue> = metadata.iter().map(|(k, v)| KeyValue::new(k.clone(), v.clone())).collect();
     let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .set_dictionary_enabled(false);
+        .set_dictionary_enabled(false)
+        .set_key_value_metadata(if kv.is_empty() { None } else { Some(kv) });
     for f in schema.fields() {
         if f.data_type() == &DataType::Utf8 {
             b = b.set_column_dictionary_enabled(ColumnPath::from(f.name().as_str()), true);
@@ -47,11 +79,11 @@ fn props(schema: &Schema) -> WriterProperties {
 }
 
 /// Writes `batches` (all of `schema`) as one Parquet file, one row group
-/// per batch (a batch with no rows writes none).
-pub fn write_batches(path: &Path, schema: SchemaRef, batches: &[RecordBatch]) -> Result<(), WriteError> {
+/// per batch (a batch with no rows writes none), with `metadata` in its footer.
+pub fn write_batches(path: &Path, schema: SchemaRef, batches: &[RecordBatch], metadata: &Metadata) -> Result<(), WriteError> {
     let p = path.display().to_string();
     let file = File::create(path).map_err(|source| WriteError::Io { path: p.clone(), source })?;
-    let props = props(&schema);
+    let props = props(&schema, metadata);
     let mut w = ArrowWriter::try_new(file, schema, Some(props)).map_err(|source| WriteError::Parquet { path: p.clone(), source })?;
     for b in batches {
         if b.num_rows() > 0 {
@@ -93,12 +125,13 @@ pub fn series_schema() -> SchemaRef {
 }
 
 /// Writes the series of `runs` in long format, in row groups of at most
-/// `SERIES_ROWS_PER_GROUP` rows: time_ms is bin x bin_ps / 1e9.
-pub fn write_series(path: &Path, runs: &[SeriesRun<'_>]) -> Result<(), WriteError> {
+/// `SERIES_ROWS_PER_GROUP` rows: time_ms is bin x bin_ps / 1e9; `metadata`
+/// in its footer.
+pub fn write_series(path: &Path, runs: &[SeriesRun<'_>], metadata: &Metadata) -> Result<(), WriteError> {
     let p = path.display().to_string();
     let schema = series_schema();
     let file = File::create(path).map_err(|source| WriteError::Io { path: p.clone(), source })?;
-    let mut w = ArrowWriter::try_new(file, schema.clone(), Some(props(&schema)))
+    let mut w = ArrowWriter::try_new(file, schema.clone(), Some(props(&schema, metadata)))
         .map_err(|source| WriteError::Parquet { path: p.clone(), source })?;
     let mut chunk = SeriesChunk::default();
     for run in runs {
@@ -198,7 +231,17 @@ mod tests {
             index: &index,
             values: &values,
         }];
-        write_series(&path, &runs).unwrap();
+        let meta = [("cnsim.run".to_string(), "abc".to_string())];
+        write_series(&path, &runs, &meta).unwrap();
+        let f = File::open(&path).unwrap();
+        let kv = ParquetRecordBatchReaderBuilder::try_new(f)
+            .unwrap()
+            .metadata()
+            .file_metadata()
+            .key_value_metadata()
+            .cloned()
+            .unwrap();
+        assert!(kv.iter().any(|k| k.key == "cnsim.run" && k.value.as_deref() == Some("abc")));
         let b = read(&path);
         let rows: usize = b.iter().map(|b| b.num_rows()).sum();
         assert_eq!(rows, 5);
@@ -213,7 +256,15 @@ mod tests {
             index: &index,
             values: &values[..4],
         }];
-        assert!(write_series(&path, &bad).is_err(), "an index past the values is refused");
+        assert!(write_series(&path, &bad, &[]).is_err(), "an index past the values is refused");
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn an_os_error_is_found_under_the_write_error() {
+        let missing = std::env::temp_dir().join(format!("cnsim-io-none-{}/x/ts.parquet", std::process::id()));
+        let e = write_series(&missing, &[], &[]).unwrap_err();
+        assert_eq!(e.path(), missing.display().to_string());
+        assert_eq!(e.os_error().unwrap().kind(), std::io::ErrorKind::NotFound);
     }
 }
