@@ -57,7 +57,10 @@ BAD_INPUTS = [
         "error: --set hotspot.rate_gbps: hotspot.node: required parameter is missing",
     ),
     (["run", "baseline", "--set", "nodes.S1.load=2"], "error: --set nodes.S1.load: 2 is not allowed"),
-    (["run", "baseline", "--set", "pause.xon_bytes=150000"], "error: --set pause.xon_bytes: 150000 is above"),
+    (
+        ["run", "baseline", "--set", "pause.xon_bytes=150000"],
+        "error: pause.xon_bytes / pause.xoff_bytes: 150000 / 140000 not allowed",
+    ),
     (["run", "baseline", "--set", "duration_ms"], "error: --set duration_ms: expected KEY=VALUE"),
     (["run", "baseline", "--scheme", "nosuch"], "error: scheme: 'nosuch' is not a known scheme; known: nocm"),
     (["run", "baseline", "--seed", "-1"], "error: --seed: -1 is not allowed"),

@@ -226,11 +226,16 @@ def test_uniform_needs_another_station():
 # ---------------------------------------------------------------- windows, PAUSE, events
 
 
-def test_xon_above_xoff():
-    raw = tiny(pause={"xoff_bytes": 100, "xon_bytes": 200})
+@pytest.mark.parametrize("enabled", [True, False])
+def test_xon_above_xoff(enabled: bool):
+    # One validator: the [pause] rule is the engine's (declared in
+    # crates/cnsim-core/src/sections.rs), with PAUSE on or off alike.
+    sc = cnsim.Scenario(tiny(pause={"enabled": enabled, "xoff_bytes": 100, "xon_bytes": 200}))
+    with pytest.raises(cnsim.ScenarioError) as e:
+        sc.engine_config_checked()
     assert (
-        error_of(raw)
-        == "pause.xon_bytes: 200 is above pause.xoff_bytes 100; expected xon_bytes <= xoff_bytes"
+        str(e.value)
+        == "pause.xon_bytes / pause.xoff_bytes: 200 / 100 not allowed; expected xon_bytes <= xoff_bytes"
     )
 
 
@@ -704,7 +709,7 @@ def test_set_overrides_nested_values_and_nodes_by_name():
         (["defaults.link_rate_gbps=-10"], "defaults.link_rate_gbps: -10 is not allowed"),
         (["nodes.S1.load=1.5"], "nodes.S1.load: 1.5 is not allowed"),
         (["nodes.S9.load=0.5"], "no node named 'S9'"),
-        (["pause.xon_bytes=150000"], "pause.xon_bytes: 150000 is above pause.xoff_bytes"),
+        (["pause.xon_bytes=150000"], "pause.xon_bytes / pause.xoff_bytes: 150000 / 140000 not allowed"),
         (["duration_ms=0"], "duration_ms: 0 is not allowed"),
         (["pause.trigger='sometimes'"], "pause.trigger: 'sometimes' is not allowed"),
         (["bcn.gi=abc"], "bcn.gi: 'abc' is not allowed"),
@@ -712,7 +717,7 @@ def test_set_overrides_nested_values_and_nodes_by_name():
 )
 def test_bad_values_name_the_parameter(sets, needle):
     with pytest.raises(cnsim.ScenarioError) as e:
-        apply_sets(load("baseline"), sets)
+        apply_sets(load("baseline"), sets).engine_config_checked()
     assert needle in str(e.value)
     assert "\n" not in str(e.value)
 

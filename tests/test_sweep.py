@@ -297,7 +297,10 @@ BAD_GRIDS = [
     ),
     (["--grid", "scheme=bcn,nosuch"], "error: --grid scheme: 'nosuch' is not a known scheme"),
     (["--grid", "pause=true,maybe"], "error: --grid pause: maybe is not allowed; expected true or false"),
-    (["--grid", "pause.xon_bytes=100000,150000"], "error: --grid pause.xon_bytes: 150000 is above"),
+    (
+        ["--grid", "pause.xon_bytes=100000,150000"],
+        "error: --grid pause.xon_bytes / pause.xoff_bytes: 150000 / 140000 not allowed",
+    ),
     (["--grid", "bcn.w"], "error: --grid bcn.w: expected KEY=V1,V2,..."),
     (["--grid", "bcn.w=1,,2"], "error: --grid bcn.w: empty value"),
     (["--grid", "bcn.w=2,2"], "error: --grid bcn.w: value 2 given twice"),

@@ -190,3 +190,66 @@ def test_a_key_of_a_scheme_that_does_not_run_is_refused_by_name(key, scheme, val
             ), e
         return
     assert scheme in READERS[table]
+
+
+# ------------------------------------------------ one validator: Python and the engine agree
+
+_PAUSE_VALUES = st.one_of(
+    st.integers(min_value=-2, max_value=2**41),
+    # Not an integral float (2.0): Python reads it as the integer declared
+    # (pydantic), an engine config must hold integers typed (serde): the one
+    # difference left, in what a hand-written engine config may hold.
+    st.sampled_from([0, 1, 65535, 65536, 2**40, 2**40 + 1, 2**64, 1.5, True, "auto", "ingress", "x"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pause=st.fixed_dictionaries(
+        {},
+        optional={
+            "enabled": st.one_of(st.booleans(), st.sampled_from([0, 1])),
+            "xoff_bytes": _PAUSE_VALUES,
+            "xon_bytes": _PAUSE_VALUES,
+            "quanta": _PAUSE_VALUES,
+            "trigger": st.sampled_from(["auto", "output_queue", "ingress", "partition", "sometimes", 1]),
+        },
+    ),
+    frame_bytes=st.one_of(st.none(), st.integers(min_value=0, max_value=70_000)),
+)
+def test_python_and_the_engine_agree_on_the_declared_sections(pause, frame_bytes):
+    """The same [pause] / [defaults] values, given to Python (the generated
+    models, then the engine's check as every scenario does) and straight to
+    the engine (its config, no Python validation): both accept or both
+    refuse, naming the same section."""
+    from cnsim import _core
+
+    raw = BASE.raw | {"pause": pause}
+    if frame_bytes is not None:
+        raw["defaults"] = {**BASE.raw.get("defaults", {}), "frame_bytes": frame_bytes}
+    try:
+        cnsim.Scenario(raw, seeds=[0]).engine_config_checked()
+        python = None
+    except cnsim.ScenarioError as e:
+        python = str(e)
+    cfg = BASE.engine_config_checked() | {"pause": BASE.engine_config_checked()["pause"] | pause}
+    if frame_bytes is not None:
+        cfg["frame_bytes"] = frame_bytes
+    try:
+        _core.check_config(cfg)
+        engine = None
+    except ValueError as e:
+        engine = str(e)
+    assert (python is None) == (engine is None), (python, engine)
+    if python is not None:
+        assert python.partition(".")[0] in ("pause", "defaults"), python
+        assert engine.partition(".")[0] in (
+            "pause",
+            "defaults",
+            "frame_bytes",
+            "quanta",
+            "xoff_bytes",
+            "xon_bytes",
+            "enabled",
+            "trigger",
+        ), engine

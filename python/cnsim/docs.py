@@ -191,8 +191,17 @@ def parameter_tables() -> str:
         "",
         model_table(m.ScenarioModel, skip_models=True),
     ]
+    engine_sections = {
+        m.Defaults: "defaults",
+        m.BridgeDefaults: "bridge",
+        m.StationDefaults: "station",
+        m.Pause: "pause",
+    }
     for title, model in sections:
         out += [f"### {title}", "", _doc(model), "", model_table(model)]
+        rules = schemes.RULES.get(engine_sections.get(model, ""))
+        if rules:
+            out += ["Rules (checked by the engine): " + "; ".join(f"`{r}`" for r in rules) + ".", ""]
     kind = {k: "station: " for k in m._STATION_ONLY} | {k: "bridge: " for k in m._BRIDGE_ONLY}
     out += ["### `[[nodes]]`", "", _doc(m.Node), "", model_table(m.Node, prefix=kind)]
     out += [

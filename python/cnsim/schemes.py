@@ -4,7 +4,7 @@ tables (`[bcn]`, `[qcn2pt]`, ...).
 Each scheme declares its parameters once, in its engine module
 (`crates/cnsim-core/src/scheme/`, e.g. `qcn::table`): name (the unit is in
 the name), type, default, range, cross-parameter rules and help. This module
-builds the pydantic tables from that declaration (`cnsim.declarations`), so scenario validation,
+builds the pydantic tables from that declaration (`cnsim.declared`), so scenario validation,
 `cnsim show`'s comments and the tables of docs/scenario-format.md
 (`cnsim.docs`) cannot drift from what the engine checks and uses. Rules
 that tie parameters together are checked by the engine when a scenario is
@@ -13,11 +13,12 @@ resolved (`Scenario.engine_json`), before anything runs or is written.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from .declarations import declarations
+from .declared import model, rules
 from .values import refuse_bool_as_number
 
 
@@ -30,30 +31,15 @@ class _Table(BaseModel):
         return refuse_bool_as_number(cls, v, info)
 
 
-_TYPES: dict[str, Any] = {"float": float, "int": int, "bool": bool}
-
-
-def _field(p: dict[str, Any]) -> tuple[Any, Any]:
-    typ = _TYPES.get(p["type"]) or Literal[tuple(p["choices"])]
-    bounds: dict[str, float] = {}
-    for side, (open_, closed) in (("min", ("gt", "ge")), ("max", ("lt", "le"))):
-        b = p[side]
-        if b is not None:
-            bounds[closed if b["inclusive"] else open_] = b["value"]
-    return typ, Field(p["default"], description=p["help"], **bounds)
-
-
-def _model(t: dict[str, Any]) -> type[_Table]:
-    fields = {p["name"]: _field(p) for p in t["params"] if not p["fixed"]}
-    name = "".join(w.capitalize() for w in t["name"].split("_")) + "Table"
-    return create_model(name, __base__=_Table, __doc__=t["doc"], **fields)  # type: ignore[call-overload,no-any-return]
-
-
 #: Parameter tables by name, as they appear in scenario files (`[bcn]`, ...).
-TABLES: dict[str, type[_Table]] = {t["name"]: _model(t) for t in declarations()["tables"]}
+TABLES: dict[str, type[_Table]] = {
+    t["name"]: model(t, _Table)  # type: ignore[misc]
+    for t in declarations()["tables"]
+}
 
-#: Rules tying a table's parameters together (checked by the engine).
-RULES: dict[str, list[str]] = {t["name"]: [r["text"] for r in t["rules"]] for t in declarations()["tables"]}
+#: Rules tying a table's parameters together (checked by the engine), the
+#: schemes' and the scenario sections'.
+RULES: dict[str, list[str]] = rules()
 
 #: Scheme name -> (parameter table or None, one-line description).
 SCHEMES: dict[str, tuple[str | None, str]] = {

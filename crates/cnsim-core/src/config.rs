@@ -3,65 +3,12 @@
 //! picoseconds, bit/s, bytes). Unknown fields are rejected so that a typo in
 //! the resolver cannot silently fall back to a default.
 
-use crate::engine::{Time, PS_PER_S};
+use crate::engine::{Time, PS_PER_S, PS_PER_US};
+use crate::params::Table;
 use serde::{Deserialize, Serialize};
-use std::fmt;
+use serde_json::{json, Map, Value};
 
-/// A configuration error: the parameter at fault as a dotted path in the
-/// user's names (`timely.min_rate_mbps`, `events[3].node`, `links`; empty
-/// when no single parameter is) and what is wrong with it. Shown to the user
-/// as one line, `path: message`; the Python layer keeps the path.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}", self.line())]
-pub struct ConfigError {
-    pub path: String,
-    pub message: String,
-}
-
-impl ConfigError {
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> ConfigError {
-        ConfigError {
-            path: path.into(),
-            message: message.into(),
-        }
-    }
-
-    /// An error from its one-line text `path: message`, the form every
-    /// engine check writes: the path is what comes before the first ": "
-    /// when it is a parameter's name (no spaces), else the error has none.
-    pub fn parse(text: impl Into<String>) -> ConfigError {
-        let text = text.into();
-        match text.split_once(": ") {
-            Some((path, message)) if !path.is_empty() && !path.contains(char::is_whitespace) => ConfigError::new(path, message),
-            _ => ConfigError::new("", text),
-        }
-    }
-
-    /// A deserialisation error under `prefix` (a table's name, or empty),
-    /// naming the field where it happened.
-    pub fn at<E: fmt::Display>(prefix: &str, e: serde_path_to_error::Error<E>) -> ConfigError {
-        let inner = e.path().to_string();
-        let path = match (prefix.is_empty(), inner == ".") {
-            (true, _) => inner,
-            (false, true) => prefix.to_string(),
-            (false, false) => format!("{prefix}.{inner}"),
-        };
-        ConfigError::new(path, e.into_inner().to_string())
-    }
-
-    /// The one line shown to users.
-    pub fn line(&self) -> String {
-        if self.path.is_empty() {
-            self.message.clone()
-        } else {
-            format!("{}: {}", self.path, self.message)
-        }
-    }
-}
-
-pub(crate) fn err<T>(msg: impl Into<String>) -> Result<T, ConfigError> {
-    Err(ConfigError::parse(msg))
-}
+pub use crate::error::{err, ConfigError};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -503,14 +450,9 @@ fn default_quanta() -> u16 {
 }
 
 impl Default for PauseConfig {
+    /// The declared defaults (`sections::pause`).
     fn default() -> Self {
-        PauseConfig {
-            enabled: false,
-            trigger: PauseTrigger::Auto,
-            xoff_bytes: 140_000,
-            xon_bytes: 130_000,
-            quanta: 65535,
-        }
+        serde_json::from_value(Value::Object(crate::sections::pause().defaults())).expect("the [pause] declaration matches PauseConfig")
     }
 }
 
@@ -637,9 +579,6 @@ impl SimConfig {
                 self.duration_ps / self.bin_ps
             ));
         }
-        if self.pause.quanta == 0 {
-            return err("pause.quanta: 0 is not allowed; expected an integer >= 1 and <= 65535");
-        }
         if self.windows.is_empty() {
             return err("measure: at least the measure window is required");
         }
@@ -651,24 +590,7 @@ impl SimConfig {
                 ));
             }
         }
-        if self.frame_bytes < 64 || self.frame_bytes > 65535 {
-            return err(format!(
-                "defaults.frame_bytes: {} is not allowed; expected 64..=65535",
-                self.frame_bytes
-            ));
-        }
-        if self.control_frame_bytes < 1 || self.control_frame_bytes > 65535 {
-            return err(format!(
-                "defaults.control_frame_bytes: {} is not allowed; expected 1..=65535",
-                self.control_frame_bytes
-            ));
-        }
-        if self.pause.enabled && self.pause.xon_bytes > self.pause.xoff_bytes {
-            return err(format!(
-                "pause.xon_bytes: {} is above pause.xoff_bytes {}; XON must not exceed XOFF",
-                self.pause.xon_bytes, self.pause.xoff_bytes
-            ));
-        }
+        self.check_sections()?;
         // Times, rates and sizes within the engine's integer units, so no sum
         // of them can overflow (the Python layer declares the same limits).
         let time = |v: Time, what: String| {
@@ -696,23 +618,6 @@ impl SimConfig {
             }
         };
         time(self.bin_ps, "bin_us".into())?;
-        size(self.pause.xoff_bytes, "pause.xoff_bytes".into())?;
-        size(self.pause.xon_bytes, "pause.xon_bytes".into())?;
-        for s in &self.stations {
-            time(s.processing_ps, format!("nodes.{}.processing_us", s.name))?;
-            size(s.nic_buffer_bytes, format!("nodes.{}.nic_buffer_bytes", s.name))?;
-            size(s.rlq_bytes, format!("nodes.{}.rlq_bytes", s.name))?;
-        }
-        for b in &self.bridges {
-            if !(b.dt_alpha > 0.0 && b.dt_alpha <= 1e6) {
-                return err(format!(
-                    "bridge.dt_alpha: {} is not allowed; expected 0 < dt_alpha <= 1e6",
-                    b.dt_alpha
-                ));
-            }
-            time(b.latency_ps, format!("nodes.{}.latency_us", b.name))?;
-            size(b.buffer_bytes, format!("nodes.{}.buffer_bytes", b.name))?;
-        }
         for l in &self.links {
             time(l.delay_ps, format!("links.{}-{}.delay_us", l.a, l.b))?;
             rate(l.rate_bps, false, format!("links.{}-{}.rate_gbps", l.a, l.b))?;
@@ -786,6 +691,56 @@ impl SimConfig {
         }
         Ok(())
     }
+}
+
+impl SimConfig {
+    /// The sections declared in [`crate::sections`], checked against their
+    /// declarations (ranges, choices, rules): `[pause]`, `[defaults]`, and
+    /// each station's and bridge's parameters, named `nodes.NAME.key` when a
+    /// node may set the key itself, else by their section (`bridge.dt_alpha`).
+    fn check_sections(&self) -> Result<(), ConfigError> {
+        use crate::sections;
+        check(&sections::pause(), "pause", "pause", json!(self.pause))?;
+        check(
+            &sections::defaults(),
+            "defaults",
+            "defaults",
+            json!({"frame_bytes": self.frame_bytes, "control_frame_bytes": self.control_frame_bytes}),
+        )?;
+        let (station, bridge) = (sections::station(), sections::bridge());
+        for s in &self.stations {
+            let values = json!({
+                "nic_buffer_bytes": s.nic_buffer_bytes,
+                "rlq_bytes": s.rlq_bytes,
+                "processing_us": s.processing_ps as f64 / PS_PER_US as f64,
+                "rl_scope": s.rl_scope,
+                "nic_full": s.nic_full,
+                "rl_order": s.rl_order,
+            });
+            check(&station, &format!("nodes.{}", s.name), "station", values)?;
+        }
+        for b in &self.bridges {
+            let values = json!({
+                "buffer_mode": b.buffer_mode,
+                "buffer_bytes": b.buffer_bytes,
+                "latency_us": b.latency_ps as f64 / PS_PER_US as f64,
+                "dt_alpha": b.dt_alpha,
+            });
+            check(&bridge, &format!("nodes.{}", b.name), "bridge", values)?;
+        }
+        Ok(())
+    }
+}
+
+/// `values` checked against `table`: its per-node keys named under
+/// `node_label`, the others under `label`.
+fn check(table: &Table, node_label: &str, label: &str, values: Value) -> Result<(), ConfigError> {
+    let Value::Object(all) = values else {
+        unreachable!("a section serialises to a table")
+    };
+    let (node, rest): (Map<String, Value>, Map<String, Value>) = all.into_iter().partition(|(k, _)| table.per_node.contains(&k.as_str()));
+    table.check(node_label, &node)?;
+    table.check(label, &rest).map(|_| ())
 }
 
 /// An empirical CDF: at least two points, sizes >= 0 bytes (drawn sizes are

@@ -21,11 +21,14 @@
 pub mod bench;
 pub mod config;
 pub mod engine;
+pub mod error;
 pub mod fluid;
 pub mod frame;
 pub mod io;
 pub mod net;
+pub mod params;
 pub mod scheme;
+pub mod sections;
 pub mod stats;
 pub mod trace;
 

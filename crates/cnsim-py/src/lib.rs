@@ -49,9 +49,12 @@ fn read_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<SimConfig>
     if let Ok(text) = config.downcast::<PyString>() {
         return SimConfig::from_json(text.to_str()?).map_err(|e| config_error(py, e));
     }
-    let mut de = pythonize::Depythonizer::from_object(config);
-    serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let mut e = ConfigError::at("", e);
+    // Through a JSON value, so that a value is read as its Python type says,
+    // as from a JSON text: 0 is not a switch, 2.0 not an integer (reading the
+    // dict directly, pythonize takes any truthy value as true). A value JSON
+    // cannot hold (an integer beyond 64 bits) is located by reading the dict
+    // directly, which names where it is.
+    let located = |mut e: ConfigError| {
         // The scheme's parameters are flattened into `scheme`: name them by
         // the table the user wrote (`timely.hai_after`, not `scheme.hai_after`).
         if let Some(key) = e.path.strip_prefix("scheme.") {
@@ -68,7 +71,15 @@ fn read_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<SimConfig>
             e.message = "the value is too large (at most 18446744073709551615)".into();
         }
         config_error(py, e)
-    })
+    };
+    let value: serde_json::Value = match pythonize::depythonize(config) {
+        Ok(v) => v,
+        Err(_) => {
+            let mut de = pythonize::Depythonizer::from_object(config);
+            return serde_path_to_error::deserialize(&mut de).map_err(|e| located(ConfigError::at("", e)));
+        }
+    };
+    serde_path_to_error::deserialize(value).map_err(|e| located(ConfigError::at("", e)))
 }
 
 /// Where each series lies in one buffer: (series, key, offset, length).
@@ -470,12 +481,14 @@ fn check_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Vec<Strin
         .map_err(|e| config_error(py, e))
 }
 
-/// The schemes' parameter declarations (`cnsim_core::scheme::params`) as
-/// JSON: every table with its parameters, ranges, rules and help, and every
-/// scheme name with its table. `cnsim.schemes` builds its tables from it.
+/// The parameter declarations (`cnsim_core::params`) as JSON: every scheme
+/// table and every section of the scenario (`cnsim_core::sections`) with its
+/// parameters, units, ranges, rules and help, and every scheme name with its
+/// table. `cnsim.schemes` and `cnsim.sections` build their models from it.
 #[pyfunction]
 fn scheme_declarations() -> String {
     let mut d = cnsim_core::scheme::params::declarations();
+    d["sections"] = cnsim_core::sections::tables().iter().map(|t| t.to_json()).collect();
     // Each scheme also says whether the fluid model integrates it.
     if let Some(schemes) = d["schemes"].as_array_mut() {
         for s in schemes {

@@ -339,11 +339,6 @@ class Scenario:
                     + (", ".join(m.windows) or "none")
                 )
             _port(m.utilization.link, "utilization.link", adj)
-        if m.pause.xon_bytes > m.pause.xoff_bytes:
-            raise ScenarioError(
-                f"pause.xon_bytes: {m.pause.xon_bytes} is above pause.xoff_bytes "
-                f"{m.pause.xoff_bytes}; expected xon_bytes <= xoff_bytes"
-            )
         slow = [("hotspot.rate_gbps", m.hotspot.rate_gbps)] if m.hotspot else []
         slow += [(f"events[{i}].rate_gbps", ev.rate_gbps) for i, ev in enumerate(m.events) if ev.rate_gbps]
         for where, rate in slow:

@@ -1,9 +1,13 @@
 """The scenario file's parameters, each declared once: name (the unit is in
-the name), type, default, allowed range and help (pydantic fields). Scenario
-validation, `cnsim show`'s comments and the tables of
-docs/scenario-format.md (`cnsim.docs`) are derived from these declarations;
-the schemes' tables come from the engine's declarations (`cnsim.schemes`).
-Rules that tie parameters together are in `core.Scenario._check`."""
+the name), type, default, allowed range and help. Scenario validation,
+`cnsim show`'s comments and the tables of docs/scenario-format.md
+(`cnsim.docs`) are derived from these declarations. The sections the engine
+declares (`[defaults]`, `[bridge]`, `[station]`, `[pause]`, a node's own
+station / bridge keys, and the schemes' tables) are built from its
+declarations (`cnsim.declared`); the others are still declared here as
+pydantic fields. Rules that tie parameters together are the engine's
+(`Scenario.engine_config_checked`) or, for the sections declared here,
+`core.Scenario._check`."""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from .. import declared
 from ..schemes import TABLES
 from ..values import refuse_bool_as_number
 from ..workloads import DEFAULT_MAX_FLOWS, ENGINE_MAX_FLOWS
@@ -86,105 +91,14 @@ class Utilization(_Model):
     window: str = Field("utilization", description="the named window it is measured over")
 
 
-class Defaults(_Model):
-    """Frame sizes, and link rate / delay for links that do not set their own."""
-
-    frame_bytes: int = Field(1500, ge=64, le=65535, description="data frame size on the wire")
-    control_frame_bytes: int = Field(
-        64, ge=1, le=65535, description="PAUSE / congestion-notification frame size on the wire"
-    )
-    link_rate_gbps: float = Field(
-        10.0, ge=MIN_GBPS, le=MAX_GBPS, description="link rate of links that set none (at least 1 bit/s)"
-    )
-    link_delay_us: float = Field(
-        0.5, ge=0, le=MAX_US, description="propagation delay, each way, of links that set none"
-    )
-
-
 BufferMode = Literal["per_output", "per_input", "shared", "dynamic", "infinite"]
 
-
-class BridgeDefaults(_Model):
-    """Defaults for every bridge; a bridge node may override each key."""
-
-    buffer_mode: BufferMode = Field(
-        "per_output",
-        description="buffer accounting: per_output (B bytes per output port), per_input (each input "
-        "owns B bytes of every output buffer), shared (B bytes per switch), dynamic (B bytes per switch, an "
-        "output queue at most dt_alpha x the free buffer: dynamic thresholds, Choudhury and Hahne), infinite",
-    )
-    buffer_bytes: int = Field(
-        150_000, ge=0, le=MAX_BYTES, description="B in the sense of buffer_mode; ignored for infinite"
-    )
-    latency_us: float = Field(1.0, ge=0, le=MAX_US, description="store-and-forward latency")
-    dt_alpha: float = Field(
-        1.0,
-        gt=0,
-        le=1e6,
-        description="dynamic buffers: alpha, the share of the free buffer one queue may take",
-    )
-
-
-class StationDefaults(_Model):
-    """Defaults for every station; a station node may override each key."""
-
-    nic_buffer_bytes: int = Field(
-        150_000,
-        ge=1,
-        le=MAX_BYTES,
-        description="NIC transmit buffer; only PAUSE (or a stopped link) fills it, see nic_full",
-    )
-    rlq_bytes: int = Field(
-        150_000,
-        ge=1,
-        le=MAX_BYTES,
-        description="capacity of each rate-limiter queue; a full RLQ drops new frames of its flow "
-        "(dropped_rl, part of dropped_rp)",
-    )
-    processing_us: float = Field(2.0, ge=0, le=MAX_US, description="reaction time to a notification")
-    rl_scope: Literal["flow", "cp"] = Field(
-        "flow",
-        description="[derived] which rate limiter a notification acts on: flow (one RL per flow "
-        "(source, destination), slowed by every CP on its path; its frames carry the CPID of the CP "
-        "that last slowed it) | cp (one RL per CPID, flows mapped to the CP that last slowed them: "
-        "the BCN proposal's reading); docs/calibration.md section 4",
-    )
-    nic_full: Literal["defer", "drop"] = Field(
-        "defer",
-        description="[derived] a frame for a full NIC FIFO (PAUSE holds the link): defer (the "
-        "generator holds it back: not generated, nothing lost, counted in frames_deferred) | drop "
-        "(dropped at the NIC: dropped_nic, part of dropped_rp)",
-    )
-    rl_order: Literal["round_robin", "in_order"] = Field(
-        "round_robin",
-        description="a flow whose RL is created while frames of it wait in the NIC FIFO: round_robin "
-        "(schemes.md: the link serves the FIFO and the RLQs in turn, so the RLQ can overtake the "
-        "flow's older frames; frames_reordered counts them) | in_order (with rl_scope = flow, the new "
-        "RL sends nothing until those frames have left: no flow is reordered); docs/calibration.md "
-        "section 4",
-    )
-
-
-class Pause(_Model):
-    """IEEE 802.3x PAUSE (on with `--pause`, `--scheme pause` or `enabled =
-    true`). The published thresholds are used as given; lossless operation
-    needs headroom above XOFF (docs/schemes.md), and drops that still occur
-    are counted, never hidden."""
-
-    enabled: bool = Field(False, description="PAUSE on (CLI: --pause / --no-pause)")
-    xoff_bytes: int = Field(140_000, ge=0, le=MAX_BYTES, description="XOFF threshold")
-    xon_bytes: int = Field(
-        130_000, ge=0, le=MAX_BYTES, description="XON threshold; rule: xon_bytes <= xoff_bytes"
-    )
-    trigger: Literal["auto", "output_queue", "ingress", "partition"] = Field(
-        "auto",
-        description="what the thresholds watch: output_queue (an output queue; auto for per_output "
-        "and infinite), partition (a per-input partition; auto for per_input), ingress (bytes per "
-        "ingress port; auto for shared), or auto (by buffer mode)",
-    )
-    quanta: int = Field(
-        65535, ge=1, le=65535, description="pause_time of an XOFF, in quanta of 512 bit times"
-    )
+#: `[defaults]`, `[bridge]`, `[station]` and `[pause]`: declared in the
+#: engine (crates/cnsim-core/src/sections.rs), built from its declarations.
+Defaults = declared.model(declared.section("defaults"), _Model, "Defaults")
+BridgeDefaults = declared.model(declared.section("bridge"), _Model, "BridgeDefaults")
+StationDefaults = declared.model(declared.section("station"), _Model, "StationDefaults")
+Pause = declared.model(declared.section("pause"), _Model, "Pause")
 
 
 class Hotspot(_Model):
@@ -213,12 +127,13 @@ class HotspotDest(_Model):
     fraction: float = Field(..., ge=0, le=1, description="share of frames sent to the hot station")
 
 
-_STATION_ONLY = ("load", "dest", "start_ms", "stop_ms", "nic_buffer_bytes", "rlq_bytes")
-_STATION_ONLY += ("processing_us",)
-_BRIDGE_ONLY = ("cp", "buffer_mode", "buffer_bytes", "latency_us", "ports")
+_STATION_FIELDS = declared.per_node_fields("station")
+_BRIDGE_FIELDS = declared.per_node_fields("bridge")
+_STATION_ONLY = ("load", "dest", "start_ms", "stop_ms", *_STATION_FIELDS)
+_BRIDGE_ONLY = ("cp", "ports", *_BRIDGE_FIELDS)
 
 
-class Node(_Model):
+class _NodeFields(_Model):
     """A station (an end node with a NIC and a Bernoulli source) or a bridge.
     Keys marked station: or bridge: belong to that kind only; a station's
     unset keys take `[station]`'s values, a bridge's `[bridge]`'s."""
@@ -240,23 +155,18 @@ class Node(_Model):
     )
     start_ms: float = Field(0.0, ge=0, le=MAX_MS, description="source on at")
     stop_ms: float | None = Field(None, ge=0, le=MAX_MS, description="source off at (none: never)")
-    nic_buffer_bytes: int | None = Field(
-        None, ge=1, le=MAX_BYTES, description="NIC transmit buffer (none: [station])"
-    )
-    rlq_bytes: int | None = Field(
-        None, ge=1, le=MAX_BYTES, description="capacity of each RLQ (none: [station])"
-    )
-    processing_us: float | None = Field(None, ge=0, le=MAX_US, description="reaction time (none: [station])")
     # bridge
     cp: bool = Field(False, description="congestion-point detection on its output ports")
-    buffer_mode: BufferMode | None = Field(None, description="buffer accounting (none: [bridge])")
-    buffer_bytes: int | None = Field(None, ge=0, le=MAX_BYTES, description="buffer size (none: [bridge])")
-    latency_us: float | None = Field(
-        None, ge=0, le=MAX_US, description="store-and-forward latency (none: [bridge])"
-    )
     ports: int | None = Field(
         None, ge=1, description="number of ports; more links is an error (none: unlimited)"
     )
+
+
+#: A node: its own keys, and those of `[station]` and `[bridge]` a node may
+#: set for itself (declared once, in the engine's sections).
+Node: type[_NodeFields] = create_model(  # type: ignore[call-overload]
+    "Node", __base__=_NodeFields, __doc__=_NodeFields.__doc__, **_STATION_FIELDS, **_BRIDGE_FIELDS
+)
 
 
 class Route(_Model):

@@ -344,3 +344,18 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         Ok(sim)
     }
 }
+
+impl Sim {
+    /// Builds the network and scheme of `cfg` for run `seed`; every
+    /// configuration error is reported here, before anything runs.
+    pub fn new(cfg: &SimConfig, seed: u64) -> Result<Sim, ConfigError> {
+        Ok(Sim::from_run(build(cfg, seed, None)?))
+    }
+
+    /// As `new`, recording the trace the config asks for (`cfg.trace`:
+    /// events.parquet, pcapng captures) into `out`; a config that asks for
+    /// none builds the untraced simulation.
+    pub fn with_trace(cfg: &SimConfig, seed: u64, out: &TraceOutput) -> Result<Sim, ConfigError> {
+        Ok(Sim::from_run(build(cfg, seed, Some(out))?))
+    }
+}

@@ -4,6 +4,7 @@
 
 pub mod bridge;
 pub mod build;
+pub mod node;
 pub mod pause;
 pub mod port;
 pub mod results;

@@ -19,7 +19,6 @@
 
 use super::port::PortId;
 use super::sim::{NetSim, EV_RL_TIMER, EV_WAKE};
-use super::transport::FlowPick;
 use crate::config::{RlOrder, RlScope};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
@@ -28,6 +27,18 @@ use crate::scheme::{RlCore, Scheme, NO_CPID};
 use crate::stats::QueueTrace;
 use crate::trace::{Kind, Reason, RlKey, RlView, Site, Tracer};
 use std::collections::{BTreeMap, VecDeque};
+
+/// RL id of a flow whose sender holds no RL (finished).
+pub const NO_RL: u32 = u32::MAX;
+
+/// What a flow's RL offers the link now.
+pub(crate) enum FlowPick<E> {
+    Frame(Frame<E>),
+    /// Nothing before this time (pacing).
+    At(Time),
+    /// Nothing until an acknowledgement (window full, or all sent).
+    Nothing,
+}
 
 /// At most this many RLs get rate / RLQ time series.
 pub const MAX_RL_TRACES: usize = 256;
@@ -463,7 +474,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         let id = if note.flow != NO_FLOW {
             // About a transport flow: its own RL, while its sender runs.
             match self.tp.flows[note.flow as usize].rl {
-                super::transport::NO_RL => return,
+                NO_RL => return,
                 id => id,
             }
         } else {

@@ -20,8 +20,8 @@
 //! Explicit routes (`SimConfig::routes`) override any of them, per (bridge,
 //! destination).
 
+use super::node::{Node, NodeKind};
 use super::port::{Port, PortId};
-use super::topology::{Node, NodeKind};
 use crate::config::{err, ConfigError, RoutingConfig};
 use crate::engine::rng::{splitmix64, stream};
 use rand::RngCore;

@@ -8,14 +8,13 @@ use super::port::{Port, PortId, TxFrame, NO_PEER_BRIDGE, NO_TRACE, WIRE_DATA, WI
 use super::rl::{RateLimiter, RlTrace, StationRp};
 use super::topology::{Network, NodeKind, Station, NO_ROUTE};
 use super::transport::Transport;
-use crate::config::{ConfigError, PauseConfig, SimConfig};
+use crate::config::PauseConfig;
 use crate::engine::queue::EventQueue;
 use crate::engine::Time;
 use crate::frame::{Frame, FrameKind, NO_FLOW};
 use crate::scheme::{QueueView, Scheme};
 use crate::stats::{RunResult, Stats};
-use crate::trace::{Kind, NoTrace, Reason, Site, TraceOutput, Tracer};
-use rand::Rng;
+use crate::trace::{Kind, NoTrace, Reason, Site, Tracer};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -708,47 +707,6 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     }
 }
 
-/// Powers of 1 - p a station keeps for [`geometric_gap`].
-pub(crate) const GAP_TABLE: usize = 4;
-/// Relative margin around each power within which the gap is computed in
-/// full (see [`geometric_gap`]).
-const GAP_MARGIN: f64 = 1e-9;
-
-/// Number of failed Bernoulli(p) slots before the next success: geometric,
-/// drawn by inversion (floor(ln u / ln(1 - p)), u uniform on (0, 1]) so that
-/// one event per frame replaces one per slot.
-///
-/// The common short gaps skip the logarithm, with the same result bit for
-/// bit: `q_pow[j]` = (1 - p)^(j+1), and u > q_pow[j] (1 + 1e-9) after
-/// u <= q_pow[j-1] (1 - 1e-9) puts ln u / ln(1 - p) inside (j, j + 1), at
-/// least 1e-9 / |ln(1 - p)| from either end; the formula's rounding (ln to
-/// within an ulp, two products) moves it by about 1e-15, so the formula's
-/// floor is j too. Draws within the margins, and longer gaps, take the
-/// formula.
-#[inline]
-pub(crate) fn geometric_gap(p: f64, inv_ln_q: f64, q_pow: &[f64; GAP_TABLE], rng: &mut impl Rng) -> Time {
-    if p >= 1.0 {
-        return 0;
-    }
-    let u = 1.0 - rng.gen::<f64>(); // (0, 1]
-    for (j, &t) in q_pow.iter().enumerate() {
-        if u > t * (1.0 + GAP_MARGIN) {
-            return j as Time;
-        }
-        if u > t * (1.0 - GAP_MARGIN) {
-            break;
-        }
-    }
-    // ln(u) <= 0 and inv_ln_q < 0, so x >= 0 and floor(x) is the truncation
-    // that `as` does (a call to libm's floor saved per frame; the same bits).
-    let x = u.ln() * inv_ln_q;
-    if x >= 1e15 {
-        Time::MAX / 4
-    } else {
-        x as Time
-    }
-}
-
 /// A run of any scheme, as the outside world drives it.
 pub trait Run: Send {
     fn run_for(&mut self, wall: std::time::Duration) -> bool;
@@ -789,21 +747,9 @@ pub struct Sim {
 }
 
 impl Sim {
-    /// Builds the network and scheme of `cfg` for run `seed`; every
-    /// configuration error is reported here, before anything runs.
-    pub fn new(cfg: &SimConfig, seed: u64) -> Result<Sim, ConfigError> {
-        Ok(Sim {
-            inner: super::build::build(cfg, seed, None)?,
-        })
-    }
-
-    /// As `new`, recording the trace the config asks for (`cfg.trace`:
-    /// events.parquet, pcapng captures) into `out`; a config that asks for
-    /// none builds the untraced simulation.
-    pub fn with_trace(cfg: &SimConfig, seed: u64, out: &TraceOutput) -> Result<Sim, ConfigError> {
-        Ok(Sim {
-            inner: super::build::build(cfg, seed, Some(out))?,
-        })
+    /// A built simulation (`Sim::new`, in build.rs, makes it).
+    pub(super) fn from_run(inner: Box<dyn Run>) -> Sim {
+        Sim { inner }
     }
 
     pub fn run_until(&mut self, t: Time) -> bool {
@@ -846,11 +792,14 @@ impl Sim {
 mod tests {
     use super::*;
     use crate::bench::star_config;
+    use crate::config::SimConfig;
     use crate::config::{EventConfig, SchemeConfig};
     use crate::engine::{PS_PER_MS, PS_PER_US};
     use crate::frame::Frame;
+    use crate::net::topology::{geometric_gap, GAP_TABLE};
     use crate::scheme::bcn::{Bcn, BcnExt, BcnMsg, BcnParams};
     use crate::scheme::nocm::NoCm;
+    use rand::Rng;
 
     /// The gaps read off the powers of 1 - p are the formula's, draw for draw,
     /// for loads from almost nothing to almost everything, and at the edges

@@ -5,7 +5,8 @@
 //! when PAUSE has filled it).
 
 use super::rl::station_site;
-use super::sim::{geometric_gap, Action, NetSim, EV_GENERATE};
+use super::sim::{Action, NetSim, EV_GENERATE};
+use super::topology::geometric_gap;
 use super::topology::Dest;
 use crate::config::NicFull;
 use crate::engine::Time;

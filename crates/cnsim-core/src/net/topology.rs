@@ -1,6 +1,7 @@
 //! Building the network from the configuration: nodes, one port per link
 //! direction, and static shortest-path routes with deterministic tie-breaking.
 
+pub use super::node::{Node, NodeKind};
 use super::port::{Port, PortId, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
 use super::routing::Router;
 use crate::config::{err, BufferMode, ConfigError, DestConfig, NicFull, PauseTrigger, RlOrder, RlScope, SimConfig};
@@ -8,20 +9,8 @@ use crate::engine::queue::MAX_INDEX;
 use crate::engine::rng::{stream, Stream};
 use crate::engine::time::serialization_ps;
 use crate::engine::Time;
+use rand::Rng;
 use std::collections::{BTreeMap, BTreeSet};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NodeKind {
-    Station(u32),
-    Bridge(u32),
-}
-
-pub struct Node {
-    pub name: String,
-    pub kind: NodeKind,
-    /// Egress ports of this node, in link order.
-    pub ports: Vec<PortId>,
-}
 
 /// How a source draws destinations (station indices).
 pub enum Dest {
@@ -47,8 +36,8 @@ pub struct Station {
     /// 1 / ln(1 - p), for drawing geometric gaps between Bernoulli successes.
     pub inv_ln_q: f64,
     /// (1 - p)^1 .. (1 - p)^GAP_TABLE: the draws that give the shortest gaps
-    /// (`sim::geometric_gap`).
-    pub q_pow: [f64; crate::net::sim::GAP_TABLE],
+    /// ([`geometric_gap`]).
+    pub q_pow: [f64; GAP_TABLE],
     /// One frame time at the station's link rate.
     pub slot_ps: Time,
     pub dest: Dest,
@@ -463,5 +452,46 @@ fn station_index(by_name: &BTreeMap<String, u32>, nodes: &[Node], name: &str, sr
             NodeKind::Station(s) => Ok(s as u16),
             NodeKind::Bridge(_) => err(format!("nodes.{src}.dest: '{name}' is a bridge, not a station")),
         },
+    }
+}
+
+/// Powers of 1 - p a station keeps for [`geometric_gap`].
+pub(crate) const GAP_TABLE: usize = 4;
+/// Relative margin around each power within which the gap is computed in
+/// full (see [`geometric_gap`]).
+const GAP_MARGIN: f64 = 1e-9;
+
+/// Number of failed Bernoulli(p) slots before the next success: geometric,
+/// drawn by inversion (floor(ln u / ln(1 - p)), u uniform on (0, 1]) so that
+/// one event per frame replaces one per slot.
+///
+/// The common short gaps skip the logarithm, with the same result bit for
+/// bit: `q_pow[j]` = (1 - p)^(j+1), and u > q_pow[j] (1 + 1e-9) after
+/// u <= q_pow[j-1] (1 - 1e-9) puts ln u / ln(1 - p) inside (j, j + 1), at
+/// least 1e-9 / |ln(1 - p)| from either end; the formula's rounding (ln to
+/// within an ulp, two products) moves it by about 1e-15, so the formula's
+/// floor is j too. Draws within the margins, and longer gaps, take the
+/// formula.
+#[inline]
+pub(crate) fn geometric_gap(p: f64, inv_ln_q: f64, q_pow: &[f64; GAP_TABLE], rng: &mut impl Rng) -> Time {
+    if p >= 1.0 {
+        return 0;
+    }
+    let u = 1.0 - rng.gen::<f64>(); // (0, 1]
+    for (j, &t) in q_pow.iter().enumerate() {
+        if u > t * (1.0 + GAP_MARGIN) {
+            return j as Time;
+        }
+        if u > t * (1.0 - GAP_MARGIN) {
+            break;
+        }
+    }
+    // ln(u) <= 0 and inv_ln_q < 0, so x >= 0 and floor(x) is the truncation
+    // that `as` does (a call to libm's floor saved per frame; the same bits).
+    let x = u.ln() * inv_ln_q;
+    if x >= 1e15 {
+        Time::MAX / 4
+    } else {
+        x as Time
     }
 }

@@ -22,8 +22,7 @@
 //! network along its path (store and forward at each hop's nominal rate).
 
 use super::port::PortId;
-use super::rl::station_site;
-use super::rl::RateLimiter;
+use super::rl::{station_site, FlowPick, RateLimiter, NO_RL};
 use super::sim::{NetSim, EV_FLOW_ARRIVAL, EV_FLOW_RTO, EV_FLOW_START};
 use super::topology::{NodeKind, NO_ROUTE};
 use crate::config::{err, BufferMode, ConfigError, SimConfig};
@@ -43,9 +42,6 @@ use std::sync::Arc;
 /// The distinct paths flows may take, (base RTT, hops) -> the first (source,
 /// destination) found on it.
 pub(crate) type FlowPaths = BTreeMap<(Time, u32), (u16, u16)>;
-
-/// RL id of a flow whose sender holds no RL (finished).
-pub const NO_RL: u32 = u32::MAX;
 
 /// One flow: its identity, its sender's and its receiver's state.
 #[derive(Clone, Debug)]
@@ -234,15 +230,6 @@ impl Transport {
     pub fn done(&self) -> bool {
         self.active == 0 && self.pending_starts == 0 && self.gens_live == 0
     }
-}
-
-/// What a flow's RL offers the link now.
-pub(crate) enum FlowPick<E> {
-    Frame(Frame<E>),
-    /// Nothing before this time (pacing).
-    At(Time),
-    /// Nothing until an acknowledgement (window full, or all sent).
-    Nothing,
 }
 
 impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {

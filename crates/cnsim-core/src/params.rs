@@ -1,0 +1,512 @@
+//! Parameters, each declared once (in the style of ns-3 attributes).
+//!
+//! A section of the scenario (`[pause]`, `[defaults]`, ...) or a scheme
+//! declares its parameter [`Table`]: for every parameter its name, its
+//! [`Unit`] (typed: a time, a rate, a size; read from the name's suffix,
+//! `_us`, `_gbps`, `_bytes`, so the name users write always says it), type,
+//! default, allowed range and help text, and the rules that tie parameters
+//! together (`pmin <= pmax`). Everything else is derived from that one
+//! declaration:
+//!
+//! - the engine's defaults and its validation ([`Table::check`], which names
+//!   the parameter as the user wrote it, `qcn2pt.pmin`, `pause.xon_bytes`);
+//! - the Python models (`cnsim.schemes` and `cnsim.sections` build them from
+//!   `declarations.json`, written from the engine by `python -m cnsim.docs`),
+//!   hence scenario-file validation, `cnsim show`'s comments, the CLI help
+//!   and the generated tables of docs/scenario-format.md.
+//!
+//! Parameters are in the user's units; [`Unit::to_engine`] converts a value
+//! to the engine's integer units (picoseconds, bit/s, bytes).
+
+use crate::error::{err, ConfigError};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Map, Value};
+
+/// The largest time parameter (ms): 1e18 ps, well inside the u64 clock.
+pub const MAX_MS: f64 = 1e9;
+
+/// What a number measures, and in which of the user's units: the quantity
+/// decides the engine unit it converts to (a time to picoseconds, a rate to
+/// bit/s, a size to bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// A plain number (a probability, a gain, a count).
+    One,
+    Ms,
+    Us,
+    Bytes,
+    /// 64-byte pages (BCN's queue thresholds).
+    Pages,
+    Gbps,
+    Mbps,
+}
+
+impl Unit {
+    /// The unit a parameter's name ends in (`tmax_us`: microseconds).
+    pub fn of_name(name: &str) -> Unit {
+        match name.rsplit('_').next() {
+            Some("ms") if name.contains('_') => Unit::Ms,
+            Some("us") if name.contains('_') => Unit::Us,
+            Some("bytes") => Unit::Bytes,
+            Some("pages") => Unit::Pages,
+            Some("gbps") => Unit::Gbps,
+            Some("mbps") => Unit::Mbps,
+            _ => Unit::One,
+        }
+    }
+
+    /// `time`, `rate`, `size` or `` (a plain number).
+    pub fn quantity(self) -> &'static str {
+        match self {
+            Unit::One => "",
+            Unit::Ms | Unit::Us => "time",
+            Unit::Bytes | Unit::Pages => "size",
+            Unit::Gbps | Unit::Mbps => "rate",
+        }
+    }
+
+    /// The symbol shown in docs and help (`us`, `Gbit/s`, ...).
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::One => "",
+            Unit::Ms => "ms",
+            Unit::Us => "us",
+            Unit::Bytes => "bytes",
+            Unit::Pages => "64-byte pages",
+            Unit::Gbps => "Gbit/s",
+            Unit::Mbps => "Mbit/s",
+        }
+    }
+
+    /// `v` in the engine's units: picoseconds, bit/s or bytes (rounded to
+    /// the nearest whole unit); a plain number unchanged.
+    pub fn to_engine(self, v: f64) -> f64 {
+        let scale = match self {
+            Unit::One => return v,
+            Unit::Ms => 1e9,
+            Unit::Us => 1e6,
+            Unit::Bytes => 1.0,
+            Unit::Pages => 64.0,
+            Unit::Gbps => 1e9,
+            Unit::Mbps => 1e6,
+        };
+        (v * scale).round()
+    }
+}
+
+/// One end of an allowed range.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bound {
+    pub value: f64,
+    pub inclusive: bool,
+}
+
+/// The allowed range of a number.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Range {
+    pub min: Option<Bound>,
+    pub max: Option<Bound>,
+}
+
+impl Range {
+    /// Any finite number.
+    pub fn any() -> Range {
+        Range::default()
+    }
+    /// Greater than `v`.
+    pub fn gt(v: f64) -> Range {
+        Range {
+            min: Some(Bound {
+                value: v,
+                inclusive: false,
+            }),
+            max: None,
+        }
+    }
+    /// At least `v`.
+    pub fn ge(v: f64) -> Range {
+        Range {
+            min: Some(Bound { value: v, inclusive: true }),
+            max: None,
+        }
+    }
+    /// And less than `v`.
+    pub fn lt(self, v: f64) -> Range {
+        Range {
+            max: Some(Bound {
+                value: v,
+                inclusive: false,
+            }),
+            ..self
+        }
+    }
+    /// And at most `v`.
+    pub fn le(self, v: f64) -> Range {
+        Range {
+            max: Some(Bound { value: v, inclusive: true }),
+            ..self
+        }
+    }
+
+    fn contains(&self, x: f64) -> bool {
+        let lo = self.min.is_none_or(|b| if b.inclusive { x >= b.value } else { x > b.value });
+        let hi = self.max.is_none_or(|b| if b.inclusive { x <= b.value } else { x < b.value });
+        x.is_finite() && lo && hi
+    }
+
+    /// "> 0", ">= 0 and < 1", "" for any number.
+    pub fn text(&self) -> String {
+        let lo = self
+            .min
+            .map(|b| format!("{} {}", if b.inclusive { ">=" } else { ">" }, num(b.value)));
+        let hi = self
+            .max
+            .map(|b| format!("{} {}", if b.inclusive { "<=" } else { "<" }, num(b.value)));
+        [lo, hi].into_iter().flatten().collect::<Vec<_>>().join(" and ")
+    }
+}
+
+pub fn num(v: f64) -> String {
+    // Shortest form that reads back: 0, 1, 0.5, 65535, 1e-12, 1e300.
+    if v != 0.0 && (v.abs() < 1e-4 || v.abs() >= 1e16) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// A value as the user would have written it: 80000, not 80000.0.
+fn shown(v: &Value) -> String {
+    match v.as_f64() {
+        Some(x) if v.is_f64() => num(x),
+        _ => v.to_string(),
+    }
+}
+
+/// A parameter's type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kind {
+    Float(Range),
+    Int(Range),
+    Bool,
+    Choice(&'static [&'static str]),
+}
+
+/// One declared parameter.
+#[derive(Clone, Debug)]
+pub struct Param {
+    pub name: &'static str,
+    pub unit: Unit,
+    pub kind: Kind,
+    pub default: Value,
+    pub help: &'static str,
+    /// Set by the scheme's name (`qcn3pt` sets `three_point`), not by the
+    /// user: absent from the user's table.
+    pub fixed: bool,
+}
+
+/// The values of a table, as a rule reads them.
+pub struct Values<'a>(&'a Map<String, Value>);
+
+impl Values<'_> {
+    /// A number (0 when absent, which a checked table never is).
+    pub fn f(&self, name: &str) -> f64 {
+        self.0.get(name).and_then(Value::as_f64).unwrap_or(0.0)
+    }
+}
+
+/// A rule tying parameters together, e.g. `pmin <= pmax`.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    /// The parameters it reads, named in its error.
+    pub params: &'static [&'static str],
+    /// The rule as users read it.
+    pub text: &'static str,
+    pub holds: fn(&Values) -> bool,
+}
+
+/// A scheme's parameter table: what `[bcn]`, `[qcn2pt]`, ... may hold.
+#[derive(Clone, Debug)]
+pub struct Table {
+    pub name: &'static str,
+    pub doc: &'static str,
+    pub params: Vec<Param>,
+    pub rules: Vec<Rule>,
+    /// Parameters a `[[nodes]]` entry may set for itself (a station's or a
+    /// bridge's table; empty elsewhere).
+    pub per_node: &'static [&'static str],
+}
+
+impl Table {
+    pub fn new(name: &'static str, doc: &'static str) -> Table {
+        Table {
+            name,
+            doc,
+            params: Vec::new(),
+            rules: Vec::new(),
+            per_node: &[],
+        }
+    }
+
+    /// `names` may also be set per node.
+    pub fn per_node(self, names: &'static [&'static str]) -> Table {
+        Table { per_node: names, ..self }
+    }
+
+    fn push(mut self, name: &'static str, kind: Kind, default: Value, help: &'static str) -> Table {
+        assert!(self.get(name).is_none(), "{}.{name} declared twice", self.name);
+        self.params.push(Param {
+            name,
+            unit: Unit::of_name(name),
+            kind,
+            default,
+            help,
+            fixed: false,
+        });
+        self
+    }
+
+    /// A number (f64) in `range`. A time (`_us`, `_ms`) is also bounded
+    /// above so that it fits the picosecond clock with room for sums (at
+    /// most 1e9 ms, 11.6 simulated days).
+    pub fn float(self, name: &'static str, default: f64, range: Range, help: &'static str) -> Table {
+        let limit = if name.ends_with("_ms") {
+            Some(MAX_MS)
+        } else if name.ends_with("_us") {
+            Some(MAX_MS * 1e3)
+        } else {
+            None
+        };
+        let range = match (range.max, limit) {
+            (None, Some(l)) => range.le(l),
+            _ => range,
+        };
+        self.push(name, Kind::Float(range), json!(default), help)
+    }
+    /// A whole number in `range`, at most `u32::MAX` unless the range says
+    /// otherwise (the parameter structs hold them as u32: a larger value
+    /// must be refused here, naming the parameter, not by serde).
+    pub fn int(self, name: &'static str, default: i64, range: Range, help: &'static str) -> Table {
+        let range = if range.max.is_none() { range.le(u32::MAX as f64) } else { range };
+        self.push(name, Kind::Int(range), json!(default), help)
+    }
+    /// A switch.
+    pub fn flag(self, name: &'static str, default: bool, help: &'static str) -> Table {
+        self.push(name, Kind::Bool, json!(default), help)
+    }
+    /// One of `choices`.
+    pub fn choice(self, name: &'static str, choices: &'static [&'static str], default: &'static str, help: &'static str) -> Table {
+        assert!(choices.contains(&default), "{}.{name}: default not a choice", self.name);
+        self.push(name, Kind::Choice(choices), json!(default), help)
+    }
+    /// A rule over `params`.
+    pub fn rule(mut self, params: &'static [&'static str], text: &'static str, holds: fn(&Values) -> bool) -> Table {
+        for p in params {
+            assert!(self.get(p).is_some(), "{}: rule '{text}' reads undeclared {p}", self.name);
+        }
+        self.rules.push(Rule { params, text, holds });
+        self
+    }
+
+    /// The same parameters under another name (a variant with its own defaults).
+    pub fn variant(&self, name: &'static str, doc: &'static str) -> Table {
+        Table { name, doc, ..self.clone() }
+    }
+
+    /// Another default (and help) for `name` in this table.
+    pub fn with_default(mut self, name: &str, default: impl Into<Value>, help: Option<&'static str>) -> Table {
+        let table = self.name;
+        let p = self
+            .params
+            .iter_mut()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("{table}.{name} undeclared"));
+        p.default = default.into();
+        if let Some(h) = help {
+            p.help = h;
+        }
+        self
+    }
+
+    /// `name` is set by the scheme's name, not by the user.
+    pub fn fixed(mut self, name: &str) -> Table {
+        let table = self.name;
+        self.params
+            .iter_mut()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("{table}.{name} undeclared"))
+            .fixed = true;
+        self
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Param> {
+        self.params.iter().find(|p| p.name == name)
+    }
+
+    /// Every parameter at its default.
+    pub fn defaults(&self) -> Map<String, Value> {
+        self.params.iter().map(|p| (p.name.to_string(), p.default.clone())).collect()
+    }
+
+    /// `given` completed with the defaults and checked: no unknown names,
+    /// every value of its type and in its range, every rule holding. Errors
+    /// name parameters `label.name` (`label`: the table as the user named it).
+    pub fn check(&self, label: &str, given: &Map<String, Value>) -> Result<Map<String, Value>, ConfigError> {
+        let mut values = self.defaults();
+        for (k, v) in given {
+            let Some(p) = self.get(k) else {
+                let known: Vec<&str> = self.params.iter().filter(|p| !p.fixed).map(|p| p.name).collect();
+                return err(format!("{label}.{k}: unknown parameter; known: {}", known.join(", ")));
+            };
+            let shown = shown(v);
+            let expected = match &p.kind {
+                Kind::Float(r) => match v.as_f64() {
+                    Some(x) if r.contains(x) => None,
+                    _ => Some(format!("a number {}", r.text())),
+                },
+                Kind::Int(r) => match v.as_i64() {
+                    Some(x) if r.contains(x as f64) => None,
+                    _ => Some(format!("an integer {}", r.text())),
+                },
+                Kind::Bool => (!v.is_boolean()).then(|| "true or false".to_string()),
+                Kind::Choice(c) => match v.as_str() {
+                    Some(s) if c.contains(&s) => None,
+                    _ => Some(format!("one of {}", c.join(", "))),
+                },
+            };
+            if let Some(e) = expected {
+                return err(format!("{label}.{k}: {shown} is not allowed; expected {}", e.trim_end()));
+            }
+            values.insert(k.clone(), v.clone());
+        }
+        for r in &self.rules {
+            if !(r.holds)(&Values(&values)) {
+                let names: Vec<String> = r.params.iter().map(|p| format!("{label}.{p}")).collect();
+                let shown: Vec<String> = r.params.iter().map(|p| shown(&values[*p])).collect();
+                return err(format!(
+                    "{}: {} not allowed; expected {}",
+                    names.join(" / "),
+                    shown.join(" / "),
+                    r.text
+                ));
+            }
+        }
+        Ok(values)
+    }
+
+    /// `given` checked and read as the scheme's parameter struct.
+    pub fn parse<P: DeserializeOwned>(&self, label: &str, given: &Map<String, Value>) -> Result<P, ConfigError> {
+        let values = self.check(label, given)?;
+        serde_json::from_value(Value::Object(values)).map_err(|e| ConfigError::new(label, e.to_string()))
+    }
+
+    /// The parameter struct at the table's defaults.
+    pub fn default_params<P: DeserializeOwned>(&self) -> P {
+        serde_json::from_value(Value::Object(self.defaults()))
+            .unwrap_or_else(|e| panic!("{}: the declaration does not match the parameter struct: {e}", self.name))
+    }
+
+    /// The declaration as data, for the Python tables and the docs.
+    pub fn to_json(&self) -> Value {
+        let params: Vec<Value> = self
+            .params
+            .iter()
+            .map(|p| {
+                let (kind, range, choices) = match &p.kind {
+                    Kind::Float(r) => ("float", Some(*r), None),
+                    Kind::Int(r) => ("int", Some(*r), None),
+                    Kind::Bool => ("bool", None, None),
+                    Kind::Choice(c) => ("choice", None, Some(c.to_vec())),
+                };
+                let bound = |b: Option<Bound>| b.map(|b| json!({"value": b.value, "inclusive": b.inclusive}));
+                json!({
+                    "name": p.name,
+                    "unit": p.unit.symbol(),
+                    "quantity": p.unit.quantity(),
+                    "type": kind,
+                    "default": p.default,
+                    "min": bound(range.and_then(|r| r.min)),
+                    "max": bound(range.and_then(|r| r.max)),
+                    "range": range.map(|r| r.text()).unwrap_or_default(),
+                    "choices": choices,
+                    "help": p.help,
+                    "fixed": p.fixed,
+                })
+            })
+            .collect();
+        let rules: Vec<Value> = self.rules.iter().map(|r| json!({"params": r.params, "text": r.text})).collect();
+        json!({"name": self.name, "doc": self.doc, "params": params, "rules": rules, "per_node": self.per_node})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t() -> Table {
+        Table::new("x", "test")
+            .float("a_bytes", 1.0, Range::gt(0.0), "a")
+            .float("p", 0.5, Range::gt(0.0).le(1.0), "p")
+            .int("n", 5, Range::ge(1.0), "n")
+            .flag("on", false, "on")
+            .choice("mode", &["one", "two"], "one", "mode")
+            .rule(&["a_bytes", "p"], "p <= a_bytes", |v| v.f("p") <= v.f("a_bytes"))
+    }
+
+    fn m(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn defaults_fill_what_is_not_given() {
+        let v = t().check("x", &m(json!({"p": 0.25}))).unwrap();
+        assert_eq!(v["p"], json!(0.25));
+        assert_eq!(v["n"], json!(5));
+        assert_eq!(v["mode"], json!("one"));
+    }
+
+    #[test]
+    fn errors_name_the_users_table_and_the_range() {
+        let e = |given| t().check("mine", &m(given)).unwrap_err().line();
+        assert_eq!(e(json!({"a_bytes": 0.0})), "mine.a_bytes: 0 is not allowed; expected a number > 0");
+        assert_eq!(e(json!({"p": 2})), "mine.p: 2 is not allowed; expected a number > 0 and <= 1");
+        assert_eq!(
+            e(json!({"n": 1.5})),
+            "mine.n: 1.5 is not allowed; expected an integer >= 1 and <= 4294967295"
+        );
+        assert_eq!(
+            e(json!({"n": 4294967296u64})),
+            "mine.n: 4294967296 is not allowed; expected an integer >= 1 and <= 4294967295"
+        );
+        assert_eq!(e(json!({"on": 1})), "mine.on: 1 is not allowed; expected true or false");
+        assert_eq!(
+            e(json!({"mode": "three"})),
+            "mine.mode: \"three\" is not allowed; expected one of one, two"
+        );
+        assert!(e(json!({"nope": 1})).starts_with("mine.nope: unknown parameter; known: a_bytes, p, n, on, mode"));
+        assert_eq!(
+            e(json!({"a_bytes": 0.1, "p": 0.2})),
+            "mine.a_bytes / mine.p: 0.1 / 0.2 not allowed; expected p <= a_bytes"
+        );
+    }
+
+    #[test]
+    fn units_come_from_the_name_and_convert_to_engine_units() {
+        assert_eq!(Unit::of_name("tmax_us"), Unit::Us);
+        assert_eq!(Unit::of_name("us"), Unit::One);
+        assert_eq!(Unit::of_name("xoff_bytes").quantity(), "size");
+        assert_eq!(Unit::of_name("rai_mbps").quantity(), "rate");
+        assert_eq!(Unit::of_name("duration_ms").to_engine(1.5), 1.5e9);
+        assert_eq!(Unit::of_name("link_rate_gbps").to_engine(10.0), 1e10);
+        assert_eq!(Unit::of_name("qeq_pages").to_engine(2.0), 128.0);
+        assert_eq!(t().get("a_bytes").map(|p| p.unit), Some(Unit::Bytes));
+    }
+
+    #[test]
+    fn range_text_reads_as_written() {
+        assert_eq!(Range::gt(0.0).text(), "> 0");
+        assert_eq!(Range::ge(0.0).lt(1.0).text(), ">= 0 and < 1");
+        assert_eq!(Range::any().text(), "");
+        assert!(!Range::any().contains(f64::INFINITY));
+    }
+}
