@@ -232,6 +232,35 @@ def test_transient_is_shorter_with_bcn_max_and_with_more_sampling():
     assert t["bcn10"] < t["bcn"], t
 
 
+def test_per_ingress_pause_bounds_the_hot_queue_below_the_shared_memory():
+    """The transient study's shared-memory switch pauses per ingress port at
+    XOFF (scenarios.md section 4): the hot queue ST0->N7 is fed by three
+    inputs (CS, N8, N9), so it holds at most three inputs' XOFF plus headroom
+    (1.77 MB), never ST0's whole 2.4 MB; BCN-Max holds N8 and N9 under XOFF
+    while PAUSE stops CS->ST0 (docs/calibration.md, "BCN-Max's transient
+    beyond the headline")."""
+    from cnsim.scenario.resolve import pause_headroom_bytes
+
+    sc = load("multihop_transient", seeds=[0]).replace(
+        scheme="bcnmax",
+        duration_ms=80.0,
+        **{"measure.end_ms": 80.0, "hotspot.end_ms": 80.0, "trace.ports": ["ST0->N7"]},
+    )
+    m = sc.model
+    bound = 3 * (m.pause.xoff_bytes + pause_headroom_bytes(m, 1))
+    assert bound < m.bridge.buffer_bytes
+    res = cnsim.run(sc, progress=False)
+    ts = res.timeseries()
+    hot = ts.filter((pl.col("series") == "queue_bytes_max") & (pl.col("key") == "ST0->N7"))["value"]
+    # More than one input's share (CS's frames and N8's and N9's), within the bound.
+    assert m.pause.xoff_bytes < hot.max() <= bound, (hot.max(), bound)
+    paused = ts.filter(pl.col("series") == "paused_fraction").group_by("key").agg(pl.col("value").sum())
+    paused = dict(zip(paused["key"], paused["value"], strict=True))
+    assert paused.get("CS->ST0", 0.0) > 0
+    assert paused.get("N8->ST0", 0.0) == 0 and paused.get("N9->ST0", 0.0) == 0, paused
+    assert all(r.frames["dropped_cp"] == 0 for r in res.runs)
+
+
 def _transient_file(name: str) -> dict:
     import tomllib
     from importlib import resources
