@@ -59,7 +59,11 @@ BAD_INPUTS = [
     (["run", "baseline", "--set", "nodes.S1.load=2"], "error: --set nodes.S1.load: 2 is not allowed"),
     (
         ["run", "baseline", "--set", "pause.xon_bytes=150000"],
-        "error: pause.xon_bytes / pause.xoff_bytes: 150000 / 140000 not allowed",
+        "error: --set pause.xon_bytes / pause.xoff_bytes: 150000 / 140000 not allowed",
+    ),
+    (  # an engine rule that reads the key set: both named, after the --set key
+        ["run", "baseline", "--set", "pause.xoff_bytes=100000"],
+        "error: --set pause.xoff_bytes: pause.xon_bytes / pause.xoff_bytes: 130000 / 100000 not allowed",
     ),
     (["run", "baseline", "--set", "duration_ms"], "error: --set duration_ms: expected KEY=VALUE"),
     (["run", "baseline", "--scheme", "nosuch"], "error: scheme: 'nosuch' is not a known scheme; known: nocm"),

@@ -137,3 +137,22 @@ def test_python_sections_left_are_the_listed_ones() -> None:
         "routing",
     }
     assert left | {""} == STILL_IN_PYTHON
+
+
+def test_engine_rule_errors_after_set_name_the_set_key() -> None:
+    """An engine rule broken by a `--set` names it as every `--set` error
+    does, also after the run choices change (the runner's seeds)."""
+    from cnsim.errors import ScenarioError
+    from cnsim.scenario import apply_sets
+
+    sc = apply_sets(cnsim.load("baseline"), ["pause.xoff_bytes=100000"])
+    for s in (sc, sc.replace(seeds=[3])):
+        with pytest.raises(ScenarioError) as e:
+            s.engine_config_checked()
+        assert str(e.value) == (
+            "--set pause.xoff_bytes: pause.xon_bytes / pause.xoff_bytes: 130000 / 100000 not allowed; "
+            "expected xon_bytes <= xoff_bytes"
+        )
+    # Without a --set, the engine's message is unchanged.
+    with pytest.raises(ScenarioError, match=r"^pause\.xon_bytes / pause\.xoff_bytes: "):
+        cnsim.load("baseline", **{"pause.xoff_bytes": 100000}).engine_config_checked()

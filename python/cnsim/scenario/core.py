@@ -18,7 +18,7 @@ from ..topologies import expand as expand_topology
 from ..topologies import routing_for
 from .messages import one_line
 from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, MIN_GBPS, HotspotDest, Node, ScenarioModel
-from .overrides import _fit_windows, _seeds_value, _table, set_dotted
+from .overrides import _fit_windows, _seeds_value, _table, name_sets, set_dotted
 from .resolve import resolve
 from .show import commented_toml
 
@@ -74,6 +74,9 @@ class Scenario:
         self.source = source
         self._engine_config: dict[str, Any] | None = None
         self._engine_warnings: list[str] = []
+        #: The `--set` keys this scenario was made with (`apply_sets`): an
+        #: engine rule's error names them as every `--set` error does.
+        self._sets: tuple[str, ...] = ()
         self._toml: dict[bool, str] = {}  # to_toml's text, made once (a Scenario never changes)
         expanded = expand_topology(raw)
         try:
@@ -147,7 +150,10 @@ class Scenario:
             check_scheme_keys(changes, running, schemes, label)
         if "duration_ms" in changes:
             _fit_windows(raw)
-        return Scenario(raw, scheme=scheme, pause=pause, seeds=seeds, source=self.source, _owned=True)
+        out = Scenario(raw, scheme=scheme, pause=pause, seeds=seeds, source=self.source, _owned=True)
+        if not changes:  # only the run choices changed: the --set keys still made it
+            out._sets = self._sets
+        return out
 
     def resolved_raw(self) -> dict[str, Any]:
         """The full scenario with every default filled in (re-runnable). With a
@@ -455,7 +461,8 @@ class Scenario:
             try:
                 self._engine_warnings = list(_core.check_config(cfg) or [])
             except ValueError as e:
-                raise ScenarioError(str(e), param=getattr(e, "path", None) or None) from None
+                msg = name_sets(str(e), self._sets) if self._sets else str(e)
+                raise ScenarioError(msg, param=getattr(e, "path", None) or None) from None
             self._engine_config = cfg
         return self._engine_config
 

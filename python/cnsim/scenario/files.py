@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import ScenarioError
 from ..schemes import SCHEMES
 from .core import Scenario, check_scheme_keys
-from .overrides import _fit_windows, parse_value, set_dotted
+from .overrides import _fit_windows, name_sets, parse_value, set_dotted
 
 
 def builtin_names() -> list[str]:
@@ -86,12 +86,11 @@ def apply_sets(sc: Scenario, sets: Iterable[str], schemes: Iterable[str] = ()) -
             check_scheme_keys(changes, running, schemes, "--set ")
         if "duration_ms" in changes:
             _fit_windows(raw)
-        return Scenario(raw, source=sc.source)
+        out = Scenario(raw, source=sc.source)
     except ScenarioError as e:
-        msg = str(e)
-        if msg.startswith("--set"):
-            raise
         # Name what was set; and the parameter at fault when it is another one.
-        if not any(msg.startswith(k) for k in changes):
-            msg = f"{', '.join(changes)}: {msg}"
-        raise ScenarioError(f"--set {msg}") from None
+        raise ScenarioError(name_sets(str(e), changes), param=e.param) from None
+    # The engine's rules are checked later (Scenario.engine_config_checked):
+    # their errors name the --set keys the same way.
+    out._sets = (*sc._sets, *changes)
+    return out

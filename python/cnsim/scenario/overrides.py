@@ -61,6 +61,19 @@ def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
     cur[parts[-1]] = value
 
 
+def name_sets(message: str, keys: Iterable[str]) -> str:
+    """An error found after `--set KEY=VALUE` overrides (by the Python checks
+    or by the engine's rules), named as every `--set` error is: `--set KEY:
+    ...`, with the keys set put first when the message starts with another
+    parameter (the one a rule found at fault)."""
+    if message.startswith("--set"):
+        return message
+    keys = list(keys)
+    if not any(message.startswith(k) for k in keys):
+        message = f"{', '.join(keys)}: {message}"
+    return f"--set {message}"
+
+
 def _table(raw: dict[str, Any], name: str) -> dict[str, Any]:
     t = raw.get(name)
     if not isinstance(t, dict):
