@@ -38,7 +38,6 @@ STILL_IN_PYTHON = {
     "utilization",
     "hotspot",
     "trace",
-    "stats",
     "stability",
     "innocent",
     "transient",
@@ -100,6 +99,7 @@ def test_every_shown_parameter_is_declared_once(name: str) -> None:
         "bridge": "BridgeDefaults",
         "station": "StationDefaults",
         "pause": "Pause",
+        "stats": "Stats",
     }
     for section, key in engine_declared:
         cls = "_NodeFields" if section == "nodes" else models.get(section, "")
@@ -113,6 +113,7 @@ def test_generated_models_are_the_declarations() -> None:
         ("bridge", M.BridgeDefaults),
         ("station", M.StationDefaults),
         ("pause", M.Pause),
+        ("stats", M.Stats),
     ]:
         decl = ENGINE[section]
         assert list(cls.model_fields) == [p["name"] for p in decl["params"]]
@@ -156,3 +157,32 @@ def test_engine_rule_errors_after_set_name_the_set_key() -> None:
     # Without a --set, the engine's message is unchanged.
     with pytest.raises(ScenarioError, match=r"^pause\.xon_bytes / pause\.xoff_bytes: "):
         cnsim.load("baseline", **{"pause.xoff_bytes": 100000}).engine_config_checked()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "line"),
+    [
+        (
+            "max_series_keys",
+            2_000_000,
+            "stats.max_series_keys: 2000000 is not allowed; expected an integer >= 0",
+        ),
+        (
+            "max_series_keys",
+            1_000_001,
+            "stats.max_series_keys: 1000001 is not allowed; expected an integer >= 0",
+        ),
+    ],
+)
+def test_engine_checks_stats_from_its_declaration(key: str, value: object, line: str) -> None:
+    """The engine's check of [stats] comes from its declaration: a config
+    that bypasses the Python model is refused, naming the parameter (a
+    negative count or `per_flow = "auto"`, which the Python layer resolves,
+    are refused before, by the engine config's types)."""
+    from cnsim import _core
+
+    cfg = cnsim.load("baseline").engine_config()
+    cfg[key] = value
+    with pytest.raises(ValueError) as e:
+        _core.check_config(cfg)
+    assert str(e.value).startswith(line), str(e.value)

@@ -23,6 +23,8 @@ def field(p: dict[str, Any], optional: str | None = None) -> tuple[Any, Any]:
     """The pydantic field of declared parameter `p`; with `optional`, a field
     that may be left unset (None), `optional` saying what applies then."""
     typ = _TYPES.get(p["type"]) or Literal[tuple(p["choices"])]
+    if p["type"] == "flag_or":  # a switch or one of its words (`auto`)
+        typ = bool | typ
     bounds: dict[str, float] = {}
     for side, (open_, closed) in (("min", ("gt", "ge")), ("max", ("lt", "le"))):
         b = p[side]

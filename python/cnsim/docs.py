@@ -142,7 +142,13 @@ def scheme_table(t: dict[str, Any]) -> str:
     for p in t["params"]:
         if p["fixed"]:
             continue
-        typ = {"float": "number", "int": "integer", "bool": "bool", "choice": "choice"}[p["type"]]
+        typ = {
+            "float": "number",
+            "int": "integer",
+            "bool": "bool",
+            "choice": "choice",
+            "flag_or": "bool or choice",
+        }[p["type"]]
         allowed = ", ".join(f"`{c}`" for c in p["choices"]) if p["choices"] else p["range"]
         rows.append(
             f"| `{p['name']}` | {typ} | {unit_of(p['name'])} | `{_toml(p['default'])}` | {_cell(allowed)} "
@@ -196,6 +202,7 @@ def parameter_tables() -> str:
         m.BridgeDefaults: "bridge",
         m.StationDefaults: "station",
         m.Pause: "pause",
+        m.Stats: "stats",
     }
     for title, model in sections:
         out += [f"### {title}", "", _doc(model), "", model_table(model)]

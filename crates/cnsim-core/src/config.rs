@@ -215,8 +215,11 @@ fn default_max_traced_flows() -> usize {
 fn default_true() -> bool {
     true
 }
+/// The declared default (`sections::stats`).
 fn default_max_series_keys() -> usize {
-    usize::MAX
+    crate::sections::stats().defaults()["max_series_keys"]
+        .as_u64()
+        .expect("stats.max_series_keys is declared an integer") as usize
 }
 
 /// How bridges choose among equal-cost next hops (net/routing.rs).
@@ -695,12 +698,19 @@ impl SimConfig {
 
 impl SimConfig {
     /// The sections declared in [`crate::sections`], checked against their
-    /// declarations (ranges, choices, rules): `[pause]`, `[defaults]`, and
+    /// declarations (ranges, choices, rules): `[pause]`, `[stats]`, `[defaults]`, and
     /// each station's and bridge's parameters, named `nodes.NAME.key` when a
     /// node may set the key itself, else by their section (`bridge.dt_alpha`).
     fn check_sections(&self) -> Result<(), ConfigError> {
         use crate::sections;
         check(&sections::pause(), "pause", "pause", json!(self.pause))?;
+        // per_flow arrives resolved (auto decided by the Python layer).
+        check(
+            &sections::stats(),
+            "stats",
+            "stats",
+            json!({"per_flow": self.per_flow, "max_series_keys": self.max_series_keys}),
+        )?;
         check(
             &sections::defaults(),
             "defaults",

@@ -190,6 +190,8 @@ pub enum Kind {
     Int(Range),
     Bool,
     Choice(&'static [&'static str]),
+    /// A switch, or one of these words (`auto`: decided from the scenario).
+    FlagOr(&'static [&'static str]),
 }
 
 /// One declared parameter.
@@ -299,6 +301,16 @@ impl Table {
         assert!(choices.contains(&default), "{}.{name}: default not a choice", self.name);
         self.push(name, Kind::Choice(choices), json!(default), help)
     }
+    /// A switch or one of `words` (`true`, `false` or `auto`).
+    pub fn flag_or(self, name: &'static str, words: &'static [&'static str], default: impl Into<Value>, help: &'static str) -> Table {
+        let default = default.into();
+        assert!(
+            default.is_boolean() || default.as_str().is_some_and(|d| words.contains(&d)),
+            "{}.{name}: default neither a switch nor one of its words",
+            self.name
+        );
+        self.push(name, Kind::FlagOr(words), default, help)
+    }
     /// A rule over `params`.
     pub fn rule(mut self, params: &'static [&'static str], text: &'static str, holds: fn(&Values) -> bool) -> Table {
         for p in params {
@@ -373,6 +385,14 @@ impl Table {
                     Some(s) if c.contains(&s) => None,
                     _ => Some(format!("one of {}", c.join(", "))),
                 },
+                Kind::FlagOr(w) => match v.as_str() {
+                    Some(s) if w.contains(&s) => None,
+                    _ if v.is_boolean() => None,
+                    _ => Some(format!(
+                        "true, false or {}",
+                        w.iter().map(|w| format!("'{w}'")).collect::<Vec<_>>().join(", ")
+                    )),
+                },
             };
             if let Some(e) = expected {
                 return err(format!("{label}.{k}: {shown} is not allowed; expected {}", e.trim_end()));
@@ -417,6 +437,7 @@ impl Table {
                     Kind::Int(r) => ("int", Some(*r), None),
                     Kind::Bool => ("bool", None, None),
                     Kind::Choice(c) => ("choice", None, Some(c.to_vec())),
+                    Kind::FlagOr(w) => ("flag_or", None, Some(w.to_vec())),
                 };
                 let bound = |b: Option<Bound>| b.map(|b| json!({"value": b.value, "inclusive": b.inclusive}));
                 json!({
@@ -450,6 +471,7 @@ mod tests {
             .int("n", 5, Range::ge(1.0), "n")
             .flag("on", false, "on")
             .choice("mode", &["one", "two"], "one", "mode")
+            .flag_or("auto", &["auto"], "auto", "auto")
             .rule(&["a_bytes", "p"], "p <= a_bytes", |v| v.f("p") <= v.f("a_bytes"))
     }
 
@@ -483,7 +505,15 @@ mod tests {
             e(json!({"mode": "three"})),
             "mine.mode: \"three\" is not allowed; expected one of one, two"
         );
-        assert!(e(json!({"nope": 1})).starts_with("mine.nope: unknown parameter; known: a_bytes, p, n, on, mode"));
+        assert!(e(json!({"nope": 1})).starts_with("mine.nope: unknown parameter; known: a_bytes, p, n, on, mode, auto"));
+        assert_eq!(e(json!({"auto": 1})), "mine.auto: 1 is not allowed; expected true, false or 'auto'");
+        assert_eq!(
+            e(json!({"auto": "yes"})),
+            "mine.auto: \"yes\" is not allowed; expected true, false or 'auto'"
+        );
+        for ok in [json!(true), json!(false), json!("auto")] {
+            assert!(t().check("mine", &m(json!({ "auto": ok }))).is_ok());
+        }
         assert_eq!(
             e(json!({"a_bytes": 0.1, "p": 0.2})),
             "mine.a_bytes / mine.p: 0.1 / 0.2 not allowed; expected p <= a_bytes"

@@ -126,15 +126,38 @@ pub fn station() -> Table {
         .per_node(&["nic_buffer_bytes", "rlq_bytes", "processing_us"])
 }
 
+/// Most keys of a recorded series family (`stats.max_series_keys`).
+pub const MAX_SERIES_KEYS: f64 = 1e6;
+
+/// What a run counts beyond the run-wide, per-link and per-node counters.
+pub fn stats() -> Table {
+    Table::new(
+        "stats",
+        "What a run counts beyond the run-wide, per-link and per-node counters.",
+    )
+    .flag_or(
+        "per_flow",
+        &["auto"],
+        "auto",
+        "true, false or auto: per-flow (source x destination) counters and the flows table; auto: on up to 256 stations, else per source and per destination only (the nodes table's bytes_from_* / bytes_to_* columns)",
+    )
+    .int(
+        "max_series_keys",
+        1024,
+        Range::ge(0.0).le(MAX_SERIES_KEYS),
+        "a per-destination, per-link or per-port series family is recorded only when it has at most this many keys (and so is the default of trace.ports)",
+    )
+}
+
 /// Every section's table, in the order of the docs.
 pub fn tables() -> Vec<Table> {
-    vec![defaults(), bridge(), station(), pause()]
+    vec![defaults(), bridge(), station(), pause(), stats()]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Map;
+    use serde_json::{json, Map};
 
     #[test]
     fn every_section_passes_its_own_defaults() {
@@ -159,5 +182,7 @@ mod tests {
             )
         );
         assert_eq!(defaults().defaults()["frame_bytes"], 1500);
+        let c = crate::config::SimConfig::new(1, vec![], vec![], vec![], vec![]);
+        assert_eq!(json!(c.max_series_keys), stats().defaults()["max_series_keys"]);
     }
 }

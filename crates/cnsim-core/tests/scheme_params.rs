@@ -108,6 +108,11 @@ fn values(kind: &Kind) -> Vec<Value> {
         Kind::Int(r) => edges(r, true),
         Kind::Bool => vec![json!(true), json!(false), json!(1)],
         Kind::Choice(c) => c.iter().map(|s| json!(s)).chain([json!("nosuch"), json!(3)]).collect(),
+        Kind::FlagOr(w) => w
+            .iter()
+            .map(|s| json!(s))
+            .chain([json!(true), json!(false), json!("nosuch"), json!(1)])
+            .collect(),
     }
 }
 

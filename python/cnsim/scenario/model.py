@@ -2,7 +2,7 @@
 the name), type, default, allowed range and help. Scenario validation,
 `cnsim show`'s comments and the tables of docs/scenario-format.md
 (`cnsim.docs`) are derived from these declarations. The sections the engine
-declares (`[defaults]`, `[bridge]`, `[station]`, `[pause]`, a node's own
+declares (`[defaults]`, `[bridge]`, `[station]`, `[pause]`, `[stats]`, a node's own
 station / bridge keys, and the schemes' tables) are built from its
 declarations (`cnsim.declared`); the others are still declared here as
 pydantic fields. Rules that tie parameters together are the engine's
@@ -306,22 +306,8 @@ class Trace(_Model):
     )
 
 
-class Stats(_Model):
-    """What a run counts beyond the run-wide, per-link and per-node counters."""
-
-    per_flow: bool | Literal["auto"] = Field(
-        "auto",
-        description="true, false or auto: per-flow (source x destination) counters and the flows table; auto: on up to "
-        "256 stations, else per source and per destination only (the nodes table's bytes_from_* / "
-        "bytes_to_* columns)",
-    )
-    max_series_keys: int = Field(
-        1024,
-        ge=0,
-        le=1_000_000,
-        description="a per-destination, per-link or per-port series family is recorded only when it has "
-        "at most this many keys (and so is the default of trace.ports)",
-    )
+#: `[stats]`: declared in the engine (crates/cnsim-core/src/sections.rs).
+Stats = declared.model(declared.section("stats"), _Model, "Stats")
 
 
 #: Stations up to which per-flow counters are on by default.
