@@ -305,7 +305,7 @@ def test_a_second_ctrl_c_exits_at_once(tmp_path):
         ),
         (
             ["run", "baseline", "--scheme", "qcn", "--set", "qcn.timer_ms=1e-12"],
-            "error: qcn.timer_ms: 1e-12 not allowed; expected timer_ms = 0 (no timer)",
+            "error: --set qcn.timer_ms: 1e-12 not allowed; expected timer_ms = 0 (no timer)",
         ),
         (
             ["run", "baseline", "--set", "nodes.S1.load=true"],

@@ -226,6 +226,6 @@ def test_a_timely_floor_above_the_line_rate_exits_2_naming_it(value: str, tmp_pa
     )
     assert p.returncode == 2, p.stderr
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: timely.min_rate_mbps: "), p.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: --set timely.min_rate_mbps: "), p.stderr
     assert "line rate" in lines[0] and "Traceback" not in p.stderr
     assert not (tmp_path / "r").exists()

@@ -32,6 +32,10 @@ def field(p: dict[str, Any], optional: str | None = None) -> tuple[Any, Any]:
             bounds[closed if b["inclusive"] else open_] = b["value"]
     if optional is not None:
         return typ | None, Field(None, description=f"{p['help']} (none: {optional})", **bounds)
+    if p.get("required"):
+        return typ, Field(..., description=p["help"], **bounds)
+    if p.get("unset"):  # may be left unset; its help says what applies then
+        return typ | None, Field(None, description=p["help"], **bounds)
     return typ, Field(p["default"], description=p["help"], **bounds)
 
 

@@ -203,6 +203,8 @@ def parameter_tables() -> str:
         m.StationDefaults: "station",
         m.Pause: "pause",
         m.Stats: "stats",
+        m.Measure: "measure",
+        m.Window: "windows",
     }
     for title, model in sections:
         out += [f"### {title}", "", _doc(model), "", model_table(model)]

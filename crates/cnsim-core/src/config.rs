@@ -3,8 +3,8 @@
 //! picoseconds, bit/s, bytes). Unknown fields are rejected so that a typo in
 //! the resolver cannot silently fall back to a default.
 
-use crate::engine::{Time, PS_PER_S, PS_PER_US};
-use crate::params::Table;
+use crate::engine::{Time, PS_PER_MS, PS_PER_S, PS_PER_US};
+use crate::params::{num, Table};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
@@ -585,11 +585,25 @@ impl SimConfig {
         if self.windows.is_empty() {
             return err("measure: at least the measure window is required");
         }
-        for w in &self.windows {
-            if w.end_ps <= w.start_ps || w.end_ps > self.duration_ps {
+        // Each window against its declaration (`sections::measure`,
+        // `sections::window`: ranges, start_ms < end_ms), then inside the run.
+        let ms = |ps: Time| ps as f64 / PS_PER_MS as f64;
+        for (i, w) in self.windows.iter().enumerate() {
+            let (table, label) = if i == 0 {
+                (crate::sections::measure(), "measure".to_string())
+            } else {
+                (crate::sections::window(), format!("windows.{}", w.name))
+            };
+            let Value::Object(values) = json!({"start_ms": ms(w.start_ps), "end_ms": ms(w.end_ps)}) else {
+                unreachable!()
+            };
+            table.check(&label, &values)?;
+            if w.end_ps > self.duration_ps {
+                // A window past the end may be the run's length at fault: name both.
                 return err(format!(
-                    "windows.{}: [{} ps, {} ps) must be non-empty and inside the run (0, {} ps]",
-                    w.name, w.start_ps, w.end_ps, self.duration_ps
+                    "{label}.end_ms / duration_ms: {} / {} not allowed; expected a window inside the run (end_ms <= duration_ms)",
+                    num(ms(w.end_ps)),
+                    num(ms(self.duration_ps))
                 ));
             }
         }

@@ -205,6 +205,10 @@ pub struct Param {
     /// Set by the scheme's name (`qcn3pt` sets `three_point`), not by the
     /// user: absent from the user's table.
     pub fixed: bool,
+    /// Must be given (its default is null).
+    pub required: bool,
+    /// May be left unset (null, its default): what applies then.
+    pub unset: Option<&'static str>,
 }
 
 /// The values of a table, as a rule reads them.
@@ -214,6 +218,10 @@ impl Values<'_> {
     /// A number (0 when absent, which a checked table never is).
     pub fn f(&self, name: &str) -> f64 {
         self.0.get(name).and_then(Value::as_f64).unwrap_or(0.0)
+    }
+    /// A number, None when unset.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.0.get(name).and_then(Value::as_f64)
     }
 }
 
@@ -264,7 +272,33 @@ impl Table {
             default,
             help,
             fixed: false,
+            required: false,
+            unset: None,
         });
+        self
+    }
+
+    fn last(&mut self, name: &str) -> &mut Param {
+        let table = self.name;
+        self.params
+            .iter_mut()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("{table}.{name} undeclared"))
+    }
+
+    /// `name` has no default: it must be given.
+    pub fn required(mut self, name: &str) -> Table {
+        let p = self.last(name);
+        p.required = true;
+        p.default = Value::Null;
+        self
+    }
+
+    /// `name` may be left unset (its default); `meaning`: what applies then.
+    pub fn optional(mut self, name: &str, meaning: &'static str) -> Table {
+        let p = self.last(name);
+        p.unset = Some(meaning);
+        p.default = Value::Null;
         self
     }
 
@@ -371,6 +405,10 @@ impl Table {
                 return err(format!("{label}.{k}: unknown parameter; known: {}", known.join(", ")));
             };
             let shown = shown(v);
+            if v.is_null() && p.unset.is_some() {
+                values.insert(k.clone(), Value::Null);
+                continue;
+            }
             let expected = match &p.kind {
                 Kind::Float(r) => match v.as_f64() {
                     Some(x) if r.contains(x) => None,
@@ -398,6 +436,9 @@ impl Table {
                 return err(format!("{label}.{k}: {shown} is not allowed; expected {}", e.trim_end()));
             }
             values.insert(k.clone(), v.clone());
+        }
+        if let Some(p) = self.params.iter().find(|p| p.required && values[p.name].is_null()) {
+            return err(format!("{label}.{}: required parameter is missing", p.name));
         }
         for r in &self.rules {
             if !(r.holds)(&Values(&values)) {
@@ -452,6 +493,8 @@ impl Table {
                     "choices": choices,
                     "help": p.help,
                     "fixed": p.fixed,
+                    "required": p.required,
+                    "unset": p.unset,
                 })
             })
             .collect();
@@ -518,6 +561,30 @@ mod tests {
             e(json!({"a_bytes": 0.1, "p": 0.2})),
             "mine.a_bytes / mine.p: 0.1 / 0.2 not allowed; expected p <= a_bytes"
         );
+    }
+
+    #[test]
+    fn required_and_unset_parameters() {
+        let t = Table::new("w", "test")
+            .float("start_ms", 0.0, Range::ge(0.0), "start")
+            .required("start_ms")
+            .float("end_ms", 0.0, Range::gt(0.0), "end")
+            .optional("end_ms", "the run end")
+            .rule(&["start_ms", "end_ms"], "start_ms < end_ms", |v| {
+                v.get("end_ms").is_none_or(|e| v.f("start_ms") < e)
+            });
+        let e = |given| t.check("w", &m(given)).map_err(|e| e.line());
+        assert_eq!(e(json!({})).unwrap_err(), "w.start_ms: required parameter is missing");
+        assert_eq!(e(json!({"start_ms": 1.0})).unwrap()["end_ms"], Value::Null);
+        assert_eq!(e(json!({"start_ms": 1.0, "end_ms": null})).unwrap()["end_ms"], Value::Null);
+        assert!(e(json!({"start_ms": null}))
+            .unwrap_err()
+            .starts_with("w.start_ms: null is not allowed"));
+        assert_eq!(
+            e(json!({"start_ms": 2.0, "end_ms": 1.0})).unwrap_err(),
+            "w.start_ms / w.end_ms: 2 / 1 not allowed; expected start_ms < end_ms"
+        );
+        assert_eq!(t.to_json()["params"][1]["unset"], "the run end");
     }
 
     #[test]

@@ -149,20 +149,56 @@ pub fn stats() -> Table {
     )
 }
 
+/// The measurement window (`windows[0]` of the engine config).
+pub fn measure() -> Table {
+    Table::new(
+        "measure",
+        "The measurement window: throughput, time paused and overhead of the summary are averaged over it.",
+    )
+    .float("start_ms", 0.0, Range::ge(0.0), "window start (ms)")
+    .float("end_ms", 0.0, Range::gt(0.0), "window end (ms; none: the run end)")
+    .optional("end_ms", "the run end")
+    .rule(&["start_ms", "end_ms"], "start_ms < end_ms", |v| {
+        v.get("end_ms").is_none_or(|e| v.f("start_ms") < e)
+    })
+}
+
+/// A named measurement window (`[windows.NAME]`).
+pub fn window() -> Table {
+    Table::new(
+        "windows",
+        "Extra named measurement windows. Flows and links report their throughput over every window (`throughput_gbps_NAME` in `flows.parquet` / `links.parquet`). The name `measure` is reserved.",
+    )
+    .float("start_ms", 0.0, Range::ge(0.0), "window start (ms)")
+    .required("start_ms")
+    .float("end_ms", 0.0, Range::gt(0.0), "window end (ms)")
+    .required("end_ms")
+    .rule(&["start_ms", "end_ms"], "start_ms < end_ms", |v| v.f("start_ms") < v.f("end_ms"))
+}
+
 /// Every section's table, in the order of the docs.
 pub fn tables() -> Vec<Table> {
-    vec![defaults(), bridge(), station(), pause(), stats()]
+    vec![measure(), window(), defaults(), bridge(), station(), pause(), stats()]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{json, Map};
+    use serde_json::{json, Map, Value};
 
     #[test]
     fn every_section_passes_its_own_defaults() {
         for t in tables() {
-            t.check(t.name, &Map::new()).unwrap_or_else(|e| panic!("{}: {e}", t.name));
+            // Required parameters given 1, 2, ... (times in order: the only
+            // ones required).
+            let given: Map<String, Value> = t
+                .params
+                .iter()
+                .filter(|p| p.required)
+                .enumerate()
+                .map(|(i, p)| (p.name.to_string(), json!(i + 1)))
+                .collect();
+            t.check(t.name, &given).unwrap_or_else(|e| panic!("{}: {e}", t.name));
             for k in t.per_node {
                 assert!(t.get(k).is_some(), "{}: per_node {k} undeclared", t.name);
             }

@@ -2,7 +2,7 @@
 the name), type, default, allowed range and help. Scenario validation,
 `cnsim show`'s comments and the tables of docs/scenario-format.md
 (`cnsim.docs`) are derived from these declarations. The sections the engine
-declares (`[defaults]`, `[bridge]`, `[station]`, `[pause]`, `[stats]`, a node's own
+declares (`[measure]`, `[windows.NAME]`, `[defaults]`, `[bridge]`, `[station]`, `[pause]`, `[stats]`, a node's own
 station / bridge keys, and the schemes' tables) are built from its
 declarations (`cnsim.declared`); the others are still declared here as
 pydantic fields. Rules that tie parameters together are the engine's
@@ -57,21 +57,11 @@ class _Model(BaseModel):
         return refuse_bool_as_number(cls, v, info)
 
 
-class Measure(_Model):
-    """The measurement window: throughput, time paused and overhead of the
-    summary are averaged over it."""
-
-    start_ms: float = Field(0.0, ge=0, le=MAX_MS, description="window start (ms)")
-    end_ms: float | None = Field(None, gt=0, le=MAX_MS, description="window end (ms; none: the run end)")
-
-
-class Window(_Model):
-    """Extra named measurement windows. Flows and links report their
-    throughput over every window (`throughput_gbps_NAME` in `flows.parquet` /
-    `links.parquet`). The name `measure` is reserved."""
-
-    start_ms: float = Field(..., ge=0, le=MAX_MS, description="window start (ms)")
-    end_ms: float = Field(..., gt=0, le=MAX_MS, description="window end (ms)")
+#: `[measure]` and `[windows.NAME]`: declared in the engine
+#: (crates/cnsim-core/src/sections.rs), which also checks that a window lies
+#: inside the run.
+Measure = declared.model(declared.section("measure"), _Model, "Measure")
+Window = declared.model(declared.section("windows"), _Model, "Window")
 
 
 class Fairness(_Model):
