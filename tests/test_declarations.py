@@ -19,6 +19,7 @@ from pathlib import Path
 import cnsim
 import pytest
 from cnsim.declarations import declarations
+from cnsim.scenario import analysis
 from cnsim.scenario import model as M
 from pydantic_core import PydanticUndefined
 
@@ -26,6 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: Declared by the engine: table name -> its declaration.
 ENGINE = {t["name"]: t for t in [*declarations()["sections"], *declarations()["tables"]]}
+#: Declared in Python alone, in the engine's format (cnsim.scenario.analysis):
+#: sections only the metrics read, never the engine.
+ANALYSIS = analysis.SECTIONS
 #: A node's keys the engine declares (its station's / bridge's per_node keys).
 NODE_KEYS = {k for s in ("station", "bridge") for k in ENGINE[s]["per_node"]}
 
@@ -33,7 +37,6 @@ NODE_KEYS = {k for s in ("station", "bridge") for k in ENGINE[s]["per_node"]}
 #: again by the engine's config.rs: what remains of issue 26.
 STILL_IN_PYTHON = {
     "",  # the top-level keys (duration_ms, bin_us, seeds, ...)
-    "fairness",
     "utilization",
     "hotspot",
     "trace",
@@ -90,6 +93,9 @@ def test_every_shown_parameter_is_declared_once(name: str) -> None:
             )
             assert key in {p["name"] for p in decl["params"]}, (section, key)
             engine_declared.add((section, key))
+        elif section in ANALYSIS:
+            assert key in {p["name"] for p in ANALYSIS[section]["params"]}, (section, key)
+            engine_declared.add((section, key))
         else:
             assert section in STILL_IN_PYTHON, f"{section}.{key}: declared nowhere known"
     # No Python class declares an engine-declared key again.
@@ -101,6 +107,7 @@ def test_every_shown_parameter_is_declared_once(name: str) -> None:
         "stats": "Stats",
         "measure": "Measure",
         "windows": "Window",
+        "fairness": "Fairness",
     }
     for section, key in engine_declared:
         cls = "_NodeFields" if section == "nodes" else models.get(section, "")
@@ -117,8 +124,9 @@ def test_generated_models_are_the_declarations() -> None:
         ("stats", M.Stats),
         ("measure", M.Measure),
         ("windows", M.Window),
+        ("fairness", M.Fairness),
     ]:
-        decl = ENGINE[section]
+        decl = ENGINE.get(section) or ANALYSIS[section]
         assert list(cls.model_fields) == [p["name"] for p in decl["params"]]
         for p in decl["params"]:
             f = cls.model_fields[p["name"]]
@@ -129,7 +137,7 @@ def test_generated_models_are_the_declarations() -> None:
 
 def test_python_sections_left_are_the_listed_ones() -> None:
     top = set(M.ScenarioModel.model_fields)
-    engine_sections = {t["name"] for t in declarations()["sections"]}
+    engine_sections = {t["name"] for t in declarations()["sections"]} | set(ANALYSIS)
     schemes = {t["name"] for t in declarations()["tables"]} | {"nocm"}
     left = {k for k in top if k not in engine_sections | schemes} - {
         "name",
@@ -142,6 +150,7 @@ def test_python_sections_left_are_the_listed_ones() -> None:
         "routing",
     }
     assert left | {""} == STILL_IN_PYTHON
+    assert not set(ANALYSIS) & {t["name"] for t in declarations()["sections"]}, "declared twice"
 
 
 def test_engine_rule_errors_after_set_name_the_set_key() -> None:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, create_model
 
 from .declarations import declarations
 
-_TYPES: dict[str, Any] = {"float": float, "int": int, "bool": bool}
+_TYPES: dict[str, Any] = {"float": float, "int": int, "bool": bool, "str": str}
 
 
 def field(p: dict[str, Any], optional: str | None = None) -> tuple[Any, Any]:

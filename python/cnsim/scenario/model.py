@@ -28,6 +28,7 @@ from .. import declared
 from ..schemes import TABLES
 from ..values import refuse_bool_as_number
 from ..workloads import DEFAULT_MAX_FLOWS, ENGINE_MAX_FLOWS
+from . import analysis
 
 PS_PER_US = 1_000_000
 PS_PER_MS = 1_000_000_000
@@ -64,13 +65,9 @@ Measure = declared.model(declared.section("measure"), _Model, "Measure")
 Window = declared.model(declared.section("windows"), _Model, "Window")
 
 
-class Fairness(_Model):
-    """The fairness metrics of metrics.md over the flows of loaded stations (over
-    the loaded stations themselves when the run keeps no per-flow counters):
-    `dev_max`, `dev_min`, `dev_mean`, `dev_rms`, `jain`."""
-
-    window: str = Field("fairness", description="the named window fairness is measured over")
-    target_gbps: float = Field(..., gt=0, le=MAX_GBPS, description="fair-share target rate T (Gbit/s)")
+#: `[fairness]`: read by Python alone, declared in `analysis` (the
+#: engine's format).
+Fairness = declared.model(analysis.SECTIONS["fairness"], _Model, "Fairness")
 
 
 class Utilization(_Model):
