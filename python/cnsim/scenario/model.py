@@ -65,17 +65,12 @@ Measure = declared.model(declared.section("measure"), _Model, "Measure")
 Window = declared.model(declared.section("windows"), _Model, "Window")
 
 
-#: `[fairness]`: read by Python alone, declared in `analysis` (the
-#: engine's format).
+#: `[fairness]` and `[utilization]`: read by Python alone, declared in
+#: `analysis` (the engine's format).
 Fairness = declared.model(analysis.SECTIONS["fairness"], _Model, "Fairness")
 
 
-class Utilization(_Model):
-    """`link_utilization` = throughput of one link direction over a named
-    window / the link's rate."""
-
-    link: str = Field(..., description="link direction FROM->TO whose utilisation is reported")
-    window: str = Field("utilization", description="the named window it is measured over")
+Utilization = declared.model(analysis.SECTIONS["utilization"], _Model, "Utilization")
 
 
 BufferMode = Literal["per_output", "per_input", "shared", "dynamic", "infinite"]
@@ -301,61 +296,11 @@ Stats = declared.model(declared.section("stats"), _Model, "Stats")
 PER_FLOW_AUTO_STATIONS = 256
 
 
-class Stability(_Model):
-    """Time to stability (metrics.md). Reported per seed:
-    `congestion_onset_ms` (the queue first reaches the threshold),
-    `time_to_stability_ms` (it first falls back below it; null when it never
-    does) and `time_to_stability_since_onset_ms`, at the resolution of
-    `bin_us`."""
-
-    port: str = Field(..., description="the CP port FROM->TO whose queue is watched")
-    factor: float = Field(
-        2.0, gt=0, description="threshold = factor x the scheme's Qeq (BCN's default Qeq for nocm)"
-    )
-
-
-class Innocent(_Model):
-    """Innocent-flow throughput: flows to `sink` against their offered load.
-    Reported: `innocent_throughput` (Gbit/s over the measure window),
-    `innocent_offered` (Gbit/s) and `innocent_share`."""
-
-    sink: str = Field(..., description="the station the innocent flows go to")
-
-
-class Transient(_Model):
-    """Transient duration by initial data deletion (metrics.md, Jain 1991).
-    Reported across seeds (`aggregates` in summary.json): `transient_ms` (the
-    knee of the seeds' mean curve), `transient_rtts`, beside it the knee of
-    each seed's own curve (`transient_rep_median_ms`, `transient_rep_q1_ms`,
-    `transient_rep_q3_ms`, `transient_rep_min_ms`, `transient_rep_max_ms`),
-    `settling_ms`, `settling_rtts`, `transient_rtt_ms`; the
-    rc(l) curve is saved as `transient.parquet` and plotted with the knee and
-    the settling time marked (`transient.png`)."""
-
-    onset_ms: float = Field(
-        ..., ge=0, le=MAX_MS, description="congestion onset: the aggregate-throughput series starts here"
-    )
-    end_ms: float | None = Field(
-        None, gt=0, le=MAX_MS, description="end of the analysed series (none: the run end)"
-    )
-    bin_ms: float = Field(1.0, gt=0, le=MAX_MS, description="bin width of the analysed series")
-    epsilon: float = Field(
-        0.01,
-        gt=0,
-        description="knee rule: the transient ends at the smallest l with |rc(l') - rc(l)| <= epsilon "
-        "for all l' up to n/2",
-    )
-    rtt_ms: float = Field(..., gt=0, le=MAX_MS, description="the RTT the transient is also expressed in")
-    settle_band: float = Field(
-        0.05,
-        gt=0,
-        lt=1,
-        description="settling time: the band around the steady mean (the mean of the series' second "
-        "half), as a fraction of it",
-    )
-    settle_smooth_ms: float = Field(
-        10.0, gt=0, le=MAX_MS, description="settling time: width of the centred moving average applied first"
-    )
+#: `[stability]`, `[innocent]`, `[transient]`: read by Python alone,
+#: declared in `analysis` (the engine's format).
+Stability = declared.model(analysis.SECTIONS["stability"], _Model, "Stability")
+Innocent = declared.model(analysis.SECTIONS["innocent"], _Model, "Innocent")
+Transient = declared.model(analysis.SECTIONS["transient"], _Model, "Transient")
 
 
 class Workload(_Model):
