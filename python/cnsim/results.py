@@ -5,7 +5,6 @@ layout of docs/results.md, which `read_results` (`cnsim.open_results`) reads bac
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import warnings
@@ -26,15 +25,13 @@ from .metrics import (
     summarize,
 )
 from .outdir import atomic_write
+from .runid import RUN_SEEDS, RUN_SHA256, sha256
 from .scenario import Scenario
 from .tables import Table, write_parquet
 
 #: Engine fields that depend on the machine, not on (scenario, seed).
 WALL_CLOCK_FIELDS = ("wall_s", "events_per_s", "frames_delivered_per_s", "sim_speed")
 
-#: Keys of the run identity in every Parquet file's footer (Results.identity).
-RUN_SHA256 = "cnsim.scenario_sha256"
-RUN_SEEDS = "cnsim.seeds"
 #: The engine's wall time per seed (the one file that differs between two runs).
 TIMING_JSON = "timing.json"
 
@@ -800,8 +797,7 @@ def read_results(path: str | Path) -> Results:
     return res
 
 
-def _sha256(text: str | bytes) -> str:
-    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
+_sha256 = sha256
 
 
 def _clean(x: Any) -> Any:
