@@ -5,7 +5,6 @@ layout of docs/results.md, which `read_results` (`cnsim.open_results`) reads bac
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import warnings
@@ -26,20 +25,45 @@ from .metrics import (
     summarize,
 )
 from .outdir import atomic_write
+from .runid import RUN_SEEDS, RUN_SHA256, sha256
 from .scenario import Scenario
 from .tables import Table, write_parquet
 
 #: Engine fields that depend on the machine, not on (scenario, seed).
 WALL_CLOCK_FIELDS = ("wall_s", "events_per_s", "frames_delivered_per_s", "sim_speed")
 
-#: Keys of the run identity in every Parquet file's footer (Results.identity).
-RUN_SHA256 = "cnsim.scenario_sha256"
-RUN_SEEDS = "cnsim.seeds"
 #: The engine's wall time per seed (the one file that differs between two runs).
 TIMING_JSON = "timing.json"
 
 #: Tables a Results has, by name (`Results.to_polars(name)`).
 TABLES = ("summary", "flows", "pairs", "links", "nodes", "windows", "queues", "timeseries")
+
+
+class _Background:
+    """`fn(*args)` in a thread started now; `result()` waits for it and
+    raises what it raised. For engine calls that release the GIL."""
+
+    def __init__(self, fn: Any, *args: Any) -> None:
+        import threading
+
+        self._box: dict[str, Any] = {}
+        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Any, args: tuple[Any, ...]) -> None:
+        try:
+            self._box["value"] = fn(*args)
+        except BaseException as e:  # noqa: BLE001 - handed to result()
+            self._box["error"] = e
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def result(self) -> Any:
+        self._thread.join()
+        if "error" in self._box:
+            raise self._box["error"]
+        return self._box.get("value")
 
 
 def trace_identity(scenario: Scenario) -> tuple[tuple[str, str], ...]:
@@ -463,6 +487,8 @@ class Results:
     def write(self, out: str | Path, *, report: bool = True) -> Path:
         """Writes the results files into the existing, empty directory `out`
         (no checks, not atomic: `save` is)."""
+        from . import _core
+
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         toml = self.scenario.to_toml()
@@ -473,21 +499,26 @@ class Results:
         def parquet(name: str, parts: list[tuple[int, Table]]) -> None:
             write_parquet(out / name, [t for _, t in parts], seed_column=[s for s, _ in parts], metadata=meta)
 
-        parquet("flows.parquet", self._flows())
-        if self.transport:
-            parquet("pairs.parquet", self._pairs())
-        parquet("queues.parquet", self._queues())
-        parquet("links.parquet", self._links())
-        parquet("nodes.parquet", self._nodes())
-        parquet("windows.parquet", self._windows())
-        from . import _core
-
-        _core.write_timeseries(
+        # The time series are the largest file: the engine encodes them with the GIL
+        # released, in a thread, while this one writes the others.
+        series = _Background(
+            _core.write_timeseries,
             str(out / "timeseries.parquet"),
             [(r.seed, r.bin_ps, *r.series_buffer()) for r in self.runs],
             meta,
         )
-        write_parquet(out / "runs.parquet", [_runs_table(self.runs)], metadata=meta)
+        try:
+            parquet("flows.parquet", self._flows())
+            if self.transport:
+                parquet("pairs.parquet", self._pairs())
+            parquet("queues.parquet", self._queues())
+            parquet("links.parquet", self._links())
+            parquet("nodes.parquet", self._nodes())
+            parquet("windows.parquet", self._windows())
+            write_parquet(out / "runs.parquet", [_runs_table(self.runs)], metadata=meta)
+        finally:
+            series.wait()  # never a writer left behind in a directory about to be removed
+        series.result()
         # Wall-clock figures depend on the machine: beside the Parquet files, which
         # depend only on (scenario, seeds) and are byte-identical across runs.
         timing = {
@@ -766,8 +797,7 @@ def read_results(path: str | Path) -> Results:
     return res
 
 
-def _sha256(text: str | bytes) -> str:
-    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
+_sha256 = sha256
 
 
 def _clean(x: Any) -> Any:

@@ -204,7 +204,7 @@ def check_identity(root: Path, ident: dict[str, str]) -> None:
     SHA-256 and seeds), naming the file: the check every other file of the
     directory gets when it is read (cnsim.results)."""
     from .errors import ScenarioError
-    from .results import RUN_SEEDS, RUN_SHA256
+    from .runid import RUN_SEEDS, RUN_SHA256
 
     events = Path(root) / EVENTS_FILE
     if events.is_file():
