@@ -11,9 +11,16 @@ accepted flow scenario is run by the engine to its end (a hang of more than
 exception, a multi-line message, a panic or an abort is a failure.
 
 Run by tests/test_fuzz.py within a budget on every CI run; for a long
-campaign (issue 28: 4 x 25,000 = 100,000 inputs, about 3 hours on 2 cores):
+campaign (issue 28), one property at a time:
 
-    python tests/fuzz.py --examples 25000      # per property; prints the counts
+    python tests/fuzz.py --only flows --examples 100000 --escapes esc.json
+    python tests/fuzz.py --only scenarios --examples 25000   # and sets, toml
+
+The campaign of 2026-11-26 (main at 7b0a83f): 100,000 flow scenarios
+(53,963 accepted and run to their end, frames conserved), 25,000 scenario
+files (4,343 accepted), 25,000 `--set` strings and 25,000 damaged TOML
+files, 0 escapes; the flows took 22 CPU minutes (49 minutes of wall time on
+a machine shared with other work), the other three 4.4 CPU minutes.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ pub mod results;
 pub mod rl;
 pub mod routing;
 pub mod sim;
+mod sim_rl;
+mod sim_transport;
 pub mod station;
 pub mod topology;
 pub mod transport;

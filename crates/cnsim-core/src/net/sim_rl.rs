@@ -1,0 +1,649 @@
+//! The simulator's side of the rate limiters (net/rl.rs): creating and
+//! releasing RLs, pacing their frames onto the station's link, their
+//! timers and wake-ups. Kept apart from rl.rs, which holds the RL itself,
+//! so that the RL sits below the simulator and the simulator above it.
+
+use super::port::PortId;
+use super::rl::*;
+use super::sim::{NetSim, EV_RL_TIMER, EV_WAKE};
+use crate::config::RlScope;
+use crate::engine::Time;
+use crate::frame::{Frame, NO_FLOW, NO_NODE};
+use crate::scheme::{RlCore, Scheme, NO_CPID};
+use crate::stats::QueueTrace;
+use crate::trace::{Kind, Reason, RlKey, RlView, Site, Tracer};
+
+impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
+    #[inline]
+    fn rl(&mut self, id: u32) -> &mut RateLimiter<S::Rl, S::Ext> {
+        self.rls[id as usize].as_mut().expect("live RL ids point at RLs")
+    }
+
+    /// Queues a generated frame in RL `id`, or drops it (an RP drop) when the
+    /// RLQ is full. Returns whether it was queued.
+    pub(crate) fn rl_enqueue(&mut self, id: u32, frame: Frame<S::Ext>) -> bool {
+        let now = self.now;
+        let rl = self.rls[id as usize].as_mut().expect("live");
+        let s = rl.station as usize;
+        if rl.bytes + frame.len as u64 > self.net.stations[s].rlq_bytes {
+            if T::ON {
+                let site = station_site!(self, s);
+                self.tracer
+                    .frame(&self.scheme, site, Kind::Drop, Reason::RlqFull, &frame, Some(rl.bytes));
+            }
+            self.net.stations[s].dropped_rl += 1;
+            self.stats.count(now, crate::stats::DROPPED_RL);
+            return false;
+        }
+        rl.bytes += frame.len as u64;
+        if T::ON {
+            let site = station_site!(self, s);
+            self.tracer
+                .frame(&self.scheme, site, Kind::Enqueue, Reason::Rlq, &frame, Some(rl.bytes));
+        }
+        rl.queue.push_back(frame);
+        let (tr, bytes) = (rl.trace, rl.bytes);
+        self.rps[s].queued += 1;
+        self.trace_rl_bytes(tr, bytes);
+        true
+    }
+
+    /// Picks the next data frame of station `s` round-robin over the NIC FIFO
+    /// and the RLs whose head may leave now; schedules a wake-up for the
+    /// earliest RL that may leave later.
+    pub(crate) fn station_next_data(&mut self, s: usize, port: PortId) -> Option<Frame<S::Ext>> {
+        let mut earliest = Time::MAX;
+        let fifo_empty = self.net.ports[port as usize].data.is_empty();
+        let order = self.rps[s].live.order(self.rps[s].rr);
+        for (i, &(mut lo, hi)) in order.iter().enumerate() {
+            if i == 1 {
+                if let Some(f) = self.net.ports[port as usize].data.pop_front() {
+                    self.rps[s].rr = RrPos::From(0);
+                    if self.rps[s].in_order {
+                        // One of the frames an RL of its flow waits for has left.
+                        if let Some(id) = self.rps[s].by_key.get(f.dst) {
+                            let rl = self.rl(id);
+                            rl.ahead = rl.ahead.saturating_sub(1);
+                        }
+                    }
+                    return Some(f);
+                }
+            }
+            while let Some((q, id)) = self.rps[s].live.next_ready(lo, hi) {
+                lo = q + 1;
+                match self.rl_next_data(s, q, id, port, fifo_empty) {
+                    Pick::Frame(f) => return Some(f),
+                    Pick::At(t) => earliest = earliest.min(t),
+                    Pick::Nothing => {}
+                }
+            }
+        }
+        if earliest != Time::MAX {
+            self.wake_port_at(port, earliest);
+        }
+        None
+    }
+
+    /// RL `id` (ring number `q`) of station `s` offers its next frame.
+    fn rl_next_data(&mut self, s: usize, q: u64, id: u32, port: PortId, fifo_empty: bool) -> Pick<S::Ext> {
+        let now = self.now;
+        if self.rls[id as usize].as_ref().expect("live").flow != NO_FLOW {
+            return match self.flow_frame(s, id, port) {
+                FlowPick::Frame(f) => {
+                    self.rps[s].rr = self.rps[s].live.after(q);
+                    Pick::Frame(f)
+                }
+                FlowPick::At(t) => Pick::At(t),
+                FlowPick::Nothing => {
+                    // Every frame sent or the window full: only an acknowledgement,
+                    // a timeout or its scheme (`after_rate_change`) changes that.
+                    self.rps[s].live.park(q);
+                    Pick::Nothing
+                }
+            };
+        }
+        let rp = &mut self.rps[s];
+        let rl = self.rls[id as usize].as_mut().expect("live");
+        if rl.queue.is_empty() || (rl.ahead > 0 && !fifo_empty) {
+            // Empty, or (in order) its flow's older frames are still in the
+            // NIC FIFO, which this round serves.
+            return Pick::Nothing;
+        }
+        let at = rl.next_release.max(rl.core.stopped_until);
+        if at > now {
+            return Pick::At(at);
+        }
+        let windowed = rl.core.window_bytes != u64::MAX;
+        if windowed && rl.core.inflight_bytes + rl.queue[0].len as u64 > rl.core.window_bytes {
+            return Pick::Nothing; // the window is full: its acknowledgements will wake the port
+        }
+        let mut f = rl.queue.pop_front().expect("non-empty");
+        rp.queued -= 1;
+        rl.bytes -= f.len as u64;
+        f.cpid = rl.tag;
+        if windowed {
+            rl.core.inflight_bytes += f.len as u64;
+        }
+        rl.last_release = now;
+        rl.last_len = f.len;
+        let rate_before = rl.core.rate_bps;
+        let timer = self.scheme.rp_on_send(&mut rl.core, &mut rl.state, &mut f, now, &mut rp.rng);
+        rl.next_release = now + pace_ps(f.len, rl.core.rate_bps);
+        let rate_changed = rl.core.rate_bps != rate_before;
+        rp.rr = rp.live.after(q);
+        let (tr, bytes, rate) = (rl.trace, rl.bytes, rl.core.rate_bps);
+        // The frame now occupies the NIC like any frame being sent.
+        self.net.ports[port as usize].data_bytes += f.len as u64;
+        self.trace_rl_bytes(tr, bytes);
+        self.set_rl_timer(id, timer);
+        if rate_changed {
+            self.trace_rl_rate(tr, rate);
+        }
+        if T::ON {
+            self.trace_rl(id, Reason::None);
+        }
+        self.maybe_release(id);
+        Pick::Frame(f)
+    }
+
+    pub(crate) fn wake_port_at(&mut self, port: PortId, at: Time) {
+        let p = &mut self.net.ports[port as usize];
+        if p.wake_at <= self.now || at < p.wake_at {
+            p.wake_at = at;
+            self.q.push(at, EV_WAKE, port);
+        }
+    }
+
+    /// A notification reached station `s` (after its processing time).
+    pub(crate) fn rp_receive(&mut self, s: usize, note: &Frame<S::Ext>) {
+        let cpid = note.cpid;
+        let slows = self.scheme.slows(&note.ext);
+        let now = self.now;
+        self.rps[s].notifications += 1;
+        let id = if note.flow != NO_FLOW {
+            // About a transport flow: its own RL, while its sender runs.
+            match self.tp.flows[note.flow as usize].rl {
+                NO_RL => return,
+                id => id,
+            }
+        } else {
+            match self.open_loop_rl(s, note) {
+                Some(id) => id,
+                None => return,
+            }
+        };
+        if slows {
+            // The CP that last slowed the RL is the one that may raise it (BCN rule 4).
+            self.rl(id).tag = cpid;
+            if note.flow == NO_FLOW && self.rps[s].scope == RlScope::Cp && note.about != NO_NODE {
+                // Map (or re-map to the newer CP) the flow the notification is about.
+                self.rps[s].flow_map.insert(note.about, id);
+            }
+        }
+        let rp = &mut self.rps[s];
+        let rl = self.rls[id as usize].as_mut().expect("live");
+        let timer = self
+            .scheme
+            .rp_on_note(&mut rl.core, &mut rl.state, &note.ext, cpid, now, &mut rp.rng);
+        self.after_rate_change(id, timer);
+    }
+
+    /// The RL an open-loop notification acts on (`station.rl_scope`),
+    /// created if the notification asks for one; `None`: nothing to act on.
+    fn open_loop_rl(&mut self, s: usize, note: &Frame<S::Ext>) -> Option<u32> {
+        let cpid = note.cpid;
+        let key = match self.rps[s].scope {
+            RlScope::Flow if note.about == NO_NODE => return None, // names no flow: nothing to act on
+            RlScope::Flow => note.about,
+            RlScope::Cp => cpid,
+        };
+        if let Some(id) = self.rps[s].by_key.get(key) {
+            return Some(id);
+        }
+        if !self.scheme.creates_rl(&note.ext) {
+            return None;
+        }
+        if self.free_rls.is_empty() && self.rls.len() > crate::engine::queue::MAX_INDEX as usize {
+            // RL ids index timer events; the run fails in `finish`
+            // rather than go on without this RL.
+            self.rl_overflow = true;
+            return None;
+        }
+        Some(self.create_rl(s, key, cpid))
+    }
+
+    fn create_rl(&mut self, s: usize, key: u16, cpid: u16) -> u32 {
+        let now = self.now;
+        let port = self.net.stations[s].port;
+        let line = self.net.ports[port as usize].nominal_rate_bps as f64;
+        let mut core = RlCore::at_line_rate(line);
+        let (state, timer) = self.scheme.new_rl(&mut core, now);
+        let trace = self.rl_trace_for(s, key);
+        let mut rl = RateLimiter::new(s, key, cpid, NO_FLOW, core, state, now, trace);
+        if self.rps[s].in_order {
+            rl.ahead = self.net.ports[port as usize].data.iter().filter(|f| f.dst == key).count() as u32;
+        }
+        let id = self.insert_rl(rl);
+        let rp = &mut self.rps[s];
+        let q = rp.live.push(id);
+        rp.by_key.insert(key, id);
+        self.rl(id).seq = q;
+        self.set_rl_timer(id, timer);
+        if T::ON {
+            self.trace_rl(id, Reason::Created);
+        }
+        id
+    }
+
+    /// Puts `rl` in the slab; returns its id.
+    pub(crate) fn insert_rl(&mut self, rl: RateLimiter<S::Rl, S::Ext>) -> u32 {
+        match self.free_rls.pop() {
+            Some(id) => {
+                self.rls[id as usize] = Some(rl);
+                id
+            }
+            None => {
+                self.rls.push(Some(rl));
+                (self.rls.len() - 1) as u32
+            }
+        }
+    }
+
+    fn rl_trace_for(&mut self, s: usize, key: u16) -> Option<usize> {
+        let target = match self.rps[s].scope {
+            RlScope::Flow => self.net.station_name(key as usize).to_string(),
+            RlScope::Cp if key == NO_CPID => "-".to_string(),
+            RlScope::Cp => self.net.ports[key as usize - 1].name.clone(),
+        };
+        self.rl_trace_named(s, target)
+    }
+
+    /// The trace of the RLs of station `s` named `STATION|target`, if traced.
+    pub(crate) fn rl_trace_named(&mut self, s: usize, target: String) -> Option<usize> {
+        let key = format!("{}|{}", self.net.station_name(s), target);
+        if let Some(&i) = self.rl_trace_index.get(&key) {
+            return Some(i);
+        }
+        if let Some(only) = &self.trace_rls {
+            if !only.contains(&key) {
+                return None;
+            }
+        }
+        if self.rl_traces.len() >= MAX_RL_TRACES {
+            return None;
+        }
+        let mut rate = QueueTrace::new(0);
+        // Before the RL exists its flows are unlimited: line rate.
+        let line = self.net.ports[self.net.stations[s].port as usize].nominal_rate_bps;
+        rate.update(0, line);
+        rate.update(self.stats.bin_now(), line);
+        self.rl_traces.push(RlTrace {
+            key: key.clone(),
+            rate,
+            bytes: QueueTrace::new(0),
+            window: None,
+        });
+        self.rl_trace_index.insert(key, self.rl_traces.len() - 1);
+        Some(self.rl_traces.len() - 1)
+    }
+
+    /// A traced RL's rate changed.
+    #[inline]
+    pub(crate) fn trace_rl_rate(&mut self, trace: Option<usize>, rate_bps: f64) {
+        if let Some(t) = trace {
+            let b = self.stats.bin_now();
+            self.rl_traces[t].rate.update(b, rate_bps as u64);
+        }
+    }
+
+    #[inline]
+    fn trace_rl_bytes(&mut self, trace: Option<usize>, bytes: u64) {
+        if let Some(t) = trace {
+            let b = self.stats.bin_now();
+            self.rl_traces[t].bytes.update(b, bytes);
+        }
+    }
+
+    pub(crate) fn set_rl_timer(&mut self, id: u32, timer: Option<Time>) {
+        let Some(at) = timer else { return };
+        self.rl(id).timer_at = at;
+        if at != Time::MAX {
+            self.q.push(at, EV_RL_TIMER, id);
+        }
+    }
+
+    pub(crate) fn on_rl_timer(&mut self, id: u32) {
+        let now = self.now;
+        let Some(rl) = self.rls[id as usize].as_mut() else { return };
+        if rl.timer_at != now {
+            return; // stale: superseded, cancelled, or the RL was released
+        }
+        rl.timer_at = Time::MAX;
+        let rp = &mut self.rps[rl.station as usize];
+        let timer = self.scheme.rp_on_timer(&mut rl.core, &mut rl.state, now, &mut rp.rng);
+        self.after_rate_change(id, timer);
+    }
+
+    /// The scheme changed RL `id`: re-pace its head frame, record the rate,
+    /// release it if it is back at line rate and empty, and let the link pick
+    /// up whatever is now eligible.
+    pub(crate) fn after_rate_change(&mut self, id: u32, timer: Option<Time>) {
+        self.set_rl_timer(id, timer);
+        let rl = self.rl(id);
+        rl.next_release = rl.last_release + pace_ps(rl.last_len, rl.core.rate_bps);
+        let (tr, rate, s) = (rl.trace, rl.core.rate_bps, rl.station as usize);
+        if rl.flow != NO_FLOW {
+            // An acknowledgement, a timeout or the scheme moved the flow: it may send again.
+            let q = rl.seq;
+            self.rps[s].live.unpark(q, id);
+        }
+        self.trace_rl_rate(tr, rate);
+        if T::ON {
+            self.trace_rl(id, Reason::None);
+        }
+        self.maybe_release(id);
+        let port = self.net.stations[s].port;
+        self.try_start(port);
+    }
+
+    fn maybe_release(&mut self, id: u32) {
+        let now = self.now;
+        let rl = self.rl(id);
+        if rl.flow != NO_FLOW // a flow's RL lives until its last acknowledgement
+            || rl.core.rate_bps < rl.core.line_rate_bps
+            || !rl.queue.is_empty()
+            || rl.core.stopped_until > now
+            || rl.core.inflight_bytes > 0
+        {
+            return;
+        }
+        let s = rl.station as usize;
+        self.remove_rl(s, id);
+    }
+
+    /// Frees RL `id` of station `s` (its pending timer becomes stale).
+    pub(crate) fn remove_rl(&mut self, s: usize, id: u32) {
+        if T::ON {
+            self.trace_rl(id, Reason::Released);
+        }
+        let rl = self.rl(id);
+        let (tr, line, q, flow) = (rl.trace, rl.core.line_rate_bps, rl.seq, rl.flow);
+        self.rls[id as usize] = None;
+        self.free_rls.push(id);
+        let rp = &mut self.rps[s];
+        // The round robin stays where it was (at this RL: the next one).
+        rp.live.remove(q);
+        if flow == NO_FLOW {
+            // A flow's RL is in neither map.
+            rp.by_key.remove_id(id);
+            rp.flow_map.remove_id(id);
+        }
+        if let Some(t) = tr {
+            let b = self.stats.bin_now();
+            self.rl_traces[t].rate.update(b, line as u64);
+            self.rl_traces[t].bytes.update(b, 0);
+        }
+    }
+
+    /// Where station `s`'s events happen now (its node and its NIC port).
+    pub(crate) fn station_site(&self, s: usize) -> Site {
+        station_site!(self, s)
+    }
+
+    /// RL `id` as it is now, to the trace (which keeps the changes; a
+    /// released RL is at line rate).
+    pub(crate) fn trace_rl(&mut self, id: u32, reason: Reason) {
+        let rl = self.rls[id as usize].as_ref().expect("live");
+        let s = rl.station as usize;
+        let src = s as u16;
+        let key = if rl.flow != NO_FLOW || self.rps[s].scope == RlScope::Flow {
+            RlKey::Flow { src, dst: rl.key }
+        } else {
+            RlKey::Cp { src, cpid: rl.key }
+        };
+        let released = reason == Reason::Released;
+        let view = RlView {
+            id,
+            key,
+            flow: rl.flow,
+            rate_bps: if released { rl.core.line_rate_bps } else { rl.core.rate_bps },
+            window_bytes: if released { u64::MAX } else { rl.core.window_bytes },
+        };
+        let site = self.station_site(s);
+        self.tracer.rl_state(site, view, reason);
+    }
+
+    /// Frames waiting in every RLQ.
+    pub(crate) fn rl_frames_queued(&self) -> u64 {
+        self.rls.iter().flatten().map(|rl| rl.queue.len() as u64).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::star_config;
+    use crate::engine::{PS_PER_MS, PS_PER_US};
+    use crate::scheme::bcn::{Bcn, BcnExt, BcnMsg, BcnParams};
+
+    fn sim(scope: RlScope) -> NetSim<Bcn> {
+        let mut cfg = star_config(3, 0.5, 10 * PS_PER_MS, 0);
+        cfg.scheme = crate::config::SchemeConfig::of("bcn", &BcnParams::default());
+        for st in &mut cfg.stations {
+            st.rl_scope = scope;
+        }
+        NetSim::new(&cfg, 0, Bcn::new(BcnParams::default()).unwrap()).unwrap()
+    }
+
+    fn cnm(msg: BcnMsg, fb: f32, cpid: u16, flow_dst: u16) -> Frame<BcnExt> {
+        Frame::note(0, flow_dst, 0, flow_dst, cpid, 64, BcnExt::new(msg, fb))
+    }
+
+    fn rl_of(s: &NetSim<Bcn>, st: usize, dst: u16) -> &RateLimiter<<Bcn as Scheme>::Rl, BcnExt> {
+        let id = s.rps[st].rl_of(dst).expect("the flow is rate limited");
+        s.rls[id as usize].as_ref().unwrap()
+    }
+
+    fn admit(s: &mut NetSim<Bcn>, st: usize, f: Frame<BcnExt>) -> bool {
+        match s.rps[st].rl_of(f.dst) {
+            Some(id) => s.rl_enqueue(id, f),
+            None => false,
+        }
+    }
+
+    #[test]
+    fn negative_feedback_creates_a_flow_rl_whose_frames_leave_tagged_and_paced() {
+        let mut s = sim(RlScope::Flow);
+        let d = 3u16; // stations S1, S2, S3, D
+        let cpid = 9;
+        // Positive feedback for a flow without an RL does nothing.
+        s.rp_receive(0, &cnm(BcnMsg::Positive, 100.0, cpid, d));
+        assert!(!s.rps[0].active());
+        s.rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, cpid, d));
+        assert_eq!(s.rps[0].live.len(), 1);
+        let rl = rl_of(&s, 0, d);
+        assert_eq!((rl.key, rl.tag), (d, cpid));
+        assert!((rl.core.rate_bps - 0.5125 * 10e9).abs() < 1.0);
+        assert!(s.rps[0].rl_of(1).is_none(), "other flows stay unlimited");
+        // Frames of the flow queue in the RLQ...
+        for i in 0..3 {
+            assert!(admit(&mut s, 0, Frame::data(i, 0, d, 1500)));
+        }
+        assert_eq!(rl_of(&s, 0, d).bytes, 4500);
+        assert_eq!(s.rps[0].queued, 3);
+        // ... and leave tagged with the CPID, one per 8 x 1500 / R.
+        let port = s.net.stations[0].port;
+        let f = s.station_next_data(0, port).unwrap();
+        assert_eq!(f.cpid, cpid);
+        assert!(s.station_next_data(0, port).is_none(), "the next frame waits for its pacing time");
+        let gap = rl_of(&s, 0, d).next_release - s.now;
+        assert_eq!(gap, (1500.0f64 * 8e12 / (0.5125 * 10e9)).ceil() as Time);
+        s.now += gap;
+        assert_eq!(s.station_next_data(0, port).unwrap().cpid, cpid);
+    }
+
+    #[test]
+    fn every_cp_on_a_flows_path_acts_on_its_one_rl() {
+        let mut s = sim(RlScope::Flow);
+        let d = 3u16;
+        s.rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 5, d));
+        let r1 = rl_of(&s, 0, d).core.rate_bps;
+        s.rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 6, d));
+        assert_eq!(s.rps[0].live.len(), 1, "a second CP does not create a second RL for the flow");
+        let rl = rl_of(&s, 0, d);
+        assert!((rl.core.rate_bps - r1 * 0.5125).abs() < 1.0, "both decreases compound");
+        assert_eq!(rl.tag, 6, "the last CP to slow the flow tags its frames");
+        // Positive feedback from either CP raises it (the tag test is the CP's, rule 4).
+        s.rp_receive(0, &cnm(BcnMsg::Positive, 100.0, 5, d));
+        assert!(rl_of(&s, 0, d).core.rate_bps > r1 * 0.5125);
+    }
+
+    #[test]
+    fn an_rl_back_at_line_rate_with_an_empty_queue_is_released() {
+        for scope in [RlScope::Flow, RlScope::Cp] {
+            let mut s = sim(scope);
+            let d = 3u16;
+            s.rp_receive(1, &cnm(BcnMsg::Negative, -100.0, 5, d));
+            assert!(s.rps[1].active());
+            for _ in 0..20 {
+                s.rp_receive(1, &cnm(BcnMsg::Positive, 1875.0, 5, d));
+            }
+            assert!(!s.rps[1].active(), "{scope:?}");
+            assert!(s.rps[1].rl_of(d).is_none());
+            assert_eq!(s.free_rls.len(), 1, "the slot is free for the next RL");
+        }
+    }
+
+    #[test]
+    fn cp_scope_maps_flows_to_the_newest_cp_and_the_rlq_drops_when_full() {
+        let mut s = sim(RlScope::Cp);
+        let d = 3u16;
+        s.rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 5, d));
+        let first = s.rps[0].rl_of(d).unwrap();
+        s.rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 6, d));
+        let second = s.rps[0].rl_of(d).unwrap();
+        assert_ne!(first, second);
+        assert_eq!(s.rps[0].live.len(), 2);
+        assert_eq!(s.rls[second as usize].as_ref().unwrap().key, 6);
+        // The RL of CP 5 limits another flow it slows, not this one any more.
+        s.rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 5, 1));
+        assert_eq!(s.rps[0].rl_of(1), Some(first));
+        let cap = s.net.stations[0].rlq_bytes / 1500;
+        for i in 0..cap + 5 {
+            admit(&mut s, 0, Frame::data(i, 0, d, 1500));
+        }
+        assert_eq!(s.stats.dropped_rp(), 5);
+        assert_eq!(s.net.stations[0].dropped_rl, 5);
+    }
+
+    /// The ring with parking against the plain ring it replaces (a vector
+    /// in creation order and an index, every RL visited on each pick): the
+    /// same frames leave in the same order whatever RLs come, go, fill and
+    /// empty.
+    #[test]
+    fn the_ring_with_parked_rls_picks_as_the_plain_ring() {
+        use proptest::prelude::*;
+        #[derive(Clone, Debug)]
+        enum Op {
+            Push,
+            Remove(usize),
+            Pick(bool),
+            Ready(usize, bool),
+        }
+        let op = prop_oneof![
+            2 => Just(Op::Push),
+            1 => any::<usize>().prop_map(Op::Remove),
+            4 => any::<bool>().prop_map(Op::Pick),
+            3 => (any::<usize>(), any::<bool>()).prop_map(|(i, r)| Op::Ready(i, r)),
+        ];
+        proptest!(ProptestConfig::with_cases(400), |(ops in proptest::collection::vec(op, 1..200))| {
+            // Plain: ids in creation order, rr = 0 (FIFO) or 1 + index.
+            let (mut plain, mut rr) = (Vec::<u32>::new(), 0usize);
+            let mut ring = RlRing::default();
+            let mut pos = RrPos::Fifo;
+            let mut seq = std::collections::HashMap::new();
+            let mut ready = std::collections::HashMap::new();
+            let mut next_id = 0u32;
+            for op in ops {
+                match op {
+                    Op::Push => {
+                        plain.push(next_id);
+                        seq.insert(next_id, ring.push(next_id));
+                        ready.insert(next_id, true);
+                        next_id += 1;
+                    }
+                    Op::Remove(k) if !plain.is_empty() => {
+                        let at = k % plain.len();
+                        let id = plain.remove(at);
+                        if rr > at + 1 {
+                            rr -= 1;
+                        }
+                        ring.remove(seq[&id]);
+                    }
+                    Op::Ready(k, r) if !plain.is_empty() => {
+                        let id = plain[k % plain.len()];
+                        if r && !ready[&id] {
+                            ring.unpark(seq[&id], id);
+                        }
+                        ready.insert(id, r);
+                    }
+                    Op::Pick(fifo) => {
+                        let n = plain.len() + 1;
+                        let start = rr % n;
+                        let mut want = None;
+                        for i in 0..n {
+                            let idx = (start + i) % n;
+                            if idx == 0 {
+                                if fifo {
+                                    rr = 1;
+                                    want = Some(u32::MAX);
+                                    break;
+                                }
+                            } else if ready[&plain[idx - 1]] {
+                                rr = (idx + 1) % n;
+                                want = Some(plain[idx - 1]);
+                                break;
+                            }
+                        }
+                        let mut got = None;
+                        'pick: for (i, &(mut lo, hi)) in ring.order(pos).iter().enumerate() {
+                            if i == 1 && fifo {
+                                pos = RrPos::From(0);
+                                got = Some(u32::MAX);
+                                break;
+                            }
+                            while let Some((q, id)) = ring.next_ready(lo, hi) {
+                                lo = q + 1;
+                                if ready[&id] {
+                                    pos = ring.after(q);
+                                    got = Some(id);
+                                    break 'pick;
+                                }
+                                ring.park(q);
+                            }
+                        }
+                        prop_assert_eq!(got, want);
+                        prop_assert_eq!(ring.len(), plain.len());
+                    }
+                    _ => {}
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn bcn00_stop_holds_the_rl_until_its_random_restart() {
+        let mut s = sim(RlScope::Flow);
+        let d = 3u16;
+        s.rp_receive(0, &cnm(BcnMsg::Stop, 0.0, 5, d));
+        let until = rl_of(&s, 0, d).core.stopped_until;
+        assert!(until <= 100 * PS_PER_US);
+        admit(&mut s, 0, Frame::data(0, 0, d, 1500));
+        let port = s.net.stations[0].port;
+        if until > 0 {
+            assert!(s.station_next_data(0, port).is_none());
+        }
+        s.now = until;
+        assert!(s.station_next_data(0, port).is_some());
+    }
+}
