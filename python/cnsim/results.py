@@ -25,7 +25,7 @@ from .metrics import (
     summarize,
 )
 from .outdir import atomic_write
-from .runid import RUN_SEEDS, RUN_SHA256, sha256
+from .runid import RUN_SEEDS, RUN_SHA256, mismatch, sha256
 from .scenario import Scenario
 from .tables import Table, write_parquet
 
@@ -716,18 +716,9 @@ def _read_parquet(path: Path, ident: dict[str, str] | None = None, need: tuple[s
             f"{path}: cannot be read ({type(e).__name__}); the results directory is damaged"
         ) from None
     if ident is not None:
-        got = {k: kv.get(k) for k in ident}
-        if got != ident:
-            if all(v is None for v in got.values()):
-                raise ScenarioError(
-                    f"{path}: carries no run identity (scenario SHA-256 and seeds), so it is not from "
-                    "the run of this directory's summary.json; the results directory is mixed"
-                )
-            raise ScenarioError(
-                f"{path}: from another run (scenario SHA-256 {str(got[RUN_SHA256])[:12]}..., seeds "
-                f"{got[RUN_SEEDS]}), not this directory's ({ident[RUN_SHA256][:12]}..., seeds "
-                f"{ident[RUN_SEEDS]}); the results directory is mixed"
-            )
+        why = mismatch(path, {k: kv.get(k) for k in ident}, ident)
+        if why is not None:
+            raise ScenarioError(why)
     missing = [c for c in need if c not in df.columns]
     if missing:
         raise ScenarioError(f"{path}: has no column {missing[0]}; the results directory is damaged")

@@ -16,3 +16,20 @@ RUN_SEEDS = "cnsim.seeds"
 def sha256(text: str | bytes) -> str:
     """The SHA-256 (hex) of a scenario.toml's text."""
     return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
+
+
+def mismatch(path: object, got: dict[str, str | None], ident: dict[str, str]) -> str | None:
+    """Why a file whose footer holds `got` is not of the run `ident` (one
+    line naming `path`), or None when it is."""
+    if got == ident:
+        return None
+    if all(v is None for v in got.values()):
+        return (
+            f"{path}: carries no run identity (scenario SHA-256 and seeds), so it is not from "
+            "the run of this directory's summary.json; the results directory is mixed"
+        )
+    return (
+        f"{path}: from another run (scenario SHA-256 {str(got.get(RUN_SHA256))[:12]}..., seeds "
+        f"{got.get(RUN_SEEDS)}), not this directory's ({ident[RUN_SHA256][:12]}..., seeds "
+        f"{ident[RUN_SEEDS]}); the results directory is mixed"
+    )

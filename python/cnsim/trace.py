@@ -204,7 +204,7 @@ def check_identity(root: Path, ident: dict[str, str]) -> None:
     SHA-256 and seeds), naming the file: the check every other file of the
     directory gets when it is read (cnsim.results)."""
     from .errors import ScenarioError
-    from .runid import RUN_SEEDS, RUN_SHA256
+    from .runid import RUN_SEEDS, RUN_SHA256, mismatch
 
     events = Path(root) / EVENTS_FILE
     if events.is_file():
@@ -214,17 +214,9 @@ def check_identity(root: Path, ident: dict[str, str]) -> None:
             raise ScenarioError(
                 f"{events}: cannot be read ({type(e).__name__}); the results directory is damaged"
             ) from None
-        if got != ident:
-            raise ScenarioError(
-                f"{events}: "
-                + (
-                    "carries no run identity (scenario SHA-256 and seeds)"
-                    if all(v is None for v in got.values())
-                    else f"from another run (scenario SHA-256 {str(got[RUN_SHA256])[:12]}..., seeds {got[RUN_SEEDS]})"
-                )
-                + f", not this directory's ({ident[RUN_SHA256][:12]}..., seeds {ident[RUN_SEEDS]}); "
-                "the results directory is mixed"
-            )
+        why = mismatch(events, got, ident)
+        if why is not None:
+            raise ScenarioError(why)
     seeds = {str(s) for s in json.loads(ident[RUN_SEEDS])}
     for p in sorted((Path(root) / PCAP_DIR).glob("*.pcapng")):
         try:
