@@ -9,7 +9,7 @@ echo "== cargo fmt / clippy"
 cargo fmt --all -- --check
 cargo clippy --release --workspace --all-targets -q -- -D warnings
 echo "== cargo test (engine)"
-cargo test --release -p cnsim-core -q
+cargo test --profile test-release -p cnsim-core -q
 echo "== ruff"
 ruff check python tests scripts
 ruff format --check python tests scripts
