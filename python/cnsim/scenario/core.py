@@ -10,14 +10,12 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import ValidationError
-
 from ..errors import ScenarioError
+from ..records import TableError
 from ..schemes import SCHEMES, TABLES
 from ..topologies import expand as expand_topology
 from ..topologies import routing_for
-from .messages import one_line
-from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, MIN_GBPS, HotspotDest, Node, ScenarioModel
+from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, MIN_GBPS, HotspotDest, Node, read
 from .overrides import _fit_windows, _seeds_value, _table, name_sets, set_dotted
 from .resolve import resolve
 from .show import commented_toml
@@ -80,9 +78,9 @@ class Scenario:
         self._toml: dict[bool, str] = {}  # to_toml's text, made once (a Scenario never changes)
         expanded = expand_topology(raw)
         try:
-            self.model = ScenarioModel.model_validate(expanded)
-        except ValidationError as e:
-            raise ScenarioError(one_line(e, expanded)) from None
+            self.model = read(expanded)
+        except TableError as e:
+            raise ScenarioError(str(e)) from None
         if self.model.scheme not in SCHEMES:
             raise ScenarioError(
                 f"scheme: {self.model.scheme!r} is not a known scheme; known: {', '.join(SCHEMES)}"
@@ -158,7 +156,7 @@ class Scenario:
     def resolved_raw(self) -> dict[str, Any]:
         """The full scenario with every default filled in (re-runnable). With a
         generated topology only the file's own nodes and links are listed."""
-        d = self.model.model_dump(by_alias=True, exclude_none=True)
+        d = self.model.dump(exclude_none=True)
         d["seeds"] = _seeds_value(self.seeds)
         nodes, links = self.model.nodes, self.model.links
         if self.model.topology is not None:
@@ -171,8 +169,8 @@ class Scenario:
             nodes = [n for n in nodes if n.name in own]
             links = [lk for lk in links if frozenset((lk.a, lk.b)) in own_links]
         d["nodes"] = [_node_dump(n) for n in nodes]
-        d["links"] = [lk.model_dump(by_alias=True, exclude_none=True) for lk in links]
-        d["events"] = [e.model_dump(by_alias=True, exclude_none=True) for e in self.model.events]
+        d["links"] = [lk.dump(exclude_none=True) for lk in links]
+        d["events"] = [e.dump(exclude_none=True) for e in self.model.events]
         return d
 
     def to_toml(self, comments: bool = True) -> str:
@@ -201,7 +199,7 @@ class Scenario:
                 raise ScenarioError(f"nodes.{n.name}: names cannot contain '->' or '|'")
             names[n.name] = n
             other = _BRIDGE_ONLY if n.kind == "station" else _STATION_ONLY
-            wrong = sorted(set(other) & n.model_fields_set)
+            wrong = sorted(set(other) & n.fields_set)
             if wrong:
                 raise ScenarioError(
                     f"nodes.{n.name}.{wrong[0]}: not a parameter of a {n.kind}; "
@@ -517,7 +515,11 @@ def _node_dump(n: Node) -> dict[str, Any]:
     """A node with the keys of its kind (per-node overrides only when set)."""
     d: dict[str, Any] = {"name": n.name, "kind": n.kind}
     if n.kind == "station":
-        d.update(load=n.load, dest=n.dest, start_ms=n.start_ms)
+        d.update(
+            load=n.load,
+            dest=n.dest.dump() if isinstance(n.dest, HotspotDest) else n.dest,
+            start_ms=n.start_ms,
+        )
         keys: tuple[str, ...] = ("stop_ms", "nic_buffer_bytes", "rlq_bytes", "processing_us")
     else:
         d["cp"] = n.cp
