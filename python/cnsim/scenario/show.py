@@ -4,14 +4,13 @@ with its value, and its unit and meaning from its declaration."""
 from __future__ import annotations
 
 import inspect
-import tomllib
 from typing import Any
 
 from ..docs import unit_of
 from ..records import Record
 from ..schemes import RULES, SCHEMES
 from .model import help_of, section_record
-from .toml_text import _toml_key, _toml_value
+from .toml_text import _toml_key, _toml_value, loads
 
 
 def _described(cls: type[Record] | None, key: str) -> str:
@@ -82,5 +81,5 @@ def commented_toml(d: dict[str, Any], sc: Any) -> str:
                 _emit(lines, ik, iv, cls, described=ik not in seen)
                 seen.add(ik)
     text = "\n".join(lines) + "\n"
-    tomllib.loads(text)  # what we write must read back
+    loads(text)  # what we write must read back
     return text
