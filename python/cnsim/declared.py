@@ -10,13 +10,26 @@ alone (`Scenario.engine_config_checked`)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
 from .declarations import declarations
 
-_TYPES: dict[str, Any] = {"float": float, "int": int, "bool": bool, "str": str}
+_TYPES: dict[str, Any] = {"float": float, "int": int, "bool": bool, "str": str, "strs": list[str]}
+
+
+def _bounds(p: dict[str, Any]) -> dict[str, float]:
+    """pydantic's gt / ge / lt / le of a declared range."""
+    bounds: dict[str, float] = {}
+    for side, (open_, closed) in (("min", ("gt", "ge")), ("max", ("lt", "le"))):
+        b = p[side]
+        if b is not None:
+            v = b["value"]
+            bounds[closed if b["inclusive"] else open_] = (
+                int(v) if p["type"] == "int" and float(v).is_integer() else v
+            )
+    return bounds
 
 
 def field(p: dict[str, Any], optional: str | None = None) -> tuple[Any, Any]:
@@ -25,18 +38,24 @@ def field(p: dict[str, Any], optional: str | None = None) -> tuple[Any, Any]:
     typ = _TYPES.get(p["type"]) or Literal[tuple(p["choices"])]
     if p["type"] == "flag_or":  # a switch or one of its words (`auto`)
         typ = bool | typ
-    bounds: dict[str, float] = {}
-    for side, (open_, closed) in (("min", ("gt", "ge")), ("max", ("lt", "le"))):
-        b = p[side]
-        if b is not None:
-            bounds[closed if b["inclusive"] else open_] = b["value"]
+    elif p["type"] == "choices":  # a list of words
+        typ = list[typ]  # type: ignore[valid-type]
+    bounds = _bounds(p)
+    if p["type"] == "count_or_list":
+        # A count in the range, or a list of distinct seeds (pydantic bounds
+        # the count; distinctness is Scenario's and the engine's check).
+        count = Annotated[int, Field(**bounds)]
+        typ, bounds = count | list[Annotated[int, Field(ge=0, lt=2**63)]], {}
     if optional is not None:
         return typ | None, Field(None, description=f"{p['help']} (none: {optional})", **bounds)
     if p.get("required"):
         return typ, Field(..., description=p["help"], **bounds)
     if p.get("unset"):  # may be left unset; its help says what applies then
         return typ | None, Field(None, description=p["help"], **bounds)
-    return typ, Field(p["default"], description=p["help"], **bounds)
+    default = p["default"]
+    if isinstance(default, list):  # a fresh list per model
+        return typ, Field(default_factory=list, description=p["help"], **bounds)
+    return typ, Field(default, description=p["help"], **bounds)
 
 
 def model(t: dict[str, Any], base: type[BaseModel], name: str | None = None) -> type[BaseModel]:

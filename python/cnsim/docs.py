@@ -202,6 +202,7 @@ def parameter_tables() -> str:
         m.BridgeDefaults: "bridge",
         m.StationDefaults: "station",
         m.Pause: "pause",
+        m.Hotspot: "hotspot",
         m.Stats: "stats",
         m.Measure: "measure",
         m.Window: "windows",

@@ -83,22 +83,9 @@ StationDefaults = declared.model(declared.section("station"), _Model, "StationDe
 Pause = declared.model(declared.section("pause"), _Model, "Pause")
 
 
-class Hotspot(_Model):
-    """Output-generated hotspot: the link into `node` runs at `rate_gbps`
-    from `start_ms` to `end_ms`. It becomes two `link_rate` events and a
-    window named `hotspot` (used by `bottleneck_utilization`)."""
-
-    node: str = Field(..., description="the hot station: the link into it slows down")
-    rate_gbps: float = Field(
-        ...,
-        ge=0,
-        le=MAX_GBPS,
-        description="its service rate during the hotspot (0 = stopped, else >= 1 bit/s)",
-    )
-    start_ms: float = Field(..., ge=0, le=MAX_MS, description="hotspot start")
-    end_ms: float = Field(
-        ..., gt=0, le=MAX_MS, description="hotspot end; the link's configured rate is restored"
-    )
+#: `[hotspot]`: declared in the engine (crates/cnsim-core/src/sections.rs),
+#: which checks its rules as written (`Scenario.engine_config_checked`).
+Hotspot = declared.model(declared.section("hotspot"), _Model, "Hotspot")
 
 
 class HotspotDest(_Model):
