@@ -52,10 +52,8 @@ def field(p: dict[str, Any], optional: str | None = None) -> tuple[Any, Any]:
         return typ, Field(..., description=p["help"], **bounds)
     if p.get("unset"):  # may be left unset; its help says what applies then
         return typ | None, Field(None, description=p["help"], **bounds)
-    default = p["default"]
-    if isinstance(default, list):  # a fresh list per model
-        return typ, Field(default_factory=list, description=p["help"], **bounds)
-    return typ, Field(default, description=p["help"], **bounds)
+    # (pydantic copies a list default for each model made)
+    return typ, Field(p["default"], description=p["help"], **bounds)
 
 
 def model(t: dict[str, Any], base: type[BaseModel], name: str | None = None) -> type[BaseModel]:

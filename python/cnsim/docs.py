@@ -53,6 +53,8 @@ def _type(ann: Any) -> str:
         return _type(args[0])
     if origin is list:
         inner = _type(args[0])
+        if inner.startswith("one of "):  # a list of choices
+            return f"list, each {inner}"
         if inner.startswith("list of "):
             return f"list of lists of {inner.removeprefix('list of ')}"
         return f"list of {inner}s"
@@ -203,6 +205,7 @@ def parameter_tables() -> str:
         m.StationDefaults: "station",
         m.Pause: "pause",
         m.Hotspot: "hotspot",
+        m.Trace: "trace",
         m.Stats: "stats",
         m.Measure: "measure",
         m.Window: "windows",

@@ -292,7 +292,7 @@ pub fn trace() -> Table {
         "events.parquet: only events of these flows SRC|DST ([]: every flow; events of no flow, such as PAUSE, are then left out)",
     )
     .float("from_ms", 0.0, Range::ge(0.0), "events.parquet and pcap: from this time")
-    .float("to_ms", 0.0, Range::gt(0.0), "events.parquet and pcap: before this time")
+    .float("to_ms", 0.0, Range::gt(0.0), "events.parquet and pcap: before this time (none: the run end)")
     .optional("to_ms", "the run end")
     .int(
         "max_rows",
@@ -317,7 +317,17 @@ pub fn trace() -> Table {
 
 /// Every section's table, in the order of the docs.
 pub fn tables() -> Vec<Table> {
-    vec![measure(), window(), defaults(), bridge(), station(), pause(), hotspot(), stats()]
+    vec![
+        measure(),
+        window(),
+        defaults(),
+        bridge(),
+        station(),
+        pause(),
+        hotspot(),
+        trace(),
+        stats(),
+    ]
 }
 
 /// The sections the engine config does not hold as the user wrote them
@@ -406,5 +416,15 @@ mod tests {
             "hotspot.node: required parameter is missing"
         );
         assert!(check(json!({"nodes": {}})).unwrap_err().starts_with("nodes: not a section"));
+        assert!(check(json!({"trace": {"events": ["all", "drop"], "from_ms": 1.0, "to_ms": 2.0}})).is_ok());
+        assert_eq!(
+            check(json!({"trace": {"from_ms": 5.0, "to_ms": 5.0}})).unwrap_err(),
+            "trace.from_ms / trace.to_ms: 5 / 5 not allowed; expected from_ms < to_ms"
+        );
+        assert!(check(json!({"trace": {"events": ["drops"]}}))
+            .unwrap_err()
+            .starts_with("trace.events: [\"drops\"] is not allowed; expected a list of: all, generate,"));
+        // The declared kinds are the trace's.
+        assert_eq!(event_kinds().len(), crate::trace::Kind::ALL.len() + 1);
     }
 }

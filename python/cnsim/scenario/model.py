@@ -185,94 +185,11 @@ class Event(_Model):
         return self
 
 
-#: Event kinds of the trace (docs/looking-at-frames.md; the engine's crate::trace::Kind).
-EVENT_KINDS = (
-    "generate",
-    "retransmit",
-    "enqueue",
-    "dequeue",
-    "deliver",
-    "drop",
-    "defer",
-    "discard",
-    "mark",
-    "pause_tx",
-    "pause_rx",
-    "pause_on",
-    "pause_off",
-    "cn_tx",
-    "cn_rx",
-    "ack_tx",
-    "nack_tx",
-    "ack_rx",
-    "nack_rx",
-    "rto",
-    "rate",
-    "flow_start",
-    "flow_end",
-)
-EventKind = Literal[("all", *EVENT_KINDS)]  # type: ignore[valid-type]
-
-
-class Trace(_Model):
-    """Ports whose queue_bytes time series, and rate limiters whose rate and
-    RLQ series, are recorded; the event trace (events.parquet) and packet
-    captures (pcapng) of docs/looking-at-frames.md."""
-
-    ports: list[str] | None = Field(
-        None,
-        description="ports FROM->TO whose queue_bytes / queue_bytes_max series are recorded (none: "
-        "every output port of a cp = true bridge, or cp_ports when given)",
-    )
-    rate_limiters: list[str] | None = Field(
-        None,
-        description="rate limiters whose rl_rate / rlq_bytes series are recorded: STATION|DEST (the "
-        "flow's source and destination, rl_scope = flow) or STATION|FROM->TO (the station and its CP "
-        "port, rl_scope = cp); none: all, at most 256. A transport flow's sender only when named (its "
-        "rate, and rl_window_bytes for a window scheme; the flows between one pair share a series)",
-    )
-    events: list[EventKind] = Field(
-        [],
-        description="event kinds recorded in events.parquet, one row each: all, or any of generate, retransmit, "
-        "enqueue, dequeue, deliver, drop, defer, discard, mark, pause_tx, pause_rx, pause_on, pause_off, cn_tx, "
-        "cn_rx, ack_tx, nack_tx, ack_rx, nack_rx, rto, rate, flow_start, flow_end; [] (default): no event trace",
-    )
-    event_nodes: list[str] = Field(
-        [], description="events.parquet: only events at these nodes ([]: every node)"
-    )
-    event_ports: list[str] = Field(
-        [],
-        description="events.parquet: only events at these ports FROM->TO ([]: every port; events at no port, "
-        "such as rate changes, are then left out)",
-    )
-    event_flows: list[str] = Field(
-        [],
-        description="events.parquet: only events of these flows SRC|DST ([]: every flow; events of no flow, "
-        "such as PAUSE, are then left out)",
-    )
-    from_ms: float = Field(0.0, ge=0, le=MAX_MS, description="events.parquet and pcap: from this time")
-    to_ms: float | None = Field(
-        None, gt=0, le=MAX_MS, description="events.parquet and pcap: before this time (none: the run end)"
-    )
-    max_rows: int = Field(
-        10_000_000,
-        ge=1,
-        le=2**62,
-        description="events.parquet keeps at most this many rows per seed (the first ones; a warning says when "
-        "the cap was reached)",
-    )
-    pcap: list[str] = Field(
-        [],
-        description="ports FROM->TO whose frames are captured for Wireshark: one pcapng file per port and seed "
-        "in pcap/ (also --pcap PORT)",
-    )
-    snaplen: int = Field(
-        65535,
-        ge=64,
-        le=65535,
-        description="bytes of each frame a capture keeps (default: whole frames; payloads are zero); Wireshark "
-        "labels a RoCEv2 data frame cut short 'Invalid Packet Length'",
-    )
+#: `[trace]`: declared in the engine (crates/cnsim-core/src/sections.rs; its
+#: event kinds are the engine's trace kinds), which checks it as written
+#: (`Scenario.engine_config_checked`); that its names exist in the topology
+#: is `core.Scenario._check`'s.
+Trace = declared.model(declared.section("trace"), _Model, "Trace")
 
 
 #: `[stats]`: declared in the engine (crates/cnsim-core/src/sections.rs).
