@@ -34,8 +34,16 @@ ANY_VALUE = st.one_of(
 )
 
 
+def _valid(p: dict[str, Any]) -> Any:
+    """A value the declaration allows (its range's lower end, or above it)."""
+    if p["type"] == "str":
+        return "x"
+    lo = p["min"]
+    return 1.0 if lo is None else lo["value"] + (0 if lo["inclusive"] else 1)
+
+
 def _required(t: dict[str, Any]) -> dict[str, Any]:
-    return {p["name"]: float(i) for i, p in enumerate(t["params"]) if p.get("required")}
+    return {p["name"]: _valid(p) for p in t["params"] if p.get("required")}
 
 
 def _allowed(p: dict[str, Any], v: Any) -> bool:
@@ -60,6 +68,9 @@ def _allowed(p: dict[str, Any], v: Any) -> bool:
         return isinstance(v, bool) or (isinstance(v, str) and v in p["choices"])
     if t == "str":
         return isinstance(v, str)
+    if t in ("strs", "choices"):
+        words = p["choices"] if t == "choices" else None
+        return isinstance(v, list) and all(isinstance(x, str) and (words is None or x in words) for x in v)
     raise AssertionError(t)
 
 
@@ -72,9 +83,11 @@ def _check(t: dict[str, Any], name: str, v: Any) -> None:
     except records.TableError as e:
         assert not _allowed(p, v), (name, v, str(e))
         line = str(e)
-        assert line.startswith(f"{t['name']}.{name}: ") and "\n" not in line, line
+        assert line.startswith((f"{t['name']}.{name}: ", f"{t['name']}.{name}[")) and "\n" not in line, line
         if v is not None and not isinstance(v, dict | list):
             assert f": {records.shown(v)} is not allowed; expected " in line, line
+        if isinstance(v, list) and p["type"] in ("strs", "choices"):  # the element at fault is named
+            assert line.startswith(f"{t['name']}.{name}[") or "expected an array" in line, line
         return
     assert _allowed(p, v), (name, v, got[name])
     held = got[name]

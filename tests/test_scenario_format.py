@@ -260,10 +260,6 @@ def test_xon_above_xoff(enabled: bool):
             {"hotspot": {"node": "D", "rate_gbps": -1, "start_ms": 1, "end_ms": 2}},
             "hotspot.rate_gbps: -1 is not allowed",
         ),
-        (
-            {"hotspot": {"node": "D", "rate_gbps": 1, "start_ms": 3, "end_ms": 2}},
-            "hotspot.end_ms: 2.0 is not allowed",
-        ),
         ({"events": [{"at_ms": 1.0, "action": "start"}]}, "events[0]: a 'start' event needs 'node'"),
         ({"events": [{"at_ms": 1.0, "action": "stop", "node": "B"}]}, "events[0].node: 'B' is not allowed"),
         (
@@ -307,11 +303,19 @@ def test_windows_pause_hotspot_events_seeds(top, expected):
             {"windows": {"w": {"start_ms": 3.0, "end_ms": 2.0}}},
             "windows.w.start_ms / windows.w.end_ms: 3 / 2 not allowed; expected start_ms < end_ms",
         ),
+        (
+            {"hotspot": {"node": "D", "rate_gbps": 1, "start_ms": 3, "end_ms": 2}},
+            "hotspot.start_ms / hotspot.end_ms: 3 / 2 not allowed; expected start_ms < end_ms",
+        ),
+        (
+            {"hotspot": {"node": "D", "rate_gbps": 1e-10, "start_ms": 1, "end_ms": 2}},
+            "hotspot.rate_gbps: 1e-10 not allowed; expected rate_gbps = 0 (stopped) or >= 1e-09 (1 bit/s)",
+        ),
     ],
 )
-def test_window_rules_are_the_engines(top, expected):
-    # One validator: a window's rules are declared in the engine
-    # (crates/cnsim-core/src/sections.rs) and checked there.
+def test_section_rules_are_the_engines(top, expected):
+    # One validator: a window's and the hotspot's rules are declared in the
+    # engine (crates/cnsim-core/src/sections.rs) and checked there.
     sc = cnsim.Scenario(tiny(**top))
     with pytest.raises(cnsim.ScenarioError) as e:
         sc.engine_config_checked()

@@ -193,6 +193,8 @@ def parameter_tables() -> str:
         m.BridgeDefaults: "bridge",
         m.StationDefaults: "station",
         m.Pause: "pause",
+        m.Hotspot: "hotspot",
+        m.Trace: "trace",
         m.Stats: "stats",
         m.Measure: "measure",
         m.Window: "windows",

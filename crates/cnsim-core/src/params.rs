@@ -192,6 +192,25 @@ pub enum Kind {
     Choice(&'static [&'static str]),
     /// A switch, or one of these words (`auto`: decided from the scenario).
     FlagOr(&'static [&'static str]),
+    /// A string (a name: a node, a port `FROM->TO`, ...; what it must name
+    /// is a rule against the rest of the scenario, not of the table).
+    Str,
+    /// A list of strings.
+    Strs,
+    /// A list, each element one of these words.
+    Choices(&'static [&'static str]),
+    /// A count N in the range (meaning 0, 1, ..., N-1), or a list of
+    /// distinct integers >= 0 and < 2^63 (replications' seeds).
+    CountOrList(Range),
+}
+
+/// Largest element of a `CountOrList` list (an i64 seed).
+const MAX_LISTED: u64 = i64::MAX as u64;
+
+/// Whether `v` is a list of strings, each (with `words`) one of them.
+fn strings_in(v: &Value, words: Option<&[&str]>) -> bool {
+    v.as_array()
+        .is_some_and(|a| a.iter().all(|x| x.as_str().is_some_and(|s| words.is_none_or(|w| w.contains(&s)))))
 }
 
 /// One declared parameter.
@@ -345,6 +364,22 @@ impl Table {
         );
         self.push(name, Kind::FlagOr(words), default, help)
     }
+    /// A string.
+    pub fn string(self, name: &'static str, default: &'static str, help: &'static str) -> Table {
+        self.push(name, Kind::Str, json!(default), help)
+    }
+    /// A list of strings (default: empty).
+    pub fn strings(self, name: &'static str, help: &'static str) -> Table {
+        self.push(name, Kind::Strs, json!([]), help)
+    }
+    /// A list of words, each one of `choices` (default: empty).
+    pub fn choices(self, name: &'static str, choices: &'static [&'static str], help: &'static str) -> Table {
+        self.push(name, Kind::Choices(choices), json!([]), help)
+    }
+    /// A count in `range` or a list of distinct integers >= 0.
+    pub fn count_or_list(self, name: &'static str, default: i64, range: Range, help: &'static str) -> Table {
+        self.push(name, Kind::CountOrList(range), json!(default), help)
+    }
     /// A rule over `params`.
     pub fn rule(mut self, params: &'static [&'static str], text: &'static str, holds: fn(&Values) -> bool) -> Table {
         for p in params {
@@ -398,11 +433,13 @@ impl Table {
     /// every value of its type and in its range, every rule holding. Errors
     /// name parameters `label.name` (`label`: the table as the user named it).
     pub fn check(&self, label: &str, given: &Map<String, Value>) -> Result<Map<String, Value>, ConfigError> {
+        // The top level's keys (label "") are named alone: `duration_ms`.
+        let at = |k: &str| if label.is_empty() { k.to_string() } else { format!("{label}.{k}") };
         let mut values = self.defaults();
         for (k, v) in given {
             let Some(p) = self.get(k) else {
                 let known: Vec<&str> = self.params.iter().filter(|p| !p.fixed).map(|p| p.name).collect();
-                return err(format!("{label}.{k}: unknown parameter; known: {}", known.join(", ")));
+                return err(format!("{}: unknown parameter; known: {}", at(k), known.join(", ")));
             };
             let shown = shown(v);
             if v.is_null() && p.unset.is_some() {
@@ -431,18 +468,29 @@ impl Table {
                         w.iter().map(|w| format!("'{w}'")).collect::<Vec<_>>().join(", ")
                     )),
                 },
+                Kind::Str => (!v.is_string()).then(|| "a string".to_string()),
+                Kind::Strs => (!strings_in(v, None)).then(|| "a list of strings".to_string()),
+                Kind::Choices(c) => (!strings_in(v, Some(c))).then(|| format!("a list of: {}", c.join(", "))),
+                Kind::CountOrList(r) => {
+                    let count = v.as_i64().is_some_and(|x| r.contains(x as f64));
+                    let list = v.as_array().is_some_and(|a| {
+                        let mut seen = std::collections::HashSet::new();
+                        !a.is_empty() && a.iter().all(|x| x.as_u64().is_some_and(|x| x <= MAX_LISTED && seen.insert(x)))
+                    });
+                    (!count && !list).then(|| format!("a count {} or a list of distinct integers >= 0 and < 2^63", r.text()))
+                }
             };
             if let Some(e) = expected {
-                return err(format!("{label}.{k}: {shown} is not allowed; expected {}", e.trim_end()));
+                return err(format!("{}: {shown} is not allowed; expected {}", at(k), e.trim_end()));
             }
             values.insert(k.clone(), v.clone());
         }
         if let Some(p) = self.params.iter().find(|p| p.required && values[p.name].is_null()) {
-            return err(format!("{label}.{}: required parameter is missing", p.name));
+            return err(format!("{}: required parameter is missing", at(p.name)));
         }
         for r in &self.rules {
             if !(r.holds)(&Values(&values)) {
-                let names: Vec<String> = r.params.iter().map(|p| format!("{label}.{p}")).collect();
+                let names: Vec<String> = r.params.iter().map(|p| at(p)).collect();
                 let shown: Vec<String> = r.params.iter().map(|p| shown(&values[*p])).collect();
                 return err(format!(
                     "{}: {} not allowed; expected {}",
@@ -479,6 +527,10 @@ impl Table {
                     Kind::Bool => ("bool", None, None),
                     Kind::Choice(c) => ("choice", None, Some(c.to_vec())),
                     Kind::FlagOr(w) => ("flag_or", None, Some(w.to_vec())),
+                    Kind::Str => ("str", None, None),
+                    Kind::Strs => ("strs", None, None),
+                    Kind::Choices(c) => ("choices", None, Some(c.to_vec())),
+                    Kind::CountOrList(r) => ("count_or_list", Some(*r), None),
                 };
                 let bound = |b: Option<Bound>| b.map(|b| json!({"value": b.value, "inclusive": b.inclusive}));
                 json!({
@@ -605,5 +657,55 @@ mod tests {
         assert_eq!(Range::ge(0.0).lt(1.0).text(), ">= 0 and < 1");
         assert_eq!(Range::any().text(), "");
         assert!(!Range::any().contains(f64::INFINITY));
+    }
+
+    #[test]
+    fn strings_lists_and_counts() {
+        let t = Table::new("s", "test")
+            .string("node", "", "a name")
+            .required("node")
+            .strings("ports", "ports")
+            .optional("ports", "every port")
+            .choices("kinds", &["all", "drop"], "kinds")
+            .count_or_list("seeds", 1, Range::ge(1.0).le(10.0), "seeds");
+        let e = |given| t.check("s", &m(given)).map_err(|e| e.line());
+        let ok = e(json!({"node": "A"})).unwrap();
+        assert_eq!(
+            (ok["ports"].clone(), ok["kinds"].clone(), ok["seeds"].clone()),
+            (Value::Null, json!([]), json!(1))
+        );
+        assert_eq!(e(json!({"node": 1})).unwrap_err(), "s.node: 1 is not allowed; expected a string");
+        assert!(e(json!({"node": "A", "ports": ["A->B"], "kinds": ["all", "drop"], "seeds": [0, 7]})).is_ok());
+        assert_eq!(
+            e(json!({"node": "A", "ports": ["A->B", 3]})).unwrap_err(),
+            "s.ports: [\"A->B\",3] is not allowed; expected a list of strings"
+        );
+        assert_eq!(
+            e(json!({"node": "A", "kinds": ["drops"]})).unwrap_err(),
+            "s.kinds: [\"drops\"] is not allowed; expected a list of: all, drop"
+        );
+        for bad in [json!(0), json!(11), json!([]), json!([1, 1]), json!([-1]), json!(2.5)] {
+            assert!(
+                e(json!({"node": "A", "seeds": bad.clone()}))
+                    .unwrap_err()
+                    .ends_with("expected a count >= 1 and <= 10 or a list of distinct integers >= 0 and < 2^63"),
+                "{bad}"
+            );
+        }
+        // The top level's keys are named alone.
+        assert_eq!(
+            t.check("", &m(json!({"node": 2}))).unwrap_err().line(),
+            "node: 2 is not allowed; expected a string"
+        );
+        let j = t.to_json();
+        let types: Vec<&str> = j["params"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(types, ["str", "strs", "choices", "count_or_list"]);
+        assert_eq!(j["params"][2]["choices"], json!(["all", "drop"]));
+        assert_eq!(j["params"][3]["range"], ">= 1 and <= 10");
     }
 }

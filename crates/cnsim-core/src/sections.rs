@@ -6,7 +6,9 @@
 //! them (`declarations.json`). A station's or bridge's parameters that a
 //! `[[nodes]]` entry may override are listed in the table's `per_node`.
 
+use crate::error::{err, ConfigError};
 use crate::params::{Range, Table};
+use serde_json::{Map, Value};
 
 /// Largest buffer or threshold: 1 TiB (`config::MAX_BYTES`).
 const MAX_BYTES: f64 = (1u64 << 40) as f64;
@@ -176,27 +178,200 @@ pub fn window() -> Table {
     .rule(&["start_ms", "end_ms"], "start_ms < end_ms", |v| v.f("start_ms") < v.f("end_ms"))
 }
 
+/// Most time-series bins a run records per series (`config::MAX_BINS`).
+pub const MAX_BINS: f64 = 1e7;
+/// Most replications of one scenario.
+pub const MAX_SEEDS: f64 = 1e6;
+
+/// The scenario's own keys (the top level of the file; errors name them
+/// alone, `duration_ms`).
+pub fn top() -> Table {
+    Table::new("", "The scenario's own keys; the tables below are its sections.")
+        .string("name", "scenario", "scenario name (results directory, reports)")
+        .string("description", "", "one line shown by `cnsim list`")
+        .float("duration_ms", 0.0, Range::ge(1e-9), "run length (at least 1 ps)")
+        .required("duration_ms")
+        .count_or_list(
+            "seeds",
+            1,
+            Range::ge(1.0).le(MAX_SEEDS),
+            "replications: a count N (seeds 0..N-1) or a list of distinct seeds",
+        )
+        .float("bin_us", 100.0, Range::ge(1e-6), "time-series bin width (at least 1 ps)")
+        .string("scheme", "nocm", "congestion-management scheme (cnsim list; pause = nocm with PAUSE on)")
+        .strings(
+            "cp_ports",
+            "CP detection on exactly these ports FROM->TO (default: cp = true bridges)",
+        )
+        .choice(
+            "routing",
+            &["shortest_path", "ecmp", "fattree"],
+            "shortest_path",
+            "routing function: shortest_path (fewest hops through bridges; ties to the lowest-numbered port), ecmp (fewest hops; among equal-cost next hops a hash of the run's seed, the bridge and the flow, so a flow keeps one path; the default with a leafspine [topology]) or fattree (the up-port rule of scenarios.md section 7, destination mod k; the default with a fattree [topology])",
+        )
+        .rule(
+            &["duration_ms", "bin_us"],
+            "at most 10000000 time-series bins (duration_ms x 1000 / bin_us)",
+            |v| v.f("duration_ms") * 1e3 / v.f("bin_us") <= MAX_BINS,
+        )
+}
+
+/// A rate that may also be 0 (a stopped link): 0 or at least 1 bit/s.
+fn stopped_or_a_bit(v: f64) -> bool {
+    v == 0.0 || v >= MIN_GBPS
+}
+
+/// An output-generated hotspot (`[hotspot]`): the engine sees it only as
+/// two `link_rate` events and the `hotspot` window, so it is checked as the
+/// user wrote it ([`check_written`]).
+pub fn hotspot() -> Table {
+    Table::new(
+        "hotspot",
+        "Output-generated hotspot: the link into `node` runs at `rate_gbps` from `start_ms` to `end_ms`. It becomes two `link_rate` events and a window named `hotspot` (used by `bottleneck_utilization`).",
+    )
+    .string("node", "", "the hot station: the link into it slows down")
+    .required("node")
+    .float(
+        "rate_gbps",
+        0.0,
+        Range::ge(0.0).le(MAX_GBPS),
+        "its service rate during the hotspot (0 = stopped, else >= 1 bit/s)",
+    )
+    .required("rate_gbps")
+    .float("start_ms", 0.0, Range::ge(0.0), "hotspot start")
+    .required("start_ms")
+    .float("end_ms", 0.0, Range::gt(0.0), "hotspot end; the link's configured rate is restored")
+    .required("end_ms")
+    .rule(&["rate_gbps"], "rate_gbps = 0 (stopped) or >= 1e-09 (1 bit/s)", |v| {
+        stopped_or_a_bit(v.f("rate_gbps"))
+    })
+    .rule(&["start_ms", "end_ms"], "start_ms < end_ms", |v| v.f("start_ms") < v.f("end_ms"))
+}
+
+/// The trace's event kinds, `all` first (`crate::trace::Kind`'s names).
+pub fn event_kinds() -> &'static [&'static str] {
+    static KINDS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    KINDS.get_or_init(|| {
+        std::iter::once("all")
+            .chain(crate::trace::Kind::ALL.iter().map(|k| k.name()))
+            .collect()
+    })
+}
+
+/// What a run records beyond its counters: queue and rate-limiter series,
+/// the event trace and packet captures (`[trace]`). The engine config holds
+/// it resolved (`trace_ports`, and `trace` only when something is recorded),
+/// so it is checked as the user wrote it ([`check_written`]).
+pub fn trace() -> Table {
+    Table::new(
+        "trace",
+        "Ports whose queue_bytes time series, and rate limiters whose rate and RLQ series, are recorded; the event trace (events.parquet) and packet captures (pcapng) of docs/looking-at-frames.md.",
+    )
+    .strings(
+        "ports",
+        "ports FROM->TO whose queue_bytes / queue_bytes_max series are recorded (none: every output port of a cp = true bridge, or cp_ports when given)",
+    )
+    .optional("ports", "every output port of a cp = true bridge, or cp_ports when given")
+    .strings(
+        "rate_limiters",
+        "rate limiters whose rl_rate / rlq_bytes series are recorded: STATION|DEST (the flow's source and destination, rl_scope = flow) or STATION|FROM->TO (the station and its CP port, rl_scope = cp); none: all, at most 256. A transport flow's sender only when named (its rate, and rl_window_bytes for a window scheme; the flows between one pair share a series)",
+    )
+    .optional("rate_limiters", "all, at most 256")
+    .choices(
+        "events",
+        event_kinds(),
+        "event kinds recorded in events.parquet, one row each: all, or any of the kinds of docs/looking-at-frames.md; [] (default): no event trace",
+    )
+    .strings("event_nodes", "events.parquet: only events at these nodes ([]: every node)")
+    .strings(
+        "event_ports",
+        "events.parquet: only events at these ports FROM->TO ([]: every port; events at no port, such as rate changes, are then left out)",
+    )
+    .strings(
+        "event_flows",
+        "events.parquet: only events of these flows SRC|DST ([]: every flow; events of no flow, such as PAUSE, are then left out)",
+    )
+    .float("from_ms", 0.0, Range::ge(0.0), "events.parquet and pcap: from this time")
+    .float("to_ms", 0.0, Range::gt(0.0), "events.parquet and pcap: before this time (none: the run end)")
+    .optional("to_ms", "the run end")
+    .int(
+        "max_rows",
+        10_000_000,
+        Range::ge(1.0).le(4.611_686_018_427_388e18),
+        "events.parquet keeps at most this many rows per seed (the first ones; a warning says when the cap was reached)",
+    )
+    .strings(
+        "pcap",
+        "ports FROM->TO whose frames are captured for Wireshark: one pcapng file per port and seed in pcap/ (also --pcap PORT)",
+    )
+    .int(
+        "snaplen",
+        65535,
+        Range::ge(64.0).le(65535.0),
+        "bytes of each frame a capture keeps (default: whole frames; payloads are zero); Wireshark labels a RoCEv2 data frame cut short 'Invalid Packet Length'",
+    )
+    .rule(&["from_ms", "to_ms"], "from_ms < to_ms", |v| {
+        v.get("to_ms").is_none_or(|t| v.f("from_ms") < t)
+    })
+}
+
 /// Every section's table, in the order of the docs.
 pub fn tables() -> Vec<Table> {
-    vec![measure(), window(), defaults(), bridge(), station(), pause(), stats()]
+    vec![
+        measure(),
+        window(),
+        defaults(),
+        bridge(),
+        station(),
+        pause(),
+        hotspot(),
+        trace(),
+        stats(),
+    ]
+}
+
+/// The sections the engine config does not hold as the user wrote them
+/// (`[hotspot]` becomes events and a window, `[trace]` is resolved), checked
+/// against their declarations as written: `written` maps a section's name to
+/// its values. The Python layer asks this before the engine config is run.
+pub fn check_written(written: &Map<String, Value>) -> Result<(), ConfigError> {
+    for (name, values) in written {
+        let table = match name.as_str() {
+            "hotspot" => hotspot(),
+            "trace" => trace(),
+            _ => return err(format!("{name}: not a section checked as written (hotspot, trace)")),
+        };
+        let Value::Object(values) = values else {
+            return err(format!("{name}: expected a table"));
+        };
+        table.check(name, values)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{json, Map, Value};
+    use serde_json::json;
 
     #[test]
     fn every_section_passes_its_own_defaults() {
         for t in tables() {
-            // Required parameters given 1, 2, ... (times in order: the only
-            // ones required).
+            // Required numbers given 1, 2, ... (times in order), names "x",
+            // choices their first.
             let given: Map<String, Value> = t
                 .params
                 .iter()
                 .filter(|p| p.required)
                 .enumerate()
-                .map(|(i, p)| (p.name.to_string(), json!(i + 1)))
+                .map(|(i, p)| {
+                    let v = match &p.kind {
+                        crate::params::Kind::Str => json!("x"),
+                        crate::params::Kind::Choice(c) => json!(c[0]),
+                        _ => json!(i + 1),
+                    };
+                    (p.name.to_string(), v)
+                })
                 .collect();
             t.check(t.name, &given).unwrap_or_else(|e| panic!("{}: {e}", t.name));
             for k in t.per_node {
@@ -220,5 +395,36 @@ mod tests {
         assert_eq!(defaults().defaults()["frame_bytes"], 1500);
         let c = crate::config::SimConfig::new(1, vec![], vec![], vec![], vec![]);
         assert_eq!(json!(c.max_series_keys), stats().defaults()["max_series_keys"]);
+    }
+
+    #[test]
+    fn written_sections_are_checked_as_declared() {
+        let check = |v: Value| check_written(v.as_object().unwrap()).map_err(|e| e.line());
+        let h = |start: f64, end: f64, rate: f64| json!({"hotspot": {"node": "D", "rate_gbps": rate, "start_ms": start, "end_ms": end}});
+        assert!(check(h(1.0, 2.0, 0.0)).is_ok());
+        assert!(check(h(1.0, 2.0, 1e-9)).is_ok());
+        assert_eq!(
+            check(h(3.0, 2.0, 1.0)).unwrap_err(),
+            "hotspot.start_ms / hotspot.end_ms: 3 / 2 not allowed; expected start_ms < end_ms"
+        );
+        assert_eq!(
+            check(h(1.0, 2.0, 1e-10)).unwrap_err(),
+            "hotspot.rate_gbps: 1e-10 not allowed; expected rate_gbps = 0 (stopped) or >= 1e-09 (1 bit/s)"
+        );
+        assert_eq!(
+            check(json!({"hotspot": {"rate_gbps": 1.0, "start_ms": 1.0, "end_ms": 2.0}})).unwrap_err(),
+            "hotspot.node: required parameter is missing"
+        );
+        assert!(check(json!({"nodes": {}})).unwrap_err().starts_with("nodes: not a section"));
+        assert!(check(json!({"trace": {"events": ["all", "drop"], "from_ms": 1.0, "to_ms": 2.0}})).is_ok());
+        assert_eq!(
+            check(json!({"trace": {"from_ms": 5.0, "to_ms": 5.0}})).unwrap_err(),
+            "trace.from_ms / trace.to_ms: 5 / 5 not allowed; expected from_ms < to_ms"
+        );
+        assert!(check(json!({"trace": {"events": ["drops"]}}))
+            .unwrap_err()
+            .starts_with("trace.events: [\"drops\"] is not allowed; expected a list of: all, generate,"));
+        // The declared kinds are the trace's.
+        assert_eq!(event_kinds().len(), crate::trace::Kind::ALL.len() + 1);
     }
 }

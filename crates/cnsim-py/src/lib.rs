@@ -481,6 +481,18 @@ fn check_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Vec<Strin
         .map_err(|e| config_error(py, e))
 }
 
+/// Checks the scenario's sections that the engine config does not hold as
+/// the user wrote them (`[hotspot]`, `[trace]`: `cnsim_core::sections::check_written`)
+/// against their declarations; raises EngineConfigError as `check_config`.
+#[pyfunction]
+fn check_sections(py: Python<'_>, written: &Bound<'_, PyDict>) -> PyResult<()> {
+    let value: serde_json::Value = pythonize::depythonize(written).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let serde_json::Value::Object(map) = value else {
+        return Err(PyValueError::new_err("check_sections: expected a dict of sections"));
+    };
+    cnsim_core::sections::check_written(&map).map_err(|e| config_error(py, e))
+}
+
 /// The parameter declarations (`cnsim_core::params`) as JSON: every scheme
 /// table and every section of the scenario (`cnsim_core::sections`) with its
 /// parameters, units, ranges, rules and help, and every scheme name with its
@@ -523,6 +535,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(fluid_json, m)?)?;
     m.add_function(wrap_pyfunction!(check_config, m)?)?;
+    m.add_function(wrap_pyfunction!(check_sections, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_declarations, m)?)?;
     m.add_function(wrap_pyfunction!(write_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(write_timeseries, m)?)?;

@@ -45,6 +45,10 @@ PER_FLOW_AUTO_STATIONS = 256
 _MAX_MS, _MAX_US, _MAX_GBPS, _MAX_BYTES = MAX_MS, MAX_US, MAX_GBPS, float(MAX_BYTES)
 
 
+def _section(name: str) -> dict[str, Any]:
+    return next(t for t in declarations()["sections"] if t["name"] == name)
+
+
 def _b(v: float | None, inclusive: bool) -> dict[str, Any] | None:
     return None if v is None else {"value": v, "inclusive": inclusive}
 
@@ -83,28 +87,9 @@ def table(name: str, doc: str, *params: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "doc": doc, "params": list(params), "rules": [], "per_node": []}
 
 
-HOTSPOT = table(
-    "hotspot",
-    "Output-generated hotspot: the link into `node` runs at `rate_gbps`\nfrom `start_ms` to `end_ms`. It becomes two `link_rate` events and a\nwindow named `hotspot` (used by `bottleneck_utilization`).",
-    p("node", "str", "the hot station: the link into it slows down", required=True),
-    p(
-        "rate_gbps",
-        "float",
-        "its service rate during the hotspot (0 = stopped, else >= 1 bit/s)",
-        ge=0,
-        le=MAX_GBPS,
-        required=True,
-    ),
-    p("start_ms", "float", "hotspot start", ge=0, le=MAX_MS, required=True),
-    p(
-        "end_ms",
-        "float",
-        "hotspot end; the link's configured rate is restored",
-        gt=0,
-        le=MAX_MS,
-        required=True,
-    ),
-)
+#: `[hotspot]` and `[trace]`: declared in the engine (crates/cnsim-core/src/sections.rs),
+#: which checks their rules as written (`Scenario.engine_config_checked`).
+HOTSPOT = _section("hotspot")
 HOTSPOT_DEST = table(
     "dest",
     "A station's destinations with a hotspot: `fraction` of its frames go\nto `hotspot`, the others uniformly to every other station.",
@@ -186,111 +171,7 @@ EVENT = table(
         unset="none",
     ),
 )
-#: Event kinds of the trace (docs/looking-at-frames.md; the engine's crate::trace::Kind).
-EVENT_KINDS = (
-    "generate",
-    "retransmit",
-    "enqueue",
-    "dequeue",
-    "deliver",
-    "drop",
-    "defer",
-    "discard",
-    "mark",
-    "pause_tx",
-    "pause_rx",
-    "pause_on",
-    "pause_off",
-    "cn_tx",
-    "cn_rx",
-    "ack_tx",
-    "nack_tx",
-    "ack_rx",
-    "nack_rx",
-    "rto",
-    "rate",
-    "flow_start",
-    "flow_end",
-)
-TRACE = table(
-    "trace",
-    "Ports whose queue_bytes time series, and rate limiters whose rate and\nRLQ series, are recorded; the event trace (events.parquet) and packet\ncaptures (pcapng) of docs/looking-at-frames.md.",
-    p(
-        "ports",
-        "strs",
-        "ports FROM->TO whose queue_bytes / queue_bytes_max series are recorded (none: every output port of a "
-        "cp = true bridge, or cp_ports when given)",
-        unset="every output port of a cp = true bridge, or cp_ports",
-    ),
-    p(
-        "rate_limiters",
-        "strs",
-        "rate limiters whose rl_rate / rlq_bytes series are recorded: STATION|DEST (the flow's source and "
-        "destination, rl_scope = flow) or STATION|FROM->TO (the station and its CP port, rl_scope = cp); none: all, "
-        "at most 256. A transport flow's sender only when named (its rate, and rl_window_bytes for a window scheme; "
-        "the flows between one pair share a series)",
-        unset="all, at most 256",
-    ),
-    p(
-        "events",
-        "choices",
-        "event kinds recorded in events.parquet, one row each: all, or any of "
-        + ", ".join(EVENT_KINDS)
-        + "; [] "
-        "(default): no event trace",
-        [],
-        choices=["all", *EVENT_KINDS],
-    ),
-    p("event_nodes", "strs", "events.parquet: only events at these nodes ([]: every node)", []),
-    p(
-        "event_ports",
-        "strs",
-        "events.parquet: only events at these ports FROM->TO ([]: every port; events at no port, such as rate "
-        "changes, are then left out)",
-        [],
-    ),
-    p(
-        "event_flows",
-        "strs",
-        "events.parquet: only events of these flows SRC|DST ([]: every flow; events of no flow, such as PAUSE, "
-        "are then left out)",
-        [],
-    ),
-    p("from_ms", "float", "events.parquet and pcap: from this time", 0.0, ge=0, le=MAX_MS),
-    p(
-        "to_ms",
-        "float",
-        "events.parquet and pcap: before this time (none: the run end)",
-        gt=0,
-        le=MAX_MS,
-        unset="the run end",
-    ),
-    p(
-        "max_rows",
-        "int",
-        "events.parquet keeps at most this many rows per seed (the first ones; a warning says when the cap was "
-        "reached)",
-        10_000_000,
-        ge=1,
-        le=2**62,
-    ),
-    p(
-        "pcap",
-        "strs",
-        "ports FROM->TO whose frames are captured for Wireshark: one pcapng file per port and seed in pcap/ (also "
-        "--pcap PORT)",
-        [],
-    ),
-    p(
-        "snaplen",
-        "int",
-        "bytes of each frame a capture keeps (default: whole frames; payloads are zero); Wireshark labels a "
-        "RoCEv2 data frame cut short 'Invalid Packet Length'",
-        65535,
-        ge=64,
-        le=65535,
-    ),
-)
+TRACE = _section("trace")
 CDF_HELP = (
     "poisson: flow-size CDF: websearch, hadoop, a file of 'size_bytes probability' lines, or the points inline "
     "[[size_bytes, probability], ...] (a saved scenario holds a file's points inline)"
@@ -393,10 +274,6 @@ ROUTING = p(
     "shortest_path",
     choices=["shortest_path", "ecmp", "fattree"],
 )
-
-
-def _section(name: str) -> dict[str, Any]:
-    return next(t for t in declarations()["sections"] if t["name"] == name)
 
 
 # ---------------------------------------------------------------- records
@@ -574,7 +451,7 @@ def _cdf(v: Any, at: str) -> Any:
     raise TableError(at, f"{shown(v)} is not allowed; expected {CDF_HELP}")
 
 
-READERS.update(seeds=_seeds, dest=_dest, cdf=_cdf)
+READERS.update(seeds=_seeds, count_or_list=_seeds, dest=_dest, cdf=_cdf)
 
 
 def _entries(cls: type[Record], given: Any, name: str, label: Any) -> list[Any]:
