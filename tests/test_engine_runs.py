@@ -116,7 +116,6 @@ def test_the_node_table_adds_up_to_the_run_totals(name, pause):
     nodes = r.tables["nodes"]
     for k in ("dropped_cp", "dropped_rp", "dropped_rl", "dropped_nic", "deferred", "generated", "delivered"):
         assert nodes[k].sum() == r.frames[k], k
-    assert (nodes["dropped_rp"] == nodes["dropped_rl"] + nodes["dropped_nic"]).all()
     # The measure window's counts never exceed the run's.
     w = r.tables["windows"].row(0, named=True)
     assert w["generated"] <= r.frames["generated"] and w["delivered"] <= r.frames["delivered"]

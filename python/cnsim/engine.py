@@ -50,10 +50,11 @@ class SeedRun:
 
     - `seed`, `bin_ps`, `end_ps`, `n_bins` (the bins the run reached);
     - `frames`: run-wide counters (generated, delivered, dropped_cp,
-      dropped_rp, dropped_rl, dropped_nic, deferred, in_flight, delay_sum_ps,
-      delay_max_ps, reordered (frames delivered after a later frame of their
-      flow; counted with per-flow counters only), note_bytes_measure, and the
-      transport's acks, nacks, discarded, timeouts);
+      dropped_rl, dropped_nic, deferred, delay_sum_ps, delay_max_ps,
+      reordered (frames delivered after a later frame of their flow; counted
+      with per-flow counters only), note_bytes_measure; then dropped_rp and
+      in_flight, derived when the run ends; and the transport's acks, nacks,
+      discarded, timeouts);
     - `engine`: events and engine wall time;
     - `table(name)`: a `cnsim.tables.Table` of raw counters: `windows`,
       `flows`, `links`, `nodes`, `flow_records`, `queue_hist` (bytes per

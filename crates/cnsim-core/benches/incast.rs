@@ -7,12 +7,12 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 fn incast(c: &mut Criterion) {
     let cfg = incast_config(10 * PS_PER_MS);
-    let delivered = Sim::new(&cfg, 0).unwrap().run().unwrap().frames.delivered;
+    let delivered = Sim::new(&cfg, 0).unwrap().run().unwrap().frames.counts.delivered;
     let mut g = c.benchmark_group("incast");
     g.throughput(Throughput::Elements(delivered));
     g.sample_size(20);
     g.bench_function("4to1_10ms_delivered_frames", |b| {
-        b.iter(|| Sim::new(&cfg, 0).unwrap().run().unwrap().frames.delivered)
+        b.iter(|| Sim::new(&cfg, 0).unwrap().run().unwrap().frames.counts.delivered)
     });
     g.finish();
 }

@@ -10,5 +10,5 @@ fn main() {
     println!("{}", serde_json::to_string_pretty(&r.frames).unwrap());
     println!("{}", serde_json::to_string_pretty(&r.engine).unwrap());
     let wall = r.engine.wall_s.max(1e-9);
-    println!("{:.2} M delivered frames/s", r.frames.delivered as f64 / wall / 1e6);
+    println!("{:.2} M delivered frames/s", r.frames.counts.delivered as f64 / wall / 1e6);
 }

@@ -17,6 +17,6 @@ fn main() {
         r.engine.events,
         wall,
         r.engine.events as f64 / wall / 1e6,
-        r.frames.delivered as f64 / wall / 1e6
+        r.frames.counts.delivered as f64 / wall / 1e6
     );
 }

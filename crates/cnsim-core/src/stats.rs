@@ -158,19 +158,10 @@ pub struct Stats {
     /// loop advances them, so the hot path needs no division).
     pub cur_bin: usize,
     pub next_edge: Time,
-    /// Frame delay (generation to full reception at the destination).
-    pub delay_sum_ps: u128,
-    pub delay_max_ps: Time,
+    /// The run-wide frame counters (the results serialise them as they are).
+    pub counts: FrameCounters,
     pub windows: Vec<(Time, Time)>,
     pub n_stations: usize,
-    pub generated: u64,
-    pub delivered: u64,
-    pub dropped_cp: u64,
-    /// RP drops: at a full RLQ, and at a full NIC FIFO (`nic_full = drop`).
-    pub dropped_rl: u64,
-    pub dropped_nic: u64,
-    /// Frames a source held back because its NIC FIFO was full (`nic_full = defer`).
-    pub deferred: u64,
     /// Delivered bytes per bin, all destinations.
     pub agg_bins: BinTable,
     /// Delivered bytes per (bin, destination), when recorded (`dest_series`).
@@ -195,9 +186,9 @@ pub struct Stats {
     pub flow_delivered: Vec<u64>,
     /// Generation time of each flow's last delivered frame, and the frames
     /// delivered after a later-generated frame of their flow (per-flow
-    /// counters only: a flow's frames are generated in order).
+    /// counters only: a flow's frames are generated in order; the count is
+    /// `counts.reordered`).
     pub flow_last_born: Vec<Time>,
-    pub reordered: u64,
     /// Whether order is checked: with per-flow counters, when frames of a
     /// flow can take different paths (ECMP) or wait in rate limiters; on a
     /// single path through FIFO queues with no RLs they cannot reorder.
@@ -264,16 +255,9 @@ impl Stats {
             max_bins,
             cur_bin: 0,
             next_edge: bin_ps,
-            delay_sum_ps: 0,
-            delay_max_ps: 0,
+            counts: FrameCounters::default(),
             windows,
             n_stations,
-            generated: 0,
-            delivered: 0,
-            dropped_cp: 0,
-            dropped_rl: 0,
-            dropped_nic: 0,
-            deferred: 0,
             agg_bins: BinTable::new(1),
             dest_bins: BinTable::new(if dest_series { n_stations } else { 0 }),
             dest_series,
@@ -284,7 +268,6 @@ impl Stats {
             flow_bins: BinTable::new(traced_flows.len()),
             flow_generated: vec![0; nf],
             flow_last_born: vec![0; nf],
-            reordered: 0,
             track_order: per_flow,
             flow_delivered: vec![0; nf],
             flow_win_bytes: vec![0; nw * nf],
@@ -329,9 +312,9 @@ impl Stats {
     /// `t` (which may lie ahead of the current time), `delay` after it was generated.
     #[inline]
     pub fn deliver(&mut self, t: Time, src: usize, dst: usize, len: u64, delay: Time) {
-        self.delivered += 1;
-        self.delay_sum_ps += delay as u128;
-        self.delay_max_ps = self.delay_max_ps.max(delay);
+        self.counts.delivered += 1;
+        self.counts.delay_sum_ps += delay as u128;
+        self.counts.delay_max_ps = self.counts.delay_max_ps.max(delay);
         let b = self.bin_of(t);
         let n = self.n_stations;
         let f = src * n + dst;
@@ -347,7 +330,7 @@ impl Stats {
             if self.track_order {
                 let born = t - delay;
                 if born < self.flow_last_born[f] {
-                    self.reordered += 1;
+                    self.counts.reordered += 1;
                 } else {
                     self.flow_last_born[f] = born;
                 }
@@ -399,23 +382,23 @@ impl Stats {
     pub fn count(&mut self, t: Time, what: usize) {
         let col = match what {
             GENERATED => {
-                self.generated += 1;
+                self.counts.generated += 1;
                 0
             }
             DROPPED_CP => {
-                self.dropped_cp += 1;
+                self.counts.dropped_cp += 1;
                 2
             }
             DROPPED_RL => {
-                self.dropped_rl += 1;
+                self.counts.dropped_rl += 1;
                 3
             }
             DROPPED_NIC => {
-                self.dropped_nic += 1;
+                self.counts.dropped_nic += 1;
                 3
             }
             _ => {
-                self.deferred += 1;
+                self.counts.deferred += 1;
                 4
             }
         };
@@ -424,11 +407,6 @@ impl Stats {
                 self.win_counts[w][col] += 1;
             }
         }
-    }
-
-    /// Frames dropped at reaction points (RLQ and NIC).
-    pub fn dropped_rp(&self) -> u64 {
-        self.dropped_rl + self.dropped_nic
     }
 
     /// A frame of `len` bytes starts transmission on `port` at `t`; the
@@ -523,6 +501,14 @@ pub struct RunResult {
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct TransportResult {
     pub flows: Vec<FlowRecord>,
+    #[serde(flatten)]
+    pub counts: TransportCounters,
+}
+
+/// The transport's run-wide counters, declared once: the transport
+/// increments them and the results serialise them as they are.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct TransportCounters {
     pub acks: u64,
     pub nacks: u64,
     /// Data frames the receivers discarded (beyond a gap, go-back-N).
@@ -546,26 +532,90 @@ pub struct FlowRecord {
     pub hops: u32,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct FrameCounts {
+/// The run-wide frame counters, declared once: the hot path increments
+/// them in place (`stats.counts.generated += 1`, a field path, no
+/// indirection) and the results serialise them as they are, beside the
+/// figures derived from them ([`FrameCounts`]).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct FrameCounters {
     pub generated: u64,
     pub delivered: u64,
+    /// Frames dropped at congestion points (a full bridge buffer).
     pub dropped_cp: u64,
-    pub dropped_rp: u64,
-    /// RP drops split: at a full RLQ, at a full NIC FIFO.
+    /// Drops at reaction points: at a full RLQ, and at a full NIC FIFO
+    /// (`nic_full = drop`).
     pub dropped_rl: u64,
     pub dropped_nic: u64,
-    /// Frames sources held back at a full NIC FIFO (never generated, never lost).
+    /// Frames sources held back at a full NIC FIFO (`nic_full = defer`:
+    /// never generated, never lost).
     pub deferred: u64,
-    pub in_flight: u64,
-    /// Sum and largest generation-to-reception delay of the delivered frames (ps).
-    pub delay_sum_ps: f64,
+    /// Sum and largest generation-to-reception delay of the delivered
+    /// frames (ps); the sum is given as a float.
+    #[serde(serialize_with = "u128_as_f64")]
+    pub delay_sum_ps: u128,
     pub delay_max_ps: Time,
     /// Frames delivered out of their flow's order (counted with per-flow counters only).
     pub reordered: u64,
     /// Bytes of notification frames (CNMs, CNPs, reflections) sent inside the
     /// measure window (`windows[0]`), by every sender.
     pub note_bytes_measure: u64,
+}
+
+fn u128_as_f64<S: serde::Serializer>(x: &u128, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(*x as f64)
+}
+
+impl FrameCounters {
+    /// Frames dropped at reaction points (RLQ and NIC): the definition.
+    pub fn dropped_rp(&self) -> u64 {
+        self.dropped_rl + self.dropped_nic
+    }
+}
+
+/// The run's frame counts as the results give them: the counters, then
+/// what is derived from them when the run ends.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct FrameCounts {
+    #[serde(flatten)]
+    pub counts: FrameCounters,
+    pub dropped_rp: u64,
+    /// Data frames still in a queue (ports, rate limiters) when the run ended.
+    pub in_flight: u64,
+}
+
+impl FrameCounts {
+    pub fn new(counts: FrameCounters, in_flight: u64) -> FrameCounts {
+        FrameCounts {
+            counts,
+            dropped_rp: counts.dropped_rp(),
+            in_flight,
+        }
+    }
+
+    /// Frame conservation: every frame generated was delivered, dropped
+    /// (at a CP or an RP) or is still in flight. An error gives the books.
+    pub fn check_conservation(&self) -> Result<(), String> {
+        let c = &self.counts;
+        let accounted = c.delivered + c.dropped_cp + self.dropped_rp + self.in_flight;
+        if c.generated == accounted {
+            Ok(())
+        } else {
+            Err(format!(
+                "generated {} != delivered {} + dropped_cp {} + dropped_rp {} + in flight {}",
+                c.generated, c.delivered, c.dropped_cp, self.dropped_rp, self.in_flight
+            ))
+        }
+    }
+}
+
+/// A run's counters as one record: the frame counts and the transport's
+/// (the `frames` of a run's results in Python, runs.parquet's `frames.*`).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct RunCounters<'a> {
+    #[serde(flatten)]
+    pub frames: &'a FrameCounts,
+    #[serde(flatten)]
+    pub transport: &'a TransportCounters,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -649,6 +699,14 @@ pub struct Series {
 impl RunResult {
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("results serialise")
+    }
+
+    /// The run-wide counters as one record (frames, then the transport's).
+    pub fn counters(&self) -> RunCounters<'_> {
+        RunCounters {
+            frames: &self.frames,
+            transport: &self.transport.counts,
+        }
     }
 
     pub fn series(&self, series: &str, key: &str) -> Option<&[f64]> {

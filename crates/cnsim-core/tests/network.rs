@@ -75,10 +75,10 @@ fn one_frame_arrives_at_exactly_the_sum_of_serialisation_propagation_and_latency
         node: "S".into(),
     });
     let r = run(&cfg, 0);
-    assert_eq!(r.frames.generated, 1);
-    assert_eq!(r.frames.delivered, 1);
+    assert_eq!(r.frames.counts.generated, 1);
+    assert_eq!(r.frames.counts.delivered, 1);
     // 1500 B at 10 Gbit/s = 1.2 us, 0.7 us wire, 1.1 us bridge, 1500 B at 2.5 Gbit/s = 4.8 us, 0.3 us wire.
-    assert_eq!(r.frames.delay_max_ps, 1_200_000 + 700_000 + 1_100_000 + 4_800_000 + 300_000);
+    assert_eq!(r.frames.counts.delay_max_ps, 1_200_000 + 700_000 + 1_100_000 + 4_800_000 + 300_000);
 }
 
 #[test]
@@ -89,7 +89,10 @@ fn a_frame_still_on_the_wire_at_the_end_is_in_flight_not_delivered() {
         node: "S".into(),
     });
     let r = run(&cfg, 0); // arrival would be at 4.4 us
-    assert_eq!((r.frames.generated, r.frames.delivered, r.frames.in_flight), (1, 0, 1));
+    assert_eq!(
+        (r.frames.counts.generated, r.frames.counts.delivered, r.frames.in_flight),
+        (1, 0, 1)
+    );
 }
 
 #[test]
@@ -99,10 +102,10 @@ fn bernoulli_source_offers_p_within_one_percent() {
     let slots = (1000 * PS_PER_MS / 1_200_000) as f64;
     for seed in [0, 1, 2] {
         let r = run(&cfg, seed);
-        let offered = r.frames.generated as f64 / slots;
+        let offered = r.frames.counts.generated as f64 / slots;
         assert!((offered - p).abs() / p < 0.01, "seed {seed}: offered {offered} vs p {p}");
         // Nothing is lost: the sink link is faster than the offered load.
-        assert_eq!(r.frames.dropped_cp + r.frames.dropped_rp, 0);
+        assert_eq!(r.frames.counts.dropped_cp + r.frames.dropped_rp, 0);
     }
 }
 
@@ -141,10 +144,10 @@ fn baseline_nocm_saturates_the_downlink_and_drops_at_the_cp() {
         "downlink {} Gbit/s over 10-80 ms",
         r.window_gbps(down.bytes[1], 1)
     );
-    assert!(r.frames.dropped_cp > 0);
+    assert!(r.frames.counts.dropped_cp > 0);
     assert_eq!(r.frames.dropped_rp, 0);
     let by_node: u64 = r.nodes.iter().map(|n| n.dropped_cp).sum();
-    assert_eq!(by_node, r.frames.dropped_cp);
+    assert_eq!(by_node, r.frames.counts.dropped_cp);
     // 4 x 4.9 Gbit/s offered into 10: every uplink from the sources carries its own load.
     let up = r.link("S1->B1").unwrap();
     assert!((r.window_gbps(up.bytes[1], 1) - 4.9).abs() < 0.1);
@@ -159,7 +162,7 @@ fn pause_with_enough_headroom_is_lossless_and_keeps_the_downlink_busy() {
     cfg.pause.xon_bytes = cfg.pause.xoff_bytes - 10_000;
     let r = run(&cfg, 3);
     assert_eq!(
-        r.frames.dropped_cp, 0,
+        r.frames.counts.dropped_cp, 0,
         "lossless: xoff {} leaves {} B of headroom",
         cfg.pause.xoff_bytes, headroom
     );
@@ -178,10 +181,13 @@ fn pause_with_enough_headroom_is_lossless_and_keeps_the_downlink_busy() {
     // Back-pressure reaches the sources: their generators defer (the
     // default), so no frame is lost anywhere.
     assert!(r.link("S1->B1").unwrap().paused_ever);
-    assert_eq!((r.frames.dropped_rp, r.frames.dropped_nic, r.frames.dropped_rl), (0, 0, 0));
-    assert!(r.frames.deferred > 0, "the paused sources held frames back");
+    assert_eq!(
+        (r.frames.dropped_rp, r.frames.counts.dropped_nic, r.frames.counts.dropped_rl),
+        (0, 0, 0)
+    );
+    assert!(r.frames.counts.deferred > 0, "the paused sources held frames back");
     let held: u64 = r.nodes.iter().map(|n| n.deferred).sum();
-    assert_eq!(held, r.frames.deferred);
+    assert_eq!(held, r.frames.counts.deferred);
     assert_eq!(r.windows.iter().map(|w| w.dropped_rp).sum::<u64>(), 0);
 
     // The other reading: a full NIC drops what the source generates.
@@ -189,19 +195,19 @@ fn pause_with_enough_headroom_is_lossless_and_keeps_the_downlink_busy() {
         st.nic_full = NicFull::Drop;
     }
     let d = run(&cfg, 3);
-    assert_eq!(d.frames.dropped_cp, 0);
-    assert_eq!(d.frames.deferred, 0);
-    assert!(d.frames.dropped_nic > 0 && d.frames.dropped_rp == d.frames.dropped_nic);
+    assert_eq!(d.frames.counts.dropped_cp, 0);
+    assert_eq!(d.frames.counts.deferred, 0);
+    assert!(d.frames.counts.dropped_nic > 0 && d.frames.dropped_rp == d.frames.counts.dropped_nic);
     // Same slots, same deliveries: deferring only changes what is counted.
-    assert_eq!(d.frames.delivered, r.frames.delivered);
-    assert_eq!(d.frames.generated, r.frames.generated + r.frames.deferred);
+    assert_eq!(d.frames.counts.delivered, r.frames.counts.delivered);
+    assert_eq!(d.frames.counts.generated, r.frames.counts.generated + r.frames.counts.deferred);
 }
 
 #[test]
 fn pause_with_published_thresholds_reports_its_drops() {
     let r = run(&baseline(true), 3);
     let by_node: u64 = r.nodes.iter().map(|n| n.dropped_cp).sum();
-    assert_eq!(by_node, r.frames.dropped_cp);
+    assert_eq!(by_node, r.frames.counts.dropped_cp);
     let down = r.link("B0->D").unwrap();
     assert!(r.window_gbps(down.bytes[1], 1) >= 9.9);
     assert!(r.links.iter().any(|l| l.paused_ps > 0));
@@ -293,7 +299,7 @@ fn partition_trigger_pauses_per_input_partitions_without_loss() {
     cfg.pause.xoff_bytes = 130_000;
     cfg.pause.xon_bytes = 110_000;
     let r = run(&cfg, 2);
-    assert_eq!(r.frames.dropped_cp, 0);
+    assert_eq!(r.frames.counts.dropped_cp, 0);
     for i in 1..=4 {
         assert!(r.link(&format!("B{i}->B0")).unwrap().paused_ever);
     }
@@ -301,7 +307,7 @@ fn partition_trigger_pauses_per_input_partitions_without_loss() {
     assert!(r.window_gbps(down.bytes[1], 1) >= 9.9);
     // Without PAUSE the same partitions overflow.
     cfg.pause.enabled = false;
-    assert!(run(&cfg, 2).frames.dropped_cp > 0);
+    assert!(run(&cfg, 2).frames.counts.dropped_cp > 0);
 }
 
 #[test]
@@ -316,7 +322,7 @@ fn output_queue_and_ingress_triggers_both_protect_a_shared_buffer() {
         cfg.pause.xoff_bytes = 100_000;
         cfg.pause.xon_bytes = 80_000;
         let r = run(&cfg, 4);
-        assert_eq!(r.frames.dropped_cp, 0, "{trigger:?}");
+        assert_eq!(r.frames.counts.dropped_cp, 0, "{trigger:?}");
         assert!(r.links.iter().any(|l| l.paused_ps > 0), "{trigger:?}");
     }
 }
@@ -335,7 +341,7 @@ fn per_input_partitions_never_exceed_their_size() {
     // Each input may hold at most 150 KB in the queue: 2 x 150 KB in all.
     assert!(peak <= 300_000.0, "peak {peak}");
     assert!(peak > 290_000.0, "both partitions fill: peak {peak}");
-    assert!(r.frames.dropped_cp > 0);
+    assert!(r.frames.counts.dropped_cp > 0);
     // With PAUSE at 130 / 110 KB per partition, nothing is lost.
     cfg.pause = PauseConfig {
         enabled: true,
@@ -345,7 +351,7 @@ fn per_input_partitions_never_exceed_their_size() {
         quanta: 65535,
     };
     let r = run(&cfg, 1);
-    assert_eq!(r.frames.dropped_cp, 0);
+    assert_eq!(r.frames.counts.dropped_cp, 0);
     let q = r.series("queue_bytes_max", "B0->D").unwrap();
     assert!(q.iter().cloned().fold(0.0, f64::max) <= 300_000.0);
 }
@@ -411,7 +417,7 @@ fn a_source_behind_a_paused_uplink_is_slowed_within_5_ms() {
         assert_eq!(rate[8], 10.0, "{s} had no RL before the hotspot");
         assert!(rate[14] <= 0.5, "{s}'s RL for H at 15 ms: {} Gbit/s", rate[14]);
     }
-    assert_eq!(r.frames.dropped_cp, 0, "lossless");
+    assert_eq!(r.frames.counts.dropped_cp, 0, "lossless");
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Properties that hold for every configuration, checked on random ones
 //! (proptest) over every registered scheme (`scheme::SCHEMES`, transport
 //! schemes included) and random flow workloads: frame conservation (a run
-//! that broke it would return an error), determinism (same config and seed,
+//! that broke it would return an error, and the results' books are checked
+//! again from the outside, [`books`]), determinism (same config and seed,
 //! same results to the bit), and losslessness under PAUSE when the
 //! thresholds leave enough headroom (`net::pause::headroom_bytes`).
 
@@ -136,6 +137,31 @@ fn run(cfg: &SimConfig, seed: u64) -> RunResult {
     Sim::new(cfg, seed).expect("valid config").run().expect("frame conservation holds")
 }
 
+/// The run's books, checked from its results alone (independently of the
+/// engine's own check in `finish`): every frame generated was delivered,
+/// dropped at a CP, a full RLQ or a full NIC, or is in flight; and the node
+/// table adds up to the run's totals.
+fn books(r: &RunResult) -> Result<(), String> {
+    let f = &r.frames.counts;
+    let accounted = f.delivered + f.dropped_cp + f.dropped_rl + f.dropped_nic + r.frames.in_flight;
+    if f.generated != accounted {
+        return Err(format!("generated {} != accounted {accounted}: {:?}", f.generated, r.frames));
+    }
+    let sum = |g: fn(&cnsim_core::stats::NodeResult) -> u64| r.nodes.iter().map(g).sum::<u64>();
+    let by_node = [
+        ("generated", sum(|n| n.generated), f.generated),
+        ("delivered", sum(|n| n.delivered), f.delivered),
+        ("dropped_cp", sum(|n| n.dropped_cp), f.dropped_cp),
+        ("dropped_rl", sum(|n| n.dropped_rl), f.dropped_rl),
+        ("dropped_nic", sum(|n| n.dropped_nic), f.dropped_nic),
+        ("deferred", sum(|n| n.deferred), f.deferred),
+    ];
+    match by_node.iter().find(|(_, nodes, run)| nodes != run) {
+        Some((k, nodes, run)) => Err(format!("{k}: the nodes sum to {nodes}, the run counted {run}")),
+        None => Ok(()),
+    }
+}
+
 /// What a run reports, wall-clock figures aside.
 fn fingerprint(r: &RunResult) -> String {
     let mut r = r.clone();
@@ -157,7 +183,8 @@ proptest! {
         let a = run(&cfg, c.seed);
         let b = run(&cfg, c.seed);
         prop_assert_eq!(fingerprint(&a), fingerprint(&b));
-        let f = &a.frames;
+        prop_assert_eq!(books(&a), Ok(()));
+        let f = &a.frames.counts;
         if !c.drop_at_nic {
             prop_assert_eq!(f.dropped_nic, 0);
         }
@@ -197,12 +224,39 @@ proptest! {
         cfg.pause.xoff_bytes = 150_000 - headroom;
         cfg.pause.xon_bytes = cfg.pause.xoff_bytes - 10_000;
         let r = run(&cfg, seed);
-        prop_assert_eq!(r.frames.dropped_cp, 0, "{} with xoff {}", SCHEMES[scheme].name, cfg.pause.xoff_bytes);
+        prop_assert_eq!(r.frames.counts.dropped_cp, 0, "{} with xoff {}", SCHEMES[scheme].name, cfg.pause.xoff_bytes);
         if SCHEMES[scheme].engine == "nocm" {
             // No rate limiter to overflow: the paused sources defer.
             prop_assert_eq!(r.frames.dropped_rp, 0);
         }
     }
+}
+
+#[test]
+fn the_books_catch_a_miscounted_frame_and_a_miscounted_node() {
+    let c = Case {
+        sources: 2,
+        loads: vec![1.0, 1.0],
+        buffer: 30_000,
+        mode: BufferMode::PerOutput,
+        pause: false,
+        scheme: 0,
+        per_cp: false,
+        drop_at_nic: false,
+        ms: 2,
+        seed: 1,
+        flows: vec![],
+        arrivals_per_s: None,
+    };
+    let r = run(&config(&c), 1);
+    assert!(r.frames.counts.dropped_cp > 0, "the incast overflows the buffer");
+    assert_eq!(books(&r), Ok(()));
+    let mut lost = r.clone();
+    lost.frames.counts.delivered -= 1;
+    assert!(books(&lost).unwrap_err().starts_with("generated"));
+    let mut node = r.clone();
+    node.nodes.iter_mut().find(|n| n.dropped_cp > 0).unwrap().dropped_cp -= 1;
+    assert!(books(&node).unwrap_err().starts_with("dropped_cp"));
 }
 
 #[test]
@@ -319,8 +373,9 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: fuzz_cases(), ..ProptestConfig::default() })]
 
     /// A hand-built config with any leaf replaced by a hostile value is
-    /// refused with an error or runs (conserving frames): never a panic,
-    /// an overflow or an allocation abort.
+    /// refused with an error or runs (conserving frames: `finish()` checks
+    /// them, and so does [`books`] from its results): never a panic, an
+    /// overflow or an allocation abort.
     #[test]
     fn a_mutated_engine_config_is_refused_or_runs(
         c in case(),
@@ -366,7 +421,7 @@ proptest! {
         std::thread::spawn(move || {
             let finished = if sim.duration() <= 4 * PS_PER_MS {
                 sim.run_until(Time::MAX);
-                Some(sim.finish().map(|r| r.frames.generated))
+                Some(sim.finish().and_then(|r| books(&r)))
             } else {
                 sim.run_until(PS_PER_MS);
                 None

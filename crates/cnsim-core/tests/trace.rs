@@ -136,8 +136,8 @@ fn the_dequeue_rows_of_a_port_are_its_frames_sent_and_drops_its_drop_counters() 
     let link = r.links.iter().find(|l| l.name == "B0->D").unwrap();
     assert_eq!(sent, link.frames);
     assert_eq!(t.pcap[0].frames, link.frames);
-    assert_eq!(drops, r.frames.dropped_cp);
-    assert_eq!(delivered, r.frames.delivered);
+    assert_eq!(drops, r.frames.counts.dropped_cp);
+    assert_eq!(delivered, r.frames.counts.delivered);
     assert!(drops > 0);
     let _ = std::fs::remove_dir_all(dir);
 }

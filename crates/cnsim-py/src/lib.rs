@@ -177,19 +177,8 @@ impl Simulation {
         d.set_item("end_ps", r.end_ps)?;
         d.set_item("bin_ps", r.bin_ps)?;
         d.set_item("n_bins", r.n_bins)?;
-        let frames = pythonize::pythonize(py, &r.frames)?;
-        let frames = frames.downcast::<PyDict>()?;
-        // The transport's run-wide counters (flow records are a table).
-        let t = &r.transport;
-        for (k, v) in [
-            ("acks", t.acks),
-            ("nacks", t.nacks),
-            ("discarded", t.discarded),
-            ("timeouts", t.timeouts),
-        ] {
-            frames.set_item(k, v)?;
-        }
-        d.set_item("frames", frames)?;
+        // The run-wide counters, frames' and the transport's, as one dict.
+        d.set_item("frames", pythonize::pythonize(py, &r.counters())?)?;
         d.set_item("engine", pythonize::pythonize(py, &r.engine)?)?;
         let tables = PyDict::new_bound(py);
         for (name, cols) in r.tables() {

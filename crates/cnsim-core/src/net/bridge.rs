@@ -242,7 +242,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             self.tracer.note_sent(&self.scheme, origin, &f);
         }
         if self.now >= self.measure.0 && self.now < self.measure.1 {
-            self.cnm_bytes_window += f.len as u64;
+            self.stats.counts.note_bytes_measure += f.len as u64;
         }
         self.settle(port);
         self.net.ports[port as usize].ctrl.push_back(f);

@@ -13,7 +13,7 @@ use crate::engine::queue::EventQueue;
 use crate::engine::rng::stream;
 use crate::engine::Time;
 use crate::scheme::{AnyScheme, Scheme};
-use crate::stats::{QueueHist, QueueTrace, Stats};
+use crate::stats::{QueueHist, QueueTrace, Stats, TransportCounters};
 use crate::trace::record::{TraceNet, TracePlan};
 use crate::trace::{NoTrace, Recorder, TraceOutput, Tracer};
 use std::collections::BTreeMap;
@@ -318,7 +318,6 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             actions,
             sink_events: S::NP_EVENTS || !(cfg.transport.flows.is_empty() && cfg.transport.arrivals.is_empty()),
             window_names: cfg.windows.iter().map(|w| w.name.clone()).collect(),
-            cnm_bytes_window: 0,
             wall_s: 0.0,
             finished: false,
             tp: Transport {
@@ -330,9 +329,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 active: 0,
                 pending_starts: 0,
                 gens_live: 0,
-                acks_sent: 0,
-                nacks_sent: 0,
-                ooo_discarded: 0,
+                counts: TransportCounters::default(),
             },
             open_loop,
             stop_at: Time::MAX,

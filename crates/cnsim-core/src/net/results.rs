@@ -7,11 +7,11 @@ use super::sim::NetSim;
 use super::topology::NodeKind;
 use crate::engine::Time;
 use crate::scheme::Scheme;
-use crate::stats::{self, RunResult, Stats};
+use crate::stats::{self, FrameCounts, RunResult, Stats};
 use crate::trace::Tracer;
 
 impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
-    pub(crate) fn build_result(&self, in_flight: u64) -> RunResult {
+    pub(crate) fn build_result(&self, frames: FrameCounts) -> RunResult {
         let s = &self.stats;
         let net = &self.net;
         let n_st = net.n_stations();
@@ -109,20 +109,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             end_ps: self.duration,
             bin_ps: s.bin_ps,
             n_bins: s.bins_reached(self.duration),
-            frames: stats::FrameCounts {
-                generated: s.generated,
-                delivered: s.delivered,
-                dropped_cp: s.dropped_cp,
-                dropped_rp: s.dropped_rp(),
-                dropped_rl: s.dropped_rl,
-                dropped_nic: s.dropped_nic,
-                deferred: s.deferred,
-                in_flight,
-                delay_sum_ps: s.delay_sum_ps as f64,
-                delay_max_ps: s.delay_max_ps,
-                reordered: s.reordered,
-                note_bytes_measure: self.cnm_bytes_window,
-            },
+            frames,
             engine: stats::EngineFigures {
                 events: self.q.popped(),
                 wall_s: self.wall_s,
@@ -138,10 +125,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 .collect(),
             transport: stats::TransportResult {
                 flows: self.flow_records(),
-                acks: self.tp.acks_sent,
-                nacks: self.tp.nacks_sent,
-                discarded: self.tp.ooo_discarded,
-                timeouts: self.tp.flows.iter().map(|f| f.timeouts as u64).sum(),
+                counts: self.tp.counts,
             },
             series: self.build_series(),
             trace: None,

@@ -13,7 +13,7 @@ use crate::engine::queue::EventQueue;
 use crate::engine::Time;
 use crate::frame::{Frame, FrameKind, NO_FLOW};
 use crate::scheme::{QueueView, Scheme};
-use crate::stats::{RunResult, Stats};
+use crate::stats::{FrameCounts, RunResult, Stats};
 use crate::trace::{Kind, NoTrace, Reason, Site, Tracer};
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -112,8 +112,6 @@ pub struct NetSim<S: Scheme, T: Tracer<S> = NoTrace> {
     /// The scheme acts on data frames reaching their destination, so those
     /// arrivals must be events (otherwise they are counted when sent).
     pub(crate) sink_events: bool,
-    /// Bits of congestion-management control frames originated in the measure window.
-    pub(crate) cnm_bytes_window: u64,
     pub(crate) wall_s: f64,
     pub(crate) finished: bool,
     /// Transport flows (net/transport.rs).
@@ -672,20 +670,11 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 w.finish(n_bins);
             }
         }
-        let s = &self.stats;
-        let accounted = s.delivered + s.dropped_cp + s.dropped_rp() + in_flight;
-        if s.generated != accounted {
-            return Err(format!(
-                "frame conservation violated (seed {}): generated {} != delivered {} + dropped_cp {} + dropped_rp {} + in flight {}",
-                self.seed,
-                s.generated,
-                s.delivered,
-                s.dropped_cp,
-                s.dropped_rp(),
-                in_flight
-            ));
-        }
-        let mut result = self.build_result(in_flight);
+        let frames = FrameCounts::new(self.stats.counts, in_flight);
+        frames
+            .check_conservation()
+            .map_err(|books| format!("frame conservation violated (seed {}): {books}", self.seed))?;
+        let mut result = self.build_result(frames);
         result.trace = trace;
         Ok(result)
     }

@@ -532,7 +532,7 @@ mod tests {
         for i in 0..cap + 5 {
             admit(&mut s, 0, Frame::data(i, 0, d, 1500));
         }
-        assert_eq!(s.stats.dropped_rp(), 5);
+        assert_eq!(s.stats.counts.dropped_rp(), 5);
         assert_eq!(s.net.stations[0].dropped_rl, 5);
     }
 

@@ -15,8 +15,8 @@ use crate::engine::time::serialization_ps;
 use crate::engine::{Time, PS_PER_S};
 use crate::frame::{Frame, FrameKind};
 use crate::scheme::{AckKind, NetView, PathView, RlCore, Scheme};
-use crate::stats::FlowRecord;
 use crate::stats::QueueTrace;
+use crate::stats::{FlowRecord, TransportCounters};
 use crate::trace::{Kind, Reason, Site, Tracer};
 use rand::Rng;
 use std::collections::BTreeMap;
@@ -105,9 +105,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             active: 0,
             pending_starts: pending,
             gens_live: live,
-            acks_sent: 0,
-            nacks_sent: 0,
-            ooo_discarded: 0,
+            counts: TransportCounters::default(),
         };
         Ok(paths)
     }
@@ -381,7 +379,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 self.emit_ack(s, f, FrameKind::Ack, seq, false);
             }
         } else if f.seq > fl.rcv_nxt {
-            self.tp.ooo_discarded += 1;
+            self.tp.counts.discarded += 1;
             if T::ON {
                 let site = station_site!(self, s);
                 self.tracer.frame(&self.scheme, site, Kind::Discard, Reason::OutOfOrder, f, None);
@@ -414,9 +412,9 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             self.tracer.frame(&self.scheme, site, what, why, &a, None);
         }
         if kind == FrameKind::Nack {
-            self.tp.nacks_sent += 1;
+            self.tp.counts.nacks += 1;
         } else {
-            self.tp.acks_sent += 1;
+            self.tp.counts.acks += 1;
         }
         let port = self.net.stations[s].port;
         self.settle(port);
@@ -524,6 +522,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         }
         // Nothing acknowledged for a whole RTO: go back to the first unacknowledged frame.
         fl.timeouts += 1;
+        self.tp.counts.timeouts += 1;
         if T::ON {
             let site = station_site!(self, fl.src as usize);
             self.tracer.flow(site, Kind::Rto, fl.view(flow, Some(fl.snd_una)));
@@ -618,7 +617,7 @@ mod tests {
             assert_ne!(f.finish_ps, Time::MAX, "size {size}");
             assert_eq!(f.finish_ps - f.start_ps, f.ideal_fct_ps, "size {size}: slowdown exactly 1");
             assert_eq!(f.hops, 3);
-            assert_eq!((f.retransmitted, r.transport.nacks), (0, 0));
+            assert_eq!((f.retransmitted, r.transport.counts.nacks), (0, 0));
             // The run ends when the flow is done (its last ACK is back).
             assert!(r.end_ps < 5 * PS_PER_MS, "{}", r.end_ps);
         }
@@ -630,13 +629,16 @@ mod tests {
         cfg.pause.xoff_bytes = 100_000;
         cfg.pause.xon_bytes = 80_000;
         let r = run(&cfg, 0);
-        assert_eq!(r.frames.dropped_cp + r.frames.dropped_rp, 0);
+        assert_eq!(r.frames.counts.dropped_cp + r.frames.dropped_rp, 0);
         assert!(r.transport.flows.iter().all(|f| f.finish_ps != Time::MAX));
-        assert_eq!((r.transport.nacks, r.transport.timeouts, r.transport.discarded), (0, 0, 0));
+        assert_eq!(
+            (r.transport.counts.nacks, r.transport.counts.timeouts, r.transport.counts.discarded),
+            (0, 0, 0)
+        );
         // Eight flows share the sink's 10 Gbit/s: the last ends no sooner than 4 MB at line rate.
         let last = r.transport.flows.iter().map(|f| f.finish_ps).max().unwrap();
         assert!(last - 10 * PS_PER_US >= 8 * 500_000 * 8 * 100);
-        assert_eq!(r.frames.generated, r.frames.delivered + r.frames.in_flight);
+        assert_eq!(r.frames.counts.generated, r.frames.counts.delivered + r.frames.in_flight);
     }
 
     #[test]
@@ -648,15 +650,18 @@ mod tests {
             f.start_ps += i as Time * 777_000; // not in lockstep
         }
         let r = run(&cfg, 0);
-        assert!(r.frames.dropped_cp > 0, "the incast overflows the buffer");
-        assert!(r.transport.nacks > 0);
+        assert!(r.frames.counts.dropped_cp > 0, "the incast overflows the buffer");
+        assert!(r.transport.counts.nacks > 0);
         for f in &r.transport.flows {
             assert_ne!(f.finish_ps, Time::MAX, "{f:?}");
             assert!(f.finish_ps - f.start_ps >= f.ideal_fct_ps);
         }
         assert!(r.transport.flows.iter().map(|f| f.retransmitted).sum::<u32>() > 0);
         // Conservation: every frame sent (retransmissions included) is delivered, dropped or in flight.
-        assert_eq!(r.frames.generated, r.frames.delivered + r.frames.dropped_cp + r.frames.in_flight);
+        assert_eq!(
+            r.frames.counts.generated,
+            r.frames.counts.delivered + r.frames.counts.dropped_cp + r.frames.in_flight
+        );
     }
 
     #[test]
@@ -677,7 +682,7 @@ mod tests {
         cfg.transport.rto_ps = 500 * PS_PER_US;
         let r = run(&cfg, 0);
         let f = &r.transport.flows[0];
-        assert!(r.frames.dropped_cp > 0);
+        assert!(r.frames.counts.dropped_cp > 0);
         assert_ne!(f.finish_ps, Time::MAX);
         assert!(f.timeouts >= 1, "{f:?}");
     }
@@ -832,7 +837,7 @@ mod tests {
                 flow("S3", 30_000, 5 * PS_PER_MS + 500 * PS_PER_US),
             ];
             let r = run(&cfg, 0);
-            assert_eq!(r.frames.dropped_cp, 0);
+            assert_eq!(r.frames.counts.dropped_cp, 0);
             assert!(r.transport.flows.iter().all(|f| f.finish_ps != Time::MAX));
             let late = &r.transport.flows[2];
             late.finish_ps - late.start_ps

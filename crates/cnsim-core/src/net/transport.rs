@@ -26,6 +26,7 @@ use crate::engine::rng::Stream;
 use crate::engine::time::serialization_ps;
 use crate::engine::Time;
 use crate::scheme::{AckKind, AckView};
+use crate::stats::TransportCounters;
 use crate::trace::FlowView;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -207,9 +208,8 @@ pub struct Transport {
     pub active: usize,
     pub pending_starts: usize,
     pub gens_live: usize,
-    pub acks_sent: u64,
-    pub nacks_sent: u64,
-    pub ooo_discarded: u64,
+    /// Acks, nacks, discarded frames and timeouts: the results' counters.
+    pub counts: TransportCounters,
 }
 
 impl Transport {
