@@ -35,7 +35,7 @@ def _bounds(p: dict[str, Any]) -> dict[str, float]:
 def field(p: dict[str, Any], optional: str | None = None) -> tuple[Any, Any]:
     """The pydantic field of declared parameter `p`; with `optional`, a field
     that may be left unset (None), `optional` saying what applies then."""
-    typ = _TYPES.get(p["type"]) or Literal[tuple(p["choices"])]
+    typ = _TYPES.get(p["type"]) or (p["choices"] and Literal[tuple(p["choices"])])
     if p["type"] == "flag_or":  # a switch or one of its words (`auto`)
         typ = bool | typ
     elif p["type"] == "choices":  # a list of words
@@ -46,6 +46,8 @@ def field(p: dict[str, Any], optional: str | None = None) -> tuple[Any, Any]:
         # the count; distinctness is Scenario's and the engine's check).
         count = Annotated[int, Field(**bounds)]
         typ, bounds = count | list[Annotated[int, Field(ge=0, lt=2**63)]], {}
+        help_ = f"{p['help']} (a count {p['range']}; seeds >= 0 and < 2^63)"
+        return typ, Field(p["default"], description=help_)
     if optional is not None:
         return typ | None, Field(None, description=f"{p['help']} (none: {optional})", **bounds)
     if p.get("required"):

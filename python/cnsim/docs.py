@@ -198,6 +198,8 @@ def parameter_tables() -> str:
         _doc(m.ScenarioModel),
         "",
         model_table(m.ScenarioModel, skip_models=True),
+        "Rules (checked by the engine): " + "; ".join(f"`{r}`" for r in schemes.RULES[""]) + ".",
+        "",
     ]
     engine_sections = {
         m.Defaults: "defaults",
@@ -206,13 +208,16 @@ def parameter_tables() -> str:
         m.Pause: "pause",
         m.Hotspot: "hotspot",
         m.Trace: "trace",
+        m.Link: "links",
+        m.Route: "routes",
         m.Stats: "stats",
         m.Measure: "measure",
         m.Window: "windows",
     }
     for title, model in sections:
         out += [f"### {title}", "", _doc(model), "", model_table(model)]
-        rules = schemes.RULES.get(engine_sections.get(model, ""))
+        section = engine_sections.get(model)
+        rules = schemes.RULES.get(section) if section is not None else None
         if rules:
             out += ["Rules (checked by the engine): " + "; ".join(f"`{r}`" for r in rules) + ".", ""]
     kind = {k: "station: " for k in m._STATION_ONLY} | {k: "bridge: " for k in m._BRIDGE_ONLY}

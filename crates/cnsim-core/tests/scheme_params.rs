@@ -113,6 +113,10 @@ fn values(kind: &Kind) -> Vec<Value> {
             .map(|s| json!(s))
             .chain([json!(true), json!(false), json!("nosuch"), json!(1)])
             .collect(),
+        // Kinds of the scenario's sections, not of a scheme's table.
+        Kind::Str | Kind::Strs => vec![json!("x"), json!(["x"]), json!(1)],
+        Kind::Choices(c) => vec![json!([c[0]]), json!(["nosuch"]), json!(c[0])],
+        Kind::CountOrList(r) => edges(r, true).into_iter().chain([json!([0, 1]), json!([1, 1])]).collect(),
     }
 }
 

@@ -45,8 +45,6 @@ MAX_U32 = 2**32 - 1
 ENGINE_LIMITS = (MAX_MS, MAX_US, MAX_GBPS, MAX_BYTES, MAX_U32)
 #: The slowest link: 1 bit/s (the engine counts whole bits per second).
 MIN_GBPS = 1e-9
-#: Most replications of one scenario.
-MAX_SEEDS = 1_000_000
 
 
 class _Model(BaseModel):
@@ -138,26 +136,15 @@ Node: type[_NodeFields] = create_model(  # type: ignore[call-overload]
 )
 
 
-class Route(_Model):
-    """An explicit next hop: at `bridge`, frames for station `dst` leave
-    towards the neighbour `via`, whatever the routing function says."""
-
-    bridge: str = Field(..., description="the bridge")
-    dst: str = Field(..., description="the destination station")
-    via: str = Field(..., description="the neighbour of the bridge the frames go to")
+#: `[[routes]]`: declared in the engine (crates/cnsim-core/src/sections.rs),
+#: which checks every route against it and against the built network.
+Route = declared.model(declared.section("routes"), _Model, "Route")
 
 
-class Link(_Model):
-    """A full-duplex link between two nodes."""
-
-    a: str = Field(..., description="one end (node name)")
-    b: str = Field(..., description="the other end (node name)")
-    rate_gbps: float | None = Field(
-        None, ge=MIN_GBPS, le=MAX_GBPS, description="link rate, both directions (none: [defaults])"
-    )
-    delay_us: float | None = Field(
-        None, ge=0, le=MAX_US, description="propagation delay, each way (none: [defaults])"
-    )
+#: `[[links]]`: declared in the engine (crates/cnsim-core/src/sections.rs),
+#: which checks every link of the engine config against it; that its ends
+#: are two different nodes and the link is not repeated is `core.Scenario._check`'s.
+Link = declared.model(declared.section("links"), _Model, "Link")
 
 
 class Event(_Model):
@@ -273,20 +260,18 @@ class NocmTable(_Model):
     """No congestion management: no parameters."""
 
 
-class _ScenarioFields(_Model):
+#: The scenario's own keys (the top level): declared in the engine
+#: (crates/cnsim-core/src/sections.rs, the table named ""), which checks the
+#: run's length and bins; the scheme's name is checked against the registry
+#: and seeds' distinctness by `core.Scenario` (the engine never sees seeds).
+_TopKeys = declared.model(declared.section(""), _Model, "_TopKeys")
+#: Most replications of one scenario (the declared count's upper bound).
+MAX_SEEDS = int(next(p for p in declared.section("")["params"] if p["name"] == "seeds")["max"]["value"])
+
+
+class _ScenarioFields(_TopKeys):  # type: ignore[valid-type,misc]
     """The scenario's own keys; the tables below are its sections."""
 
-    name: str = Field("scenario", description="scenario name (results directory, reports)")
-    description: str = Field("", description="one line shown by `cnsim list`")
-    duration_ms: float = Field(..., ge=1e-9, le=MAX_MS, description="run length (at least 1 ps)")
-    seeds: int | list[int] = Field(1, description="replications: a count N (seeds 0..N-1) or a list of seeds")
-    bin_us: float = Field(100.0, ge=1e-6, le=MAX_US, description="time-series bin width (at least 1 ps)")
-    scheme: str = Field(
-        "nocm", description="congestion-management scheme (cnsim list; pause = nocm with PAUSE on)"
-    )
-    cp_ports: list[str] = Field(
-        [], description="CP detection on exactly these ports FROM->TO (default: cp = true bridges)"
-    )
     measure: Measure = Measure()
     windows: dict[str, Window] = {}
     fairness: Fairness | None = None
@@ -302,14 +287,6 @@ class _ScenarioFields(_Model):
         description="a generated topology (fattree, leafspine or innocent), see the [topology] tables; the "
         "generated nodes and links come first, the file's [[nodes]] and [[links]] add to them, and a "
         "[[nodes]] entry with a generated node's name changes that node",
-    )
-    routing: Literal["shortest_path", "ecmp", "fattree"] = Field(
-        "shortest_path",
-        description="routing function: shortest_path (fewest hops through bridges; ties to the "
-        "lowest-numbered port), ecmp (fewest hops; among equal-cost next hops a hash of the run's seed, "
-        "the bridge and the flow, so a flow keeps one path; the default with a leafspine [topology]) "
-        "or fattree (the up-port rule of scenarios.md section 7, destination mod k; the default with a "
-        "fattree [topology])",
     )
     stats: Stats = Stats()
     stability: Stability | None = None
