@@ -61,8 +61,8 @@ SECTIONS: dict[str, Any] = {
     **TABLES,
 }
 KEYS = sorted(
-    [f"{s}.{f.alias or n}" for s, m in SECTIONS.items() for n, f in m.model_fields.items()]
-    + [f.alias or n for n, f in M.ScenarioModel.model_fields.items()]
+    [f"{s}.{n}" for s, m in SECTIONS.items() for n in m.names]
+    + list(M.TOP_KEYS)
     + [
         "topology.k",
         "topology.n",

@@ -65,6 +65,14 @@ BAD_INPUTS = [
         ["run", "baseline", "--set", "pause.xoff_bytes=100000"],
         "error: --set pause.xoff_bytes: pause.xon_bytes / pause.xoff_bytes: 130000 / 100000 not allowed",
     ),
+    (  # a sweep whose --set breaks a rule by itself: the --set is named, not the grid key
+        ["sweep", "baseline", "--set", "pause.xoff_bytes=1000", "--grid", "pause.enabled=true,false"],
+        "error: --set pause.xoff_bytes: pause.xon_bytes / pause.xoff_bytes: 130000 / 1000 not allowed",
+    ),
+    (  # ... and the grid key when the rule it breaks names it
+        ["sweep", "baseline", "--set", "pause.xon_bytes=150000", "--grid", "pause.xoff_bytes=140000,200000"],
+        "error: --grid pause.xoff_bytes: pause.xon_bytes / pause.xoff_bytes: 150000 / 140000 not allowed",
+    ),
     (["run", "baseline", "--set", "duration_ms"], "error: --set duration_ms: expected KEY=VALUE"),
     (["run", "baseline", "--scheme", "nosuch"], "error: scheme: 'nosuch' is not a known scheme; known: nocm"),
     (["run", "baseline", "--seed", "-1"], "error: --seed: -1 is not allowed"),

@@ -1,8 +1,8 @@
 """Every parameter a user meets in `cnsim show` is declared in one place.
 
 The sections the engine declares (crates/cnsim-core/src/sections.rs, and the
-schemes' tables) reach Python only through declarations.json: their pydantic
-models are generated (cnsim.declared), no Python source declares their
+schemes' tables) reach Python only through declarations.json: their record
+classes are generated (cnsim.records), no Python source declares their
 fields again, and the engine checks them (one validator). The sections not
 yet moved to the engine are listed in STILL_IN_PYTHON: each of those keys is
 declared once, in cnsim/scenario/model.py, but the engine's config.rs still
@@ -21,7 +21,6 @@ import pytest
 from cnsim.declarations import declarations
 from cnsim.scenario import analysis
 from cnsim.scenario import model as M
-from pydantic_core import PydanticUndefined
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,8 +29,6 @@ ENGINE = {t["name"]: t for t in [*declarations()["sections"], *declarations()["t
 #: Declared in Python alone, in the engine's format (cnsim.scenario.analysis):
 #: sections only the metrics read, never the engine.
 ANALYSIS = analysis.SECTIONS
-#: The arrays of tables ([[nodes]], ...): sections even when empty.
-ARRAYS = ("nodes", "links", "events", "routes")
 #: A node's keys the engine declares (its station's / bridge's per_node keys).
 NODE_KEYS = {k for s in ("station", "bridge") for k in ENGINE[s]["per_node"]}
 
@@ -43,6 +40,8 @@ STILL_IN_PYTHON = {
     "nodes",  # a node's own keys (load, dest, ...) but NODE_KEYS
     "events",
 }
+#: The arrays of tables ([[nodes]], ...): sections even when empty.
+ARRAYS = ("nodes", "links", "events", "routes")
 
 
 def _shown(name: str) -> list[tuple[str, str]]:
@@ -93,15 +92,15 @@ def test_every_shown_parameter_is_declared_once(name: str) -> None:
             assert section in STILL_IN_PYTHON, f"{section}.{key}: declared nowhere known"
     # No Python class declares an engine-declared key again.
     models = {
-        "": "_ScenarioFields",
+        "": "ScenarioModel",
+        "links": "Link",
+        "routes": "Route",
         "defaults": "Defaults",
         "bridge": "BridgeDefaults",
         "station": "StationDefaults",
         "pause": "Pause",
         "hotspot": "Hotspot",
         "trace": "Trace",
-        "links": "Link",
-        "routes": "Route",
         "stats": "Stats",
         "measure": "Measure",
         "windows": "Window",
@@ -119,15 +118,14 @@ def test_every_shown_parameter_is_declared_once(name: str) -> None:
 
 def test_generated_models_are_the_declarations() -> None:
     for section, cls in [
-        ("", M._TopKeys),
+        ("links", M.Link),
+        ("routes", M.Route),
         ("defaults", M.Defaults),
         ("bridge", M.BridgeDefaults),
         ("station", M.StationDefaults),
         ("pause", M.Pause),
         ("hotspot", M.Hotspot),
         ("trace", M.Trace),
-        ("links", M.Link),
-        ("routes", M.Route),
         ("stats", M.Stats),
         ("measure", M.Measure),
         ("windows", M.Window),
@@ -138,23 +136,23 @@ def test_generated_models_are_the_declarations() -> None:
         ("transient", M.Transient),
     ]:
         decl = ENGINE.get(section) or ANALYSIS[section]
-        assert list(cls.model_fields) == [p["name"] for p in decl["params"]]
+        assert list(cls.names) == [p["name"] for p in decl["params"]]
         for p in decl["params"]:
-            f = cls.model_fields[p["name"]]
-            default = PydanticUndefined if p["required"] else p["default"]
-            # (a count-or-list's help also says the count's range: pydantic
-            # cannot show the bounds of a union's member)
-            assert f.default == default and (f.description or "").startswith(p["help"]), (section, p["name"])
-    assert NODE_KEYS <= set(M.Node.model_fields)
+            assert cls._params[p["name"]] is p, (section, p["name"])  # the declaration itself
+    assert NODE_KEYS <= set(M.Node.names)
 
 
 def test_python_sections_left_are_the_listed_ones() -> None:
-    top = set(M.ScenarioModel.model_fields)
+    top = set(M.TOP_KEYS)
     engine_sections = {t["name"] for t in declarations()["sections"]} | set(ANALYSIS)
     schemes = {t["name"] for t in declarations()["tables"]} | {"nocm"}
     own = {p["name"] for p in ENGINE[""]["params"]}  # the top level's keys
     left = {k for k in top if k not in engine_sections | schemes | own}
     assert left == STILL_IN_PYTHON
+    # The top level's keys are the engine's declarations themselves.
+    for p in M.TOP["params"]:
+        assert p in ENGINE[""]["params"], p["name"]
+    assert M.ROUTING in ENGINE[""]["params"]
     assert not set(ANALYSIS) & {t["name"] for t in declarations()["sections"]}, "declared twice"
 
 

@@ -12,6 +12,7 @@ import cnsim
 import numpy as np
 import polars as pl
 import pytest
+from cnsim import validate
 from cnsim.errors import ScenarioError
 from cnsim.scenario import Scenario
 
@@ -381,33 +382,11 @@ def test_dynamic_thresholds_cap_one_congested_queue(alpha: float) -> None:
 
 
 def dcqcn_staggered(n: int, settle_ms: float = 15.0) -> Scenario:
-    """n line-rate sources into one 10 Gbit/s link, starting 5 ms apart
-    (no PAUSE, a 10 MB buffer: the fluid model's setting), measured over
-    20 ms from `settle_ms` after the last start."""
-    last = 5.0 * (n - 1)
-    nodes: list[dict[str, Any]] = [
-        {"name": "B", "kind": "bridge", "cp": True},
-        {"name": "D", "kind": "station"},
-    ]
-    nodes += [
-        {"name": f"S{i + 1}", "kind": "station", "load": 1.0, "dest": "D", "start_ms": 5.0 * i}
-        for i in range(n)
-    ]
-    return Scenario(
-        {
-            "name": f"dcqcn{n}",
-            "duration_ms": last + settle_ms + 20.0,
-            "bin_us": 100.0,
-            "scheme": "dcqcn",
-            "seeds": [0],
-            "measure": {"start_ms": last + settle_ms, "end_ms": last + settle_ms + 20.0},
-            "defaults": {"link_delay_us": 0.5},
-            "bridge": {"buffer_mode": "per_output", "buffer_bytes": 10_000_000},
-            "nodes": nodes,
-            "links": [{"a": f"S{i + 1}", "b": "B"} for i in range(n)] + [{"a": "B", "b": "D"}],
-            "trace": {"ports": ["B->D"]},
-        }
-    )
+    """`cnsim validate`'s DCQCN scenario (n line-rate sources into one 10
+    Gbit/s link, 5 ms apart), measured over 20 ms from `settle_ms` after the
+    last start."""
+    start = 5.0 * (n - 1) + settle_ms
+    return validate.dcqcn_staggered(n, (start, start + 20.0))
 
 
 @pytest.mark.parametrize(("n", "settle_ms"), [(2, 15.0), (4, 15.0), (8, 35.0)])

@@ -35,7 +35,7 @@ SECTIONS = {
     "workload": M.Workload,
     **TABLES,
 }
-KEYS = sorted(f"{s}.{f.alias or n}" for s, model in SECTIONS.items() for n, f in model.model_fields.items())
+KEYS = sorted(f"{s}.{n}" for s, model in SECTIONS.items() for n in model.names)
 
 values = st.one_of(
     st.integers(min_value=-(2**70), max_value=2**70),
@@ -197,7 +197,7 @@ def test_a_key_of_a_scheme_that_does_not_run_is_refused_by_name(key, scheme, val
 _PAUSE_VALUES = st.one_of(
     st.integers(min_value=-2, max_value=2**41),
     # Not an integral float (2.0): Python reads it as the integer declared
-    # (pydantic), an engine config must hold integers typed (serde): the one
+    # (cnsim.records), an engine config must hold integers typed (serde): the one
     # difference left, in what a hand-written engine config may hold.
     st.sampled_from([0, 1, 65535, 65536, 2**40, 2**40 + 1, 2**64, 1.5, True, "auto", "ingress", "x"]),
 )

@@ -4,7 +4,7 @@ tables (`[bcn]`, `[qcn2pt]`, ...).
 Each scheme declares its parameters once, in its engine module
 (`crates/cnsim-core/src/scheme/`, e.g. `qcn::table`): name (the unit is in
 the name), type, default, range, cross-parameter rules and help. This module
-builds the pydantic tables from that declaration (`cnsim.declared`), so scenario validation,
+reads that declaration as record classes (`cnsim.records`), so scenario validation,
 `cnsim show`'s comments and the tables of docs/scenario-format.md
 (`cnsim.docs`) cannot drift from what the engine checks and uses. Rules
 that tie parameters together are checked by the engine when a scenario is
@@ -15,31 +15,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
-
 from .declarations import declarations
-from .declared import model, rules
-from .values import refuse_bool_as_number
-
-
-class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _no_bool_as_number(cls, v: Any, info: ValidationInfo) -> Any:
-        return refuse_bool_as_number(cls, v, info)
-
+from .records import Record, record
 
 #: Parameter tables by name, as they appear in scenario files (`[bcn]`, ...).
-TABLES: dict[str, type[_Table]] = {
-    t["name"]: model(t, _Table)  # type: ignore[misc]
-    for t in declarations()["tables"]
-}
+TABLES: dict[str, type[Record]] = {t["name"]: record(t) for t in declarations()["tables"]}
 
 #: Rules tying a table's parameters together (checked by the engine), the
-#: schemes' and the scenario sections'.
-RULES: dict[str, list[str]] = rules()
+#: schemes' and the scenario sections', as users read them.
+RULES: dict[str, list[str]] = {
+    t["name"]: [r["text"] for r in t["rules"]]
+    for t in [*declarations()["tables"], *declarations()["sections"]]
+}
 
 #: Scheme name -> (parameter table or None, one-line description).
 SCHEMES: dict[str, tuple[str | None, str]] = {
@@ -54,7 +41,7 @@ _FIXED: dict[str, dict[str, Any]] = {
 }
 
 
-def engine_scheme(name: str, table: _Table | None) -> dict[str, Any]:
+def engine_scheme(name: str, table: Record | None) -> dict[str, Any]:
     """The engine's scheme config for scheme `name` with its parameter table:
     the engine scheme, the table's name (for error messages), every
     parameter, and what the scheme's name sets (`bcnmax`: `bcn_max = true`)."""
@@ -63,18 +50,18 @@ def engine_scheme(name: str, table: _Table | None) -> dict[str, Any]:
     if e["table"] is not None:
         assert table is not None
         d["table"] = e["table"]
-        d.update(table.model_dump())
+        d.update(table.dump())
         d.update(_FIXED[e["table"]])
         d.update(e["sets"])
     return d
 
 
-def qeq_bytes(table: _Table | None) -> float | None:
+def qeq_bytes(table: Record | None) -> float | None:
     """The scheme's equilibrium queue in bytes (drawn on queue plots)."""
     if table is None:
         return None
-    if "qeq_bytes" in type(table).model_fields:
+    if "qeq_bytes" in table.names:
         return float(table.qeq_bytes)  # type: ignore[attr-defined]
-    if "qeq_pages" in type(table).model_fields:
+    if "qeq_pages" in table.names:
         return float(table.qeq_pages) * 64  # type: ignore[attr-defined]
     return None

@@ -35,11 +35,10 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import Any
 
 from .errors import ScenarioError
+from .records import READERS, Record, TableError, record, shown
 
 #: Most hosts a generated fabric may have.
 MAX_HOSTS = 16384
@@ -52,104 +51,146 @@ MAX_GBPS = 1e6
 MIN_GBPS = 1e-9
 
 
-Pattern = Literal["uniform", "permutation", "incast", "hotspot"]
+def _p(name: str, typ: str, help: str, default: Any = None, **kw: Any) -> dict[str, Any]:
+    """A generator parameter in the engine's declaration format."""
+    lo = ("gt", kw["gt"], False) if "gt" in kw else ("ge", kw.get("ge"), True)
+    return {
+        "name": name,
+        "type": typ,
+        "help": help,
+        "default": default,
+        "min": None if lo[1] is None else {"value": lo[1], "inclusive": lo[2]},
+        "max": None if kw.get("le") is None else {"value": kw["le"], "inclusive": True},
+        "choices": kw.get("choices"),
+        "required": kw.get("required", False),
+        "unset": kw.get("unset"),
+        "fixed": False,
+    }
 
 
-class _Traffic(BaseModel):
-    """The traffic of a generated fabric's hosts."""
+def _weights_or_name(v: Any, at: str) -> Any:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, dict) and all(
+        isinstance(k, str) and isinstance(w, int | float) and not isinstance(w, bool) and math.isfinite(w)
+        for k, w in v.items()
+    ):
+        return {k: float(w) for k, w in v.items()}
+    raise TableError(at, f"{shown(v)} is not allowed; expected {_TRAFFIC[1]['help']}")
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    load: float = Field(0.0, ge=0, le=1, description="every host's offered load (Bernoulli p per frame slot)")
-    dest: str | dict[str, float] = Field(
-        "uniform", description="every host's destinations, as a node's `dest` (when no pattern is set)"
+READERS["weights_or_name"] = _weights_or_name
+
+#: The traffic of a generated fabric's hosts.
+_TRAFFIC = [
+    _p("load", "float", "every host's offered load (Bernoulli p per frame slot)", 0.0, ge=0, le=1),
+    _p(
+        "dest",
+        "weights_or_name",
+        "every host's destinations, as a node's `dest` (when no pattern is set)",
+        "uniform",
+    ),
+    _p(
+        "pattern",
+        "choice",
+        "traffic pattern of the hosts: uniform (every other host), permutation (each host to one other, a random "
+        "derangement), incast (random groups of fan_in senders and one receiver, which sends nothing), hotspot "
+        "(hot_fraction of every host's frames to hot_host, the rest uniform); none: `dest`",
+        choices=["uniform", "permutation", "incast", "hotspot"],
+        unset="`dest`",
+    ),
+    _p("fan_in", "int", "incast: senders per receiver", 16, ge=1, le=MAX_HOSTS),
+    _p("hot_host", "str", "hotspot: the hot host", "H0"),
+    _p("hot_fraction", "float", "hotspot: share of each host's frames to hot_host", 0.1, ge=0, le=1),
+    _p("pattern_seed", "int", "seed of the permutation and incast groups", 0, ge=0, le=2**63 - 1),
+    _p("cp", "bool", "CP detection on every switch", True),
+]
+
+
+def _generator(name: str, doc: str, *params: dict[str, Any], traffic: bool = True) -> type[Record]:
+    gen = _p("generator", "choice", "the generator", required=True, choices=[name])
+    t = {
+        "name": f"topology_{name}",
+        "doc": doc,
+        "params": [*(_TRAFFIC if traffic else []), gen, *params],
+        "rules": [],
+        "per_node": [],
+    }
+    return record(
+        t, "".join(w.capitalize() for w in name.split("_")).replace("Fattree", "FatTree") + "Topology"
     )
-    pattern: Pattern | None = Field(
-        None,
-        description="traffic pattern of the hosts: uniform (every other host), permutation (each host to "
-        "one other, a random derangement), incast (random groups of fan_in senders and one receiver, which "
-        "sends nothing), hotspot (hot_fraction of every host's frames to hot_host, the rest uniform); "
-        "none: `dest`",
-    )
-    fan_in: int = Field(16, ge=1, le=MAX_HOSTS, description="incast: senders per receiver")
-    hot_host: str = Field("H0", description="hotspot: the hot host")
-    hot_fraction: float = Field(
-        0.1, ge=0, le=1, description="hotspot: share of each host's frames to hot_host"
-    )
-    pattern_seed: int = Field(0, ge=0, le=2**63 - 1, description="seed of the permutation and incast groups")
-    cp: bool = Field(True, description="CP detection on every switch")
 
 
-class FatTreeTopology(_Traffic):
+FatTreeTopology = _generator(
+    "fattree",
     """`generator = "fattree"`: a k-ary n-tree. k**n hosts `H0..` and n levels
     of k**(n-1) switches with 2k ports (the roots use k); for n = 3 the
     switches are `Lab`, `Mac`, `Rxc` as in scenarios.md section 7. Routing
-    defaults to `fattree` (the up-port rule)."""
-
-    generator: Literal["fattree"] = Field(description="the generator")
-    k: int = Field(4, ge=2, le=64, description="arity: each switch has k ports down and k up")
-    n: int = Field(3, ge=2, le=12, description=f"levels of switches; k**n hosts, at most {MAX_HOSTS}")
-
-
-class LeafSpineTopology(_Traffic):
+    defaults to `fattree` (the up-port rule).""",
+    _p("k", "int", "arity: each switch has k ports down and k up", 4, ge=2, le=64),
+    _p("n", "int", f"levels of switches; k**n hosts, at most {MAX_HOSTS}", 3, ge=2, le=12),
+)
+LeafSpineTopology = _generator(
+    "leafspine",
     """`generator = "leafspine"`: two tiers. `leaves` leaf switches `L0..`
     with `hosts_per_leaf` hosts each (`H0..`, host h on leaf h //
     hosts_per_leaf) and a link from every leaf to every one of `spines`
-    spine switches `S0..`. Routing defaults to `ecmp`."""
-
-    generator: Literal["leafspine"] = Field(description="the generator")
-    leaves: int = Field(8, ge=1, le=MAX_HOSTS, description="leaf (top-of-rack) switches")
-    spines: int = Field(4, ge=1, le=1024, description="spine switches")
-    hosts_per_leaf: int = Field(16, ge=1, le=MAX_HOSTS, description="hosts on each leaf")
-    host_gbps: float | None = Field(
-        None, ge=MIN_GBPS, le=MAX_GBPS, description="host-leaf link rate (none: [defaults] link_rate_gbps)"
-    )
-    spine_gbps: float | None = Field(
-        None,
+    spine switches `S0..`. Routing defaults to `ecmp`.""",
+    _p("leaves", "int", "leaf (top-of-rack) switches", 8, ge=1, le=MAX_HOSTS),
+    _p("spines", "int", "spine switches", 4, ge=1, le=1024),
+    _p("hosts_per_leaf", "int", "hosts on each leaf", 16, ge=1, le=MAX_HOSTS),
+    _p(
+        "host_gbps",
+        "float",
+        "host-leaf link rate (none: [defaults] link_rate_gbps)",
         ge=MIN_GBPS,
         le=MAX_GBPS,
-        description="leaf-spine link rate (none: from oversubscription, else host_gbps)",
-    )
-    oversubscription: float | None = Field(
-        None,
+        unset="[defaults] link_rate_gbps",
+    ),
+    _p(
+        "spine_gbps",
+        "float",
+        "leaf-spine link rate (none: from oversubscription, else host_gbps)",
+        ge=MIN_GBPS,
+        le=MAX_GBPS,
+        unset="from oversubscription, else host_gbps",
+    ),
+    _p(
+        "oversubscription",
+        "float",
+        "a leaf's host capacity over its uplink capacity, hosts_per_leaf x host_gbps / (spines x spine_gbps); "
+        "sets spine_gbps (give one of the two)",
         gt=0,
         le=1e6,
-        description="a leaf's host capacity over its uplink capacity, hosts_per_leaf x host_gbps / (spines x "
-        "spine_gbps); sets spine_gbps (give one of the two)",
-    )
-
-
-class InnocentTopology(BaseModel):
+        unset="host_gbps",
+    ),
+)
+InnocentTopology = _generator(
+    "innocent",
     """`generator = "innocent"`: the innocent-flows study of scenarios.md
     section 3. A core switch `C` (infinite buffer, CP) with the hot sink `H`
     and the cold sink `R`; E = degree / k edge switches `E0..`, each with k
     contending sources `X<e>_<j>` (to `H`) and k innocent ones `Y<e>_<j>`
-    (to `R`); k = 1, 5, 10 for topologies A, B, C."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    generator: Literal["innocent"] = Field(description="the generator")
-    variant: Literal["A", "B", "C"] = Field("A", description="topology A (k = 1), B (k = 5) or C (k = 10)")
-    degree: int = Field(3, ge=1, le=1000, description="hotspot degree d: contending sources, a multiple of k")
-    congesting_gbps: float = Field(
-        20.0, ge=0, le=MAX_GBPS, description="total load of the contending sources (Gbit/s)"
-    )
-    innocent_gbps: float = Field(
-        5.0, ge=0, le=MAX_GBPS, description="total load of the innocent sources (Gbit/s)"
-    )
-    start_ms: float = Field(0.0, ge=0, le=MAX_MS, description="when every source starts (ms)")
+    (to `R`); k = 1, 5, 10 for topologies A, B, C.""",
+    _p("variant", "choice", "topology A (k = 1), B (k = 5) or C (k = 10)", "A", choices=["A", "B", "C"]),
+    _p("degree", "int", "hotspot degree d: contending sources, a multiple of k", 3, ge=1, le=1000),
+    _p("congesting_gbps", "float", "total load of the contending sources (Gbit/s)", 20.0, ge=0, le=MAX_GBPS),
+    _p("innocent_gbps", "float", "total load of the innocent sources (Gbit/s)", 5.0, ge=0, le=MAX_GBPS),
+    _p("start_ms", "float", "when every source starts (ms)", 0.0, ge=0, le=MAX_MS),
+    traffic=False,
+)
 
 
 #: The topology generators by name.
-GENERATORS: dict[str, type[BaseModel]] = {
+GENERATORS: dict[str, type[Record]] = {
     "fattree": FatTreeTopology,
     "leafspine": LeafSpineTopology,
     "innocent": InnocentTopology,
 }
 
 
-def topology_params(topo: dict[str, Any]) -> FatTreeTopology | LeafSpineTopology | InnocentTopology:
-    """A `[topology]` table validated against its generator's declaration."""
+def topology_params(topo: dict[str, Any]) -> Any:
+    """A `[topology]` table checked against its generator's declaration."""
     gen = topo.get("generator")
     model = GENERATORS.get(gen) if isinstance(gen, str) else None
     if model is None:
@@ -157,11 +198,9 @@ def topology_params(topo: dict[str, Any]) -> FatTreeTopology | LeafSpineTopology
             f"topology.generator: {gen!r} is not allowed; expected one of " + ", ".join(GENERATORS)
         )
     try:
-        return model.model_validate(topo)  # type: ignore[return-value]
-    except ValidationError as e:
-        from .scenario.messages import one_line
-
-        raise ScenarioError(one_line(e, topo, root=model, prefix="topology")) from None
+        return model.read(topo, "topology")
+    except TableError as e:
+        raise ScenarioError(str(e)) from None
 
 
 # ------------------------------------------------------------------ fat tree
@@ -222,7 +261,7 @@ def fattree(k: int, n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     return nodes, links
 
 
-def leafspine(t: LeafSpineTopology, default_gbps: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def leafspine(t: Any, default_gbps: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Hosts H0.. (host h on leaf L<h // hosts_per_leaf>), leaves L0..,
     spines S0.., every leaf linked to every spine."""
     hosts = t.leaves * t.hosts_per_leaf
@@ -263,7 +302,7 @@ def leafspine(t: LeafSpineTopology, default_gbps: float) -> tuple[list[dict[str,
     return nodes, links
 
 
-def apply_traffic(hosts: list[dict[str, Any]], t: _Traffic) -> None:
+def apply_traffic(hosts: list[dict[str, Any]], t: Any) -> None:
     """Sets every generated host's `load` and `dest` from the topology's
     traffic keys (pattern, or load and dest)."""
     names = [h["name"] for h in hosts]

@@ -583,10 +583,10 @@ def modern_swift(got: dict[Any, dict[str, Any]]) -> list[Row]:
     return rows
 
 
-def dcqcn_staggered(n: int) -> Scenario:
+def dcqcn_staggered(n: int, measure_ms: tuple[float, float] = (150.0, 200.0)) -> Scenario:
     """n line-rate sources into one 10 Gbit/s link, starting 5 ms apart, no
-    PAUSE, a 10 MB buffer (the fluid model's setting), 200 ms, measured over
-    the last 50 ms."""
+    PAUSE, a 10 MB buffer (the fluid model's setting), measured over
+    `measure_ms` (default the last 50 ms of 200), which ends the run."""
     nodes: list[dict[str, Any]] = [
         {"name": "B", "kind": "bridge", "cp": True},
         {"name": "D", "kind": "station"},
@@ -598,11 +598,11 @@ def dcqcn_staggered(n: int) -> Scenario:
     return Scenario(
         {
             "name": f"modern-dcqcn-{n}",
-            "duration_ms": 200.0,
+            "duration_ms": measure_ms[1],
             "bin_us": 100.0,
             "scheme": "dcqcn",
             "seeds": [0],
-            "measure": {"start_ms": 150.0, "end_ms": 200.0},
+            "measure": {"start_ms": measure_ms[0], "end_ms": measure_ms[1]},
             "defaults": {"link_delay_us": 0.5},
             "bridge": {"buffer_mode": "per_output", "buffer_bytes": 10_000_000},
             "nodes": nodes,

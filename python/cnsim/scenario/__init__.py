@@ -7,8 +7,8 @@ docs/scenario-format.md.
     sc = sc.replace(scheme="nocm", pause=True, seeds=3, **{"pause.xoff_bytes": 120_000})
     cfg = resolve(sc)                                    # the engine config (a dict)
 
-The package, one concern per module: `model` (the parameters, declared once),
-`messages` (validation errors as one line), `core` (the Scenario and the
+The package, one concern per module: `model` (the parameters, declared once,
+and the reading of a file against them), `core` (the Scenario and the
 rules between parameters), `overrides` (changes by dotted name), `resolve`
 (the engine config), `show` (commented TOML), `files` (built-in scenarios and
 files).

@@ -10,14 +10,12 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import ValidationError
-
 from ..errors import ScenarioError
+from ..records import TableError
 from ..schemes import SCHEMES, TABLES
 from ..topologies import expand as expand_topology
 from ..topologies import routing_for
-from .messages import one_line
-from .model import _BRIDGE_ONLY, _STATION_ONLY, MIN_GBPS, HotspotDest, Node, ScenarioModel
+from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, MIN_GBPS, HotspotDest, Node, read
 from .overrides import _fit_windows, _seeds_value, _table, name_sets, set_dotted
 from .resolve import resolve
 from .show import commented_toml
@@ -76,16 +74,18 @@ class Scenario:
         self._toml: dict[bool, str] = {}  # to_toml's text, made once (a Scenario never changes)
         expanded = expand_topology(raw)
         try:
-            self.model = ScenarioModel.model_validate(expanded)
-        except ValidationError as e:
-            raise ScenarioError(one_line(e, expanded)) from None
+            self.model = read(expanded)
+        except TableError as e:
+            raise ScenarioError(str(e)) from None
         if self.model.scheme not in SCHEMES:
             raise ScenarioError(
                 f"scheme: {self.model.scheme!r} is not a known scheme; known: {', '.join(SCHEMES)}"
             )
-        # The count's range is declared (sections::top); that listed seeds are
-        # distinct is checked here: the engine never sees the seeds.
+        # Seeds are declared in the engine (sections::top) but never reach
+        # it: their range and distinctness are checked here.
         s = self.model.seeds
+        if isinstance(s, int) and s > MAX_SEEDS:
+            raise ScenarioError(f"seeds: {s} is not allowed; expected at most {MAX_SEEDS:,} replications")
         self.seeds: list[int] = list(range(s)) if isinstance(s, int) else list(s)
         if not self.seeds:
             raise ScenarioError(f"seeds: {s} is not allowed; at least one seed is needed")
@@ -154,7 +154,7 @@ class Scenario:
     def resolved_raw(self) -> dict[str, Any]:
         """The full scenario with every default filled in (re-runnable). With a
         generated topology only the file's own nodes and links are listed."""
-        d = self.model.model_dump(by_alias=True, exclude_none=True)
+        d = self.model.dump(exclude_none=True)
         d["seeds"] = _seeds_value(self.seeds)
         nodes, links = self.model.nodes, self.model.links
         if self.model.topology is not None:
@@ -167,8 +167,8 @@ class Scenario:
             nodes = [n for n in nodes if n.name in own]
             links = [lk for lk in links if frozenset((lk.a, lk.b)) in own_links]
         d["nodes"] = [_node_dump(n) for n in nodes]
-        d["links"] = [lk.model_dump(by_alias=True, exclude_none=True) for lk in links]
-        d["events"] = [e.model_dump(by_alias=True, exclude_none=True) for e in self.model.events]
+        d["links"] = [lk.dump(exclude_none=True) for lk in links]
+        d["events"] = [e.dump(exclude_none=True) for e in self.model.events]
         return d
 
     def to_toml(self, comments: bool = True) -> str:
@@ -197,7 +197,7 @@ class Scenario:
                 raise ScenarioError(f"nodes.{n.name}: names cannot contain '->' or '|'")
             names[n.name] = n
             other = _BRIDGE_ONLY if n.kind == "station" else _STATION_ONLY
-            wrong = sorted(set(other) & n.model_fields_set)
+            wrong = sorted(set(other) & n.fields_set)
             if wrong:
                 raise ScenarioError(
                     f"nodes.{n.name}.{wrong[0]}: not a parameter of a {n.kind}; "
@@ -449,8 +449,8 @@ class Scenario:
         m = self.model
         out: dict[str, Any] = {}
         if m.hotspot is not None:
-            out["hotspot"] = m.hotspot.model_dump()
-        out["trace"] = m.trace.model_dump()
+            out["hotspot"] = m.hotspot.dump()
+        out["trace"] = m.trace.dump()
         return out
 
     def engine_warnings(self) -> list[str]:
@@ -515,7 +515,11 @@ def _node_dump(n: Node) -> dict[str, Any]:
     """A node with the keys of its kind (per-node overrides only when set)."""
     d: dict[str, Any] = {"name": n.name, "kind": n.kind}
     if n.kind == "station":
-        d.update(load=n.load, dest=n.dest, start_ms=n.start_ms)
+        d.update(
+            load=n.load,
+            dest=n.dest.dump() if isinstance(n.dest, HotspotDest) else n.dest,
+            start_ms=n.start_ms,
+        )
         keys: tuple[str, ...] = ("stop_ms", "nic_buffer_bytes", "rlq_bytes", "processing_us")
     else:
         d["cp"] = n.cp

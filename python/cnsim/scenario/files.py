@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import ScenarioError
 from ..schemes import SCHEMES
+from . import toml_text
 from .core import Scenario, check_scheme_keys
 from .overrides import _fit_windows, name_sets, parse_value, set_dotted
 
@@ -22,15 +23,10 @@ def builtin_names() -> list[str]:
 
 
 def _read_toml(text: str, source: str) -> dict[str, Any]:
-    # tomli's compiled wheels read a large topology (10,000 nodes) in half
-    # tomllib's time; tomllib is the same parser, pure Python.
+    # tomli's compiled reader: a large topology (10,000 nodes) in half tomllib's time.
     try:
-        import tomli as toml
-    except ImportError:  # pragma: no cover - a platform without its wheel
-        import tomllib as toml
-    try:
-        return toml.loads(text)
-    except toml.TOMLDecodeError as e:
+        return toml_text.loads(text)
+    except toml_text.TOMLDecodeError as e:
         raise ScenarioError(f"{source}: malformed TOML: {e}") from None
     except RecursionError:
         raise ScenarioError(f"{source}: malformed TOML: nested too deeply") from None

@@ -1,32 +1,24 @@
-"""The scenario file's parameters, each declared once: name (the unit is in
-the name), type, default, allowed range and help. Scenario validation,
-`cnsim show`'s comments and the tables of docs/scenario-format.md
-(`cnsim.docs`) are derived from these declarations. The sections the engine
-declares (`[measure]`, `[windows.NAME]`, `[defaults]`, `[bridge]`, `[station]`, `[pause]`, `[stats]`, a node's own
-station / bridge keys, and the schemes' tables) are built from its
-declarations (`cnsim.declared`); the others are still declared here as
-pydantic fields. Rules that tie parameters together are the engine's
+"""The scenario file's parameters, each declared once (name, unit in the
+name, type, default, allowed range, help) and read without pydantic: every
+section is checked against its declaration (`cnsim.records`) and held as a
+record, in the order and with the messages of the scenario's other checks.
+The sections the engine declares (`[measure]`, `[windows.NAME]`,
+`[defaults]`, `[bridge]`, `[station]`, `[pause]`, `[stats]`, a node's own
+station / bridge keys, and the schemes' tables) come from its declarations
+(`declarations.json`); the analysis sections from `analysis`; the others from
+the tables below, in the same format. `cnsim show`'s comments and the tables
+of docs/scenario-format.md (`cnsim.docs`) are derived from the same tables.
+Rules that tie parameters together are the engine's
 (`Scenario.engine_config_checked`) or, for the sections declared here,
 `core.Scenario._check`."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import math
+from typing import Any
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    Strict,
-    ValidationInfo,
-    create_model,
-    field_validator,
-    model_validator,
-)
-
-from .. import declared
-from ..schemes import TABLES
-from ..values import refuse_bool_as_number
+from ..declarations import declarations
+from ..records import READERS, Record, TableError, read_value, record, shown
 from ..workloads import DEFAULT_MAX_FLOWS, ENGINE_MAX_FLOWS
 from . import analysis
 
@@ -45,266 +37,444 @@ MAX_U32 = 2**32 - 1
 ENGINE_LIMITS = (MAX_MS, MAX_US, MAX_GBPS, MAX_BYTES, MAX_U32)
 #: The slowest link: 1 bit/s (the engine counts whole bits per second).
 MIN_GBPS = 1e-9
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _no_bool_as_number(cls, v: Any, info: ValidationInfo) -> Any:
-        return refuse_bool_as_number(cls, v, info)
-
-
-#: `[measure]` and `[windows.NAME]`: declared in the engine
-#: (crates/cnsim-core/src/sections.rs), which also checks that a window lies
-#: inside the run.
-Measure = declared.model(declared.section("measure"), _Model, "Measure")
-Window = declared.model(declared.section("windows"), _Model, "Window")
-
-
-#: `[fairness]` and `[utilization]`: read by Python alone, declared in
-#: `analysis` (the engine's format).
-Fairness = declared.model(analysis.SECTIONS["fairness"], _Model, "Fairness")
-
-
-Utilization = declared.model(analysis.SECTIONS["utilization"], _Model, "Utilization")
-
-
-BufferMode = Literal["per_output", "per_input", "shared", "dynamic", "infinite"]
-
-#: `[defaults]`, `[bridge]`, `[station]` and `[pause]`: declared in the
-#: engine (crates/cnsim-core/src/sections.rs), built from its declarations.
-Defaults = declared.model(declared.section("defaults"), _Model, "Defaults")
-BridgeDefaults = declared.model(declared.section("bridge"), _Model, "BridgeDefaults")
-StationDefaults = declared.model(declared.section("station"), _Model, "StationDefaults")
-Pause = declared.model(declared.section("pause"), _Model, "Pause")
-
-
-#: `[hotspot]`: declared in the engine (crates/cnsim-core/src/sections.rs),
-#: which checks its rules as written (`Scenario.engine_config_checked`).
-Hotspot = declared.model(declared.section("hotspot"), _Model, "Hotspot")
-
-
-class HotspotDest(_Model):
-    """A station's destinations with a hotspot: `fraction` of its frames go
-    to `hotspot`, the others uniformly to every other station."""
-
-    hotspot: str = Field(..., min_length=1, description="the hot station")
-    fraction: float = Field(..., ge=0, le=1, description="share of frames sent to the hot station")
-
-
-_STATION_FIELDS = declared.per_node_fields("station")
-_BRIDGE_FIELDS = declared.per_node_fields("bridge")
-_STATION_ONLY = ("load", "dest", "start_ms", "stop_ms", *_STATION_FIELDS)
-_BRIDGE_ONLY = ("cp", "ports", *_BRIDGE_FIELDS)
-
-
-class _NodeFields(_Model):
-    """A station (an end node with a NIC and a Bernoulli source) or a bridge.
-    Keys marked station: or bridge: belong to that kind only; a station's
-    unset keys take `[station]`'s values, a bridge's `[bridge]`'s."""
-
-    name: str = Field(..., min_length=1, description="unique node name")
-    kind: Literal["station", "bridge"] = Field(..., description="station | bridge")
-    # station
-    load: float = Field(
-        0.0,
-        ge=0,
-        le=1,
-        description="offered load: Bernoulli p per frame slot (one frame time at its link rate)",
-    )
-    dest: str | HotspotDest | dict[str, float] = Field(
-        "uniform",
-        description="a station name, 'uniform' (all other stations, equally likely), a table of "
-        'weights { A = 1.0, B = 3.0 }, or a hotspot { hotspot = "H0", fraction = 0.2 } (that share '
-        "to the hot station, the rest uniform)",
-    )
-    start_ms: float = Field(0.0, ge=0, le=MAX_MS, description="source on at")
-    stop_ms: float | None = Field(None, ge=0, le=MAX_MS, description="source off at (none: never)")
-    # bridge
-    cp: bool = Field(False, description="congestion-point detection on its output ports")
-    ports: int | None = Field(
-        None, ge=1, description="number of ports; more links is an error (none: unlimited)"
-    )
-
-
-#: A node: its own keys, and those of `[station]` and `[bridge]` a node may
-#: set for itself (declared once, in the engine's sections).
-Node: type[_NodeFields] = create_model(  # type: ignore[call-overload]
-    "Node", __base__=_NodeFields, __doc__=_NodeFields.__doc__, **_STATION_FIELDS, **_BRIDGE_FIELDS
-)
-
-
-#: `[[routes]]`: declared in the engine (crates/cnsim-core/src/sections.rs),
-#: which checks every route against it and against the built network.
-Route = declared.model(declared.section("routes"), _Model, "Route")
-
-
-#: `[[links]]`: declared in the engine (crates/cnsim-core/src/sections.rs),
-#: which checks every link of the engine config against it; that its ends
-#: are two different nodes and the link is not repeated is `core.Scenario._check`'s.
-Link = declared.model(declared.section("links"), _Model, "Link")
-
-
-class Event(_Model):
-    """A timed event: a source starts or stops, or a link direction changes
-    rate. Applied in time order; events at the same time in file order (after
-    the sources' start / stop events and the hotspot's events)."""
-
-    at_ms: float = Field(..., ge=0, le=MAX_MS, description="when")
-    action: Literal["start", "stop", "link_rate"] = Field(
-        ..., description="start / stop (a station's source) or link_rate (one link direction's rate)"
-    )
-    node: str | None = Field(None, description="the station (start / stop)")
-    from_: str | None = Field(None, alias="from", description="link_rate: sending node")
-    to: str | None = Field(None, description="link_rate: receiving node")
-    rate_gbps: float | None = Field(
-        None, ge=0, le=MAX_GBPS, description="link_rate: new rate (0 = stopped, else >= 1 bit/s)"
-    )
-
-    @model_validator(mode="after")
-    def _fields_for_action(self) -> Event:
-        if self.action in ("start", "stop") and not self.node:
-            raise ValueError(f"a '{self.action}' event needs 'node'")
-        if self.action == "link_rate" and (not self.from_ or not self.to or self.rate_gbps is None):
-            raise ValueError("a 'link_rate' event needs 'from', 'to' and 'rate_gbps'")
-        return self
-
-
-#: `[trace]`: declared in the engine (crates/cnsim-core/src/sections.rs; its
-#: event kinds are the engine's trace kinds), which checks it as written
-#: (`Scenario.engine_config_checked`); that its names exist in the topology
-#: is `core.Scenario._check`'s.
-Trace = declared.model(declared.section("trace"), _Model, "Trace")
-
-
-#: `[stats]`: declared in the engine (crates/cnsim-core/src/sections.rs).
-Stats = declared.model(declared.section("stats"), _Model, "Stats")
-
-
+#: Most replications of one scenario.
+MAX_SEEDS = 1_000_000
 #: Stations up to which per-flow counters are on by default.
 PER_FLOW_AUTO_STATIONS = 256
 
-
-#: `[stability]`, `[innocent]`, `[transient]`: read by Python alone,
-#: declared in `analysis` (the engine's format).
-Stability = declared.model(analysis.SECTIONS["stability"], _Model, "Stability")
-Innocent = declared.model(analysis.SECTIONS["innocent"], _Model, "Innocent")
-Transient = declared.model(analysis.SECTIONS["transient"], _Model, "Transient")
+_MAX_MS, _MAX_US, _MAX_GBPS, _MAX_BYTES = MAX_MS, MAX_US, MAX_GBPS, float(MAX_BYTES)
 
 
-class Workload(_Model):
-    """Transport flows with sizes (docs/scenario-format.md "Flows"): the
-    stations' transports send them, acknowledge them and recover losses;
-    results give each flow's completion time (FCT) and slowdown."""
+def _section(name: str) -> dict[str, Any]:
+    return next(t for t in declarations()["sections"] if t["name"] == name)
 
-    kind: Literal["poisson", "incast", "permutation", "long_lived"] = Field(
-        ...,
-        description="poisson (arrivals at every host, sizes from `cdf`, to uniform destinations), incast "
-        "(`fan_in` senders to one receiver), permutation (host i to host i + n/2), long_lived (`fan_in` "
-        "senders to one receiver, flows longer than the run by default)",
-    )
-    hosts: list[str] | None = Field(None, description="the stations taking part (none: every station)")
-    cdf: str | list[list[Annotated[float, Strict()]]] = Field(
-        "websearch",
-        description="poisson: flow-size CDF: websearch, hadoop, a file of 'size_bytes probability' lines, or the "
-        "points inline [[size_bytes, probability], ...] (a saved scenario holds a file's points inline)",
-    )
-    cdf_source: str | None = Field(
-        None,
-        description="where inline cdf points were read from: the file and the SHA-256 of its bytes (written "
-        "by cnsim when it saves a scenario; informational)",
-    )
-    load: float = Field(
-        0.5, gt=0, le=1, description="poisson: mean offered load of each host, as a fraction of its link rate"
-    )
-    fan_in: int = Field(16, ge=1, le=65535, description="incast / long_lived: number of senders")
-    receiver: str | None = Field(None, description="incast / long_lived: the receiver (none: the first host)")
-    size_bytes: int | None = Field(
-        None,
+
+def _b(v: float | None, inclusive: bool) -> dict[str, Any] | None:
+    return None if v is None else {"value": v, "inclusive": inclusive}
+
+
+def p(
+    name: str,
+    typ: str,
+    help: str,
+    default: Any = None,
+    *,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    choices: list[str] | None = None,
+    required: bool = False,
+    unset: str | None = None,
+    nonempty: bool = False,
+) -> dict[str, Any]:
+    """A parameter in the engine's declaration format."""
+    return {
+        "name": name,
+        "type": typ,
+        "help": help,
+        "default": default,
+        "min": _b(gt, False) if gt is not None else _b(ge, True),
+        "max": _b(le, True),
+        "choices": choices,
+        "required": required,
+        "unset": unset,
+        "fixed": False,
+        "nonempty": nonempty,
+    }
+
+
+def table(name: str, doc: str, *params: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "doc": doc, "params": list(params), "rules": [], "per_node": []}
+
+
+#: `[hotspot]` and `[trace]`: declared in the engine (crates/cnsim-core/src/sections.rs),
+#: which checks their rules as written (`Scenario.engine_config_checked`).
+HOTSPOT = _section("hotspot")
+HOTSPOT_DEST = table(
+    "dest",
+    "A station's destinations with a hotspot: `fraction` of its frames go\nto `hotspot`, the others uniformly to every other station.",
+    p("hotspot", "str", "the hot station", required=True, nonempty=True),
+    p("fraction", "float", "share of frames sent to the hot station", ge=0, le=1, required=True),
+)
+NODE_DEST_HELP = (
+    "a station name, 'uniform' (all other stations, equally likely), a table of weights { A = 1.0, B = 3.0 }, "
+    'or a hotspot { hotspot = "H0", fraction = 0.2 } (that share to the hot station, the rest uniform)'
+)
+NODE = table(
+    "nodes",
+    "A station (an end node with a NIC and a Bernoulli source) or a bridge.\nKeys marked station: or bridge: belong to that kind only; a station's\nunset keys take `[station]`'s values, a bridge's `[bridge]`'s.",
+    p("name", "str", "unique node name", required=True, nonempty=True),
+    p("kind", "choice", "station | bridge", required=True, choices=["station", "bridge"]),
+    p(
+        "load",
+        "float",
+        "offered load: Bernoulli p per frame slot (one frame time at its link rate)",
+        0.0,
+        ge=0,
+        le=1,
+    ),
+    p("dest", "dest", NODE_DEST_HELP, "uniform"),
+    p("start_ms", "float", "source on at", 0.0, ge=0, le=MAX_MS),
+    p("stop_ms", "float", "source off at (none: never)", ge=0, le=MAX_MS, unset="never"),
+    p("cp", "bool", "congestion-point detection on its output ports", False),
+    p("ports", "int", "number of ports; more links is an error (none: unlimited)", ge=1, unset="unlimited"),
+)
+#: `[[links]]` and `[[routes]]`: declared in the engine (sections.rs), which
+#: checks every link and route of the engine config against them.
+LINK = _section("links")
+ROUTE = _section("routes")
+EVENT = table(
+    "events",
+    "A timed event: a source starts or stops, or a link direction changes\nrate. Applied in time order; events at the same time in file order (after\nthe sources' start / stop events and the hotspot's events).",
+    p("at_ms", "float", "when", ge=0, le=MAX_MS, required=True),
+    p(
+        "action",
+        "choice",
+        "start / stop (a station's source) or link_rate (one link direction's rate)",
+        required=True,
+        choices=["start", "stop", "link_rate"],
+    ),
+    p("node", "str", "the station (start / stop)", unset="none"),
+    p("from", "str", "link_rate: sending node", unset="none"),
+    p("to", "str", "link_rate: receiving node", unset="none"),
+    p(
+        "rate_gbps",
+        "float",
+        "link_rate: new rate (0 = stopped, else >= 1 bit/s)",
+        ge=0,
+        le=MAX_GBPS,
+        unset="none",
+    ),
+)
+TRACE = _section("trace")
+CDF_HELP = (
+    "poisson: flow-size CDF: websearch, hadoop, a file of 'size_bytes probability' lines, or the points inline "
+    "[[size_bytes, probability], ...] (a saved scenario holds a file's points inline)"
+)
+WORKLOAD = table(
+    "workload",
+    "Transport flows with sizes (docs/scenario-format.md \"Flows\"): the\nstations' transports send them, acknowledge them and recover losses;\nresults give each flow's completion time (FCT) and slowdown.",
+    p(
+        "kind",
+        "choice",
+        "poisson (arrivals at every host, sizes from `cdf`, to uniform destinations), incast (`fan_in` senders "
+        "to one receiver), permutation (host i to host i + n/2), long_lived (`fan_in` senders to one receiver, "
+        "flows longer than the run by default)",
+        required=True,
+        choices=["poisson", "incast", "permutation", "long_lived"],
+    ),
+    p("hosts", "strs", "the stations taking part (none: every station)", unset="every station"),
+    p("cdf", "cdf", CDF_HELP, "websearch"),
+    p(
+        "cdf_source",
+        "str",
+        "where inline cdf points were read from: the file and the SHA-256 of its bytes (written by cnsim when it "
+        "saves a scenario; informational)",
+        unset="none",
+    ),
+    p(
+        "load",
+        "float",
+        "poisson: mean offered load of each host, as a fraction of its link rate",
+        0.5,
+        gt=0,
+        le=1,
+    ),
+    p("fan_in", "int", "incast / long_lived: number of senders", 16, ge=1, le=65535),
+    p("receiver", "str", "incast / long_lived: the receiver (none: the first host)", unset="the first host"),
+    p(
+        "size_bytes",
+        "int",
+        "incast / permutation / long_lived: bytes per flow (none: 500,000; long_lived 2^40)",
         ge=1,
         le=MAX_BYTES,
-        description="incast / permutation / long_lived: bytes per flow (none: 500,000; long_lived 2^40)",
-    )
-    period_us: float | None = Field(
-        None,
+        unset="500,000; long_lived 2^40",
+    ),
+    p(
+        "period_us",
+        "float",
+        "incast: repeated every period (none: once; at least 1 ps)",
         ge=1e-6,
         le=MAX_MS * 1000,
-        description="incast: repeated every period (none: once; at least 1 ps)",
-    )
-    start_ms: float = Field(0.0, ge=0, le=MAX_MS, description="first flows (poisson: arrivals from)")
-    end_ms: float | None = Field(
-        None, ge=0, le=MAX_MS, description="no flow starts after (none: the run end)"
-    )
-    ack_every: int = Field(1, ge=1, le=65535, description="the receiver acknowledges every N frames in order")
-    rto_us: float = Field(
+        unset="once",
+    ),
+    p("start_ms", "float", "first flows (poisson: arrivals from)", 0.0, ge=0, le=MAX_MS),
+    p("end_ms", "float", "no flow starts after (none: the run end)", ge=0, le=MAX_MS, unset="the run end"),
+    p("ack_every", "int", "the receiver acknowledges every N frames in order", 1, ge=1, le=65535),
+    p(
+        "rto_us",
+        "float",
+        "retransmission timeout: go back N when nothing was acknowledged for this long (RDMA NICs: '4.096 us x "
+        "2^k', milliseconds; at least 1 us: below a data-center RTT every frame would time out and be sent again, "
+        "1 ns meant minutes of retransmissions)",
         4000.0,
-        ge=1.0,  # 1 us: below a data-center RTT every frame would time out and be resent
+        ge=1.0,
         le=MAX_US,
-        description="retransmission timeout: go back N when nothing was acknowledged for this long (RDMA NICs: "
-        "'4.096 us x 2^k', milliseconds; at least 1 us: below a data-center RTT every frame would time out and "
-        "be sent again, 1 ns meant minutes of retransmissions)",
-    )
-    end_when_done: bool = Field(True, description="the run ends when the last flow has finished")
-    max_flows: int = Field(
+    ),
+    p("end_when_done", "bool", "the run ends when the last flow has finished", True),
+    p(
+        "max_flows",
+        "int",
+        "most flows a run may start: a workload expected to start more (poisson: load x hosts x link rate x "
+        "arrival window / mean size; incast: fan_in x incasts) is refused before anything runs",
         DEFAULT_MAX_FLOWS,
         ge=1,
         le=ENGINE_MAX_FLOWS,
-        description="most flows a run may start: a workload expected to start more (poisson: load x hosts x "
-        "link rate x arrival window / mean size; incast: fan_in x incasts) is refused before anything runs",
-    )
+    ),
+)
+SEEDS_HELP = "replications: a count N (seeds 0..N-1) or a list of seeds"
+#: The top-level keys: declared in the engine (sections.rs, the table named
+#: ""), which checks the run's length and bins; `routing` is read after the
+#: sections it depends on ([topology]), so it is kept apart.
+TOP = {**_section(""), "params": [q for q in _section("")["params"] if q["name"] != "routing"]}
+TOPOLOGY_HELP = (
+    "a generated topology (fattree, leafspine or innocent), see the [topology] tables; the generated nodes and "
+    "links come first, the file's [[nodes]] and [[links]] add to them, and a [[nodes]] entry with a generated "
+    "node's name changes that node"
+)
+ROUTING = next(q for q in _section("")["params"] if q["name"] == "routing")
 
 
-class NocmTable(_Model):
-    """No congestion management: no parameters."""
+# ---------------------------------------------------------------- records
+# Engine-declared sections (crates/cnsim-core/src/sections.rs).
+Measure = record(_section("measure"), "Measure")
+Window = record(_section("windows"), "Window")
+Defaults = record(_section("defaults"), "Defaults")
+BridgeDefaults = record(_section("bridge"), "BridgeDefaults")
+StationDefaults = record(_section("station"), "StationDefaults")
+Pause = record(_section("pause"), "Pause")
+Stats = record(_section("stats"), "Stats")
+# Read by Python alone, declared in `analysis` (the engine's format).
+Fairness = record(analysis.SECTIONS["fairness"], "Fairness")
+Utilization = record(analysis.SECTIONS["utilization"], "Utilization")
+Stability = record(analysis.SECTIONS["stability"], "Stability")
+Innocent = record(analysis.SECTIONS["innocent"], "Innocent")
+Transient = record(analysis.SECTIONS["transient"], "Transient")
+# Declared above.
+Hotspot = record(HOTSPOT, "Hotspot")
+HotspotDest = record(HOTSPOT_DEST, "HotspotDest")
+Link = record(LINK, "Link")
+Route = record(ROUTE, "Route")
+Event = record(EVENT, "Event")
+Trace = record(TRACE, "Trace")
+Workload = record(WORKLOAD, "Workload")
+NocmTable = record(table("nocm", "No congestion management: no parameters."), "NocmTable")
+
+#: A node's own keys, and those of `[station]` and `[bridge]` a node may set
+#: for itself (declared once, in the engine's sections), unset meaning the
+#: section's value.
+_PER_NODE = {
+    s: [
+        {**q, "help": f"{q['help']} (none: [{s}])", "unset": f"[{s}]"}
+        for q in _section(s)["params"]
+        if q["name"] in _section(s)["per_node"]
+    ]
+    for s in ("station", "bridge")
+}
+_STATION_FIELDS = tuple(q["name"] for q in _PER_NODE["station"])
+_BRIDGE_FIELDS = tuple(q["name"] for q in _PER_NODE["bridge"])
+_STATION_ONLY = ("load", "dest", "start_ms", "stop_ms", *_STATION_FIELDS)
+_BRIDGE_ONLY = ("cp", "ports", *_BRIDGE_FIELDS)
+NODE_TABLE = {**NODE, "params": [*NODE["params"], *_PER_NODE["station"], *_PER_NODE["bridge"]]}
+Node = record(NODE_TABLE, "Node", optional=frozenset((*_STATION_FIELDS, *_BRIDGE_FIELDS)))
+
+#: The scenario's sections, in the order they are read (and errors found):
+#: name -> (record class, present when the file leaves it out).
+SECTION_RECORDS: dict[str, tuple[type[Record], bool]] = {
+    "measure": (Measure, True),
+    "fairness": (Fairness, False),
+    "utilization": (Utilization, False),
+    "defaults": (Defaults, True),
+    "bridge": (BridgeDefaults, True),
+    "station": (StationDefaults, True),
+    "pause": (Pause, True),
+    "hotspot": (Hotspot, False),
+    "trace": (Trace, True),
+    "stats": (Stats, True),
+    "stability": (Stability, False),
+    "innocent": (Innocent, False),
+    "transient": (Transient, False),
+    "workload": (Workload, False),
+}
 
 
-#: The scenario's own keys (the top level): declared in the engine
-#: (crates/cnsim-core/src/sections.rs, the table named ""), which checks the
-#: run's length and bins; the scheme's name is checked against the registry
-#: and seeds' distinctness by `core.Scenario` (the engine never sees seeds).
-_TopKeys = declared.model(declared.section(""), _Model, "_TopKeys")
-#: Most replications of one scenario (the declared count's upper bound).
-MAX_SEEDS = int(next(p for p in declared.section("")["params"] if p["name"] == "seeds")["max"]["value"])
+def _scheme_tables() -> dict[str, type[Record]]:
+    from ..schemes import TABLES
+
+    return {"nocm": NocmTable, **TABLES}
 
 
-class _ScenarioFields(_TopKeys):  # type: ignore[valid-type,misc]
+#: Every top-level key, in the order they are read.
+TOP_KEYS: tuple[str, ...] = (
+    *(q["name"] for q in TOP["params"]),
+    "measure",
+    "windows",
+    "fairness",
+    "utilization",
+    "defaults",
+    "bridge",
+    "station",
+    "pause",
+    "hotspot",
+    "trace",
+    "topology",
+    "routing",
+    "stats",
+    "stability",
+    "innocent",
+    "transient",
+    "workload",
+    "nodes",
+    "links",
+    "events",
+    "routes",
+    "nocm",
+    *(t["name"] for t in declarations()["tables"]),
+)
+#: What each array of tables and the other composite keys hold (docs, show).
+ARRAYS: dict[str, type[Record]] = {"nodes": Node, "links": Link, "events": Event, "routes": Route}
+COMPOSITE_HELP = {
+    "windows": "named windows ([windows.NAME]): start_ms, end_ms",
+    "topology": TOPOLOGY_HELP,
+    "nodes": "stations and bridges ([[nodes]])",
+    "links": "full-duplex links ([[links]])",
+    "events": "timed events ([[events]])",
+    "routes": "explicit next hops over the routing function ([[routes]])",
+}
+
+
+def help_of(key: str) -> str:
+    """What top-level key `key` means (its declaration's help)."""
+    q = TopKeys._params.get(key) or ({"help": ROUTING["help"]} if key == "routing" else None)
+    return q["help"] if q else COMPOSITE_HELP.get(key, "")
+
+
+def section_record(key: str) -> type[Record] | None:
+    """The record class of top-level table `key` ([windows.NAME]: Window;
+    [topology], read by its generator: None)."""
+    if key in SECTION_RECORDS:
+        return SECTION_RECORDS[key][0]
+    if key == "windows":
+        return Window
+    if key in ARRAYS:
+        return ARRAYS[key]
+    return _scheme_tables().get(key)
+
+
+class ScenarioModel(Record):
     """The scenario's own keys; the tables below are its sections."""
 
-    measure: Measure = Measure()
-    windows: dict[str, Window] = {}
-    fairness: Fairness | None = None
-    utilization: Utilization | None = None
-    defaults: Defaults = Defaults()
-    bridge: BridgeDefaults = BridgeDefaults()
-    station: StationDefaults = StationDefaults()
-    pause: Pause = Pause()
-    hotspot: Hotspot | None = None
-    trace: Trace = Trace()
-    topology: dict[str, Any] | None = Field(
-        None,
-        description="a generated topology (fattree, leafspine or innocent), see the [topology] tables; the "
-        "generated nodes and links come first, the file's [[nodes]] and [[links]] add to them, and a "
-        "[[nodes]] entry with a generated node's name changes that node",
-    )
-    stats: Stats = Stats()
-    stability: Stability | None = None
-    innocent: Innocent | None = None
-    transient: Transient | None = None
-    workload: Workload | None = None
-    nodes: list[Node] = Field(..., description="stations and bridges ([[nodes]])")
-    links: list[Link] = Field(..., description="full-duplex links ([[links]])")
-    events: list[Event] = Field([], description="timed events ([[events]])")
-    routes: list[Route] = Field([], description="explicit next hops over the routing function ([[routes]])")
+    __slots__ = TOP_KEYS
+    declaration = TOP
+    names = TOP_KEYS
 
 
-#: A scenario file: its own sections and one table per scheme parameter
-#: table, each declared by its scheme (cnsim.schemes).
-ScenarioModel: type[_ScenarioFields] = create_model(  # type: ignore[call-overload]
-    "ScenarioModel",
-    __base__=_ScenarioFields,
-    __doc__=_ScenarioFields.__doc__,
-    nocm=(NocmTable, NocmTable()),
-    **{name: (table, table()) for name, table in TABLES.items()},
-)
+# ---------------------------------------------------------------- reading
+def _number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _seeds(v: Any, at: str) -> int | list[int]:
+    if isinstance(v, bool):
+        raise TableError(at, f"{shown(v)} is not allowed; expected a number, not true or false")
+    if isinstance(v, str):
+        raise TableError(at, f"{shown(v)} is not allowed; expected a number, not a string")
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, list) and all(_number(x) and float(x).is_integer() for x in v):
+        return [int(x) for x in v]
+    raise TableError(at, f"{shown(v)} is not allowed; expected {SEEDS_HELP}")
+
+
+def _dest(v: Any, at: str) -> Any:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, dict):
+        if "hotspot" in v and "fraction" in v and isinstance(v["hotspot"], str):
+            try:
+                return HotspotDest.read(v, at)
+            except TableError:
+                pass
+        elif all(isinstance(k, str) for k in v) and all(_number(w) for w in v.values()):
+            return {k: float(w) for k, w in v.items()}
+    raise TableError(at, f"{shown(v)} is not allowed; expected {NODE_DEST_HELP}")
+
+
+def _cdf(v: Any, at: str) -> Any:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list) and all(isinstance(pt, list) and all(_number(x) for x in pt) for pt in v):
+        return [[float(x) for x in pt] for pt in v]
+    raise TableError(at, f"{shown(v)} is not allowed; expected {CDF_HELP}")
+
+
+READERS.update(seeds=_seeds, count_or_list=_seeds, dest=_dest, cdf=_cdf)
+
+
+def _entries(cls: type[Record], given: Any, name: str, label: Any) -> list[Any]:
+    if not isinstance(given, list):
+        raise TableError(name, f"{shown(given)} is not allowed; expected an array")
+    return [cls.read(e, label(i, e)) for i, e in enumerate(given)]
+
+
+def _node_label(i: int, e: Any) -> str:
+    return f"nodes.{e['name']}" if isinstance(e, dict) and "name" in e else f"nodes[{i}]"
+
+
+def _link_label(i: int, e: Any) -> str:
+    return f"links.{e.get('a')}-{e.get('b')}" if isinstance(e, dict) else f"links[{i}]"
+
+
+def _event(i: int, e: Any) -> Any:
+    ev = Event.read(e, f"events[{i}]")
+    if ev.action in ("start", "stop") and not ev.node:
+        raise TableError(f"events[{i}]", f"a '{ev.action}' event needs 'node'")
+    if ev.action == "link_rate" and (not ev.from_ or not ev.to or ev.rate_gbps is None):
+        raise TableError(f"events[{i}]", "a 'link_rate' event needs 'from', 'to' and 'rate_gbps'")
+    return ev
+
+
+def read(raw: dict[str, Any]) -> ScenarioModel:
+    """The scenario `raw` (a TOML table, its [topology] expanded), every value
+    checked against its declaration, in the order of TOP_KEYS; raises
+    TableError naming the first one at fault."""
+    out = TopKeys.check({k: raw[k] for k in TopKeys.names if k in raw}, "")
+    for name in TOP_KEYS[len(TopKeys.names) :]:
+        v = raw.get(name)
+        if name in SECTION_RECORDS:
+            cls, always = SECTION_RECORDS[name]
+            out[name] = cls.read(v, name) if v is not None else cls.read({}, name) if always else None
+        elif name == "windows":
+            w = raw.get("windows", {})
+            if not isinstance(w, dict):
+                raise TableError("windows", f"{shown(w)} is not allowed; expected a table")
+            out["windows"] = {k: Window.read(x, f"windows.{k}") for k, x in w.items()}
+        elif name == "topology":
+            if v is not None and not isinstance(v, dict):
+                raise TableError("topology", f"{shown(v)} is not allowed; expected a table")
+            out["topology"] = v
+        elif name == "routing":
+            out["routing"] = read_value(ROUTING, v, "routing") if "routing" in raw else ROUTING["default"]
+        elif name in ("nodes", "links"):
+            if name not in raw:
+                raise TableError(name, f"required parameter is missing ({COMPOSITE_HELP[name]})")
+            out[name] = _entries(ARRAYS[name], v, name, _node_label if name == "nodes" else _link_label)
+        elif name == "events":
+            evs = raw.get("events", [])
+            if not isinstance(evs, list):
+                raise TableError("events", f"{shown(evs)} is not allowed; expected an array")
+            out["events"] = [_event(i, e) for i, e in enumerate(evs)]
+        elif name == "routes":
+            out["routes"] = _entries(Route, raw.get("routes", []), "routes", lambda i, e: f"routes[{i}]")
+        else:  # a scheme's table
+            out[name] = _scheme_tables()[name].read(v if v is not None else {}, name)
+    for k in raw:
+        if k not in TOP_KEYS:
+            raise TableError(str(k), f"unknown parameter; known: {', '.join(TOP_KEYS)}")
+    return ScenarioModel.made(out, frozenset(raw))  # type: ignore[return-value]
+
+
+#: The scenario's own scalar keys (the `TOP` table), read first.
+TopKeys = record(TOP, "TopKeys")

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import ScenarioError, ScenarioWarning
-from .model import MAX_SEEDS, ScenarioModel
+from .model import MAX_SEEDS, TOP_KEYS
 
 
 def parse_value(text: str) -> Any:
@@ -28,7 +28,7 @@ def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
     parts = key.split(".")
     if not all(p.strip() for p in parts):
         raise ScenarioError(f"--set {key}: not a dotted parameter name")
-    top = [f.alias or n for n, f in ScenarioModel.model_fields.items()]
+    top = TOP_KEYS
     if parts[0] not in top:
         raise ScenarioError(
             f"--set {key}: unknown parameter '{parts[0]}'; known top-level names: {', '.join(sorted(top))}"

@@ -195,7 +195,7 @@ def resolve(scenario: Any, scheme: str | None = None, pause: bool | None = None)
         "trace_rls": m.trace.rate_limiters,
         "cp_ports": list(m.cp_ports),
         "routing": routing_for(m.routing, m.topology),
-        "routes": [r.model_dump() for r in m.routes],
+        "routes": [r.dump() for r in m.routes],
         "scheme": engine_scheme(scenario.scheme, scenario.table),
     }
     if transport is not None:

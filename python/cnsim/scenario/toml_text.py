@@ -8,6 +8,15 @@ from typing import Any
 
 import tomli_w
 
+try:  # tomli's compiled wheels read TOML in half tomllib's time (the same parser, pure Python)
+    import tomli as toml
+except ImportError:  # pragma: no cover - a platform without its wheel
+    import tomllib as toml  # type: ignore[no-redef]
+
+#: The TOML reader and its error (scenario files, and `cnsim show`'s check of what it wrote).
+loads = toml.loads
+TOMLDecodeError = toml.TOMLDecodeError
+
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 

@@ -139,11 +139,30 @@ def _apply(base: Scenario, values: dict[str, Any], label: str, schemes: list[Any
         return sc
     except ScenarioError as e:
         msg = str(e)
+        blamed = _base_fault(base, msg, values)
+        if blamed is not None:
+            raise blamed from None
         if msg.startswith("--set "):
             raise ScenarioError(f"{label} {msg[len('--set ') :]}") from None
         if not any(msg.startswith(k) for k in values):
             msg = f"{', '.join(values)}: {msg}"
         raise ScenarioError(f"{label} {msg}") from None
+
+
+def _base_fault(base: Scenario, msg: str, values: dict[str, Any]) -> ScenarioError | None:
+    """The base scenario's own error when a point's error is not the grid's
+    doing: the parameters the failed rule names (`pause.xon_bytes /
+    pause.xoff_bytes: ...`) include no grid key, and the base (the file with
+    its `--set` overrides) breaks a rule by itself. That error names its
+    `--set` key, or the file's parameter, instead of blaming the grid."""
+    named = [k.strip() for k in msg.split(": ", 1)[0].split(" / ")]
+    if any(n == k or n.startswith(f"{k}.") or k.startswith(f"{n}.") for n in named for k in values):
+        return None
+    try:
+        base.engine_config_checked()
+    except ScenarioError as own:
+        return own
+    return None
 
 
 def build_points(base: Scenario, grid: Mapping[str, Any] | None, label: str = "--grid") -> list[Point]:

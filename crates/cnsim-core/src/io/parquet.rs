@@ -7,14 +7,17 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::builder::StringBuilder;
-use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
+use std::collections::HashMap;
+
+use arrow_array::types::Int32Type;
+use arrow_array::{ArrayRef, DictionaryArray, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
+use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
 /// Rows per row group of the time series.
@@ -71,7 +74,12 @@ fn props(schema: &Schema, metadata: &Metadata) -> WriterProperties {
         .set_dictionary_enabled(false)
         .set_key_value_metadata(if kv.is_empty() { None } else { Some(kv) });
     for f in schema.fields() {
-        if f.data_type() == &DataType::Utf8 {
+        let text = match f.data_type() {
+            DataType::Utf8 => true,
+            DataType::Dictionary(_, v) => v.as_ref() == &DataType::Utf8,
+            _ => false,
+        };
+        if text {
             b = b.set_column_dictionary_enabled(ColumnPath::from(f.name().as_str()), true);
         }
     }
@@ -124,14 +132,37 @@ pub fn series_schema() -> SchemaRef {
     ]))
 }
 
+/// The schema the series are handed to the writer in: `series` and `key`
+/// as dictionaries (one entry per name, an index per row), which the file
+/// stores exactly as it stores a text column (dictionary-encoded UTF-8;
+/// readers see `series_schema`, as no Arrow schema is embedded).
+fn series_write_schema() -> SchemaRef {
+    let dict = || DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+    Arc::new(Schema::new(vec![
+        Field::new("seed", DataType::Int64, false),
+        Field::new("time_ms", DataType::Float64, false),
+        Field::new("series", dict(), false),
+        Field::new("key", dict(), false),
+        Field::new("value", DataType::Float64, false),
+    ]))
+}
+
 /// Writes the series of `runs` in long format, in row groups of at most
 /// `SERIES_ROWS_PER_GROUP` rows: time_ms is bin x bin_ps / 1e9; `metadata`
-/// in its footer.
+/// in its footer. Every row repeats its series' and key's names: they are
+/// handed over as dictionary indices, and the names get no min / max
+/// statistics (a comparison of two strings per row, for row groups that hold
+/// every name anyway).
 pub fn write_series(path: &Path, runs: &[SeriesRun<'_>], metadata: &Metadata) -> Result<(), WriteError> {
     let p = path.display().to_string();
-    let schema = series_schema();
+    let schema = series_write_schema();
     let file = File::create(path).map_err(|source| WriteError::Io { path: p.clone(), source })?;
-    let mut w = ArrowWriter::try_new(file, schema.clone(), Some(props(&schema, metadata)))
+    let props = WriterProperties::into_builder(props(&schema, metadata))
+        .set_column_statistics_enabled(ColumnPath::from("series"), EnabledStatistics::None)
+        .set_column_statistics_enabled(ColumnPath::from("key"), EnabledStatistics::None)
+        .build();
+    let options = ArrowWriterOptions::new().with_properties(props).with_skip_arrow_metadata(true);
+    let mut w = ArrowWriter::try_new_with_options(file, schema.clone(), options)
         .map_err(|source| WriteError::Parquet { path: p.clone(), source })?;
     let mut chunk = SeriesChunk::default();
     for run in runs {
@@ -143,14 +174,16 @@ pub fn write_series(path: &Path, runs: &[SeriesRun<'_>], metadata: &Metadata) ->
                     message: format!("series {series} {key}: {off}+{len} is outside its {} values", run.values.len()),
                 });
             };
+            let (mut s, mut k) = chunk.names(series, key);
             for (b, &v) in values.iter().enumerate() {
-                chunk.push(run.seed, b as f64 * bin_ms, series, key, v);
+                chunk.push(run.seed, b as f64 * bin_ms, s, k, v);
                 if chunk.len() >= SERIES_ROWS_PER_GROUP {
                     let b = chunk
                         .take(&schema)
                         .map_err(|source| WriteError::Arrow { path: p.clone(), source })?;
                     w.write(&b).map_err(|source| WriteError::Parquet { path: p.clone(), source })?;
                     w.flush().map_err(|source| WriteError::Parquet { path: p.clone(), source })?;
+                    (s, k) = chunk.names(series, key);
                 }
             }
         }
@@ -165,13 +198,41 @@ pub fn write_series(path: &Path, runs: &[SeriesRun<'_>], metadata: &Metadata) ->
     Ok(())
 }
 
+/// One row group of series rows: the names as indices into this group's
+/// dictionaries of series and key names.
 #[derive(Default)]
 struct SeriesChunk {
     seed: Vec<i64>,
     time_ms: Vec<f64>,
-    series: StringBuilder,
-    key: StringBuilder,
+    series: Vec<i32>,
+    key: Vec<i32>,
     value: Vec<f64>,
+    series_names: Dictionary,
+    key_names: Dictionary,
+}
+
+/// Distinct names in first-seen order, and each one's index.
+#[derive(Default)]
+struct Dictionary {
+    names: Vec<String>,
+    index: HashMap<String, i32>,
+}
+
+impl Dictionary {
+    fn get(&mut self, name: &str) -> i32 {
+        if let Some(&i) = self.index.get(name) {
+            return i;
+        }
+        let i = self.names.len() as i32;
+        self.names.push(name.to_string());
+        self.index.insert(name.to_string(), i);
+        i
+    }
+
+    fn take(&mut self) -> StringArray {
+        self.index.clear();
+        StringArray::from(std::mem::take(&mut self.names))
+    }
 }
 
 impl SeriesChunk {
@@ -179,20 +240,31 @@ impl SeriesChunk {
         self.seed.len()
     }
 
-    fn push(&mut self, seed: i64, t: f64, series: &str, key: &str, v: f64) {
+    /// The indices of a series' and a key's names in this group.
+    fn names(&mut self, series: &str, key: &str) -> (i32, i32) {
+        (self.series_names.get(series), self.key_names.get(key))
+    }
+
+    fn push(&mut self, seed: i64, t: f64, series: i32, key: i32, v: f64) {
         self.seed.push(seed);
         self.time_ms.push(t);
-        self.series.append_value(series);
-        self.key.append_value(key);
+        self.series.push(series);
+        self.key.push(key);
         self.value.push(v);
     }
 
     fn take(&mut self, schema: &SchemaRef) -> Result<RecordBatch, ArrowError> {
+        let dict = |keys: Vec<i32>, names: &mut Dictionary| -> Result<ArrayRef, ArrowError> {
+            Ok(Arc::new(DictionaryArray::<Int32Type>::try_new(
+                Int32Array::from(keys),
+                Arc::new(names.take()),
+            )?))
+        };
         let cols: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::from(std::mem::take(&mut self.seed))),
             Arc::new(Float64Array::from(std::mem::take(&mut self.time_ms))),
-            Arc::new(self.series.finish()),
-            Arc::new(self.key.finish()),
+            dict(std::mem::take(&mut self.series), &mut self.series_names)?,
+            dict(std::mem::take(&mut self.key), &mut self.key_names)?,
             Arc::new(Float64Array::from(std::mem::take(&mut self.value))),
         ];
         RecordBatch::try_new(schema.clone(), cols)
@@ -202,7 +274,7 @@ impl SeriesChunk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{Array, StringArray};
+    use arrow_array::Array;
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
     fn read(path: &Path) -> Vec<RecordBatch> {
@@ -247,8 +319,12 @@ mod tests {
         assert_eq!(rows, 5);
         let t = b[0].column(1).as_any().downcast_ref::<Float64Array>().unwrap();
         assert_eq!(t.values().to_vec(), vec![0.0, 0.5, 1.0, 0.0, 0.5]);
+        // Readers see text columns (no Arrow schema with dictionaries is embedded).
+        assert_eq!(b[0].schema(), series_schema());
         let k = b[0].column(3).as_any().downcast_ref::<StringArray>().unwrap();
         assert_eq!(k.value(4), "x");
+        let s = b[0].column(2).as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!((0..5).map(|i| s.value(i)).collect::<Vec<_>>(), ["q", "q", "q", "r", "r"]);
         assert_eq!(b[0].column(0).as_any().downcast_ref::<Int64Array>().unwrap().value(0), 7);
         let bad = [SeriesRun {
             seed: 0,
