@@ -47,6 +47,7 @@ _TYPES = {
     "strs": "list of strings",
     "choices": "list of choices",
     "seeds": "integer or list of integers",
+    "count_or_list": "integer or list of integers",
     "dest": "string or table of numbers or table {hotspot, fraction}",
     "cdf": "string or list of lists of numbers",
     "weights_or_name": "string or table of numbers",
@@ -187,6 +188,8 @@ def parameter_tables() -> str:
             ]
         ),
         "",
+        "Rules (checked by the engine): " + "; ".join(f"`{r}`" for r in schemes.RULES[""]) + ".",
+        "",
     ]
     engine_sections = {
         m.Defaults: "defaults",
@@ -195,13 +198,16 @@ def parameter_tables() -> str:
         m.Pause: "pause",
         m.Hotspot: "hotspot",
         m.Trace: "trace",
+        m.Link: "links",
+        m.Route: "routes",
         m.Stats: "stats",
         m.Measure: "measure",
         m.Window: "windows",
     }
     for title, model in sections:
         out += [f"### {title}", "", _doc(model), "", model_table(model)]
-        rules = schemes.RULES.get(engine_sections.get(model, ""))
+        section = engine_sections.get(model)
+        rules = schemes.RULES.get(section) if section is not None else None
         if rules:
             out += ["Rules (checked by the engine): " + "; ".join(f"`{r}`" for r in rules) + ".", ""]
     kind = {k: "station: " for k in m._STATION_ONLY} | {k: "bridge: " for k in m._BRIDGE_ONLY}

@@ -177,6 +177,10 @@ def check_run_memory(sc: Any, what: str = "the run") -> None:
     cap, source = memory_cap()
     if need.total <= cap:
         return
+    # A run with more bins than any run may have is refused by the engine's
+    # rule (sections::top: duration_ms / bin_us), which names the cause
+    # better than the memory it would take.
+    sc.engine_config_checked()
     seeds = need.seeds
     per = f"x {seeds} seed{'s' if seeds != 1 else ''}"
     if need.flow_bytes > need.series_bytes:

@@ -235,8 +235,8 @@ pub enum RoutingConfig {
     Fattree { k: u32 },
 }
 
-/// Most time-series bins a run records per series (as the Python layer checks).
-pub const MAX_BINS: u64 = 10_000_000;
+/// Most time-series bins a run records per series (`sections::top`'s rule).
+pub const MAX_BINS: u64 = crate::sections::MAX_BINS as u64;
 /// Longest run, and longest delay of any kind: 1e9 ms (11.6 simulated
 /// days), so that sums of times stay far inside the u64 clock.
 pub const MAX_TIME_PS: u64 = 1_000_000_000_000_000_000;
@@ -564,30 +564,18 @@ impl SimConfig {
 
     /// Checks that need no topology (the network builder checks the rest).
     pub fn validate_scalars(&self) -> Result<(), ConfigError> {
-        if self.duration_ps == 0 {
-            return err("duration_ms: must be > 0");
-        }
-        if self.bin_ps == 0 {
-            return err("bin_us: must be > 0");
-        }
-        if self.duration_ps > MAX_TIME_PS {
-            return err(format!(
-                "duration_ms: {} ps is not allowed; expected at most {MAX_TIME_PS} ps",
-                self.duration_ps
-            ));
-        }
-        if self.duration_ps / self.bin_ps > MAX_BINS {
-            return err(format!(
-                "duration_ms / bin_us: {} time-series bins is not allowed; at most {MAX_BINS}",
-                self.duration_ps / self.bin_ps
-            ));
-        }
+        // The run's length and bins against the top level's declaration
+        // (`sections::top`: ranges, at most MAX_BINS bins), in the user's units.
+        let ms = |ps: Time| ps as f64 / PS_PER_MS as f64;
+        let Value::Object(top) = json!({"duration_ms": ms(self.duration_ps), "bin_us": self.bin_ps as f64 / PS_PER_US as f64}) else {
+            unreachable!()
+        };
+        crate::sections::top().check("", &top)?;
         if self.windows.is_empty() {
             return err("measure: at least the measure window is required");
         }
         // Each window against its declaration (`sections::measure`,
         // `sections::window`: ranges, start_ms < end_ms), then inside the run.
-        let ms = |ps: Time| ps as f64 / PS_PER_MS as f64;
         for (i, w) in self.windows.iter().enumerate() {
             let (table, label) = if i == 0 {
                 (crate::sections::measure(), "measure".to_string())
@@ -634,10 +622,23 @@ impl SimConfig {
                 Ok(())
             }
         };
-        time(self.bin_ps, "bin_us".into())?;
+        // Each link against its declaration (`sections::link`), in the user's units.
+        let link = crate::sections::link();
         for l in &self.links {
-            time(l.delay_ps, format!("links.{}-{}.delay_us", l.a, l.b))?;
-            rate(l.rate_bps, false, format!("links.{}-{}.rate_gbps", l.a, l.b))?;
+            let Value::Object(values) = json!({
+                "a": l.a,
+                "b": l.b,
+                "rate_gbps": l.rate_bps as f64 / 1e9,
+                "delay_us": l.delay_ps as f64 / PS_PER_US as f64,
+            }) else {
+                unreachable!()
+            };
+            link.check(&format!("links.{}-{}", l.a, l.b), &values)?;
+        }
+        let route = crate::sections::route();
+        for (i, r) in self.routes.iter().enumerate() {
+            let Value::Object(values) = json!(r) else { unreachable!() };
+            route.check(&format!("routes[{i}]"), &values)?;
         }
         for (i, e) in self.events.iter().enumerate() {
             time(e.at_ps(), format!("events[{i}].at_ms"))?;

@@ -315,9 +315,45 @@ pub fn trace() -> Table {
     })
 }
 
+/// A full-duplex link (`[[links]]`, one table per entry, each named by its
+/// ends: `links.A-B`).
+pub fn link() -> Table {
+    Table::new("links", "A full-duplex link between two nodes.")
+        .string("a", "", "one end (node name)")
+        .required("a")
+        .string("b", "", "the other end (node name)")
+        .required("b")
+        .float(
+            "rate_gbps",
+            0.0,
+            Range::ge(MIN_GBPS).le(MAX_GBPS),
+            "link rate, both directions (none: [defaults])",
+        )
+        .optional("rate_gbps", "[defaults]")
+        .float("delay_us", 0.0, Range::ge(0.0), "propagation delay, each way (none: [defaults])")
+        .optional("delay_us", "[defaults]")
+}
+
+/// An explicit next hop (`[[routes]]`, one table per entry, `routes[i]`):
+/// that the names exist and `via` neighbours `bridge` is checked against
+/// the built network (net/topology.rs).
+pub fn route() -> Table {
+    Table::new(
+        "routes",
+        "An explicit next hop: at `bridge`, frames for station `dst` leave towards the neighbour `via`, whatever the routing function says.",
+    )
+    .string("bridge", "", "the bridge")
+    .required("bridge")
+    .string("dst", "", "the destination station")
+    .required("dst")
+    .string("via", "", "the neighbour of the bridge the frames go to")
+    .required("via")
+}
+
 /// Every section's table, in the order of the docs.
 pub fn tables() -> Vec<Table> {
     vec![
+        top(),
         measure(),
         window(),
         defaults(),
@@ -327,6 +363,8 @@ pub fn tables() -> Vec<Table> {
         hotspot(),
         trace(),
         stats(),
+        link(),
+        route(),
     ]
 }
 
@@ -424,6 +462,31 @@ mod tests {
         assert!(check(json!({"trace": {"events": ["drops"]}}))
             .unwrap_err()
             .starts_with("trace.events: [\"drops\"] is not allowed; expected a list of: all, generate,"));
+        // The top level names its keys alone.
+        let top = |d: f64, b: f64| {
+            top()
+                .check("", json!({"duration_ms": d, "bin_us": b}).as_object().unwrap())
+                .map_err(|e| e.line())
+        };
+        assert!(top(1000.0, 100.0).is_ok());
+        assert_eq!(
+            top(10.0, 1e-6).unwrap_err(),
+            "duration_ms / bin_us: 10 / 1e-6 not allowed; expected at most 10000000 time-series bins (duration_ms x 1000 / bin_us)"
+        );
+        assert!(top(0.0, 1.0)
+            .unwrap_err()
+            .starts_with("duration_ms: 0 is not allowed; expected a number >= 1e-9"));
+        // A link entry is named by its ends.
+        let l = |rate: f64| {
+            link()
+                .check("links.S-B", json!({"a": "S", "b": "B", "rate_gbps": rate}).as_object().unwrap())
+                .map_err(|e| e.line())
+        };
+        assert!(l(1e-9).is_ok());
+        assert_eq!(
+            l(0.0).unwrap_err(),
+            "links.S-B.rate_gbps: 0 is not allowed; expected a number >= 1e-9 and <= 1000000"
+        );
         // The declared kinds are the trace's.
         assert_eq!(event_kinds().len(), crate::trace::Kind::ALL.len() + 1);
     }

@@ -119,35 +119,10 @@ NODE = table(
     p("cp", "bool", "congestion-point detection on its output ports", False),
     p("ports", "int", "number of ports; more links is an error (none: unlimited)", ge=1, unset="unlimited"),
 )
-LINK = table(
-    "links",
-    "A full-duplex link between two nodes.",
-    p("a", "str", "one end (node name)", required=True),
-    p("b", "str", "the other end (node name)", required=True),
-    p(
-        "rate_gbps",
-        "float",
-        "link rate, both directions (none: [defaults])",
-        ge=MIN_GBPS,
-        le=MAX_GBPS,
-        unset="[defaults]",
-    ),
-    p(
-        "delay_us",
-        "float",
-        "propagation delay, each way (none: [defaults])",
-        ge=0,
-        le=MAX_US,
-        unset="[defaults]",
-    ),
-)
-ROUTE = table(
-    "routes",
-    "An explicit next hop: at `bridge`, frames for station `dst` leave\ntowards the neighbour `via`, whatever the routing function says.",
-    p("bridge", "str", "the bridge", required=True),
-    p("dst", "str", "the destination station", required=True),
-    p("via", "str", "the neighbour of the bridge the frames go to", required=True),
-)
+#: `[[links]]` and `[[routes]]`: declared in the engine (sections.rs), which
+#: checks every link and route of the engine config against them.
+LINK = _section("links")
+ROUTE = _section("routes")
 EVENT = table(
     "events",
     "A timed event: a source starts or stops, or a link direction changes\nrate. Applied in time order; events at the same time in file order (after\nthe sources' start / stop events and the hotspot's events).",
@@ -248,32 +223,16 @@ WORKLOAD = table(
     ),
 )
 SEEDS_HELP = "replications: a count N (seeds 0..N-1) or a list of seeds"
-TOP = table(
-    "",
-    "The scenario's own keys; the tables below are its sections.",
-    p("name", "str", "scenario name (results directory, reports)", "scenario"),
-    p("description", "str", "one line shown by `cnsim list`", ""),
-    p("duration_ms", "float", "run length (at least 1 ps)", ge=1e-9, le=MAX_MS, required=True),
-    p("seeds", "seeds", SEEDS_HELP, 1),
-    p("bin_us", "float", "time-series bin width (at least 1 ps)", 100.0, ge=1e-6, le=MAX_US),
-    p("scheme", "str", "congestion-management scheme (cnsim list; pause = nocm with PAUSE on)", "nocm"),
-    p("cp_ports", "strs", "CP detection on exactly these ports FROM->TO (default: cp = true bridges)", []),
-)
+#: The top-level keys: declared in the engine (sections.rs, the table named
+#: ""), which checks the run's length and bins; `routing` is read after the
+#: sections it depends on ([topology]), so it is kept apart.
+TOP = {**_section(""), "params": [q for q in _section("")["params"] if q["name"] != "routing"]}
 TOPOLOGY_HELP = (
     "a generated topology (fattree, leafspine or innocent), see the [topology] tables; the generated nodes and "
     "links come first, the file's [[nodes]] and [[links]] add to them, and a [[nodes]] entry with a generated "
     "node's name changes that node"
 )
-ROUTING = p(
-    "routing",
-    "choice",
-    "routing function: shortest_path (fewest hops through bridges; ties to the lowest-numbered port), ecmp "
-    "(fewest hops; among equal-cost next hops a hash of the run's seed, the bridge and the flow, so a flow keeps "
-    "one path; the default with a leafspine [topology]) or fattree (the up-port rule of scenarios.md section 7, "
-    "destination mod k; the default with a fattree [topology])",
-    "shortest_path",
-    choices=["shortest_path", "ecmp", "fattree"],
-)
+ROUTING = next(q for q in _section("")["params"] if q["name"] == "routing")
 
 
 # ---------------------------------------------------------------- records
