@@ -2,9 +2,9 @@
 here in the format of the engine's declarations (`declarations.json`: name,
 unit, type, default, range, required / unset, help), because only Python
 reads them: they choose what the metrics of metrics.md are computed over
-after the run, and never reach the engine. Their models are built from
-these tables (`cnsim.declared.model`), as the engine-declared sections'
-are; the rules that tie them to the rest of the scenario (a window that
+after the run, and never reach the engine. They are read by record classes
+made from these tables (`cnsim.records.record`), as the engine-declared
+sections' are; the rules that tie them to the rest of the scenario (a window that
 exists, a link direction of the topology) are `core.Scenario._check`'s."""
 
 from __future__ import annotations
