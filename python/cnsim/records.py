@@ -284,3 +284,72 @@ def record(
         "__doc__": t["doc"],
     }
     return type(cls_name, (Record,), ns)
+
+
+# ---------------------------------------------------------------- declaring
+#: Limits of the engine's units (scenario.model's MAX_MS / MAX_GBPS).
+_MAX_MS = 1e9
+_MAX_GBPS = 1e6
+_QUANTITY = {"ms": "time", "us": "time", "Gbit/s": "rate", "bytes": "size"}
+_UNIT = {"_ms": "ms", "_us": "us", "_gbps": "Gbit/s", "_bytes": "bytes"}
+
+
+def _bound(value: float | None, inclusive: bool) -> dict[str, Any] | None:
+    return None if value is None else {"value": value, "inclusive": inclusive}
+
+
+def _range_text(lo: dict[str, Any] | None, hi: dict[str, Any] | None) -> str:
+    parts = []
+    for b, (closed, open_) in ((lo, (">=", ">")), (hi, ("<=", "<"))):
+        if b is not None:
+            v = b["value"]
+            parts.append(f"{closed if b['inclusive'] else open_} {int(v) if float(v).is_integer() else v}")
+    return " and ".join(parts)
+
+
+def param(
+    name: str,
+    typ: str,
+    help: str,
+    default: Any = None,
+    *,
+    gt: float | None = None,
+    ge: float | None = None,
+    lt: float | None = None,
+    le: float | None = None,
+    required: bool = False,
+    unset: str | None = None,
+    choices: list[str] | None = None,
+    nonempty: bool = False,
+) -> dict[str, Any]:
+    """One declared parameter, as the engine's `Table::to_json` writes it
+    (`typ`: a kind of the engine's, or one only Python reads: `dest`, `cdf`,
+    `seeds`, `weights_or_name`; `nonempty`: a string that may not be empty).
+    The one helper for every table declared in Python
+    (`scenario.analysis`, `scenario.model`, `topologies`)."""
+    unit = next((u for suffix, u in _UNIT.items() if name.endswith(suffix)), "")
+    if unit in ("ms", "us") and le is None and lt is None:  # a time fits the engine's clock
+        le = _MAX_MS if unit == "ms" else _MAX_MS * 1e3
+    lo = _bound(gt, False) if gt is not None else _bound(ge, True)
+    hi = _bound(lt, False) if lt is not None else _bound(le, True)
+    return {
+        "name": name,
+        "unit": unit,
+        "quantity": _QUANTITY.get(unit, ""),
+        "type": typ,
+        "default": None if required or unset else default,
+        "min": lo,
+        "max": hi,
+        "range": _range_text(lo, hi),
+        "choices": choices,
+        "help": help,
+        "fixed": False,
+        "required": required,
+        "unset": unset,
+        "nonempty": nonempty,
+    }
+
+
+def table(name: str, doc: str, *params: dict[str, Any]) -> dict[str, Any]:
+    """A table of declared parameters, in the engine's format."""
+    return {"name": name, "doc": doc, "params": list(params), "rules": [], "per_node": []}

@@ -38,7 +38,7 @@ import random
 from typing import Any
 
 from .errors import ScenarioError
-from .records import READERS, Record, TableError, record, shown
+from .records import READERS, Record, TableError, param, record, shown
 
 #: Most hosts a generated fabric may have.
 MAX_HOSTS = 16384
@@ -51,21 +51,8 @@ MAX_GBPS = 1e6
 MIN_GBPS = 1e-9
 
 
-def _p(name: str, typ: str, help: str, default: Any = None, **kw: Any) -> dict[str, Any]:
-    """A generator parameter in the engine's declaration format."""
-    lo = ("gt", kw["gt"], False) if "gt" in kw else ("ge", kw.get("ge"), True)
-    return {
-        "name": name,
-        "type": typ,
-        "help": help,
-        "default": default,
-        "min": None if lo[1] is None else {"value": lo[1], "inclusive": lo[2]},
-        "max": None if kw.get("le") is None else {"value": kw["le"], "inclusive": True},
-        "choices": kw.get("choices"),
-        "required": kw.get("required", False),
-        "unset": kw.get("unset"),
-        "fixed": False,
-    }
+#: A generator parameter, in the engine's declaration format.
+_p = param
 
 
 def _weights_or_name(v: Any, at: str) -> Any:

@@ -18,7 +18,7 @@ import math
 from typing import Any
 
 from ..declarations import declarations
-from ..records import READERS, Record, TableError, read_value, record, shown
+from ..records import READERS, Record, TableError, param, read_value, record, shown, table
 from ..workloads import DEFAULT_MAX_FLOWS, ENGINE_MAX_FLOWS
 from . import analysis
 
@@ -42,49 +42,12 @@ MAX_SEEDS = 1_000_000
 #: Stations up to which per-flow counters are on by default.
 PER_FLOW_AUTO_STATIONS = 256
 
-_MAX_MS, _MAX_US, _MAX_GBPS, _MAX_BYTES = MAX_MS, MAX_US, MAX_GBPS, float(MAX_BYTES)
-
 
 def _section(name: str) -> dict[str, Any]:
     return next(t for t in declarations()["sections"] if t["name"] == name)
 
 
-def _b(v: float | None, inclusive: bool) -> dict[str, Any] | None:
-    return None if v is None else {"value": v, "inclusive": inclusive}
-
-
-def p(
-    name: str,
-    typ: str,
-    help: str,
-    default: Any = None,
-    *,
-    ge: float | None = None,
-    gt: float | None = None,
-    le: float | None = None,
-    choices: list[str] | None = None,
-    required: bool = False,
-    unset: str | None = None,
-    nonempty: bool = False,
-) -> dict[str, Any]:
-    """A parameter in the engine's declaration format."""
-    return {
-        "name": name,
-        "type": typ,
-        "help": help,
-        "default": default,
-        "min": _b(gt, False) if gt is not None else _b(ge, True),
-        "max": _b(le, True),
-        "choices": choices,
-        "required": required,
-        "unset": unset,
-        "fixed": False,
-        "nonempty": nonempty,
-    }
-
-
-def table(name: str, doc: str, *params: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name, "doc": doc, "params": list(params), "rules": [], "per_node": []}
+p = param
 
 
 #: `[hotspot]` and `[trace]`: declared in the engine (crates/cnsim-core/src/sections.rs),
