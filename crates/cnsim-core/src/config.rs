@@ -8,7 +8,7 @@ use crate::params::{num, Table};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-pub use crate::error::{err, ConfigError};
+pub use crate::error::{fail, ConfigError};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -572,7 +572,7 @@ impl SimConfig {
         };
         crate::sections::top().check("", &top)?;
         if self.windows.is_empty() {
-            return err("measure: at least the measure window is required");
+            return fail("measure", "at least the measure window is required");
         }
         // Each window against its declaration (`sections::measure`,
         // `sections::window`: ranges, start_ms < end_ms), then inside the run.
@@ -588,11 +588,14 @@ impl SimConfig {
             table.check(&label, &values)?;
             if w.end_ps > self.duration_ps {
                 // A window past the end may be the run's length at fault: name both.
-                return err(format!(
-                    "{label}.end_ms / duration_ms: {} / {} not allowed; expected a window inside the run (end_ms <= duration_ms)",
-                    num(ms(w.end_ps)),
-                    num(ms(self.duration_ps))
-                ));
+                return fail(
+                    format!("{label}.end_ms / duration_ms"),
+                    format!(
+                        "{} / {} not allowed; expected a window inside the run (end_ms <= duration_ms)",
+                        num(ms(w.end_ps)),
+                        num(ms(self.duration_ps))
+                    ),
+                );
             }
         }
         self.check_sections()?;
@@ -600,24 +603,27 @@ impl SimConfig {
         // of them can overflow (the Python layer declares the same limits).
         let time = |v: Time, what: String| {
             if v > MAX_TIME_PS {
-                err(format!("{what}: {v} ps is not allowed; expected at most {MAX_TIME_PS} ps"))
+                fail(what, format!("{v} ps is not allowed; expected at most {MAX_TIME_PS} ps"))
             } else {
                 Ok(())
             }
         };
         let size = |v: u64, what: String| {
             if v > MAX_BYTES {
-                err(format!("{what}: {v} is not allowed; expected at most {MAX_BYTES} bytes"))
+                fail(what, format!("{v} is not allowed; expected at most {MAX_BYTES} bytes"))
             } else {
                 Ok(())
             }
         };
         let rate = |v: u64, zero_ok: bool, what: String| {
             if v > MAX_RATE_BPS || (v == 0 && !zero_ok) {
-                err(format!(
-                    "{what}: {v} bit/s is not allowed; expected {} and at most {MAX_RATE_BPS} bit/s",
-                    if zero_ok { "0 (stopped) or at least 1" } else { "at least 1" }
-                ))
+                fail(
+                    what,
+                    format!(
+                        "{v} bit/s is not allowed; expected {} and at most {MAX_RATE_BPS} bit/s",
+                        if zero_ok { "0 (stopped) or at least 1" } else { "at least 1" }
+                    ),
+                )
             } else {
                 Ok(())
             }
@@ -648,37 +654,38 @@ impl SimConfig {
         }
         let t = &self.transport;
         if t.ack_every == 0 {
-            return err("transport.ack_every: 0 is not allowed; expected an integer >= 1");
+            return fail("transport.ack_every", "0 is not allowed; expected an integer >= 1");
         }
         if t.rto_ps == 0 {
-            return err("transport.rto_us: must be > 0");
+            return fail("transport.rto_us", "must be > 0");
         }
         time(t.rto_ps, "transport.rto_us".into())?;
         for (i, f) in t.flows.iter().enumerate() {
             if f.size_bytes == 0 {
-                return err(format!("flows[{i}].size_bytes: 0 is not allowed; expected at least 1 byte"));
+                return fail(format!("flows[{i}].size_bytes"), "0 is not allowed; expected at least 1 byte");
             }
             size(f.size_bytes, format!("flows[{i}].size_bytes"))?;
             time(f.start_ps, format!("flows[{i}].start_ms"))?;
             if f.src == f.dst {
-                return err(format!("flows[{i}]: src and dst are both '{}'", f.src));
+                return fail(format!("flows[{i}]"), format!("src and dst are both '{}'", f.src));
             }
         }
         for (i, a) in t.arrivals.iter().enumerate() {
             if !(a.rate_per_s > 0.0 && a.rate_per_s.is_finite()) {
-                return err(format!(
-                    "workload.load: arrivals[{i}] rate {} flows/s is not allowed; expected > 0",
-                    a.rate_per_s
-                ));
+                return fail(
+                    "workload.load",
+                    format!("arrivals[{i}] rate {} flows/s is not allowed; expected > 0", a.rate_per_s),
+                );
             }
             if a.stations.len() < 2 {
-                return err(format!("workload: arrivals[{i}] need at least 2 stations"));
+                return fail("workload", format!("arrivals[{i}] need at least 2 stations"));
             }
             let mut seen = std::collections::HashSet::new();
             if let Some(twice) = a.stations.iter().find(|s| !seen.insert(s.as_str())) {
-                return err(format!(
-                    "workload.hosts: '{twice}' is listed twice (arrivals[{i}].stations); each host takes part once"
-                ));
+                return fail(
+                    "workload.hosts",
+                    format!("'{twice}' is listed twice (arrivals[{i}].stations); each host takes part once"),
+                );
             }
             check_cdf(&a.cdf).map_err(|e| ConfigError::new("workload.cdf", e.to_string()))?;
             // Flow ids index events: a process expected to draw more flows
@@ -686,24 +693,22 @@ impl SimConfig {
             let secs = a.end_ps.min(self.duration_ps).saturating_sub(a.start_ps) as f64 / PS_PER_S as f64;
             let expected = a.rate_per_s * a.stations.len() as f64 * secs;
             if expected > crate::engine::queue::MAX_INDEX as f64 {
-                return err(format!(
-                    "workload: arrivals[{i}] would start about {expected:.3e} flows ({} flows/s at each of {} stations for {secs} s), more than the engine indexes ({}); lower workload.load or the arrival window",
-                    a.rate_per_s,
-                    a.stations.len(),
-                    crate::engine::queue::MAX_INDEX
-                ));
+                return fail("workload", format!("arrivals[{i}] would start about {expected:.3e} flows ({} flows/s at each of {} stations for {secs} s), more than the engine indexes ({}); lower workload.load or the arrival window", a.rate_per_s, a.stations.len(), crate::engine::queue::MAX_INDEX));
             }
         }
         for s in &self.stations {
             if !(0.0..=1.0).contains(&s.load) || s.load.is_nan() {
-                return err(format!("nodes.{}.load: {} is not allowed; expected 0 <= load <= 1", s.name, s.load));
+                return fail(
+                    format!("nodes.{}.load", s.name),
+                    format!("{} is not allowed; expected 0 <= load <= 1", s.load),
+                );
             }
             if let DestConfig::Weighted { weights } = &s.dest {
                 if weights.is_empty()
                     || weights.iter().any(|(_, w)| !(*w >= 0.0 && w.is_finite()))
                     || weights.iter().all(|(_, w)| *w == 0.0)
                 {
-                    return err(format!("nodes.{}.dest: weights must be >= 0, finite and not all 0", s.name));
+                    return fail(format!("nodes.{}.dest", s.name), "weights must be >= 0, finite and not all 0");
                 }
             }
         }

@@ -6,7 +6,7 @@
 //! them (`declarations.json`). A station's or bridge's parameters that a
 //! `[[nodes]]` entry may override are listed in the table's `per_node`.
 
-use crate::error::{err, ConfigError};
+use crate::error::{fail, ConfigError};
 use crate::params::{Range, Table};
 use serde_json::{Map, Value};
 
@@ -377,10 +377,10 @@ pub fn check_written(written: &Map<String, Value>) -> Result<(), ConfigError> {
         let table = match name.as_str() {
             "hotspot" => hotspot(),
             "trace" => trace(),
-            _ => return err(format!("{name}: not a section checked as written (hotspot, trace)")),
+            _ => return fail(name, "not a section checked as written (hotspot, trace)"),
         };
         let Value::Object(values) = values else {
-            return err(format!("{name}: expected a table"));
+            return fail(name, "expected a table");
         };
         table.check(name, values)?;
     }

@@ -69,7 +69,7 @@ def apply_sets(sc: Scenario, sets: Iterable[str], schemes: Iterable[str] = ()) -
     for s in sets:
         key, sep, val = s.partition("=")
         if not sep or not key.strip():
-            raise ScenarioError(f"--set {s}: expected KEY=VALUE")
+            raise ScenarioError(f"{s}: expected KEY=VALUE", option="--set")
         changes[key.strip()] = parse_value(val.strip())
     if not changes:
         return sc
@@ -85,7 +85,7 @@ def apply_sets(sc: Scenario, sets: Iterable[str], schemes: Iterable[str] = ()) -
         out = Scenario(raw, source=sc.source)
     except ScenarioError as e:
         # Name what was set; and the parameter at fault when it is another one.
-        raise ScenarioError(name_sets(str(e), changes), param=e.param) from None
+        raise name_sets(e, changes) from None
     # The engine's rules are checked later (Scenario.engine_config_checked):
     # their errors name the --set keys the same way.
     out._sets = (*sc._sets, *changes)

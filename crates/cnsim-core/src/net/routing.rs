@@ -22,7 +22,7 @@
 
 use super::node::{Node, NodeKind};
 use super::port::{Port, PortId};
-use crate::config::{err, ConfigError, RoutingConfig};
+use crate::config::{fail, ConfigError, RoutingConfig};
 use crate::engine::rng::{splitmix64, stream};
 use rand::RngCore;
 use std::collections::{BTreeMap, VecDeque};
@@ -88,7 +88,7 @@ impl Router {
             RoutingConfig::Ecmp => Pick::Ecmp,
             RoutingConfig::Fattree { k } => {
                 if *k < 2 {
-                    return err(format!("routing: fattree needs k >= 2 (got {k})"));
+                    return fail("routing", format!("fattree needs k >= 2 (got {k})"));
                 }
                 Pick::DestModK(*k as u64)
             }
@@ -119,9 +119,10 @@ impl Router {
         }
         let n_edges = edges.len();
         if n_br.saturating_mul(n_edges) > 200_000_000 {
-            return err(format!(
-                "nodes: {n_br} bridges x {n_edges} edge bridges is more routing state than the engine keeps"
-            ));
+            return fail(
+                "nodes",
+                format!("{n_br} bridges x {n_edges} edge bridges is more routing state than the engine keeps"),
+            );
         }
 
         // Per edge bridge: hop distances over bridges, then each bridge's
@@ -151,7 +152,7 @@ impl Router {
                     1 => SINGLE | group[0],
                     len => {
                         if len > MAX_GROUP {
-                            return err(format!("nodes: a bridge with {len} equal-cost next hops; at most {MAX_GROUP}"));
+                            return fail("nodes", format!("a bridge with {len} equal-cost next hops; at most {MAX_GROUP}"));
                         }
                         let start = match interned[v].get(&group) {
                             Some(&s) => s,
@@ -163,7 +164,7 @@ impl Router {
                             }
                         };
                         if start >= 1 << (31 - LEN_BITS) {
-                            return err("nodes: more equal-cost groups than the routing tables hold");
+                            return fail("nodes", "more equal-cost groups than the routing tables hold");
                         }
                         (start << LEN_BITS) | len as u32
                     }
@@ -179,7 +180,7 @@ impl Router {
                 // Unreachable bridges route nothing: any level will do.
                 let levels = level.iter().filter(|&&l| l != u32::MAX).max().map_or(1, |&l| l as usize + 1);
                 if levels > 255 || levels * n_stations > 50_000_000 {
-                    return err(format!("routing: fattree on a network {levels} bridge levels deep; at most 255"));
+                    return fail("routing", format!("fattree on a network {levels} bridge levels deep; at most 255"));
                 }
                 let level: Vec<u8> = level.iter().map(|&l| l.min(levels as u32 - 1) as u8).collect();
                 let mut digit = vec![0u16; levels * n_stations];

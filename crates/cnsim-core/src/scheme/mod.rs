@@ -34,7 +34,7 @@ pub mod timely;
 
 use params::{Entry, Table};
 
-use crate::config::{err, ConfigError, SchemeConfig};
+use crate::config::{fail, ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
 use crate::frame::Frame;
@@ -188,12 +188,15 @@ pub fn unreachable_threshold(name: &str, value: f64, net: &NetView, what: &str) 
 pub fn check_floor(name: &str, floor_mbps: f64, net: &NetView) -> Result<(), ConfigError> {
     let line_mbps = net.min_line_rate_bps / 1e6;
     if net.min_line_rate_bps > 0.0 && floor_mbps > line_mbps {
-        return err(format!(
-            "{name}: {} is not allowed here; expected at most the line rate of sender {}, {} Mbit/s",
-            params::num(floor_mbps),
-            net.slowest_sender,
-            params::num(line_mbps)
-        ));
+        return fail(
+            name,
+            format!(
+                "{} is not allowed here; expected at most the line rate of sender {}, {} Mbit/s",
+                params::num(floor_mbps),
+                net.slowest_sender,
+                params::num(line_mbps)
+            ),
+        );
     }
     Ok(())
 }
@@ -549,7 +552,7 @@ impl AnyScheme {
             "timely" => AnyScheme::Timely(timely::Timely::from_config(s)?),
             "hpcc" => AnyScheme::Hpcc(hpcc::Hpcc::from_config(s)?),
             "swift" => AnyScheme::Swift(swift::Swift::from_config(s)?),
-            other => return err(format!("scheme: unknown scheme '{other}'")),
+            other => return fail("scheme", format!("unknown scheme '{other}'")),
         })
     }
 }

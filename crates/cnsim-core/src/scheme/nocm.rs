@@ -1,7 +1,7 @@
 //! No congestion management: no CP, no NP, no RP (PAUSE is configured separately).
 
 use super::{RlCore, Scheme};
-use crate::config::{err, ConfigError, SchemeConfig};
+use crate::config::{fail, ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
 
@@ -10,7 +10,7 @@ pub struct NoCm;
 impl NoCm {
     pub fn from_config(s: &SchemeConfig) -> Result<NoCm, ConfigError> {
         if let Some(k) = s.params.keys().next() {
-            return err(format!("{}: '{k}' is not a parameter; nocm has none", s.table()));
+            return fail(s.table(), format!("'{k}' is not a parameter; nocm has none"));
         }
         Ok(NoCm)
     }
