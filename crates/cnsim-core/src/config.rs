@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 pub use crate::error::{fail, ConfigError};
+pub use crate::scheme::params::SchemeConfig;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -456,58 +457,6 @@ impl Default for PauseConfig {
     /// The declared defaults (`sections::pause`).
     fn default() -> Self {
         serde_json::from_value(Value::Object(crate::sections::pause().defaults())).expect("the [pause] declaration matches PauseConfig")
-    }
-}
-
-/// The congestion-management scheme of the run.
-/// The congestion-management scheme: its name and its parameters. Each
-/// scheme reads (and checks) its own parameters, so a new scheme adds no
-/// field here.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct SchemeConfig {
-    /// `nocm`, `bcn`, `qcn`, `dcqcn`, ... (`scheme::build`).
-    pub name: String,
-    /// The parameter table as the user named it (`ecm`, `qcn2pt`, ...), for
-    /// error messages; default: `name`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub table: Option<String>,
-    /// The scheme's parameters, in the scheme's own units.
-    #[serde(flatten)]
-    pub params: serde_json::Map<String, serde_json::Value>,
-}
-
-impl SchemeConfig {
-    /// No congestion management.
-    pub fn nocm() -> SchemeConfig {
-        SchemeConfig {
-            name: "nocm".into(),
-            ..SchemeConfig::default()
-        }
-    }
-
-    /// Scheme `name` with parameters `params` (any serialisable parameter struct).
-    pub fn of<P: Serialize>(name: &str, params: &P) -> SchemeConfig {
-        let params = match serde_json::to_value(params) {
-            Ok(serde_json::Value::Object(m)) => m,
-            _ => serde_json::Map::new(),
-        };
-        SchemeConfig {
-            name: name.into(),
-            table: None,
-            params,
-        }
-    }
-
-    /// The table name errors use.
-    pub fn table(&self) -> &str {
-        self.table.as_deref().unwrap_or(&self.name)
-    }
-
-    /// The parameters as the scheme's struct: unknown keys and wrong types
-    /// are errors naming `table.key`.
-    pub fn parse<P: serde::de::DeserializeOwned>(&self) -> Result<P, ConfigError> {
-        let v = serde_json::Value::Object(self.params.clone());
-        serde_path_to_error::deserialize(v).map_err(|e| ConfigError::at(self.table(), e))
     }
 }
 

@@ -34,10 +34,11 @@ pub mod timely;
 
 use params::{Entry, Table};
 
-use crate::config::{fail, ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
+use crate::error::{fail, ConfigError};
 use crate::frame::Frame;
+use params::SchemeConfig;
 
 /// CPID of a notification that names no congestion point.
 pub const NO_CPID: u16 = 0;

@@ -1,9 +1,10 @@
 //! No congestion management: no CP, no NP, no RP (PAUSE is configured separately).
 
+use super::params::SchemeConfig;
 use super::{RlCore, Scheme};
-use crate::config::{fail, ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
+use crate::error::{fail, ConfigError};
 
 pub struct NoCm;
 

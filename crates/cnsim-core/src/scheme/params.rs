@@ -6,7 +6,9 @@
 //! derive from it. Parameters are in the user's units; a scheme converts
 //! them once when it is built (`ru_mbps` to bit/s, `tmax_us` to picoseconds).
 
+use crate::error::ConfigError;
 pub use crate::params::{num, Bound, Kind, Param, Range, Rule, Table, Values, MAX_MS};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 /// A scheme as users name it: which engine scheme runs, with which table,
@@ -31,6 +33,57 @@ pub fn declarations() -> Value {
         })
         .collect();
     json!({"tables": tables, "schemes": schemes})
+}
+
+/// The congestion-management scheme: its name and its parameters. Each
+/// scheme reads (and checks) its own parameters, so a new scheme adds no
+/// field here.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SchemeConfig {
+    /// `nocm`, `bcn`, `qcn`, `dcqcn`, ... (`scheme::build`).
+    pub name: String,
+    /// The parameter table as the user named it (`ecm`, `qcn2pt`, ...), for
+    /// error messages; default: `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    /// The scheme's parameters, in the scheme's own units.
+    #[serde(flatten)]
+    pub params: serde_json::Map<String, serde_json::Value>,
+}
+
+impl SchemeConfig {
+    /// No congestion management.
+    pub fn nocm() -> SchemeConfig {
+        SchemeConfig {
+            name: "nocm".into(),
+            ..SchemeConfig::default()
+        }
+    }
+
+    /// Scheme `name` with parameters `params` (any serialisable parameter struct).
+    pub fn of<P: Serialize>(name: &str, params: &P) -> SchemeConfig {
+        let params = match serde_json::to_value(params) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        SchemeConfig {
+            name: name.into(),
+            table: None,
+            params,
+        }
+    }
+
+    /// The table name errors use.
+    pub fn table(&self) -> &str {
+        self.table.as_deref().unwrap_or(&self.name)
+    }
+
+    /// The parameters as the scheme's struct: unknown keys and wrong types
+    /// are errors naming `table.key`.
+    pub fn parse<P: serde::de::DeserializeOwned>(&self) -> Result<P, ConfigError> {
+        let v = serde_json::Value::Object(self.params.clone());
+        serde_path_to_error::deserialize(v).map_err(|e| ConfigError::at(self.table(), e))
+    }
 }
 
 #[cfg(test)]
