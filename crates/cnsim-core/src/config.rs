@@ -746,3 +746,27 @@ pub fn check_cdf(cdf: &[(f64, f64)]) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sections;
+
+    #[test]
+    /// (Here, not in sections.rs: the declarations sit below the config.)
+    fn the_engine_defaults_are_the_declared_ones() {
+        let p = PauseConfig::default();
+        let d = sections::pause().defaults();
+        assert_eq!(
+            (p.xoff_bytes, p.xon_bytes, p.quanta as u64),
+            (
+                d["xoff_bytes"].as_u64().unwrap(),
+                d["xon_bytes"].as_u64().unwrap(),
+                d["quanta"].as_u64().unwrap()
+            )
+        );
+        assert_eq!(sections::defaults().defaults()["frame_bytes"], 1500);
+        let c = SimConfig::new(1, vec![], vec![], vec![], vec![]);
+        assert_eq!(json!(c.max_series_keys), sections::stats().defaults()["max_series_keys"]);
+    }
+}

@@ -419,23 +419,6 @@ mod tests {
     }
 
     #[test]
-    fn the_engine_defaults_are_the_declared_ones() {
-        let p = crate::config::PauseConfig::default();
-        let d = pause().defaults();
-        assert_eq!(
-            (p.xoff_bytes, p.xon_bytes, p.quanta as u64),
-            (
-                d["xoff_bytes"].as_u64().unwrap(),
-                d["xon_bytes"].as_u64().unwrap(),
-                d["quanta"].as_u64().unwrap()
-            )
-        );
-        assert_eq!(defaults().defaults()["frame_bytes"], 1500);
-        let c = crate::config::SimConfig::new(1, vec![], vec![], vec![], vec![]);
-        assert_eq!(json!(c.max_series_keys), stats().defaults()["max_series_keys"]);
-    }
-
-    #[test]
     fn written_sections_are_checked_as_declared() {
         let check = |v: Value| check_written(v.as_object().unwrap()).map_err(|e| e.line());
         let h = |start: f64, end: f64, rate: f64| json!({"hotspot": {"node": "D", "rate_gbps": rate, "start_ms": start, "end_ms": end}});

@@ -506,3 +506,62 @@ pub(crate) fn geometric_gap(p: f64, inv_ln_q: f64, q_pow: &[f64; GAP_TABLE], rng
         x as Time
     }
 }
+
+/// The router's choices, seen through the networks it routes (here, not in
+/// routing.rs: the router sits below the topology that builds it).
+#[cfg(test)]
+mod routing_tests {
+    use super::{paths, Network};
+    use crate::bench::leafspine_config;
+    use crate::config::RoutingConfig;
+    use crate::engine::PS_PER_MS;
+
+    fn spine_of(cfg: &crate::config::SimConfig, seed: u64, flows: &[(String, String)]) -> Vec<String> {
+        paths(cfg, seed, flows).unwrap().into_iter().map(|p| p[2].clone()).collect()
+    }
+
+    fn inter_leaf_flows(leaves: usize, per_leaf: usize) -> Vec<(String, String)> {
+        let n = leaves * per_leaf;
+        (0..n)
+            .flat_map(|s| {
+                (0..n)
+                    .filter(move |d| d / per_leaf != s / per_leaf)
+                    .map(move |d| (format!("H{s}"), format!("H{d}")))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ecmp_spreads_flows_evenly_over_the_spines_and_keeps_each_flows_path() {
+        let cfg = leafspine_config(8, 4, 8, 0.5, PS_PER_MS);
+        let flows = inter_leaf_flows(8, 8); // 64 x 56 = 3584 flows
+        let spines = spine_of(&cfg, 1, &flows);
+        for s in 0..4 {
+            let n = spines.iter().filter(|x| **x == format!("S{s}")).count() as f64;
+            // 896 expected; a binomial spread of about 26.
+            assert!((n - 896.0).abs() < 0.1 * 896.0, "spine S{s} carries {n} flows");
+        }
+        assert_eq!(spines, spine_of(&cfg, 1, &flows), "a flow's path depends only on (seed, flow)");
+        let other = spine_of(&cfg, 2, &flows);
+        let moved = spines.iter().zip(&other).filter(|(a, b)| a != b).count();
+        assert!(moved > flows.len() / 2, "another seed draws other paths ({moved} moved)");
+    }
+
+    #[test]
+    fn shortest_path_takes_the_lowest_numbered_port() {
+        let cfg = crate::config::SimConfig {
+            routing: RoutingConfig::ShortestPath,
+            ..leafspine_config(4, 3, 2, 0.5, PS_PER_MS)
+        };
+        assert!(spine_of(&cfg, 0, &inter_leaf_flows(4, 2)).iter().all(|s| s == "S0"));
+    }
+
+    #[test]
+    fn routing_state_grows_with_edge_bridges_not_hosts() {
+        // 4096 hosts on 128 leaves: a bridges x hosts table would take 136 x 4096 x 4 bytes (2.2 MB).
+        let cfg = leafspine_config(128, 8, 32, 0.5, PS_PER_MS);
+        let net = Network::<()>::build(&cfg, 0).unwrap();
+        assert!(net.router.state_bytes() < 300_000, "{} bytes", net.router.state_bytes());
+        assert!(net.reachable(0, 4095) && net.reachable(4095, 31));
+    }
+}
