@@ -156,7 +156,7 @@ def _dask_unit(
 ) -> tuple[str, SeedRun]:
     """One replication on a Dask worker (with the worker's engine version);
     a trace is written to `trace_dir`, which the worker must see."""
-    from . import _core
+    import cnsim._core as _core
 
     return _core.version(), run_seed(config, seed, trace_dir=trace_dir, trace_run=trace_run)
 
@@ -218,7 +218,7 @@ class DaskBackend:
         return iter(self.distributed.as_completed(futures))
 
     def result(self, fut: Any) -> SeedRun:
-        from . import _core
+        import cnsim._core as _core
 
         version, run = fut.result()
         if version != _core.version():

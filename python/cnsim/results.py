@@ -131,7 +131,7 @@ class Results:
 
     def engine(self) -> dict[str, Any]:
         """Engine figures summed over seeds (wall time is the sum of the runs)."""
-        from . import _core
+        import cnsim._core as _core
 
         ev = sum(r.engine["events"] for r in self.runs)
         wall = sum(r.engine["wall_s"] for r in self.runs)
@@ -487,7 +487,7 @@ class Results:
     def write(self, out: str | Path, *, report: bool = True) -> Path:
         """Writes the results files into the existing, empty directory `out`
         (no checks, not atomic: `save` is)."""
-        from . import _core
+        import cnsim._core as _core
 
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)

@@ -425,7 +425,7 @@ class Scenario:
         """The nodes each flow (source, destination) visits, both included,
         as the engine routes it in run `seed` (default: the first seed; ECMP
         draws depend on it); [] for a flow that never arrives."""
-        from .. import _core
+        import cnsim._core as _core
 
         pairs = [(str(a), str(b)) for a, b in flows]
         try:
@@ -445,7 +445,7 @@ class Scenario:
         scenario or sweep point fails before anything runs or is written,
         naming the parameter as the user wrote it."""
         if self._engine_config is None:
-            from .. import _core
+            import cnsim._core as _core
 
             try:
                 # The sections the engine config holds only resolved, as written.
