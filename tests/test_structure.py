@@ -271,3 +271,29 @@ def test_no_source_file_is_too_long() -> None:
         if "target" not in p.parts and (n := _lines_before_tests(p)) > MAX_LINES
     }
     assert not long, f"over {MAX_LINES} lines before the tests: {long}"
+
+
+def test_the_engine_stub_names_what_the_binding_exports() -> None:
+    """python/cnsim/_core.pyi lists every name `cnsim._core` exports, and the
+    public methods of its classes, no more and no fewer."""
+    import cnsim._core as _core
+
+    stub = ast.parse((PACKAGE / "_core.pyi").read_text())
+    declared = {n.name: n for n in stub.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    exported = {n for n in dir(_core) if not n.startswith("_")}
+    assert set(declared) == exported
+    for name, node in declared.items():
+        if isinstance(node, ast.ClassDef):
+            cls = getattr(_core, name)
+            own = {n for n in vars(cls) if not n.startswith("_")}
+            members = {
+                m.name for m in node.body if isinstance(m, ast.FunctionDef) and not m.name.startswith("_")
+            }
+            fields = {
+                m.target.id
+                for m in node.body
+                if isinstance(m, ast.AnnAssign) and isinstance(m.target, ast.Name)
+            }
+            assert members == own, name
+            if issubclass(cls, BaseException):  # set on each error the binding raises
+                assert fields == {"path", "message"}, name
