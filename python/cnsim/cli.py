@@ -96,7 +96,6 @@ def _scenario(
 ) -> Any:
     from .scenario import apply_sets, load
 
-    sc = load(scenario)
     changes: dict[str, Any] = {}
     if scheme is not None:
         changes["scheme"] = scheme
@@ -118,9 +117,7 @@ def _scenario(
                 f"--duration: {duration} is not allowed; expected a number > 0 and <= 1000000000 (ms)"
             )
         changes["duration_ms"] = duration
-    if changes:
-        sc = sc.replace(**changes)
-    return apply_sets(sc, sets or [])
+    return apply_sets(load(scenario, **changes), sets or [])
 
 
 @app.command()
