@@ -36,6 +36,13 @@ app = typer.Typer(
     help="cnsim: packet-level simulator of congestion management in data-center Ethernet.",
 )
 
+
+@app.callback()
+def _commands() -> None:
+    # A group even when main() hands typer the one command asked for (`_only`).
+    pass
+
+
 #: The schemes, from their declarations (a data file: the help loads no engine).
 SCHEME_HELP = f"congestion management: {', '.join(scheme_names())}"
 
@@ -604,6 +611,17 @@ def _fluid_into(
     return summary, len(fl.config["flows"]), fl.wall_s
 
 
+def _only(args: list[str]) -> typer.Typer:
+    """The app, with only the command `args` names when it names one: typer
+    builds a click command from every registered function's signature on
+    each start (about 1 ms a command), and a run needs one."""
+    if args and not args[0].startswith("-"):
+        asked = [c for c in app.registered_commands if (c.name or c.callback.__name__) == args[0]]
+        if asked:
+            app.registered_commands[:] = asked
+    return app
+
+
 def main() -> None:
     """Entry point: maps errors to exit codes, never shows a traceback for bad input."""
     import warnings
@@ -621,7 +639,7 @@ def main() -> None:
     warnings.showwarning = show
     try:
         # Not standalone: typer returns the code of a `typer.Exit` (and 130 for Ctrl-C) instead of exiting.
-        code = app(standalone_mode=False)
+        code = _only(sys.argv[1:])(standalone_mode=False)
         if isinstance(code, int) and code:
             if code == 130:  # Ctrl-C: say what was kept, and do not wait for the engine
                 if not _SAID:
