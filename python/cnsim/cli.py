@@ -202,14 +202,27 @@ def run(
                 "(summary.json: complete = false)",
                 130,
             )
-        rd.save(lambda tmp: res.write(tmp, report=report))
+        # The summary is rendered while the engine encodes the time series,
+        # and printed once the results are in place.
+        shown: list[str] = []
+        render = None if as_json else lambda: shown.append(_summary_text(sc, res, target, report))
+        rd.save(lambda tmp: res.write(tmp, report=report, while_writing=render))
     except BaseException:
         rd.abort()
         raise
-    summary = res.summary_dict()
     if as_json:
-        print(json.dumps({**summary, "out": str(target)}))
+        print(json.dumps({**res.summary_dict(), "out": str(target)}))
         return
+    out.write(shown[0] if shown else _summary_text(sc, res, target, report))
+    _print_trace(res, target)
+    _warn_untraced(sc, res)
+
+
+def _summary_text(sc: Any, res: Any, target: Path, report: bool) -> str:
+    """What `cnsim run` prints after a run: the metrics table (mean, CI,
+    std, min, max over seeds), the transient when there is one, the engine's
+    speed and where the results are, rendered for this terminal."""
+    summary = res.summary_dict()
     t = Table(
         "metric",
         "mean",
@@ -223,7 +236,7 @@ def run(
 
     for k, v in summary["metrics"].items():
         t.add_row(k, fmt(v["mean"]), ci_text(v, fmt), fmt(v["std"]), fmt(v["min"]), fmt(v["max"]))
-    out.print(t)
+    lines: list[Any] = [t]
     agg = summary["aggregates"]
     if "transient_ms" in agg:
         rtt = agg["transient_rtt_ms"]
@@ -231,21 +244,20 @@ def run(
         for name, key in (("transient (knee)", "transient"), ("settling time", "settling")):
             ms = agg.get(f"{key}_ms")
             parts.append(f"{name} " + ("not reached" if ms is None else f"{ms:g} ms = {ms / rtt:.1f} RTTs"))
-        out.print(f"{'; '.join(parts)} (over {len(sc.seeds)} seeds, RTT {rtt:g} ms)")
+        lines.append(f"{'; '.join(parts)} (over {len(sc.seeds)} seeds, RTT {rtt:g} ms)")
         if agg.get("transient_rep_median_ms") is not None:
-            out.print(
+            lines.append(
                 f"knee of each seed's own curve: median {agg['transient_rep_median_ms']:g} ms "
                 f"(quartiles {agg['transient_rep_q1_ms']:g}-{agg['transient_rep_q3_ms']:g}, "
                 f"range {agg['transient_rep_min_ms']:g}-{agg['transient_rep_max_ms']:g})"
             )
     e = summary["engine"]
-    out.print(
+    lines.append(
         f"engine: {e['frames']:,} frames, {e['events']:,} events, {e['wall_s']:.2f} s, "
         f"{(e['frames_delivered_per_s'] or 0) / 1e6:.2f} M delivered frames/s"
     )
-    out.print(f"results: {target}" + (f"  report: {target / 'report.html'}" if report else ""))
-    _print_trace(res, target)
-    _warn_untraced(sc, res)
+    lines.append(f"results: {target}" + (f"  report: {target / 'report.html'}" if report else ""))
+    return out.render(*lines)
 
 
 def _while_running(sc: Any, as_json: bool, report: bool) -> None:
