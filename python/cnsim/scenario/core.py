@@ -18,7 +18,6 @@ from ..topologies import routing_for
 from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, MIN_GBPS, HotspotDest, Node, read
 from .overrides import _fit_windows, _seeds_value, _table, name_sets, set_dotted
 from .resolve import resolve
-from .show import commented_toml
 
 
 def _num(v: float) -> str:
@@ -181,6 +180,8 @@ class Scenario:
         text = self._toml.get(comments)
         if text is None:
             if comments:
+                from .show import commented_toml  # its TOML writer: only for a text
+
                 text = commented_toml(self.resolved_raw(), self)
             else:
                 import tomli_w

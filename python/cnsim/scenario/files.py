@@ -36,7 +36,10 @@ def load(name_or_path: str | Path, **changes: Any) -> Scenario:
     """A built-in scenario by name, or a scenario file by path; `changes` as
     in `Scenario.replace`."""
     text, source = _scenario_text(str(name_or_path))
-    sc = Scenario(_read_toml(text, source), source=source, _owned=True)
+    # The run choices are arguments of the Scenario itself: the file is read
+    # and checked once with them (a 208-node file costs ~10 ms a reading).
+    choices = {k: changes.pop(k) for k in ("scheme", "pause", "seeds") if k in changes}
+    sc = Scenario(_read_toml(text, source), source=source, _owned=True, **choices)
     return sc.replace(**changes) if changes else sc
 
 

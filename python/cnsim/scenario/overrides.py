@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import itertools
-import tomllib
 import warnings
 from collections.abc import Iterable
 from typing import Any
@@ -16,6 +15,8 @@ from .model import MAX_SEEDS, TOP_KEYS
 def parse_value(text: str) -> Any:
     """A `--set` value: a TOML literal (number, bool, string, array, inline
     table), or else the text itself as a string."""
+    import tomllib  # only with --set: not on every run's path
+
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except (tomllib.TOMLDecodeError, RecursionError):

@@ -19,7 +19,6 @@ Everything a workload would start is counted before anything is built
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass
 from importlib import resources
@@ -146,6 +145,8 @@ def embed_file_cdf(w: Any) -> None:
         return
     data, text = _text(w.cdf)
     points = parse_cdf(text, w.cdf)
+    import hashlib  # OpenSSL's library: loaded only for a CDF read from a file
+
     w.cdf_source = f"{w.cdf} sha256:{hashlib.sha256(data).hexdigest()}"
     w.cdf = [[s, q] for s, q in points]
 
