@@ -230,14 +230,16 @@ def _finish_in_child(code: str, tmp_path: Path) -> subprocess.CompletedProcess[s
 
 
 def test_a_finished_command_exits_with_its_code_and_everything_it_printed(tmp_path):
-    # signals.finish skips the interpreter's teardown: what was printed, even
-    # without a newline, is flushed first, and the code is the command's.
+    # signals.finish skips the interpreter's teardown: the exit handlers run,
+    # what was printed (even without a newline) is flushed, and the code is
+    # the command's.
     r = _finish_in_child(
-        "import sys\nfrom cnsim.signals import finish\nprint('out', end='')\n"
+        "import atexit, sys\nfrom cnsim.signals import finish\nprint('out', end='')\n"
+        "atexit.register(lambda: print(' handler', end='', file=sys.stderr))\n"
         "print('err', end='', file=sys.stderr)\nfinish(3)\n",
         tmp_path,
     )
-    assert (r.returncode, r.stdout, r.stderr) == (3, "out", "err")
+    assert (r.returncode, r.stdout, r.stderr) == (3, "out", "err handler")
 
 
 def test_a_finished_command_still_waits_for_a_thread_at_work(tmp_path):

@@ -266,6 +266,8 @@ def _while_running(sc: Any, as_json: bool, report: bool) -> None:
     modules (polars, matplotlib) if it writes one, and, unless the summary is
     printed as JSON, the console that prints it."""
     sc.to_toml()
+    import hashlib  # noqa: F401 - the results' SHA-256 (runid.sha256): OpenSSL's library, a few ms to load
+
     if report:
         import jinja2  # noqa: F401 - loaded now, used after the run
         import polars  # noqa: F401

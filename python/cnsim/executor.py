@@ -10,7 +10,6 @@ import contextlib
 import os
 import sys
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -197,7 +196,7 @@ class DaskBackend:
             )
             self.client = distributed.Client(self.cluster)
         self.futures: list[Any] = []
-        self.token = uuid.uuid4().hex[:8]
+        self.token = os.urandom(4).hex()
 
     def submit(self, unit: Unit, advance: Any) -> Any:
         key = f"cnsim-{self.token}-{len(self.futures)}-seed{unit.seed}"
