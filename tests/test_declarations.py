@@ -38,7 +38,6 @@ STILL_IN_PYTHON = {
     "workload",
     "topology",
     "nodes",  # a node's own keys (load, dest, ...) but NODE_KEYS
-    "events",
 }
 #: The arrays of tables ([[nodes]], ...): sections even when empty.
 ARRAYS = ("nodes", "links", "events", "routes")
@@ -95,6 +94,7 @@ def test_every_shown_parameter_is_declared_once(name: str) -> None:
         "": "ScenarioModel",
         "links": "Link",
         "routes": "Route",
+        "events": "Event",
         "defaults": "Defaults",
         "bridge": "BridgeDefaults",
         "station": "StationDefaults",
@@ -120,6 +120,7 @@ def test_generated_models_are_the_declarations() -> None:
     for section, cls in [
         ("links", M.Link),
         ("routes", M.Route),
+        ("events", M.Event),
         ("defaults", M.Defaults),
         ("bridge", M.BridgeDefaults),
         ("station", M.StationDefaults),

@@ -260,7 +260,6 @@ def test_xon_above_xoff(enabled: bool):
             {"hotspot": {"node": "D", "rate_gbps": -1, "start_ms": 1, "end_ms": 2}},
             "hotspot.rate_gbps: -1 is not allowed",
         ),
-        ({"events": [{"at_ms": 1.0, "action": "start"}]}, "events[0]: a 'start' event needs 'node'"),
         ({"events": [{"at_ms": 1.0, "action": "stop", "node": "B"}]}, "events[0].node: 'B' is not allowed"),
         (
             {"events": [{"at_ms": 1.0, "action": "link_rate", "from": "S", "to": "D", "rate_gbps": 1}]},
@@ -311,10 +310,25 @@ def test_windows_pause_hotspot_events_seeds(top, expected):
             {"hotspot": {"node": "D", "rate_gbps": 1e-10, "start_ms": 1, "end_ms": 2}},
             "hotspot.rate_gbps: 1e-10 not allowed; expected rate_gbps = 0 (stopped) or >= 1e-09 (1 bit/s)",
         ),
+        (
+            {"events": [{"at_ms": 1.0, "action": "start"}]},
+            'events[0].action / events[0].node: "start" / null not allowed; '
+            "expected a start or stop event names its node",
+        ),
+        (
+            {"events": [{"at_ms": 1.0, "action": "link_rate", "from": "B", "to": "D"}]},
+            'events[0].action / events[0].from / events[0].to / events[0].rate_gbps: "link_rate" / "B" / "D" / '
+            "null not allowed; expected a link_rate event names from, to and rate_gbps",
+        ),
+        (
+            # Rounded to 0 bit/s in the engine config: only the event as written shows it.
+            {"events": [{"at_ms": 1.0, "action": "link_rate", "from": "B", "to": "D", "rate_gbps": 1e-10}]},
+            "events[0].rate_gbps: 1e-10 not allowed; expected rate_gbps = 0 (stopped) or >= 1e-09 (1 bit/s)",
+        ),
     ],
 )
 def test_section_rules_are_the_engines(top, expected):
-    # One validator: a window's and the hotspot's rules are declared in the
+    # One validator: a window's, the hotspot's and an event's rules are declared in the
     # engine (crates/cnsim-core/src/sections.rs) and checked there.
     sc = cnsim.Scenario(tiny(**top))
     with pytest.raises(cnsim.ScenarioError) as e:

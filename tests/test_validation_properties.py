@@ -253,3 +253,45 @@ def test_python_and_the_engine_agree_on_the_declared_sections(pause, frame_bytes
             "enabled",
             "trigger",
         ), engine
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    at_ps=st.one_of(
+        st.integers(min_value=-2, max_value=2**64 - 1), st.sampled_from([0, 10**18, 10**18 + 10**9])
+    ),
+    rate_bps=st.one_of(
+        st.integers(min_value=-2, max_value=2**64 - 1), st.sampled_from([0, 1, 10**15, 10**15 + 10**6])
+    ),
+    action=st.sampled_from(["link_rate", "stop"]),
+)
+def test_python_and_the_engine_agree_on_an_event(at_ps, rate_bps, action):
+    """An event given to the scenario (as written, in ms and Gbit/s) and
+    straight to the engine config (ps, bit/s: whole units, so the two say
+    the same): both accept or both refuse, naming an event."""
+    from cnsim import _core
+
+    a, b = _LINK.a, _LINK.b
+    station = next(n.name for n in BASE.model.nodes if n.kind == "station")
+    if action == "link_rate":
+        written = {"at_ms": at_ps / 1e9, "action": action, "from": a, "to": b, "rate_gbps": rate_bps / 1e9}
+        engine = {"at_ps": at_ps, "action": action, "from": a, "to": b, "rate_bps": rate_bps}
+    else:
+        written = {"at_ms": at_ps / 1e9, "action": action, "node": station}
+        engine = {"at_ps": at_ps, "action": action, "node": station}
+    try:
+        cnsim.Scenario(BASE.raw | {"events": [written]}, seeds=[0]).engine_config_checked()
+        python = None
+    except cnsim.ScenarioError as e:
+        python = str(e)
+    cfg = BASE.engine_config_checked()
+    cfg = cfg | {"events": [*cfg["events"], engine]}
+    try:
+        _core.check_config(cfg)
+        refused = None
+    except ValueError as e:
+        refused = str(e)
+    assert (python is None) == (refused is None), (python, refused)
+    if python is not None:
+        assert python.startswith("events[0]."), python
+        assert refused.startswith("events"), refused

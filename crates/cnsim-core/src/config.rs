@@ -612,16 +612,6 @@ impl SimConfig {
                 Ok(())
             }
         };
-        let rate = |v: u64, zero_ok: bool, what: String| {
-            if v > MAX_RATE_BPS || (v == 0 && !zero_ok) {
-                err(format!(
-                    "{what}: {v} bit/s is not allowed; expected {} and at most {MAX_RATE_BPS} bit/s",
-                    if zero_ok { "0 (stopped) or at least 1" } else { "at least 1" }
-                ))
-            } else {
-                Ok(())
-            }
-        };
         // Each link against its declaration (`sections::link`), in the user's units.
         let link = crate::sections::link();
         for l in &self.links {
@@ -640,11 +630,26 @@ impl SimConfig {
             let Value::Object(values) = json!(r) else { unreachable!() };
             route.check(&format!("routes[{i}]"), &values)?;
         }
+        // Each event against its declaration (`sections::event`), in the
+        // user's units. The list holds the sources' and the hotspot's events
+        // too, so `i` is the place in this list; the scenario's own events are
+        // checked as written first (`sections::check_written`), where a rate
+        // below 1 bit/s is still visible.
+        let event = crate::sections::event();
         for (i, e) in self.events.iter().enumerate() {
-            time(e.at_ps(), format!("events[{i}].at_ms"))?;
-            if let EventConfig::LinkRate { rate_bps, .. } = e {
-                rate(*rate_bps, true, format!("events[{i}].rate_gbps"))?;
-            }
+            let values = match e {
+                EventConfig::Start { at_ps, node } => json!({"at_ms": ms(*at_ps), "action": "start", "node": node}),
+                EventConfig::Stop { at_ps, node } => json!({"at_ms": ms(*at_ps), "action": "stop", "node": node}),
+                EventConfig::LinkRate { at_ps, from, to, rate_bps } => json!({
+                    "at_ms": ms(*at_ps),
+                    "action": "link_rate",
+                    "from": from,
+                    "to": to,
+                    "rate_gbps": *rate_bps as f64 / 1e9,
+                }),
+            };
+            let Value::Object(values) = values else { unreachable!() };
+            event.check(&format!("events[{i}]"), &values)?;
         }
         let t = &self.transport;
         if t.ack_every == 0 {

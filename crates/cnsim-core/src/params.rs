@@ -242,6 +242,10 @@ impl Values<'_> {
     pub fn get(&self, name: &str) -> Option<f64> {
         self.0.get(name).and_then(Value::as_f64)
     }
+    /// A string (a name, a choice), None when unset.
+    pub fn s(&self, name: &str) -> Option<&str> {
+        self.0.get(name).and_then(Value::as_str)
+    }
 }
 
 /// A rule tying parameters together, e.g. `pmin <= pmax`.

@@ -350,6 +350,49 @@ pub fn route() -> Table {
     .required("via")
 }
 
+/// A timed event (`[[events]]`, one table per entry, `events[i]`): that
+/// its node is a station and its link direction exists is checked against
+/// the scenario's nodes (Python) and the built network (net/build.rs).
+pub fn event() -> Table {
+    Table::new(
+        "events",
+        "A timed event: a source starts or stops, or a link direction changes\nrate. Applied in time order; events at the same time in file order (after\nthe sources' start / stop events and the hotspot's events).",
+    )
+    .float("at_ms", 0.0, Range::ge(0.0), "when")
+    .required("at_ms")
+    .choice(
+        "action",
+        &["start", "stop", "link_rate"],
+        "start",
+        "start / stop (a station's source) or link_rate (one link direction's rate)",
+    )
+    .required("action")
+    .string("node", "", "the station (start / stop)")
+    .optional("node", "none")
+    .string("from", "", "link_rate: sending node")
+    .optional("from", "none")
+    .string("to", "", "link_rate: receiving node")
+    .optional("to", "none")
+    .float(
+        "rate_gbps",
+        0.0,
+        Range::ge(0.0).le(MAX_GBPS),
+        "link_rate: new rate (0 = stopped, else >= 1 bit/s)",
+    )
+    .optional("rate_gbps", "none")
+    .rule(&["rate_gbps"], "rate_gbps = 0 (stopped) or >= 1e-09 (1 bit/s)", |v| {
+        v.get("rate_gbps").is_none_or(stopped_or_a_bit)
+    })
+    .rule(&["action", "node"], "a start or stop event names its node", |v| {
+        !matches!(v.s("action"), Some("start" | "stop")) || v.s("node").is_some()
+    })
+    .rule(
+        &["action", "from", "to", "rate_gbps"],
+        "a link_rate event names from, to and rate_gbps",
+        |v| v.s("action") != Some("link_rate") || (v.s("from").is_some() && v.s("to").is_some() && v.get("rate_gbps").is_some()),
+    )
+}
+
 /// Every section's table, in the order of the docs.
 pub fn tables() -> Vec<Table> {
     vec![
@@ -364,20 +407,37 @@ pub fn tables() -> Vec<Table> {
         trace(),
         stats(),
         link(),
+        event(),
         route(),
     ]
 }
 
 /// The sections the engine config does not hold as the user wrote them
-/// (`[hotspot]` becomes events and a window, `[trace]` is resolved), checked
-/// against their declarations as written: `written` maps a section's name to
-/// its values. The Python layer asks this before the engine config is run.
+/// (`[hotspot]` becomes events and a window, `[trace]` is resolved, an
+/// event's rate is rounded to whole bit/s and its index moves behind the
+/// sources' events), checked against their declarations as written:
+/// `written` maps a section's name to its values (an array of tables: a
+/// list, entry i named `events[i]`). The Python layer asks this before the
+/// engine config is run.
 pub fn check_written(written: &Map<String, Value>) -> Result<(), ConfigError> {
     for (name, values) in written {
         let table = match name.as_str() {
             "hotspot" => hotspot(),
             "trace" => trace(),
-            _ => return err(format!("{name}: not a section checked as written (hotspot, trace)")),
+            "events" => {
+                let event = event();
+                let Value::Array(entries) = values else {
+                    return Err(ConfigError::new(name, "expected an array of tables"));
+                };
+                for (i, e) in entries.iter().enumerate() {
+                    let Value::Object(e) = e else {
+                        return Err(ConfigError::new(format!("events[{i}]"), "expected a table"));
+                    };
+                    event.check(&format!("events[{i}]"), e)?;
+                }
+                continue;
+            }
+            _ => return err(format!("{name}: not a section checked as written (hotspot, trace, events)")),
         };
         let Value::Object(values) = values else {
             return err(format!("{name}: expected a table"));
@@ -395,12 +455,13 @@ mod tests {
     #[test]
     fn every_section_passes_its_own_defaults() {
         for t in tables() {
-            // Required numbers given 1, 2, ... (times in order), names "x",
-            // choices their first.
+            // Required numbers given 1, 2, ... (times in order), names "x"
+            // (also those that may be unset: an event's node), choices their
+            // first.
             let given: Map<String, Value> = t
                 .params
                 .iter()
-                .filter(|p| p.required)
+                .filter(|p| p.required || (p.unset.is_some() && p.kind == crate::params::Kind::Str))
                 .enumerate()
                 .map(|(i, p)| {
                     let v = match &p.kind {
@@ -487,6 +548,26 @@ mod tests {
             l(0.0).unwrap_err(),
             "links.S-B.rate_gbps: 0 is not allowed; expected a number >= 1e-9 and <= 1000000"
         );
+        // Events as written: an array, each entry named by its place.
+        let ev = |e: Value| check(json!({ "events": [e] }));
+        assert!(ev(json!({"at_ms": 1.0, "action": "stop", "node": "S"})).is_ok());
+        assert!(ev(json!({"at_ms": 1.0, "action": "link_rate", "from": "B", "to": "D", "rate_gbps": 0.0})).is_ok());
+        assert_eq!(
+            ev(json!({"at_ms": 1.0, "action": "start"})).unwrap_err(),
+            "events[0].action / events[0].node: \"start\" / null not allowed; expected a start or stop event names its node"
+        );
+        assert!(ev(json!({"at_ms": 1.0, "action": "link_rate", "from": "B", "to": "D"}))
+            .unwrap_err()
+            .ends_with("expected a link_rate event names from, to and rate_gbps"));
+        assert_eq!(
+            ev(json!({"at_ms": 1.0, "action": "link_rate", "from": "B", "to": "D", "rate_gbps": 1e-10})).unwrap_err(),
+            "events[0].rate_gbps: 1e-10 not allowed; expected rate_gbps = 0 (stopped) or >= 1e-09 (1 bit/s)"
+        );
+        assert_eq!(
+            ev(json!({"at_ms": -1.0, "action": "stop", "node": "S"})).unwrap_err(),
+            "events[0].at_ms: -1 is not allowed; expected a number >= 0 and <= 1000000000"
+        );
+        assert_eq!(check(json!({"events": {}})).unwrap_err(), "events: expected an array of tables");
         // The declared kinds are the trace's.
         assert_eq!(event_kinds().len(), crate::trace::Kind::ALL.len() + 1);
     }

@@ -15,7 +15,7 @@ from ..records import TableError
 from ..schemes import SCHEMES, TABLES
 from ..topologies import expand as expand_topology
 from ..topologies import routing_for
-from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, MIN_GBPS, HotspotDest, Node, read
+from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, HotspotDest, Node, read
 from .overrides import _fit_windows, _seeds_value, _table, name_sets, set_dotted
 from .resolve import resolve
 from .show import commented_toml
@@ -326,15 +326,12 @@ class Scenario:
                     + (", ".join(m.windows) or "none")
                 )
             _port(m.utilization.link, "utilization.link", adj)
-        # [hotspot]'s own rules (start_ms < end_ms, a rate of 0 or >= 1 bit/s)
-        # are the engine's (sections.rs, `engine_config_checked`); that it
-        # names a station is checked here, against the nodes.
-        slow = [(f"events[{i}].rate_gbps", ev.rate_gbps) for i, ev in enumerate(m.events) if ev.rate_gbps]
-        for where, rate in slow:
-            if 0 < rate < MIN_GBPS:
-                raise ScenarioError(
-                    f"{where}: {rate} is not allowed; expected 0 (stopped) or at least {MIN_GBPS:g} (1 bit/s)"
-                )
+        # [hotspot]'s and [[events]]' own rules (start_ms < end_ms, a rate of
+        # 0 or >= 1 bit/s, an event's action naming its node or its link
+        # direction and rate) are the engine's (sections.rs,
+        # `engine_config_checked`); that the names are a station or a link
+        # direction of the scenario is checked here, against the nodes (an
+        # event missing them is left to the engine's rule).
         if m.hotspot:
             h = m.hotspot
             if h.node not in names or names[h.node].kind != "station":
@@ -343,9 +340,9 @@ class Scenario:
                 )
         for i, ev in enumerate(m.events):
             if ev.action in ("start", "stop"):
-                if ev.node not in names or names[ev.node].kind != "station":
+                if ev.node is not None and (ev.node not in names or names[ev.node].kind != "station"):
                     raise ScenarioError(f"events[{i}].node: '{ev.node}' is not allowed; expected a station")
-            else:
+            elif ev.from_ is not None and ev.to is not None:
                 _port(f"{ev.from_}->{ev.to}", f"events[{i}]", adj)
         for p in m.trace.ports or []:
             _port(p, "trace.ports", adj)
@@ -451,6 +448,8 @@ class Scenario:
         if m.hotspot is not None:
             out["hotspot"] = m.hotspot.dump()
         out["trace"] = m.trace.dump()
+        if m.events:  # the engine config holds them rounded, behind the sources' events
+            out["events"] = [e.dump() for e in m.events]
         return out
 
     def engine_warnings(self) -> list[str]:

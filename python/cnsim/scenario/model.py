@@ -86,29 +86,11 @@ NODE = table(
 #: checks every link and route of the engine config against them.
 LINK = _section("links")
 ROUTE = _section("routes")
-EVENT = table(
-    "events",
-    "A timed event: a source starts or stops, or a link direction changes\nrate. Applied in time order; events at the same time in file order (after\nthe sources' start / stop events and the hotspot's events).",
-    p("at_ms", "float", "when", ge=0, le=MAX_MS, required=True),
-    p(
-        "action",
-        "choice",
-        "start / stop (a station's source) or link_rate (one link direction's rate)",
-        required=True,
-        choices=["start", "stop", "link_rate"],
-    ),
-    p("node", "str", "the station (start / stop)", unset="none"),
-    p("from", "str", "link_rate: sending node", unset="none"),
-    p("to", "str", "link_rate: receiving node", unset="none"),
-    p(
-        "rate_gbps",
-        "float",
-        "link_rate: new rate (0 = stopped, else >= 1 bit/s)",
-        ge=0,
-        le=MAX_GBPS,
-        unset="none",
-    ),
-)
+#: `[[events]]`: declared in the engine (sections.rs), which checks every
+#: event as written (its rate, and that its action names its node or its
+#: link direction and rate: declared rules) and every event of the engine
+#: config (`Scenario.engine_config_checked`).
+EVENT = _section("events")
 TRACE = _section("trace")
 CDF_HELP = (
     "poisson: flow-size CDF: websearch, hadoop, a file of 'size_bytes probability' lines, or the points inline "
@@ -390,15 +372,6 @@ def _link_label(i: int, e: Any) -> str:
     return f"links.{e.get('a')}-{e.get('b')}" if isinstance(e, dict) else f"links[{i}]"
 
 
-def _event(i: int, e: Any) -> Any:
-    ev = Event.read(e, f"events[{i}]")
-    if ev.action in ("start", "stop") and not ev.node:
-        raise TableError(f"events[{i}]", f"a '{ev.action}' event needs 'node'")
-    if ev.action == "link_rate" and (not ev.from_ or not ev.to or ev.rate_gbps is None):
-        raise TableError(f"events[{i}]", "a 'link_rate' event needs 'from', 'to' and 'rate_gbps'")
-    return ev
-
-
 def read(raw: dict[str, Any]) -> ScenarioModel:
     """The scenario `raw` (a TOML table, its [topology] expanded), every value
     checked against its declaration, in the order of TOP_KEYS; raises
@@ -425,10 +398,7 @@ def read(raw: dict[str, Any]) -> ScenarioModel:
                 raise TableError(name, f"required parameter is missing ({COMPOSITE_HELP[name]})")
             out[name] = _entries(ARRAYS[name], v, name, _node_label if name == "nodes" else _link_label)
         elif name == "events":
-            evs = raw.get("events", [])
-            if not isinstance(evs, list):
-                raise TableError("events", f"{shown(evs)} is not allowed; expected an array")
-            out["events"] = [_event(i, e) for i, e in enumerate(evs)]
+            out["events"] = _entries(Event, raw.get("events", []), "events", lambda i, e: f"events[{i}]")
         elif name == "routes":
             out["routes"] = _entries(Route, raw.get("routes", []), "routes", lambda i, e: f"routes[{i}]")
         else:  # a scheme's table
