@@ -295,3 +295,37 @@ def test_python_and_the_engine_agree_on_an_event(at_ps, rate_bps, action):
     if python is not None:
         assert python.startswith("events[0]."), python
         assert refused.startswith("events"), refused
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    ack_every=st.integers(min_value=-1, max_value=70_000),
+    rto_ps=st.one_of(
+        st.integers(min_value=-1, max_value=2**64 - 1),
+        st.sampled_from([0, 999_999, 10**6, 10**18, 10**18 + 10**7]),
+    ),
+)
+def test_python_and_the_engine_agree_on_the_transport(ack_every, rto_ps):
+    """`workload.ack_every` / `rto_us` given to the scenario and the same
+    values straight to the engine config's transport (ps): both accept or
+    both refuse (one declaration, sections::workload)."""
+    from cnsim import _core
+
+    flows = BASES["flows_incast"]
+    workload = {**flows.raw["workload"], "ack_every": ack_every, "rto_us": rto_ps / 1e6}
+    try:
+        cnsim.Scenario(flows.raw | {"workload": workload}, seeds=[0]).engine_config_checked()
+        python = None
+    except cnsim.ScenarioError as e:
+        python = str(e)
+    cfg = flows.engine_config_checked()
+    cfg = cfg | {"transport": cfg["transport"] | {"ack_every": ack_every, "rto_ps": rto_ps}}
+    try:
+        _core.check_config(cfg)
+        refused = None
+    except ValueError as e:
+        refused = str(e)
+    assert (python is None) == (refused is None), (python, refused)
+    if python is not None:
+        assert python.startswith("workload."), python
+        assert refused.startswith("transport"), refused

@@ -652,13 +652,23 @@ impl SimConfig {
             event.check(&format!("events[{i}]"), &values)?;
         }
         let t = &self.transport;
-        if t.ack_every == 0 {
-            return err("transport.ack_every: 0 is not allowed; expected an integer >= 1");
-        }
-        if t.rto_ps == 0 {
-            return err("transport.rto_us: must be > 0");
-        }
-        time(t.rto_ps, "transport.rto_us".into())?;
+        // The transport's own keys against `[workload]`'s declaration
+        // (`sections::workload`), in the user's units; the workload as
+        // written is checked before it is resolved (`sections::check_written`).
+        let Value::Object(values) = json!({
+            "ack_every": t.ack_every,
+            "rto_us": t.rto_ps as f64 / PS_PER_US as f64,
+            "end_when_done": t.end_when_done,
+        }) else {
+            unreachable!()
+        };
+        crate::sections::workload()
+            .only(&["ack_every", "rto_us", "end_when_done"])
+            .check("transport", &values)?;
+        // The flows and arrivals are what the workload resolves to (the
+        // Python layer's generated flows, up to millions: checked here in
+        // engine units by hand, not by a table each), and a hand-written
+        // config's: their sizes, times and CDF within the engine's units.
         for (i, f) in t.flows.iter().enumerate() {
             if f.size_bytes == 0 {
                 return err(format!("flows[{i}].size_bytes: 0 is not allowed; expected at least 1 byte"));

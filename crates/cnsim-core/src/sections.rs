@@ -393,6 +393,94 @@ pub fn event() -> Table {
     )
 }
 
+/// Most flows `workload.max_flows` may allow: flow ids index the engine's
+/// events (engine/queue.rs MAX_INDEX = 2^22 - 1 = 4,194,303), less room for
+/// a Poisson count above its mean (2,000 = 1 standard deviation at 4 M).
+pub const MAX_FLOWS: f64 = 4e6;
+/// Flows one run may start by default (`workload.max_flows`).
+pub const DEFAULT_MAX_FLOWS: i64 = 1_000_000;
+
+/// Transport flows with sizes (`[workload]`): the Python layer generates
+/// the flows (or the Poisson arrivals) from it, so the engine sees it
+/// resolved (`transport`) and checks it as written ([`check_written`]); its
+/// rules against the rest of the scenario (hosts that are stations, a
+/// receiver among them, the run's length) are the Python layer's.
+pub fn workload() -> Table {
+    Table::new(
+        "workload",
+        "Transport flows with sizes (docs/scenario-format.md \"Flows\"): the\nstations' transports send them, acknowledge them and recover losses;\nresults give each flow's completion time (FCT) and slowdown.",
+    )
+    .choice(
+        "kind",
+        &["poisson", "incast", "permutation", "long_lived"],
+        "poisson",
+        "poisson (arrivals at every host, sizes from `cdf`, to uniform destinations), incast (`fan_in` senders to one receiver), permutation (host i to host i + n/2), long_lived (`fan_in` senders to one receiver, flows longer than the run by default)",
+    )
+    .required("kind")
+    .strings("hosts", "the stations taking part (none: every station)")
+    .optional("hosts", "every station")
+    .opaque(
+        "cdf",
+        "cdf",
+        "websearch",
+        "poisson: flow-size CDF: websearch, hadoop, a file of 'size_bytes probability' lines, or the points inline [[size_bytes, probability], ...] (a saved scenario holds a file's points inline)",
+    )
+    .string(
+        "cdf_source",
+        "",
+        "where inline cdf points were read from: the file and the SHA-256 of its bytes (written by cnsim when it saves a scenario; informational)",
+    )
+    .optional("cdf_source", "none")
+    .float(
+        "load",
+        0.5,
+        Range::gt(0.0).le(1.0),
+        "poisson: mean offered load of each host, as a fraction of its link rate",
+    )
+    .int("fan_in", 16, Range::ge(1.0).le(65535.0), "incast / long_lived: number of senders")
+    .string("receiver", "", "incast / long_lived: the receiver (none: the first host)")
+    .optional("receiver", "the first host")
+    .int(
+        "size_bytes",
+        0,
+        Range::ge(1.0).le(MAX_BYTES),
+        "incast / permutation / long_lived: bytes per flow (none: 500,000; long_lived 2^40)",
+    )
+    .optional("size_bytes", "500,000; long_lived 2^40")
+    .float(
+        "period_us",
+        0.0,
+        Range::ge(1e-6),
+        "incast: repeated every period (none: once; at least 1 ps)",
+    )
+    .optional("period_us", "once")
+    .float("start_ms", 0.0, Range::ge(0.0), "first flows (poisson: arrivals from)")
+    .float("end_ms", 0.0, Range::ge(0.0), "no flow starts after (none: the run end)")
+    .optional("end_ms", "the run end")
+    .int(
+        "ack_every",
+        1,
+        Range::ge(1.0).le(65535.0),
+        "the receiver acknowledges every N frames in order",
+    )
+    .float(
+        "rto_us",
+        4000.0,
+        Range::ge(1.0),
+        "retransmission timeout: go back N when nothing was acknowledged for this long (RDMA NICs: '4.096 us x 2^k', milliseconds; at least 1 us: below a data-center RTT every frame would time out and be sent again, 1 ns meant minutes of retransmissions)",
+    )
+    .flag("end_when_done", true, "the run ends when the last flow has finished")
+    .int(
+        "max_flows",
+        DEFAULT_MAX_FLOWS,
+        Range::ge(1.0).le(MAX_FLOWS),
+        "most flows a run may start: a workload expected to start more (poisson: load x hosts x link rate x arrival window / mean size; incast: fan_in x incasts) is refused before anything runs",
+    )
+    .rule(&["start_ms", "end_ms"], "start_ms < end_ms", |v| {
+        v.get("end_ms").is_none_or(|e| v.f("start_ms") < e)
+    })
+}
+
 /// Every section's table, in the order of the docs.
 pub fn tables() -> Vec<Table> {
     vec![
@@ -409,11 +497,13 @@ pub fn tables() -> Vec<Table> {
         link(),
         event(),
         route(),
+        workload(),
     ]
 }
 
 /// The sections the engine config does not hold as the user wrote them
-/// (`[hotspot]` becomes events and a window, `[trace]` is resolved, an
+/// (`[hotspot]` becomes events and a window, `[trace]` is resolved,
+/// `[workload]` becomes the transport's flows or arrivals, an
 /// event's rate is rounded to whole bit/s and its index moves behind the
 /// sources' events), checked against their declarations as written:
 /// `written` maps a section's name to its values (an array of tables: a
@@ -424,6 +514,7 @@ pub fn check_written(written: &Map<String, Value>) -> Result<(), ConfigError> {
         let table = match name.as_str() {
             "hotspot" => hotspot(),
             "trace" => trace(),
+            "workload" => workload(),
             "events" => {
                 let event = event();
                 let Value::Array(entries) = values else {
@@ -437,7 +528,11 @@ pub fn check_written(written: &Map<String, Value>) -> Result<(), ConfigError> {
                 }
                 continue;
             }
-            _ => return err(format!("{name}: not a section checked as written (hotspot, trace, events)")),
+            _ => {
+                return err(format!(
+                    "{name}: not a section checked as written (hotspot, trace, workload, events)"
+                ))
+            }
         };
         let Value::Object(values) = values else {
             return err(format!("{name}: expected a table"));
@@ -568,6 +663,25 @@ mod tests {
             "events[0].at_ms: -1 is not allowed; expected a number >= 0 and <= 1000000000"
         );
         assert_eq!(check(json!({"events": {}})).unwrap_err(), "events: expected an array of tables");
+        // The workload as written: its rule, and its CDF left to Python.
+        let w = |extra: Value| {
+            let mut v = json!({"kind": "poisson", "cdf": [[1000, 0.0], [2000, 1.0]]});
+            v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            check(json!({ "workload": v }))
+        };
+        assert!(w(json!({"start_ms": 1.0})).is_ok());
+        assert_eq!(
+            w(json!({"start_ms": 2.0, "end_ms": 2.0})).unwrap_err(),
+            "workload.start_ms / workload.end_ms: 2 / 2 not allowed; expected start_ms < end_ms"
+        );
+        assert_eq!(
+            w(json!({"max_flows": 4_000_001})).unwrap_err(),
+            "workload.max_flows: 4000001 is not allowed; expected an integer >= 1 and <= 4000000"
+        );
+        assert_eq!(
+            check(json!({"workload": {"load": 0.5}})).unwrap_err(),
+            "workload.kind: required parameter is missing"
+        );
         // The declared kinds are the trace's.
         assert_eq!(event_kinds().len(), crate::trace::Kind::ALL.len() + 1);
     }

@@ -448,6 +448,8 @@ class Scenario:
         if m.hotspot is not None:
             out["hotspot"] = m.hotspot.dump()
         out["trace"] = m.trace.dump()
+        if m.workload is not None:  # the engine config holds its flows or arrivals
+            out["workload"] = m.workload.dump()
         if m.events:  # the engine config holds them rounded, behind the sources' events
             out["events"] = [e.dump() for e in m.events]
         return out

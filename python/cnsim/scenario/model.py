@@ -19,7 +19,6 @@ from typing import Any
 
 from ..declarations import declarations
 from ..records import READERS, Record, TableError, param, read_value, record, shown, table
-from ..workloads import DEFAULT_MAX_FLOWS, ENGINE_MAX_FLOWS
 from . import analysis
 
 PS_PER_US = 1_000_000
@@ -92,81 +91,11 @@ ROUTE = _section("routes")
 #: config (`Scenario.engine_config_checked`).
 EVENT = _section("events")
 TRACE = _section("trace")
-CDF_HELP = (
-    "poisson: flow-size CDF: websearch, hadoop, a file of 'size_bytes probability' lines, or the points inline "
-    "[[size_bytes, probability], ...] (a saved scenario holds a file's points inline)"
-)
-WORKLOAD = table(
-    "workload",
-    "Transport flows with sizes (docs/scenario-format.md \"Flows\"): the\nstations' transports send them, acknowledge them and recover losses;\nresults give each flow's completion time (FCT) and slowdown.",
-    p(
-        "kind",
-        "choice",
-        "poisson (arrivals at every host, sizes from `cdf`, to uniform destinations), incast (`fan_in` senders "
-        "to one receiver), permutation (host i to host i + n/2), long_lived (`fan_in` senders to one receiver, "
-        "flows longer than the run by default)",
-        required=True,
-        choices=["poisson", "incast", "permutation", "long_lived"],
-    ),
-    p("hosts", "strs", "the stations taking part (none: every station)", unset="every station"),
-    p("cdf", "cdf", CDF_HELP, "websearch"),
-    p(
-        "cdf_source",
-        "str",
-        "where inline cdf points were read from: the file and the SHA-256 of its bytes (written by cnsim when it "
-        "saves a scenario; informational)",
-        unset="none",
-    ),
-    p(
-        "load",
-        "float",
-        "poisson: mean offered load of each host, as a fraction of its link rate",
-        0.5,
-        gt=0,
-        le=1,
-    ),
-    p("fan_in", "int", "incast / long_lived: number of senders", 16, ge=1, le=65535),
-    p("receiver", "str", "incast / long_lived: the receiver (none: the first host)", unset="the first host"),
-    p(
-        "size_bytes",
-        "int",
-        "incast / permutation / long_lived: bytes per flow (none: 500,000; long_lived 2^40)",
-        ge=1,
-        le=MAX_BYTES,
-        unset="500,000; long_lived 2^40",
-    ),
-    p(
-        "period_us",
-        "float",
-        "incast: repeated every period (none: once; at least 1 ps)",
-        ge=1e-6,
-        le=MAX_MS * 1000,
-        unset="once",
-    ),
-    p("start_ms", "float", "first flows (poisson: arrivals from)", 0.0, ge=0, le=MAX_MS),
-    p("end_ms", "float", "no flow starts after (none: the run end)", ge=0, le=MAX_MS, unset="the run end"),
-    p("ack_every", "int", "the receiver acknowledges every N frames in order", 1, ge=1, le=65535),
-    p(
-        "rto_us",
-        "float",
-        "retransmission timeout: go back N when nothing was acknowledged for this long (RDMA NICs: '4.096 us x "
-        "2^k', milliseconds; at least 1 us: below a data-center RTT every frame would time out and be sent again, "
-        "1 ns meant minutes of retransmissions)",
-        4000.0,
-        ge=1.0,
-        le=MAX_US,
-    ),
-    p("end_when_done", "bool", "the run ends when the last flow has finished", True),
-    p(
-        "max_flows",
-        "int",
-        "most flows a run may start: a workload expected to start more (poisson: load x hosts x link rate x "
-        "arrival window / mean size; incast: fan_in x incasts) is refused before anything runs",
-        DEFAULT_MAX_FLOWS,
-        ge=1,
-        le=ENGINE_MAX_FLOWS,
-    ),
-)
+#: `[workload]`: declared in the engine (sections.rs), which checks it as
+#: written (`Scenario.engine_config_checked`: ranges, start_ms < end_ms) and
+#: the transport it resolves to; `cdf` is a kind only Python reads (`_cdf`).
+WORKLOAD = _section("workload")
+CDF_HELP = next(q for q in WORKLOAD["params"] if q["name"] == "cdf")["help"]
 SEEDS_HELP = "replications: a count N (seeds 0..N-1) or a list of seeds"
 #: The top-level keys: declared in the engine (sections.rs, the table named
 #: ""), which checks the run's length and bins; `routing` is read after the
