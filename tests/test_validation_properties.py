@@ -329,3 +329,32 @@ def test_python_and_the_engine_agree_on_the_transport(ack_every, rto_ps):
     if python is not None:
         assert python.startswith("workload."), python
         assert refused.startswith("transport"), refused
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    load=st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False), st.sampled_from([0.0, 1.0, -0.0, 1.0000001])
+    )
+)
+def test_python_and_the_engine_agree_on_a_nodes_load(load):
+    """A station's load given to the scenario and straight to the engine
+    config: both accept or both refuse, naming `nodes.S1.load` (finite
+    numbers: an engine config cannot hold inf or nan, which JSON lacks)."""
+    from cnsim import _core
+
+    try:
+        BASE.replace(**{"nodes.S1.load": load}).engine_config_checked()
+        python = None
+    except cnsim.ScenarioError as e:
+        python = str(e)
+    cfg = BASE.engine_config_checked()
+    stations = [s | {"load": load} if s["name"] == "S1" else s for s in cfg["stations"]]
+    try:
+        _core.check_config(cfg | {"stations": stations})
+        refused = None
+    except ValueError as e:
+        refused = str(e)
+    assert (python is None) == (refused is None), (python, refused)
+    if python is not None:
+        assert python.startswith("nodes.S1.load") and refused.startswith("nodes.S1.load"), (python, refused)

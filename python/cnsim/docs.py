@@ -200,6 +200,11 @@ def parameter_tables() -> str:
             out += ["Rules (checked by the engine): " + "; ".join(f"`{r}`" for r in rules) + ".", ""]
     kind = {k: "station: " for k in m._STATION_ONLY} | {k: "bridge: " for k in m._BRIDGE_ONLY}
     out += ["### `[[nodes]]`", "", _doc(m.Node), "", model_table(m.Node, prefix=kind)]
+    if schemes.RULES.get("nodes"):
+        out += [
+            "Rules (checked by the engine): " + "; ".join(f"`{r}`" for r in schemes.RULES["nodes"]) + ".",
+            "",
+        ]
     out += [
         "### Scheme tables",
         "",

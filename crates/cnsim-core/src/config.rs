@@ -709,10 +709,15 @@ impl SimConfig {
                 ));
             }
         }
+        // A station's load against a node's declaration (`sections::node`);
+        // its destinations are a kind the declaration does not interpret
+        // (read by the Python layer), so their resolved form is checked here.
+        let load = crate::sections::node().only(&["load"]);
         for s in &self.stations {
-            if !(0.0..=1.0).contains(&s.load) || s.load.is_nan() {
-                return err(format!("nodes.{}.load: {} is not allowed; expected 0 <= load <= 1", s.name, s.load));
-            }
+            let Value::Object(values) = json!({ "load": s.load }) else {
+                unreachable!()
+            };
+            load.check(&format!("nodes.{}", s.name), &values)?;
             if let DestConfig::Weighted { weights } = &s.dest {
                 if weights.is_empty()
                     || weights.iter().any(|(_, w)| !(*w >= 0.0 && w.is_finite()))
@@ -721,6 +726,14 @@ impl SimConfig {
                     return err(format!("nodes.{}.dest: weights must be >= 0, finite and not all 0", s.name));
                 }
             }
+        }
+        // A bridge's cp and ports against a node's declaration.
+        let own = crate::sections::node().only(&["cp", "ports"]);
+        for b in &self.bridges {
+            let Value::Object(values) = json!({"cp": b.cp, "ports": b.ports}) else {
+                unreachable!()
+            };
+            own.check(&format!("nodes.{}", b.name), &values)?;
         }
         Ok(())
     }

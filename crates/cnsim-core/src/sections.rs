@@ -481,6 +481,46 @@ pub fn workload() -> Table {
     })
 }
 
+/// A node's own keys (`[[nodes]]`, one table per entry, `nodes.NAME`); the
+/// keys of `[station]` / `[bridge]` a node may also set are those tables'
+/// `per_node`. Which kind owns which key, a unique name, and the names a
+/// `dest` refers to are rules against the rest of the scenario (the Python
+/// layer's); the engine sees a station's load and destinations, a bridge's
+/// cp and ports resolved, and the sources' start / stop as events, so the
+/// rule `start_ms < stop_ms` is checked as written ([`check_written`]).
+pub fn node() -> Table {
+    Table::new(
+        "nodes",
+        "A station (an end node with a NIC and a Bernoulli source) or a bridge.\nKeys marked station: or bridge: belong to that kind only; a station's\nunset keys take `[station]`'s values, a bridge's `[bridge]`'s.",
+    )
+    .string("name", "", "unique node name")
+    .required("name")
+    .nonempty("name")
+    .choice("kind", &["station", "bridge"], "station", "station | bridge")
+    .required("kind")
+    .float(
+        "load",
+        0.0,
+        Range::ge(0.0).le(1.0),
+        "offered load: Bernoulli p per frame slot (one frame time at its link rate)",
+    )
+    .opaque(
+        "dest",
+        "dest",
+        "uniform",
+        "a station name, 'uniform' (all other stations, equally likely), a table of weights { A = 1.0, B = 3.0 }, or a hotspot { hotspot = \"H0\", fraction = 0.2 } (that share to the hot station, the rest uniform)",
+    )
+    .float("start_ms", 0.0, Range::ge(0.0), "source on at")
+    .float("stop_ms", 0.0, Range::ge(0.0), "source off at (none: never)")
+    .optional("stop_ms", "never")
+    .flag("cp", false, "congestion-point detection on its output ports")
+    .int("ports", 0, Range::ge(1.0), "number of ports; more links is an error (none: unlimited)")
+    .optional("ports", "unlimited")
+    .rule(&["start_ms", "stop_ms"], "start_ms < stop_ms", |v| {
+        v.get("stop_ms").is_none_or(|s| v.f("start_ms") < s)
+    })
+}
+
 /// Every section's table, in the order of the docs.
 pub fn tables() -> Vec<Table> {
     vec![
@@ -498,6 +538,7 @@ pub fn tables() -> Vec<Table> {
         event(),
         route(),
         workload(),
+        node(),
     ]
 }
 
@@ -515,6 +556,25 @@ pub fn check_written(written: &Map<String, Value>) -> Result<(), ConfigError> {
             "hotspot" => hotspot(),
             "trace" => trace(),
             "workload" => workload(),
+            "nodes" => {
+                // The nodes whose rules the engine config cannot show (a
+                // station's stop_ms), each named by its name.
+                let node = node();
+                let Value::Array(entries) = values else {
+                    return Err(ConfigError::new(name, "expected an array of tables"));
+                };
+                for (i, e) in entries.iter().enumerate() {
+                    let Value::Object(e) = e else {
+                        return Err(ConfigError::new(format!("nodes[{i}]"), "expected a table"));
+                    };
+                    let label = e
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .map_or(format!("nodes[{i}]"), |n| format!("nodes.{n}"));
+                    node.check(&label, e)?;
+                }
+                continue;
+            }
             "events" => {
                 let event = event();
                 let Value::Array(entries) = values else {
@@ -530,7 +590,7 @@ pub fn check_written(written: &Map<String, Value>) -> Result<(), ConfigError> {
             }
             _ => {
                 return err(format!(
-                    "{name}: not a section checked as written (hotspot, trace, workload, events)"
+                    "{name}: not a section checked as written (hotspot, trace, workload, events, nodes)"
                 ))
             }
         };
@@ -609,7 +669,8 @@ mod tests {
             check(json!({"hotspot": {"rate_gbps": 1.0, "start_ms": 1.0, "end_ms": 2.0}})).unwrap_err(),
             "hotspot.node: required parameter is missing"
         );
-        assert!(check(json!({"nodes": {}})).unwrap_err().starts_with("nodes: not a section"));
+        assert!(check(json!({"links": {}})).unwrap_err().starts_with("links: not a section"));
+        assert_eq!(check(json!({"nodes": {}})).unwrap_err(), "nodes: expected an array of tables");
         assert!(check(json!({"trace": {"events": ["all", "drop"], "from_ms": 1.0, "to_ms": 2.0}})).is_ok());
         assert_eq!(
             check(json!({"trace": {"from_ms": 5.0, "to_ms": 5.0}})).unwrap_err(),
@@ -681,6 +742,17 @@ mod tests {
         assert_eq!(
             check(json!({"workload": {"load": 0.5}})).unwrap_err(),
             "workload.kind: required parameter is missing"
+        );
+        // A node as written: its rule, its dest left to Python.
+        let n = |v: Value| check(json!({ "nodes": [v] }));
+        assert!(n(json!({"name": "S", "kind": "station", "dest": {"D": 1.0}, "start_ms": 1.0, "stop_ms": 2.0})).is_ok());
+        assert_eq!(
+            n(json!({"name": "S", "kind": "station", "start_ms": 2.0, "stop_ms": 1.0})).unwrap_err(),
+            "nodes.S.start_ms / nodes.S.stop_ms: 2 / 1 not allowed; expected start_ms < stop_ms"
+        );
+        assert_eq!(
+            n(json!({"name": "", "kind": "bridge"})).unwrap_err(),
+            "nodes..name: \"\" is not allowed; expected a non-empty string"
         );
         // The declared kinds are the trace's.
         assert_eq!(event_kinds().len(), crate::trace::Kind::ALL.len() + 1);

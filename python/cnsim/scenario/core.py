@@ -15,10 +15,13 @@ from ..records import TableError
 from ..schemes import SCHEMES, TABLES
 from ..topologies import expand as expand_topology
 from ..topologies import routing_for
-from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, HotspotDest, Node, read
+from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, NODE, HotspotDest, Node, read
 from .overrides import _fit_windows, _seeds_value, _table, name_sets, set_dotted
 from .resolve import resolve
 from .show import commented_toml
+
+#: A node's own keys, as the engine declares them (`sections::node`).
+NODE_KEYS = tuple(q["name"] for q in NODE["params"])
 
 
 def _num(v: float) -> str:
@@ -204,11 +207,8 @@ class Scenario:
                     f"a {n.kind} takes: name, kind, "
                     + ", ".join(_STATION_ONLY if n.kind == "station" else _BRIDGE_ONLY)
                 )
-            if n.kind == "station" and n.stop_ms is not None and n.stop_ms <= n.start_ms:
-                raise ScenarioError(
-                    f"nodes.{n.name}.stop_ms: {n.stop_ms} is not allowed; expected a time "
-                    f"after start_ms = {n.start_ms}"
-                )
+            # start_ms < stop_ms is the engine's declared rule (sections::node),
+            # asked with the nodes that set stop_ms (`_written_sections`).
         for n in m.nodes:
             if n.kind != "bridge" or (n.buffer_mode or m.bridge.buffer_mode) == "infinite":
                 continue
@@ -448,6 +448,11 @@ class Scenario:
         if m.hotspot is not None:
             out["hotspot"] = m.hotspot.dump()
         out["trace"] = m.trace.dump()
+        # A source's stop is an event in the engine config: the stations that
+        # set one, as written (only those: no work for the others).
+        stopping = [n for n in m.nodes if n.stop_ms is not None]
+        if stopping:
+            out["nodes"] = [{k: d[k] for k in NODE_KEYS} for d in (n.dump() for n in stopping)]
         if m.workload is not None:  # the engine config holds its flows or arrivals
             out["workload"] = m.workload.dump()
         if m.events:  # the engine config holds them rounded, behind the sources' events

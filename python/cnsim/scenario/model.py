@@ -58,29 +58,14 @@ HOTSPOT_DEST = table(
     p("hotspot", "str", "the hot station", required=True, nonempty=True),
     p("fraction", "float", "share of frames sent to the hot station", ge=0, le=1, required=True),
 )
-NODE_DEST_HELP = (
-    "a station name, 'uniform' (all other stations, equally likely), a table of weights { A = 1.0, B = 3.0 }, "
-    'or a hotspot { hotspot = "H0", fraction = 0.2 } (that share to the hot station, the rest uniform)'
-)
-NODE = table(
-    "nodes",
-    "A station (an end node with a NIC and a Bernoulli source) or a bridge.\nKeys marked station: or bridge: belong to that kind only; a station's\nunset keys take `[station]`'s values, a bridge's `[bridge]`'s.",
-    p("name", "str", "unique node name", required=True, nonempty=True),
-    p("kind", "choice", "station | bridge", required=True, choices=["station", "bridge"]),
-    p(
-        "load",
-        "float",
-        "offered load: Bernoulli p per frame slot (one frame time at its link rate)",
-        0.0,
-        ge=0,
-        le=1,
-    ),
-    p("dest", "dest", NODE_DEST_HELP, "uniform"),
-    p("start_ms", "float", "source on at", 0.0, ge=0, le=MAX_MS),
-    p("stop_ms", "float", "source off at (none: never)", ge=0, le=MAX_MS, unset="never"),
-    p("cp", "bool", "congestion-point detection on its output ports", False),
-    p("ports", "int", "number of ports; more links is an error (none: unlimited)", ge=1, unset="unlimited"),
-)
+#: A node's own keys (`[[nodes]]`): declared in the engine (sections.rs),
+#: which checks them in its config (a station's load, a bridge's cp and
+#: ports) and, as written, the rule start_ms < stop_ms; `dest` is a kind
+#: only Python reads (`_dest`, HotspotDest above). Which kind owns which key
+#: (_STATION_ONLY / _BRIDGE_ONLY) and every name a node refers to are rules
+#: against the rest of the scenario: `core.Scenario._check`.
+NODE = _section("nodes")
+NODE_DEST_HELP = next(q for q in NODE["params"] if q["name"] == "dest")["help"]
 #: `[[links]]` and `[[routes]]`: declared in the engine (sections.rs), which
 #: checks every link and route of the engine config against them.
 LINK = _section("links")
