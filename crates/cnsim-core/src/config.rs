@@ -727,6 +727,11 @@ impl SimConfig {
                 }
             }
         }
+        // Fat-tree routing's arity against the generator's declaration.
+        if let RoutingConfig::Fattree { k } = self.routing {
+            let Value::Object(values) = json!({ "k": k }) else { unreachable!() };
+            crate::sections::topology_fattree().only(&["k"]).check("routing", &values)?;
+        }
         // A bridge's cp and ports against a node's declaration.
         let own = crate::sections::node().only(&["cp", "ports"]);
         for b in &self.bridges {

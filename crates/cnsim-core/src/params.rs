@@ -176,7 +176,7 @@ pub fn num(v: f64) -> String {
 }
 
 /// A value as the user would have written it: 80000, not 80000.0.
-fn shown(v: &Value) -> String {
+pub(crate) fn shown(v: &Value) -> String {
     match v.as_f64() {
         Some(x) if v.is_f64() => num(x),
         _ => v.to_string(),

@@ -7,7 +7,7 @@
 //! `[[nodes]]` entry may override are listed in the table's `per_node`.
 
 use crate::error::{err, ConfigError};
-use crate::params::{Range, Table};
+use crate::params::{shown, Range, Table};
 use serde_json::{Map, Value};
 
 /// Largest buffer or threshold: 1 TiB (`config::MAX_BYTES`).
@@ -521,6 +521,143 @@ pub fn node() -> Table {
     })
 }
 
+/// Most hosts a generated fabric may have.
+pub const MAX_HOSTS: f64 = 16384.0;
+
+/// The traffic of a generated fabric's hosts (fattree, leafspine).
+fn traffic(t: Table) -> Table {
+    t.float(
+        "load",
+        0.0,
+        Range::ge(0.0).le(1.0),
+        "every host's offered load (Bernoulli p per frame slot)",
+    )
+    .opaque(
+        "dest",
+        "weights_or_name",
+        "uniform",
+        "every host's destinations, as a node's `dest` (when no pattern is set)",
+    )
+    .choice(
+        "pattern",
+        &["uniform", "permutation", "incast", "hotspot"],
+        "uniform",
+        "traffic pattern of the hosts: uniform (every other host), permutation (each host to one other, a random derangement), incast (random groups of fan_in senders and one receiver, which sends nothing), hotspot (hot_fraction of every host's frames to hot_host, the rest uniform); none: `dest`",
+    )
+    .optional("pattern", "`dest`")
+    .int("fan_in", 16, Range::ge(1.0).le(MAX_HOSTS), "incast: senders per receiver")
+    .string("hot_host", "H0", "hotspot: the hot host")
+    .float(
+        "hot_fraction",
+        0.1,
+        Range::ge(0.0).le(1.0),
+        "hotspot: share of each host's frames to hot_host",
+    )
+    .int(
+        "pattern_seed",
+        0,
+        // Below 2^63 (an i64 seed): exactly representable, unlike 2^63 - 1.
+        Range::ge(0.0).lt(9_223_372_036_854_775_808.0),
+        "seed of the permutation and incast groups",
+    )
+    .flag("cp", true, "CP detection on every switch")
+}
+
+/// A `[topology]` generator's table (`topology_NAME`, named `topology.key`
+/// in errors): the Python layer generates the nodes and links from it
+/// (cnsim/topologies.py), so the engine sees only what it generated and the
+/// table as written ([`check_written`]). Its rules that tie a generator's
+/// keys together (a fat tree's host count, leafspine's spine_gbps or
+/// oversubscription) are needed to generate, at load, before the engine is
+/// asked: they stay with the generators.
+fn generator(name: &'static str, generators: &'static [&'static str], doc: &'static str, with_traffic: bool) -> Table {
+    let t = Table::new(name, doc);
+    let t = if with_traffic { traffic(t) } else { t };
+    t.choice("generator", generators, generators[0], "the generator")
+        .required("generator")
+}
+
+/// `[topology] generator = "fattree"`.
+pub fn topology_fattree() -> Table {
+    generator(
+        "topology_fattree",
+        &["fattree"],
+        "`generator = \"fattree\"`: a k-ary n-tree. k**n hosts `H0..` and n levels\nof k**(n-1) switches with 2k ports (the roots use k); for n = 3 the\nswitches are `Lab`, `Mac`, `Rxc` as in scenarios.md section 7. Routing\ndefaults to `fattree` (the up-port rule).",
+        true,
+    )
+    .int("k", 4, Range::ge(2.0).le(64.0), "arity: each switch has k ports down and k up")
+    .int("n", 3, Range::ge(2.0).le(12.0), "levels of switches; k**n hosts, at most 16384")
+}
+
+/// `[topology] generator = "leafspine"`.
+pub fn topology_leafspine() -> Table {
+    generator(
+        "topology_leafspine",
+        &["leafspine"],
+        "`generator = \"leafspine\"`: two tiers. `leaves` leaf switches `L0..`\nwith `hosts_per_leaf` hosts each (`H0..`, host h on leaf h //\nhosts_per_leaf) and a link from every leaf to every one of `spines`\nspine switches `S0..`. Routing defaults to `ecmp`.",
+        true,
+    )
+    .int("leaves", 8, Range::ge(1.0).le(MAX_HOSTS), "leaf (top-of-rack) switches")
+    .int("spines", 4, Range::ge(1.0).le(1024.0), "spine switches")
+    .int("hosts_per_leaf", 16, Range::ge(1.0).le(MAX_HOSTS), "hosts on each leaf")
+    .float(
+        "host_gbps",
+        0.0,
+        Range::ge(MIN_GBPS).le(MAX_GBPS),
+        "host-leaf link rate (none: [defaults] link_rate_gbps)",
+    )
+    .optional("host_gbps", "[defaults] link_rate_gbps")
+    .float(
+        "spine_gbps",
+        0.0,
+        Range::ge(MIN_GBPS).le(MAX_GBPS),
+        "leaf-spine link rate (none: from oversubscription, else host_gbps)",
+    )
+    .optional("spine_gbps", "from oversubscription, else host_gbps")
+    .float(
+        "oversubscription",
+        0.0,
+        Range::gt(0.0).le(1e6),
+        "a leaf's host capacity over its uplink capacity, hosts_per_leaf x host_gbps / (spines x spine_gbps); sets spine_gbps (give one of the two)",
+    )
+    .optional("oversubscription", "host_gbps")
+}
+
+/// `[topology] generator = "innocent"`.
+pub fn topology_innocent() -> Table {
+    generator(
+        "topology_innocent",
+        &["innocent"],
+        "`generator = \"innocent\"`: the innocent-flows study of scenarios.md\nsection 3. A core switch `C` (infinite buffer, CP) with the hot sink `H`\nand the cold sink `R`; E = degree / k edge switches `E0..`, each with k\ncontending sources `X<e>_<j>` (to `H`) and k innocent ones `Y<e>_<j>`\n(to `R`); k = 1, 5, 10 for topologies A, B, C.",
+        false,
+    )
+    .choice("variant", &["A", "B", "C"], "A", "topology A (k = 1), B (k = 5) or C (k = 10)")
+    .int("degree", 3, Range::ge(1.0).le(1000.0), "hotspot degree d: contending sources, a multiple of k")
+    .float(
+        "congesting_gbps",
+        20.0,
+        Range::ge(0.0).le(MAX_GBPS),
+        "total load of the contending sources (Gbit/s)",
+    )
+    .float(
+        "innocent_gbps",
+        5.0,
+        Range::ge(0.0).le(MAX_GBPS),
+        "total load of the innocent sources (Gbit/s)",
+    )
+    .float("start_ms", 0.0, Range::ge(0.0), "when every source starts (ms)")
+}
+
+/// The generators of `[topology]`, by the name of `generator`.
+pub fn topology(generator: &str) -> Option<Table> {
+    match generator {
+        "fattree" => Some(topology_fattree()),
+        "leafspine" => Some(topology_leafspine()),
+        "innocent" => Some(topology_innocent()),
+        _ => None,
+    }
+}
+
 /// Every section's table, in the order of the docs.
 pub fn tables() -> Vec<Table> {
     vec![
@@ -539,6 +676,9 @@ pub fn tables() -> Vec<Table> {
         route(),
         workload(),
         node(),
+        topology_fattree(),
+        topology_leafspine(),
+        topology_innocent(),
     ]
 }
 
@@ -556,6 +696,19 @@ pub fn check_written(written: &Map<String, Value>) -> Result<(), ConfigError> {
             "hotspot" => hotspot(),
             "trace" => trace(),
             "workload" => workload(),
+            "topology" => {
+                let generator = values.get("generator").and_then(Value::as_str).unwrap_or("");
+                let Some(table) = topology(generator) else {
+                    return Err(ConfigError::new(
+                        "topology.generator",
+                        format!(
+                            "{} is not allowed; expected one of fattree, leafspine, innocent",
+                            shown(values.get("generator").unwrap_or(&Value::Null))
+                        ),
+                    ));
+                };
+                table
+            }
             "nodes" => {
                 // The nodes whose rules the engine config cannot show (a
                 // station's stop_ms), each named by its name.
@@ -590,7 +743,7 @@ pub fn check_written(written: &Map<String, Value>) -> Result<(), ConfigError> {
             }
             _ => {
                 return err(format!(
-                    "{name}: not a section checked as written (hotspot, trace, workload, events, nodes)"
+                    "{name}: not a section checked as written (hotspot, trace, workload, topology, events, nodes)"
                 ))
             }
         };
@@ -754,6 +907,21 @@ mod tests {
             n(json!({"name": "", "kind": "bridge"})).unwrap_err(),
             "nodes..name: \"\" is not allowed; expected a non-empty string"
         );
+        // A topology as written: its generator's table, named `topology.key`.
+        assert!(check(json!({"topology": {"generator": "fattree", "k": 4, "n": 2, "dest": {"H1": 1.0}}})).is_ok());
+        assert_eq!(
+            check(json!({"topology": {"generator": "fattree", "k": 65}})).unwrap_err(),
+            "topology.k: 65 is not allowed; expected an integer >= 2 and <= 64"
+        );
+        assert_eq!(
+            check(json!({"topology": {"generator": "leafspine", "k": 4}})).unwrap_err(),
+            "topology.k: unknown parameter; known: load, dest, pattern, fan_in, hot_host, hot_fraction, pattern_seed, cp, generator, leaves, spines, hosts_per_leaf, host_gbps, spine_gbps, oversubscription"
+        );
+        assert_eq!(
+            check(json!({"topology": {"generator": "mesh"}})).unwrap_err(),
+            "topology.generator: \"mesh\" is not allowed; expected one of fattree, leafspine, innocent"
+        );
+        assert!(check(json!({"topology": {"generator": "innocent", "variant": "C", "degree": 10}})).is_ok());
         // The declared kinds are the trace's.
         assert_eq!(event_kinds().len(), crate::trace::Kind::ALL.len() + 1);
     }

@@ -14,7 +14,7 @@ from ..errors import ScenarioError
 from ..records import TableError
 from ..schemes import SCHEMES, TABLES
 from ..topologies import expand as expand_topology
-from ..topologies import routing_for
+from ..topologies import routing_for, topology_params
 from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, NODE, HotspotDest, Node, read
 from .overrides import _fit_windows, _seeds_value, _table, name_sets, set_dotted
 from .resolve import resolve
@@ -453,6 +453,8 @@ class Scenario:
         stopping = [n for n in m.nodes if n.stop_ms is not None]
         if stopping:
             out["nodes"] = [{k: d[k] for k in NODE_KEYS} for d in (n.dump() for n in stopping)]
+        if m.topology is not None:  # the engine config holds the nodes and links it generated
+            out["topology"] = topology_params(m.topology).dump()  # as read (k = 4.0 is 4)
         if m.workload is not None:  # the engine config holds its flows or arrivals
             out["workload"] = m.workload.dump()
         if m.events:  # the engine config holds them rounded, behind the sources' events

@@ -2,15 +2,16 @@
 name, type, default, allowed range, help) and read without pydantic: every
 section is checked against its declaration (`cnsim.records`) and held as a
 record, in the order and with the messages of the scenario's other checks.
-The sections the engine declares (`[measure]`, `[windows.NAME]`,
-`[defaults]`, `[bridge]`, `[station]`, `[pause]`, `[stats]`, a node's own
-station / bridge keys, and the schemes' tables) come from its declarations
-(`declarations.json`); the analysis sections from `analysis`; the others from
-the tables below, in the same format. `cnsim show`'s comments and the tables
-of docs/scenario-format.md (`cnsim.docs`) are derived from the same tables.
-Rules that tie parameters together are the engine's
-(`Scenario.engine_config_checked`) or, for the sections declared here,
-`core.Scenario._check`."""
+Every section the engine sees is declared by the engine (the top level,
+`[measure]`, `[windows.NAME]`, `[defaults]`, `[bridge]`, `[station]`,
+`[pause]`, `[hotspot]`, `[trace]`, `[stats]`, `[workload]`, `[[links]]`,
+`[[events]]`, `[[routes]]`, `[[nodes]]` and the schemes' tables; the topology
+generators' in `cnsim.topologies`) and comes from its declarations
+(`declarations.json`); the analysis sections from `analysis`. `cnsim show`'s
+comments and the tables of docs/scenario-format.md (`cnsim.docs`) are derived
+from the same tables. Rules that tie parameters together are the engine's
+(`Scenario.engine_config_checked`); rules against the rest of the scenario
+are `core.Scenario._check`'s."""
 
 from __future__ import annotations
 
