@@ -221,3 +221,36 @@ def test_bench_whole_times_separate_cnsim_run_processes(cli, tmp_path):
     assert 0 < f["user_best_s"] <= f["user_median_s"]
     assert 20 < f["peak_rss_mb"] < 2000  # a Python process, measured per child
     assert f["frames_per_s_whole"] == pytest.approx(f["frames_delivered"] / f["wall_best_s"])
+
+
+def _finish_in_child(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "child.py"
+    script.write_text(code)
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+
+
+def test_a_finished_command_exits_with_its_code_and_everything_it_printed(tmp_path):
+    # signals.finish skips the interpreter's teardown: the exit handlers run,
+    # what was printed (even without a newline) is flushed, and the code is
+    # the command's.
+    r = _finish_in_child(
+        "import atexit, sys\nfrom cnsim.signals import finish\nprint('out', end='')\n"
+        "atexit.register(lambda: print(' handler', end='', file=sys.stderr))\n"
+        "print('err', end='', file=sys.stderr)\nfinish(3)\n",
+        tmp_path,
+    )
+    assert (r.returncode, r.stdout, r.stderr) == (3, "out", "err handler")
+
+
+def test_a_finished_command_still_waits_for_a_thread_at_work(tmp_path):
+    # A thread that is not a daemon (a writer still at work) makes finish a
+    # normal exit, which waits for it: its file is there, whole.
+    done = tmp_path / "done.txt"
+    r = _finish_in_child(
+        "import threading, time\nfrom cnsim.signals import finish\n"
+        f"def work():\n    time.sleep(0.3)\n    open({str(done)!r}, 'w').write('whole')\n"
+        "threading.Thread(target=work).start()\nfinish(0)\n",
+        tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    assert done.read_text() == "whole"

@@ -186,6 +186,50 @@ def test_engine_rule_errors_after_set_name_the_set_key() -> None:
         cnsim.load("baseline", **{"pause.xoff_bytes": 100000}).engine_config_checked()
 
 
+def test_set_naming_goes_by_the_parameter_at_fault_not_the_message_text() -> None:
+    """`--set qcn={...}` (the qcn table as a whole, for a sweep of qcn and
+    qcn2pt) beside a file whose [qcn2pt] breaks a rule: the engine's
+    message starts with `qcn` (`qcn2pt.pmin / ...`) but the parameter at
+    fault is another table's, so the `--set` key is named before it. A
+    match on the message's first letters took it for the key set and
+    named no `--set` key at all."""
+    from cnsim.errors import ScenarioError
+    from cnsim.scenario import Scenario, apply_sets
+
+    raw = {**cnsim.load("baseline").raw, "scheme": "qcn2pt", "qcn2pt": {"pmin": 0.5, "pmax": 0.1}}
+    sc = apply_sets(Scenario(raw), ["qcn={}"], schemes=["qcn"])
+    with pytest.raises(ScenarioError) as e:
+        sc.engine_config_checked()
+    assert str(e.value) == (
+        "--set qcn: qcn2pt.pmin / qcn2pt.pmax: 0.5 / 0.1 not allowed; expected pmin <= pmax"
+    )
+    assert (e.value.param, e.value.option) == ("qcn2pt.pmin / qcn2pt.pmax", "--set")
+    # The key set as a whole table holds the parameter at fault: named once.
+    raw = {**cnsim.load("baseline").raw, "scheme": "qcn"}
+    sc = apply_sets(Scenario(raw), ["qcn={pmin=0.5, pmax=0.1}"])
+    with pytest.raises(ScenarioError) as e:
+        sc.engine_config_checked()
+    assert str(e.value) == "--set qcn.pmin / qcn.pmax: 0.5 / 0.1 not allowed; expected pmin <= pmax"
+
+
+def test_errors_keep_the_parameter_apart_from_the_message() -> None:
+    """The parameter an error names travels beside its one-line text, from
+    the engine (EngineConfigError.path), a declared table (TableError) or
+    a Python check: nothing recovers it from the text."""
+    from cnsim.errors import ScenarioError
+
+    cases = [
+        ({"pause.xoff_bytes": 100000}, "pause.xon_bytes / pause.xoff_bytes"),  # an engine rule
+        ({"nodes.S1.load": 2.0}, "nodes.S1.load"),  # a declared table's range
+        ({"nodes.S1.dest": "S1"}, "nodes.S1.dest"),  # a Python check
+    ]
+    for changes, param in cases:
+        with pytest.raises(ScenarioError) as e:
+            cnsim.load("baseline", **changes).engine_config_checked()
+        assert e.value.param == param, str(e.value)
+        assert str(e.value).startswith(f"{param}: ")
+
+
 @pytest.mark.parametrize(
     ("key", "value", "line"),
     [

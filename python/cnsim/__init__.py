@@ -63,12 +63,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
+        from ._version import cnsim_version
 
-        try:
-            return version("cnsim")
-        except PackageNotFoundError:  # pragma: no cover
-            return "0+unknown"
+        return cnsim_version()
     if name not in _LAZY:
         raise AttributeError(f"module 'cnsim' has no attribute {name!r}")
     module, attr = _LAZY[name]

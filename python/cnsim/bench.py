@@ -91,7 +91,7 @@ def bench(
         _bench_whole(files, 3 if repeat is None else repeat, as_json)
         return
     repeat = 1 if repeat is None else repeat
-    from . import _core
+    import cnsim._core as _core
 
     if duration_ms is not None and not 0 < duration_ms <= 1e9:  # also NaN and inf
         raise ScenarioError(
@@ -160,7 +160,7 @@ def bench(
 
 def _bench_once(cfg: Any, label: str, ms: float) -> dict[str, Any]:
     """One timed run of an engine config; its figures."""
-    from . import _core
+    import cnsim._core as _core
 
     try:
         sim = _core.Simulation(cfg, 0)
@@ -300,6 +300,6 @@ def _scale_progress(sizes: list[int], ms: float, scheme: str | None, pause: bool
 
 
 def _core_version() -> str:
-    from . import _core
+    import cnsim._core as _core
 
     return _core.version()

@@ -3,6 +3,13 @@ scenario / option / value (one line naming the parameter), 1 anything else."""
 
 from __future__ import annotations
 
+import gc
+
+# A command is a short process that makes few reference cycles: collect young
+# objects every 50,000 allocations, not every 700 (import, scenario reading and
+# results otherwise pay some 60 collections, about 3% of a small run).
+gc.set_threshold(50_000, 10, 10)
+
 import json
 import os
 import sys
@@ -17,7 +24,7 @@ from .bench import bench
 from .console import Table, Text, fmt, out, print_error, warn
 from .declarations import declarations, scheme_names
 from .errors import ScenarioError, ScenarioWarning
-from .signals import exit_now, in_thread, terminate_as_interrupt
+from .signals import exit_now, finish, in_thread, terminate_as_interrupt
 
 # Help in plain text (no rich markup rendering): `cnsim --help` loads typer
 # and nothing heavier; rich is imported by the commands that print tables.
@@ -28,6 +35,13 @@ app = typer.Typer(
     rich_markup_mode=None,
     help="cnsim: packet-level simulator of congestion management in data-center Ethernet.",
 )
+
+
+@app.callback()
+def _commands() -> None:
+    # A group even when main() hands typer the one command asked for (`_only`).
+    pass
+
 
 #: The schemes, from their declarations (a data file: the help loads no engine).
 SCHEME_HELP = f"congestion management: {', '.join(scheme_names())}"
@@ -89,7 +103,6 @@ def _scenario(
 ) -> Any:
     from .scenario import apply_sets, load
 
-    sc = load(scenario)
     changes: dict[str, Any] = {}
     if scheme is not None:
         changes["scheme"] = scheme
@@ -111,9 +124,7 @@ def _scenario(
                 f"--duration: {duration} is not allowed; expected a number > 0 and <= 1000000000 (ms)"
             )
         changes["duration_ms"] = duration
-    if changes:
-        sc = sc.replace(**changes)
-    return apply_sets(sc, sets or [])
+    return apply_sets(load(scenario, **changes), sets or [])
 
 
 @app.command()
@@ -191,14 +202,27 @@ def run(
                 "(summary.json: complete = false)",
                 130,
             )
-        rd.save(lambda tmp: res.write(tmp, report=report))
+        # The summary is rendered while the engine encodes the time series,
+        # and printed once the results are in place.
+        shown: list[str] = []
+        render = None if as_json else lambda: shown.append(_summary_text(sc, res, target, report))
+        rd.save(lambda tmp: res.write(tmp, report=report, while_writing=render))
     except BaseException:
         rd.abort()
         raise
-    summary = res.summary_dict()
     if as_json:
-        print(json.dumps({**summary, "out": str(target)}))
+        print(json.dumps({**res.summary_dict(), "out": str(target)}))
         return
+    out.write(shown[0] if shown else _summary_text(sc, res, target, report))
+    _print_trace(res, target)
+    _warn_untraced(sc, res)
+
+
+def _summary_text(sc: Any, res: Any, target: Path, report: bool) -> str:
+    """What `cnsim run` prints after a run: the metrics table (mean, CI,
+    std, min, max over seeds), the transient when there is one, the engine's
+    speed and where the results are, rendered for this terminal."""
+    summary = res.summary_dict()
     t = Table(
         "metric",
         "mean",
@@ -212,7 +236,7 @@ def run(
 
     for k, v in summary["metrics"].items():
         t.add_row(k, fmt(v["mean"]), ci_text(v, fmt), fmt(v["std"]), fmt(v["min"]), fmt(v["max"]))
-    out.print(t)
+    lines: list[Any] = [t]
     agg = summary["aggregates"]
     if "transient_ms" in agg:
         rtt = agg["transient_rtt_ms"]
@@ -220,21 +244,20 @@ def run(
         for name, key in (("transient (knee)", "transient"), ("settling time", "settling")):
             ms = agg.get(f"{key}_ms")
             parts.append(f"{name} " + ("not reached" if ms is None else f"{ms:g} ms = {ms / rtt:.1f} RTTs"))
-        out.print(f"{'; '.join(parts)} (over {len(sc.seeds)} seeds, RTT {rtt:g} ms)")
+        lines.append(f"{'; '.join(parts)} (over {len(sc.seeds)} seeds, RTT {rtt:g} ms)")
         if agg.get("transient_rep_median_ms") is not None:
-            out.print(
+            lines.append(
                 f"knee of each seed's own curve: median {agg['transient_rep_median_ms']:g} ms "
                 f"(quartiles {agg['transient_rep_q1_ms']:g}-{agg['transient_rep_q3_ms']:g}, "
                 f"range {agg['transient_rep_min_ms']:g}-{agg['transient_rep_max_ms']:g})"
             )
     e = summary["engine"]
-    out.print(
+    lines.append(
         f"engine: {e['frames']:,} frames, {e['events']:,} events, {e['wall_s']:.2f} s, "
         f"{(e['frames_delivered_per_s'] or 0) / 1e6:.2f} M delivered frames/s"
     )
-    out.print(f"results: {target}" + (f"  report: {target / 'report.html'}" if report else ""))
-    _print_trace(res, target)
-    _warn_untraced(sc, res)
+    lines.append(f"results: {target}" + (f"  report: {target / 'report.html'}" if report else ""))
+    return out.render(*lines)
 
 
 def _while_running(sc: Any, as_json: bool, report: bool) -> None:
@@ -243,6 +266,8 @@ def _while_running(sc: Any, as_json: bool, report: bool) -> None:
     modules (polars, matplotlib) if it writes one, and, unless the summary is
     printed as JSON, the console that prints it."""
     sc.to_toml()
+    import hashlib  # noqa: F401 - the results' SHA-256 (runid.sha256): OpenSSL's library, a few ms to load
+
     if report:
         import jinja2  # noqa: F401 - loaded now, used after the run
         import polars  # noqa: F401
@@ -600,6 +625,17 @@ def _fluid_into(
     return summary, len(fl.config["flows"]), fl.wall_s
 
 
+def _only(args: list[str]) -> typer.Typer:
+    """The app, with only the command `args` names when it names one: typer
+    builds a click command from every registered function's signature on
+    each start (about 1 ms a command), and a run needs one."""
+    if args and not args[0].startswith("-"):
+        asked = [c for c in app.registered_commands if (c.name or c.callback.__name__) == args[0]]
+        if asked:
+            app.registered_commands[:] = asked
+    return app
+
+
 def main() -> None:
     """Entry point: maps errors to exit codes, never shows a traceback for bad input."""
     import warnings
@@ -617,18 +653,18 @@ def main() -> None:
     warnings.showwarning = show
     try:
         # Not standalone: typer returns the code of a `typer.Exit` (and 130 for Ctrl-C) instead of exiting.
-        code = app(standalone_mode=False)
+        code = _only(sys.argv[1:])(standalone_mode=False)
         if isinstance(code, int) and code:
             if code == 130:  # Ctrl-C: say what was kept, and do not wait for the engine
                 if not _SAID:
                     print_error("interrupted; nothing was saved")
                 exit_now(130)
-            sys.exit(code)
+            finish(code)
     except ScenarioError as e:
         print_error(str(e))
-        sys.exit(2)
+        finish(2)
     except typer.Exit as e:
-        sys.exit(e.exit_code)
+        finish(e.exit_code)
     except (typer.Abort, KeyboardInterrupt):
         print_error("interrupted; nothing was saved")
         exit_now(130)
@@ -642,19 +678,19 @@ def main() -> None:
 
         where = f"{e.filename}: " if e.filename else ""
         print_error(f"{where}{os_cause(e).split(': ', 1)[-1]}; what was being written was not saved")
-        sys.exit(2)
+        finish(2)
     except Exception as e:  # noqa: BLE001
         # Usage errors of typer's click: one line, with where to read more.
         if hasattr(e, "format_message") and isinstance(getattr(e, "exit_code", None), int):
             ctx = getattr(e, "ctx", None)
             where = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
             print_error(f"{e.format_message()}{where}")
-            sys.exit(e.exit_code)
+            finish(e.exit_code)
         if os.environ.get("CNSIM_DEBUG"):
             raise
         print_error(f"{type(e).__name__}: {e}")
-        sys.exit(1)
-    sys.exit(0)
+        finish(1)
+    finish(0)
 
 
 if __name__ == "__main__":

@@ -15,11 +15,30 @@ class _Out:
     _console: Any = None
 
     def print(self, *a: Any, **k: Any) -> None:
+        self.console().print(*a, **k)
+
+    def render(self, *items: Any) -> str:
+        """`items` as `print` would show them, one after another, as text for
+        this terminal (styles included when it shows them), to `write` later."""
+        c = self.console()
+        with c.capture() as captured:
+            for item in items:
+                c.print(item)
+        return captured.get()
+
+    def write(self, text: str) -> None:
+        """Text made by `render`, as it is."""
+        import sys
+
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    def console(self) -> Any:
         if self._console is None:
             from rich.console import Console
 
             self._console = Console(markup=False, emoji=False)
-        self._console.print(*a, **k)
+        return self._console
 
 
 out = _Out()

@@ -27,6 +27,6 @@ def scheme_names() -> list[str]:
 
 def engine_text() -> str:
     """The declarations as the engine gives them now, as the file holds them."""
-    from . import _core
+    import cnsim._core as _core
 
     return json.dumps(json.loads(_core.scheme_declarations()), indent=1) + "\n"

@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from . import _core
+import cnsim._core as _core
+
 from .errors import ScenarioError
 from .tables import Table
 

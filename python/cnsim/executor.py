@@ -10,7 +10,6 @@ import contextlib
 import os
 import sys
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -156,7 +155,7 @@ def _dask_unit(
 ) -> tuple[str, SeedRun]:
     """One replication on a Dask worker (with the worker's engine version);
     a trace is written to `trace_dir`, which the worker must see."""
-    from . import _core
+    import cnsim._core as _core
 
     return _core.version(), run_seed(config, seed, trace_dir=trace_dir, trace_run=trace_run)
 
@@ -197,7 +196,7 @@ class DaskBackend:
             )
             self.client = distributed.Client(self.cluster)
         self.futures: list[Any] = []
-        self.token = uuid.uuid4().hex[:8]
+        self.token = os.urandom(4).hex()
 
     def submit(self, unit: Unit, advance: Any) -> Any:
         key = f"cnsim-{self.token}-{len(self.futures)}-seed{unit.seed}"
@@ -218,7 +217,7 @@ class DaskBackend:
         return iter(self.distributed.as_completed(futures))
 
     def result(self, fut: Any) -> SeedRun:
-        from . import _core
+        import cnsim._core as _core
 
         version, run = fut.result()
         if version != _core.version():

@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from . import _core
+import cnsim._core as _core
+
 from .scenario import PS_PER_US, Scenario, ScenarioError
 
 DEFAULT_STEP_US = 0.1

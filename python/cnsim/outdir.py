@@ -16,8 +16,6 @@ import errno
 import os
 import re
 import shutil
-import tempfile
-import uuid
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -61,7 +59,7 @@ def default_dir(name: str, kind: str = "") -> Path:
     """results/<name><kind>-<timestamp>-<random>, under the current
     directory: unique however many runs start in the same second."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("results") / f"{safe_name(name)}{kind}-{stamp}-{uuid.uuid4().hex[:6]}"
+    return Path("results") / f"{safe_name(name)}{kind}-{stamp}-{os.urandom(3).hex()}"
 
 
 class RunDir:
@@ -137,7 +135,7 @@ class RunDir:
         for p in parent.glob(f"{_OLD}{t.name}-*"):
             shutil.rmtree(p, ignore_errors=True)
         try:
-            self.tmp = parent / f"{_TMP}{t.name}-{uuid.uuid4().hex[:8]}"
+            self.tmp = parent / f"{_TMP}{t.name}-{os.urandom(4).hex()}"
             self.tmp.mkdir()
             probe = self.tmp / ".probe"
             probe.write_bytes(b"cnsim")
@@ -171,7 +169,7 @@ class RunDir:
         assert self.tmp is not None
         old = None
         if self.target.exists():
-            old = self.target.parent / f"{_OLD}{self.target.name}-{uuid.uuid4().hex[:8]}"
+            old = self.target.parent / f"{_OLD}{self.target.name}-{os.urandom(4).hex()}"
             os.rename(self.target, old)
         os.rename(self.tmp, self.target)
         self.tmp = None
@@ -269,6 +267,8 @@ def atomic_write(path: Path, data: str | bytes | Callable[[Path], None]) -> None
     end. `data`: text, bytes, or a function that writes the file it is
     given (a Parquet writer). The file gets the usual permissions (umask),
     not mkstemp's 0600."""
+    import tempfile
+
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     tmp = Path(name)
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +132,7 @@ class Results:
 
     def engine(self) -> dict[str, Any]:
         """Engine figures summed over seeds (wall time is the sum of the runs)."""
-        from . import _core
+        import cnsim._core as _core
 
         ev = sum(r.engine["events"] for r in self.runs)
         wall = sum(r.engine["wall_s"] for r in self.runs)
@@ -484,10 +485,14 @@ class Results:
         rd = RunDir(out, force=force, label="out")
         return rd.save(lambda tmp: self.write(tmp, report=report))
 
-    def write(self, out: str | Path, *, report: bool = True) -> Path:
+    def write(
+        self, out: str | Path, *, report: bool = True, while_writing: Callable[[], None] | None = None
+    ) -> Path:
         """Writes the results files into the existing, empty directory `out`
-        (no checks, not atomic: `save` is)."""
-        from . import _core
+        (no checks, not atomic: `save` is). `while_writing()`: called once
+        in this thread while the engine encodes the time series (`cnsim run`
+        renders its summary there)."""
+        import cnsim._core as _core
 
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
@@ -516,6 +521,8 @@ class Results:
             parquet("nodes.parquet", self._nodes())
             parquet("windows.parquet", self._windows())
             write_parquet(out / "runs.parquet", [_runs_table(self.runs)], metadata=meta)
+            if while_writing is not None:
+                while_writing()
         finally:
             series.wait()  # never a writer left behind in a directory about to be removed
         series.result()

@@ -5,8 +5,6 @@ checks them, and cnsim.trace, whose files carry them too."""
 
 from __future__ import annotations
 
-import hashlib
-
 #: The SHA-256 of the scenario.toml the run was saved with.
 RUN_SHA256 = "cnsim.scenario_sha256"
 #: The run's seeds, a JSON list.
@@ -15,6 +13,8 @@ RUN_SEEDS = "cnsim.seeds"
 
 def sha256(text: str | bytes) -> str:
     """The SHA-256 (hex) of a scenario.toml's text."""
+    import hashlib  # OpenSSL's library, a few ms to load: `cnsim run` loads it while the engine runs
+
     return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
 
 

@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 
 def in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -56,6 +56,31 @@ def exit_now(code: int) -> None:
     _stop_children()
     sys.stdout.flush()
     sys.stderr.flush()
+    os._exit(code)
+
+
+def finish(code: int) -> NoReturn:
+    """Ends a command that has finished: runs the exit handlers (atexit:
+    temporary directories, logging, ...), flushes what it printed and exits
+    without the rest of the interpreter's teardown (a full garbage collection
+    and every module's finalisation: 15-40 ms after a run, spent on objects
+    about to vanish; every file the command wrote is closed by then). Only
+    when nothing else of the process is running; otherwise a normal exit
+    waits for it, as before: a thread that is not a daemon, a child process."""
+    import atexit
+    import threading
+
+    main = threading.main_thread()
+    busy = any(t is not main and not t.daemon for t in threading.enumerate())
+    mp = sys.modules.get("multiprocessing")
+    if busy or (mp is not None and mp.active_children()):
+        sys.exit(code)
+    atexit._run_exitfuncs()  # CPython's own call: what a normal exit runs first
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        sys.exit(code)  # a closed pipe: said as Python says it
     os._exit(code)
 
 

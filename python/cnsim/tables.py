@@ -214,7 +214,7 @@ def write_parquet(
     seed. A column of Python values (a list) is written by its values' type
     (str, int, float; None is null). `metadata`: key-value pairs for the
     file's footer (the run that wrote it)."""
-    from . import _core
+    import cnsim._core as _core
 
     out = []
     for i, t in enumerate(chunks):

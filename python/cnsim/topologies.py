@@ -92,13 +92,13 @@ def topology_params(topo: dict[str, Any]) -> Any:
     gen = topo.get("generator")
     model = GENERATORS.get(gen) if isinstance(gen, str) else None
     if model is None:
-        raise ScenarioError(
-            f"topology.generator: {gen!r} is not allowed; expected one of " + ", ".join(GENERATORS)
+        raise ScenarioError.at(
+            "topology.generator", f"{gen!r} is not allowed; expected one of " + ", ".join(GENERATORS)
         )
     try:
         return model.read(topo, "topology")
     except TableError as e:
-        raise ScenarioError(str(e)) from None
+        raise ScenarioError(str(e), param=e.where) from None
 
 
 # ------------------------------------------------------------------ fat tree
@@ -130,16 +130,16 @@ def fattree(k: int, n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     (d0 .. d_{n-2}); a switch (w, l) connects to (w', l + 1) when w and w'
     differ at most in digit n - 2 - l."""
     if k < 2 or n < 2:
-        raise ScenarioError(f"topology: a fat tree needs k >= 2 and n >= 2 (got k = {k}, n = {n})")
+        raise ScenarioError.at("topology", f"a fat tree needs k >= 2 and n >= 2 (got k = {k}, n = {n})")
     if k**n > MAX_HOSTS:
-        raise ScenarioError(
-            f"topology.k / topology.n: k = {k}, n = {n} gives {k**n} hosts; at most {MAX_HOSTS}"
+        raise ScenarioError.at(
+            "topology.k / topology.n", f"k = {k}, n = {n} gives {k**n} hosts; at most {MAX_HOSTS}"
         )
     directions = 2 * (k**n + (n - 1) * k ** (n - 1) * k)
     if directions > MAX_DIRECTIONS:
-        raise ScenarioError(
-            f"topology.k / topology.n: k = {k}, n = {n} gives {directions:,} link directions; "
-            f"at most {MAX_DIRECTIONS:,}"
+        raise ScenarioError.at(
+            "topology.k / topology.n",
+            f"k = {k}, n = {n} gives {directions:,} link directions; at most {MAX_DIRECTIONS:,}",
         )
     words = list(itertools.product(range(k), repeat=n - 1))
     nodes: list[dict[str, Any]] = [{"name": f"H{d}", "kind": "station"} for d in range(k**n)]
@@ -164,27 +164,28 @@ def leafspine(t: Any, default_gbps: float) -> tuple[list[dict[str, Any]], list[d
     spines S0.., every leaf linked to every spine."""
     hosts = t.leaves * t.hosts_per_leaf
     if hosts > MAX_HOSTS:
-        raise ScenarioError(
-            f"topology.leaves / topology.hosts_per_leaf: {t.leaves} x {t.hosts_per_leaf} = {hosts} hosts; "
-            f"at most {MAX_HOSTS}"
+        raise ScenarioError.at(
+            "topology.leaves / topology.hosts_per_leaf",
+            f"{t.leaves} x {t.hosts_per_leaf} = {hosts} hosts; at most {MAX_HOSTS}",
         )
     if t.spine_gbps is not None and t.oversubscription is not None:
-        raise ScenarioError(
-            "topology.oversubscription: give spine_gbps or oversubscription, not both "
-            "(oversubscription sets spine_gbps)"
+        raise ScenarioError.at(
+            "topology.oversubscription",
+            "give spine_gbps or oversubscription, not both (oversubscription sets spine_gbps)",
         )
     directions = 2 * (hosts + t.leaves * t.spines)
     if directions > MAX_DIRECTIONS:
-        raise ScenarioError(
-            f"topology.leaves / topology.spines: {directions:,} link directions; at most {MAX_DIRECTIONS:,}"
+        raise ScenarioError.at(
+            "topology.leaves / topology.spines", f"{directions:,} link directions; at most {MAX_DIRECTIONS:,}"
         )
     host = t.host_gbps if t.host_gbps is not None else default_gbps
     if t.oversubscription is not None:
         spine = t.hosts_per_leaf * host / (t.spines * t.oversubscription)
         if not MIN_GBPS <= spine <= MAX_GBPS:
-            raise ScenarioError(
-                f"topology.oversubscription: {t.oversubscription:g} gives {spine:g} Gbit/s leaf-spine links; "
-                f"expected {MIN_GBPS:g} to {MAX_GBPS:g}"
+            raise ScenarioError.at(
+                "topology.oversubscription",
+                f"{t.oversubscription:g} gives {spine:g} Gbit/s leaf-spine links; "
+                f"expected {MIN_GBPS:g} to {MAX_GBPS:g}",
             )
     else:
         spine = t.spine_gbps if t.spine_gbps is not None else host
@@ -213,7 +214,7 @@ def apply_traffic(hosts: list[dict[str, Any]], t: Any) -> None:
                 h["dest"] = "uniform"
         return
     if len(hosts) < 2:
-        raise ScenarioError(f"topology.pattern: {t.pattern} needs at least two hosts")
+        raise ScenarioError.at("topology.pattern", f"{t.pattern} needs at least two hosts")
     rng = random.Random(t.pattern_seed)
     if t.pattern == "permutation":
         # Sattolo's shuffle: one cycle through every host, so nobody sends to itself.
@@ -225,9 +226,10 @@ def apply_traffic(hosts: list[dict[str, Any]], t: Any) -> None:
             h["dest"] = names[perm[i]]
     elif t.pattern == "incast":
         if t.fan_in + 1 > len(hosts):
-            raise ScenarioError(
-                f"topology.fan_in: {t.fan_in} is not allowed; an incast group of {t.fan_in} senders and a "
-                f"receiver needs {t.fan_in + 1} hosts, the fabric has {len(hosts)}"
+            raise ScenarioError.at(
+                "topology.fan_in",
+                f"{t.fan_in} is not allowed; an incast group of {t.fan_in} senders and a "
+                f"receiver needs {t.fan_in + 1} hosts, the fabric has {len(hosts)}",
             )
         order = list(range(len(hosts)))
         rng.shuffle(order)
@@ -243,8 +245,8 @@ def apply_traffic(hosts: list[dict[str, Any]], t: Any) -> None:
             hosts[i]["load"] = 0.0  # left over: in no group
     else:  # hotspot
         if t.hot_host not in names:
-            raise ScenarioError(
-                f"topology.hot_host: {t.hot_host!r} is not a host of the fabric (H0..H{len(names) - 1})"
+            raise ScenarioError.at(
+                "topology.hot_host", f"{t.hot_host!r} is not a host of the fabric (H0..H{len(names) - 1})"
             )
         for h in hosts:
             h["dest"] = {"hotspot": t.hot_host, "fraction": t.hot_fraction}
@@ -265,14 +267,15 @@ def innocent(
     Severity is constant: the contending sources share `congesting_gbps`,
     the innocent ones `innocent_gbps`."""
     if variant not in INNOCENT_K:
-        raise ScenarioError(f"topology.variant: {variant!r} is not allowed; expected one of A, B, C")
+        raise ScenarioError.at("topology.variant", f"{variant!r} is not allowed; expected one of A, B, C")
     k = INNOCENT_K[variant]
     edges = degree // k
     if degree % k or edges * rate_gbps < congesting_gbps + innocent_gbps or edges < 1:
         need = max(k, math.ceil((congesting_gbps + innocent_gbps) / rate_gbps) * k)
-        raise ScenarioError(
-            f"topology.degree: {degree} is not allowed; topology {variant} needs a multiple of {k}, "
-            f"at least {need} (each uplink carries {congesting_gbps + innocent_gbps:g} / E Gbit/s)"
+        raise ScenarioError.at(
+            "topology.degree",
+            f"{degree} is not allowed; topology {variant} needs a multiple of {k}, "
+            f"at least {need} (each uplink carries {congesting_gbps + innocent_gbps:g} / E Gbit/s)",
         )
     hot = congesting_gbps / degree / rate_gbps
     cold = innocent_gbps / degree / rate_gbps
@@ -321,8 +324,8 @@ def expand(raw: dict[str, Any]) -> dict[str, Any]:
     out = dict(raw)
     for key in ("nodes", "links"):
         if not isinstance(raw.get(key) or [], list):
-            raise ScenarioError(
-                f"{key}: {raw[key]!r} is not allowed; expected an array of tables ([[{key}]])"
+            raise ScenarioError.at(
+                f"{key}", f"{raw[key]!r} is not allowed; expected an array of tables ([[{key}]])"
             )
     by_name = {nd["name"]: dict(nd) for nd in nodes}
     extra_nodes = []
@@ -358,6 +361,6 @@ def routing_for(routing: str, topology: dict[str, Any] | None) -> dict[str, Any]
     if routing == "fattree":
         t = topology_params(topology) if topology else None
         if not isinstance(t, FatTreeTopology):
-            raise ScenarioError("routing: 'fattree' needs a [topology] with generator = \"fattree\"")
+            raise ScenarioError.at("routing", "'fattree' needs a [topology] with generator = \"fattree\"")
         return {"kind": "fattree", "k": t.k}
-    raise ScenarioError(f"routing: {routing!r} is not allowed; expected shortest_path, ecmp or fattree")
+    raise ScenarioError.at("routing", f"{routing!r} is not allowed; expected shortest_path, ecmp or fattree")

@@ -8,7 +8,8 @@ use crate::params::{num, Table};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-pub use crate::error::{err, ConfigError};
+pub use crate::error::{fail, ConfigError};
+pub use crate::scheme::params::SchemeConfig;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -459,58 +460,6 @@ impl Default for PauseConfig {
     }
 }
 
-/// The congestion-management scheme of the run.
-/// The congestion-management scheme: its name and its parameters. Each
-/// scheme reads (and checks) its own parameters, so a new scheme adds no
-/// field here.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct SchemeConfig {
-    /// `nocm`, `bcn`, `qcn`, `dcqcn`, ... (`scheme::build`).
-    pub name: String,
-    /// The parameter table as the user named it (`ecm`, `qcn2pt`, ...), for
-    /// error messages; default: `name`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub table: Option<String>,
-    /// The scheme's parameters, in the scheme's own units.
-    #[serde(flatten)]
-    pub params: serde_json::Map<String, serde_json::Value>,
-}
-
-impl SchemeConfig {
-    /// No congestion management.
-    pub fn nocm() -> SchemeConfig {
-        SchemeConfig {
-            name: "nocm".into(),
-            ..SchemeConfig::default()
-        }
-    }
-
-    /// Scheme `name` with parameters `params` (any serialisable parameter struct).
-    pub fn of<P: Serialize>(name: &str, params: &P) -> SchemeConfig {
-        let params = match serde_json::to_value(params) {
-            Ok(serde_json::Value::Object(m)) => m,
-            _ => serde_json::Map::new(),
-        };
-        SchemeConfig {
-            name: name.into(),
-            table: None,
-            params,
-        }
-    }
-
-    /// The table name errors use.
-    pub fn table(&self) -> &str {
-        self.table.as_deref().unwrap_or(&self.name)
-    }
-
-    /// The parameters as the scheme's struct: unknown keys and wrong types
-    /// are errors naming `table.key`.
-    pub fn parse<P: serde::de::DeserializeOwned>(&self) -> Result<P, ConfigError> {
-        let v = serde_json::Value::Object(self.params.clone());
-        serde_path_to_error::deserialize(v).map_err(|e| ConfigError::at(self.table(), e))
-    }
-}
-
 impl SimConfig {
     /// A config of this topology with the engine's defaults: 100 us bins, the
     /// whole run as the measure window, 1500 / 64-byte frames, PAUSE off, no
@@ -572,7 +521,7 @@ impl SimConfig {
         };
         crate::sections::top().check("", &top)?;
         if self.windows.is_empty() {
-            return err("measure: at least the measure window is required");
+            return fail("measure", "at least the measure window is required");
         }
         // Each window against its declaration (`sections::measure`,
         // `sections::window`: ranges, start_ms < end_ms), then inside the run.
@@ -588,11 +537,14 @@ impl SimConfig {
             table.check(&label, &values)?;
             if w.end_ps > self.duration_ps {
                 // A window past the end may be the run's length at fault: name both.
-                return err(format!(
-                    "{label}.end_ms / duration_ms: {} / {} not allowed; expected a window inside the run (end_ms <= duration_ms)",
-                    num(ms(w.end_ps)),
-                    num(ms(self.duration_ps))
-                ));
+                return fail(
+                    format!("{label}.end_ms / duration_ms"),
+                    format!(
+                        "{} / {} not allowed; expected a window inside the run (end_ms <= duration_ms)",
+                        num(ms(w.end_ps)),
+                        num(ms(self.duration_ps))
+                    ),
+                );
             }
         }
         self.check_sections()?;
@@ -600,14 +552,14 @@ impl SimConfig {
         // of them can overflow (the Python layer declares the same limits).
         let time = |v: Time, what: String| {
             if v > MAX_TIME_PS {
-                err(format!("{what}: {v} ps is not allowed; expected at most {MAX_TIME_PS} ps"))
+                fail(what, format!("{v} ps is not allowed; expected at most {MAX_TIME_PS} ps"))
             } else {
                 Ok(())
             }
         };
         let size = |v: u64, what: String| {
             if v > MAX_BYTES {
-                err(format!("{what}: {v} is not allowed; expected at most {MAX_BYTES} bytes"))
+                fail(what, format!("{v} is not allowed; expected at most {MAX_BYTES} bytes"))
             } else {
                 Ok(())
             }
@@ -671,29 +623,30 @@ impl SimConfig {
         // config's: their sizes, times and CDF within the engine's units.
         for (i, f) in t.flows.iter().enumerate() {
             if f.size_bytes == 0 {
-                return err(format!("flows[{i}].size_bytes: 0 is not allowed; expected at least 1 byte"));
+                return fail(format!("flows[{i}].size_bytes"), "0 is not allowed; expected at least 1 byte");
             }
             size(f.size_bytes, format!("flows[{i}].size_bytes"))?;
             time(f.start_ps, format!("flows[{i}].start_ms"))?;
             if f.src == f.dst {
-                return err(format!("flows[{i}]: src and dst are both '{}'", f.src));
+                return fail(format!("flows[{i}]"), format!("src and dst are both '{}'", f.src));
             }
         }
         for (i, a) in t.arrivals.iter().enumerate() {
             if !(a.rate_per_s > 0.0 && a.rate_per_s.is_finite()) {
-                return err(format!(
-                    "workload.load: arrivals[{i}] rate {} flows/s is not allowed; expected > 0",
-                    a.rate_per_s
-                ));
+                return fail(
+                    "workload.load",
+                    format!("arrivals[{i}] rate {} flows/s is not allowed; expected > 0", a.rate_per_s),
+                );
             }
             if a.stations.len() < 2 {
-                return err(format!("workload: arrivals[{i}] need at least 2 stations"));
+                return fail("workload", format!("arrivals[{i}] need at least 2 stations"));
             }
             let mut seen = std::collections::HashSet::new();
             if let Some(twice) = a.stations.iter().find(|s| !seen.insert(s.as_str())) {
-                return err(format!(
-                    "workload.hosts: '{twice}' is listed twice (arrivals[{i}].stations); each host takes part once"
-                ));
+                return fail(
+                    "workload.hosts",
+                    format!("'{twice}' is listed twice (arrivals[{i}].stations); each host takes part once"),
+                );
             }
             check_cdf(&a.cdf).map_err(|e| ConfigError::new("workload.cdf", e.to_string()))?;
             // Flow ids index events: a process expected to draw more flows
@@ -701,12 +654,7 @@ impl SimConfig {
             let secs = a.end_ps.min(self.duration_ps).saturating_sub(a.start_ps) as f64 / PS_PER_S as f64;
             let expected = a.rate_per_s * a.stations.len() as f64 * secs;
             if expected > crate::engine::queue::MAX_INDEX as f64 {
-                return err(format!(
-                    "workload: arrivals[{i}] would start about {expected:.3e} flows ({} flows/s at each of {} stations for {secs} s), more than the engine indexes ({}); lower workload.load or the arrival window",
-                    a.rate_per_s,
-                    a.stations.len(),
-                    crate::engine::queue::MAX_INDEX
-                ));
+                return fail("workload", format!("arrivals[{i}] would start about {expected:.3e} flows ({} flows/s at each of {} stations for {secs} s), more than the engine indexes ({}); lower workload.load or the arrival window", a.rate_per_s, a.stations.len(), crate::engine::queue::MAX_INDEX));
             }
         }
         // A station's load against a node's declaration (`sections::node`);
@@ -723,7 +671,7 @@ impl SimConfig {
                     || weights.iter().any(|(_, w)| !(*w >= 0.0 && w.is_finite()))
                     || weights.iter().all(|(_, w)| *w == 0.0)
                 {
-                    return err(format!("nodes.{}.dest: weights must be >= 0, finite and not all 0", s.name));
+                    return fail(format!("nodes.{}.dest", s.name), "weights must be >= 0, finite and not all 0");
                 }
             }
         }
@@ -824,4 +772,28 @@ pub fn check_cdf(cdf: &[(f64, f64)]) -> Result<(), String> {
         return Err("the last probability must be 1".into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sections;
+
+    #[test]
+    /// (Here, not in sections.rs: the declarations sit below the config.)
+    fn the_engine_defaults_are_the_declared_ones() {
+        let p = PauseConfig::default();
+        let d = sections::pause().defaults();
+        assert_eq!(
+            (p.xoff_bytes, p.xon_bytes, p.quanta as u64),
+            (
+                d["xoff_bytes"].as_u64().unwrap(),
+                d["xon_bytes"].as_u64().unwrap(),
+                d["quanta"].as_u64().unwrap()
+            )
+        );
+        assert_eq!(sections::defaults().defaults()["frame_bytes"], 1500);
+        let c = SimConfig::new(1, vec![], vec![], vec![], vec![]);
+        assert_eq!(json!(c.max_series_keys), sections::stats().defaults()["max_series_keys"]);
+    }
 }

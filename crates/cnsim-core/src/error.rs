@@ -5,9 +5,12 @@
 use std::fmt;
 
 /// A configuration error: the parameter at fault as a dotted path in the
-/// user's names (`timely.min_rate_mbps`, `events[3].node`, `links`; empty
-/// when no single parameter is) and what is wrong with it. Shown to the user
-/// as one line, `path: message`; the Python layer keeps the path.
+/// user's names (`timely.min_rate_mbps`, `events[3].node`, `links`; a rule
+/// over several parameters names them all, `pause.xon_bytes /
+/// pause.xoff_bytes`; empty when no parameter is) and what is wrong with it.
+/// The two are kept apart from where the error is made: the path is never
+/// read back from the text. Shown to the user as one line, `path: message`;
+/// the Python layer keeps the path (`EngineConfigError.path`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", self.line())]
 pub struct ConfigError {
@@ -20,17 +23,6 @@ impl ConfigError {
         ConfigError {
             path: path.into(),
             message: message.into(),
-        }
-    }
-
-    /// An error from its one-line text `path: message`, the form every
-    /// engine check writes: the path is what comes before the first ": "
-    /// when it is a parameter's name (no spaces), else the error has none.
-    pub fn parse(text: impl Into<String>) -> ConfigError {
-        let text = text.into();
-        match text.split_once(": ") {
-            Some((path, message)) if !path.is_empty() && !path.contains(char::is_whitespace) => ConfigError::new(path, message),
-            _ => ConfigError::new("", text),
         }
     }
 
@@ -56,6 +48,9 @@ impl ConfigError {
     }
 }
 
-pub fn err<T>(msg: impl Into<String>) -> Result<T, ConfigError> {
-    Err(ConfigError::parse(msg))
+/// Fails with the error at `path` (a parameter's dotted name, or the names
+/// of every parameter a rule involves joined by ` / `; empty when no single
+/// parameter is at fault): `Err(ConfigError::new(path, message))`.
+pub fn fail<T>(path: impl Into<String>, message: impl Into<String>) -> Result<T, ConfigError> {
+    Err(ConfigError::new(path, message))
 }

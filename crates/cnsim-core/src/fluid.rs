@@ -12,7 +12,7 @@
 //! below the 8 us loop of the baseline); delays are whole steps, read from
 //! ring buffers of the past queue and rates.
 
-use crate::config::{err, ConfigError, SchemeConfig};
+use crate::config::{fail, ConfigError, SchemeConfig};
 use crate::engine::{Time, PS_PER_US};
 use crate::scheme::bcn::{Bcn, BcnParams};
 use crate::scheme::dcqcn::Dcqcn;
@@ -170,7 +170,7 @@ fn law_of(s: &SchemeConfig) -> Result<Law, ConfigError> {
         "bcn" => {
             let b = Bcn::from_config(s)?;
             if b.params().bcn00 {
-                return err("fluid: scheme.bcn00: BCN(0,0) stop messages have no fluid model here");
+                return fail("fluid", "scheme.bcn00: BCN(0,0) stop messages have no fluid model here");
             }
             Law::Bcn(b)
         }
@@ -180,11 +180,14 @@ fn law_of(s: &SchemeConfig) -> Result<Law, ConfigError> {
         "qcn" => {
             let q = Qcn::from_config(s)?;
             if q.params().three_point {
-                return err("fluid: scheme.three_point: the three-point reflection has no fluid model here; use qcn or qcn2pt");
+                return fail(
+                    "fluid",
+                    "scheme.three_point: the three-point reflection has no fluid model here; use qcn or qcn2pt",
+                );
             }
             Law::Qcn(q)
         }
-        other => return err(format!("fluid: scheme '{other}' has no fluid model here")),
+        other => return fail("fluid", format!("scheme '{other}' has no fluid model here")),
     })
 }
 
@@ -193,17 +196,17 @@ pub fn integrate(cfg: &FluidConfig) -> Result<FluidResult, ConfigError> {
     let law = law_of(&cfg.scheme)?;
     let positive = |v: f64| v > 0.0 && v.is_finite();
     if !positive(cfg.capacity_bps) || !positive(cfg.buffer_bytes) || !positive(cfg.frame_bytes) {
-        return err("fluid: capacity_bps, buffer_bytes and frame_bytes must be > 0");
+        return fail("fluid", "capacity_bps, buffer_bytes and frame_bytes must be > 0");
     }
     if cfg.step_ps == 0 || cfg.bin_ps < cfg.step_ps || cfg.duration_ps < cfg.bin_ps {
-        return err("fluid: need 0 < step_ps <= bin_ps <= duration_ps");
+        return fail("fluid", "need 0 < step_ps <= bin_ps <= duration_ps");
     }
     if cfg.flows.is_empty() {
-        return err("fluid: no flows");
+        return fail("fluid", "no flows");
     }
     for f in &cfg.flows {
         if !(positive(f.offered_bps) || f.offered_bps == 0.0) || !positive(f.line_rate_bps) {
-            return err(format!("fluid: flow {}: offered_bps must be >= 0 and line_rate_bps > 0", f.name));
+            return fail("fluid", format!("flow {}: offered_bps must be >= 0 and line_rate_bps > 0", f.name));
         }
     }
     let dt = cfg.step_ps as f64 * 1e-12;

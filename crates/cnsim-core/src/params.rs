@@ -18,7 +18,7 @@
 //! Parameters are in the user's units; [`Unit::to_engine`] converts a value
 //! to the engine's integer units (picoseconds, bit/s, bytes).
 
-use crate::error::{err, ConfigError};
+use crate::error::{fail, ConfigError};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
@@ -492,7 +492,7 @@ impl Table {
         for (k, v) in given {
             let Some(p) = self.get(k) else {
                 let known: Vec<&str> = self.params.iter().filter(|p| !p.fixed).map(|p| p.name).collect();
-                return err(format!("{}: unknown parameter; known: {}", at(k), known.join(", ")));
+                return fail(at(k), format!("unknown parameter; known: {}", known.join(", ")));
             };
             let shown = shown(v);
             if v.is_null() && p.unset.is_some() {
@@ -540,23 +540,18 @@ impl Table {
                 Kind::Opaque(_) => None,
             };
             if let Some(e) = expected {
-                return err(format!("{}: {shown} is not allowed; expected {}", at(k), e.trim_end()));
+                return fail(at(k), format!("{shown} is not allowed; expected {}", e.trim_end()));
             }
             values.insert(k.clone(), v.clone());
         }
         if let Some(p) = self.params.iter().find(|p| p.required && values[p.name].is_null()) {
-            return err(format!("{}: required parameter is missing", at(p.name)));
+            return fail(at(p.name), "required parameter is missing");
         }
         for r in &self.rules {
             if !(r.holds)(&Values(&values)) {
                 let names: Vec<String> = r.params.iter().map(|p| at(p)).collect();
                 let shown: Vec<String> = r.params.iter().map(|p| shown(&values[*p])).collect();
-                return err(format!(
-                    "{}: {} not allowed; expected {}",
-                    names.join(" / "),
-                    shown.join(" / "),
-                    r.text
-                ));
+                return fail(names.join(" / "), format!("{} not allowed; expected {}", shown.join(" / "), r.text));
             }
         }
         Ok(values)

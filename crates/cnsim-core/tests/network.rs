@@ -450,3 +450,92 @@ fn a_config_that_does_not_parse_names_the_field() {
     let e = cnsim_core::SimConfig::from_json(&v.to_string()).unwrap_err();
     assert_eq!(e.path, "links[1].rate_bps");
 }
+
+/// Every module that refuses a config keeps the parameter at fault apart
+/// from what is wrong (nothing reads a path back out of a message): the path
+/// is the parameter's dotted name, the message does not repeat it, and the
+/// one line users see is `path: message`.
+#[test]
+fn every_config_error_names_its_parameter_apart_from_its_text() {
+    let base = line(0.5, PS_PER_MS, (10_000_000_000, 0), (10_000_000_000, 0), 0);
+    let check = |e: cnsim_core::error::ConfigError, path: &str| {
+        assert_eq!(e.path, path, "{e:?}");
+        assert!(!e.message.is_empty() && !e.message.starts_with(path), "{e:?}");
+        assert_eq!(e.line(), format!("{}: {}", e.path, e.message));
+        assert_eq!(e.to_string(), e.line());
+    };
+    let refused = |f: &dyn Fn(&mut SimConfig)| {
+        let mut c = base.clone();
+        f(&mut c);
+        Sim::new(&c, 0).err().expect("a bad config is refused")
+    };
+    // config.rs
+    check(refused(&|c| c.stations[0].load = -0.1), "nodes.S.load");
+    // net/topology.rs, with a node name holding a space (it once hid the path)
+    check(
+        refused(&|c| {
+            c.stations[0].name = "S 1".into();
+            c.links[0].a = "S 1".into();
+            c.stations[0].dest = DestConfig::Fixed { node: "S 1".into() };
+        }),
+        "nodes.S 1.dest",
+    );
+    check(refused(&|c| c.links.push(link("S", "B", 1, 0))), "links");
+    // net/build.rs (the line already starts its source: this event is the second)
+    check(refused(&|c| c.cp_ports = vec!["B->X".into()]), "cp_ports");
+    check(
+        refused(&|c| {
+            c.events.push(EventConfig::Start {
+                at_ps: 0,
+                node: "X".into(),
+            })
+        }),
+        "events[1].node",
+    );
+    // net/routing.rs
+    check(refused(&|c| c.routing = RoutingConfig::Fattree { k: 1 }), "routing");
+    // net/sim_transport.rs
+    check(
+        refused(&|c| {
+            c.transport.flows.push(FlowConfig {
+                src: "X".into(),
+                dst: "D".into(),
+                size_bytes: 1000,
+                start_ps: 0,
+            })
+        }),
+        "flows[0].src",
+    );
+    // trace/record.rs
+    check(refused(&|c| c.trace.snaplen = 1), "trace.snaplen");
+    // params.rs: a rule names every parameter it involves
+    check(
+        refused(&|c| {
+            c.pause.enabled = true;
+            c.pause.xon_bytes = c.pause.xoff_bytes + 1
+        }),
+        "pause.xon_bytes / pause.xoff_bytes",
+    );
+    // scheme/mod.rs and a scheme's own table
+    check(refused(&|c| c.scheme.name = "nope".into()), "scheme");
+    check(
+        refused(&|c| {
+            c.scheme.params.insert("x".into(), 1.into());
+        }),
+        "nocm",
+    );
+    // sections.rs
+    let written = serde_json::json!({"hotspot": 3});
+    check(
+        cnsim_core::sections::check_written(written.as_object().unwrap()).unwrap_err(),
+        "hotspot",
+    );
+    // fluid.rs
+    // (a fluid model with no flows)
+    let fluid = cnsim_core::fluid::FluidConfig::from_json(
+        r#"{"capacity_bps": 1e10, "buffer_bytes": 1e5, "duration_ps": 1000000, "bin_ps": 1000, "step_ps": 100,
+            "frame_bytes": 1500, "flows": [], "scheme": {"name": "qcn"}}"#,
+    )
+    .expect("a fluid config");
+    check(cnsim_core::fluid::integrate(&fluid).unwrap_err(), "fluid");
+}

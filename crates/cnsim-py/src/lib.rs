@@ -488,7 +488,7 @@ fn check_sections(py: Python<'_>, written: &Bound<'_, PyDict>) -> PyResult<()> {
 /// table. `cnsim.schemes` and `cnsim.sections` build their models from it.
 #[pyfunction]
 fn scheme_declarations() -> String {
-    let mut d = cnsim_core::scheme::params::declarations();
+    let mut d = cnsim_core::scheme::declarations();
     d["sections"] = cnsim_core::sections::tables().iter().map(|t| t.to_json()).collect();
     // Each scheme also says whether the fluid model integrates it.
     if let Some(schemes) = d["schemes"].as_array_mut() {

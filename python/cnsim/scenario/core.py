@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import ScenarioError
+from ..errors import ScenarioError, param_of
 from ..records import TableError
 from ..schemes import SCHEMES, TABLES
 from ..topologies import expand as expand_topology
@@ -18,7 +18,6 @@ from ..topologies import routing_for, topology_params
 from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, NODE, HotspotDest, Node, read
 from .overrides import _fit_windows, _seeds_value, _table, name_sets, set_dotted
 from .resolve import resolve
-from .show import commented_toml
 
 #: A node's own keys, as the engine declares them (`sections::node`).
 NODE_KEYS = tuple(q["name"] for q in NODE["params"])
@@ -60,9 +59,10 @@ class Scenario:
             table = raw.get("pause")
             file_off = scheme is None and isinstance(table, dict) and table.get("enabled") is False
             if pause is False or (pause is None and file_off):
-                raise ScenarioError(
-                    "scheme / pause: scheme 'pause' is nocm with PAUSE on, and PAUSE is asked off "
-                    "(--no-pause or pause.enabled = false); give scheme nocm without PAUSE, or PAUSE on"
+                raise ScenarioError.at(
+                    "scheme / pause",
+                    "scheme 'pause' is nocm with PAUSE on, and PAUSE is asked off "
+                    "(--no-pause or pause.enabled = false); give scheme nocm without PAUSE, or PAUSE on",
                 )
             raw["scheme"] = "nocm"
             if pause_table:
@@ -79,22 +79,24 @@ class Scenario:
         try:
             self.model = read(expanded)
         except TableError as e:
-            raise ScenarioError(str(e)) from None
+            raise ScenarioError(str(e), param=e.where) from None
         if self.model.scheme not in SCHEMES:
-            raise ScenarioError(
-                f"scheme: {self.model.scheme!r} is not a known scheme; known: {', '.join(SCHEMES)}"
+            raise ScenarioError.at(
+                "scheme", f"{self.model.scheme!r} is not a known scheme; known: {', '.join(SCHEMES)}"
             )
         # Seeds are declared in the engine (sections::top) but never reach
         # it: their range and distinctness are checked here.
         s = self.model.seeds
         if isinstance(s, int) and s > MAX_SEEDS:
-            raise ScenarioError(f"seeds: {s} is not allowed; expected at most {MAX_SEEDS:,} replications")
+            raise ScenarioError.at(
+                "seeds", f"{s} is not allowed; expected at most {MAX_SEEDS:,} replications"
+            )
         self.seeds: list[int] = list(range(s)) if isinstance(s, int) else list(s)
         if not self.seeds:
-            raise ScenarioError(f"seeds: {s} is not allowed; at least one seed is needed")
+            raise ScenarioError.at("seeds", f"{s} is not allowed; at least one seed is needed")
         if any(not 0 <= x < 2**63 for x in self.seeds) or len(set(self.seeds)) != len(self.seeds):
-            raise ScenarioError(
-                f"seeds: {s} is not allowed; expected a count >= 1 or distinct integers >= 0 and < 2**63"
+            raise ScenarioError.at(
+                "seeds", f"{s} is not allowed; expected a count >= 1 or distinct integers >= 0 and < 2**63"
             )
         self._check()
 
@@ -181,6 +183,8 @@ class Scenario:
         text = self._toml.get(comments)
         if text is None:
             if comments:
+                from .show import commented_toml  # its TOML writer: only for a text
+
                 text = commented_toml(self.resolved_raw(), self)
             else:
                 import tomli_w
@@ -195,17 +199,18 @@ class Scenario:
         names: dict[str, Node] = {}
         for n in m.nodes:
             if n.name in names:
-                raise ScenarioError(f"nodes.{n.name}: duplicate node name")
+                raise ScenarioError.at(f"nodes.{n.name}", "duplicate node name")
             if "->" in n.name or "|" in n.name:
-                raise ScenarioError(f"nodes.{n.name}: names cannot contain '->' or '|'")
+                raise ScenarioError.at(f"nodes.{n.name}", "names cannot contain '->' or '|'")
             names[n.name] = n
             other = _BRIDGE_ONLY if n.kind == "station" else _STATION_ONLY
             wrong = sorted(set(other) & n.fields_set)
             if wrong:
-                raise ScenarioError(
-                    f"nodes.{n.name}.{wrong[0]}: not a parameter of a {n.kind}; "
+                raise ScenarioError.at(
+                    f"nodes.{n.name}.{wrong[0]}",
+                    f"not a parameter of a {n.kind}; "
                     f"a {n.kind} takes: name, kind, "
-                    + ", ".join(_STATION_ONLY if n.kind == "station" else _BRIDGE_ONLY)
+                    + ", ".join(_STATION_ONLY if n.kind == "station" else _BRIDGE_ONLY),
                 )
             # start_ms < stop_ms is the engine's declared rule (sections::node),
             # asked with the nodes that set stop_ms (`_written_sections`).
@@ -216,69 +221,77 @@ class Scenario:
             size = n.buffer_bytes if own else m.bridge.buffer_bytes
             if size < m.defaults.frame_bytes:
                 where = f"nodes.{n.name}.buffer_bytes" if own else "bridge.buffer_bytes"
-                raise ScenarioError(
-                    f"{where}: {size} is not allowed; a bridge buffer must hold one "
-                    f"{m.defaults.frame_bytes}-byte frame (defaults.frame_bytes)"
+                raise ScenarioError.at(
+                    f"{where}",
+                    f"{size} is not allowed; a bridge buffer must hold one "
+                    f"{m.defaults.frame_bytes}-byte frame (defaults.frame_bytes)",
                 )
         stations = [n for n in m.nodes if n.kind == "station"]
         if not stations:
-            raise ScenarioError("nodes: a scenario needs at least one station")
+            raise ScenarioError.at("nodes", "a scenario needs at least one station")
         adj: dict[str, list[str]] = {n: [] for n in names}
         seen: set[frozenset[str]] = set()
         for link in m.links:
             for end in (link.a, link.b):
                 if end not in names:
-                    raise ScenarioError(
-                        f"links.{link.a}-{link.b}: unknown node '{end}'; nodes: " + ", ".join(names)
+                    raise ScenarioError.at(
+                        f"links.{link.a}-{link.b}", f"unknown node '{end}'; nodes: " + ", ".join(names)
                     )
             if link.a == link.b:
-                raise ScenarioError(f"links.{link.a}-{link.b}: a link needs two different nodes")
+                raise ScenarioError.at(f"links.{link.a}-{link.b}", "a link needs two different nodes")
             key = frozenset((link.a, link.b))
             if key in seen:
-                raise ScenarioError(f"links.{link.a}-{link.b}: duplicate link")
+                raise ScenarioError.at(f"links.{link.a}-{link.b}", "duplicate link")
             seen.add(key)
             adj[link.a].append(link.b)
             adj[link.b].append(link.a)
         for n in m.nodes:
             if n.kind == "bridge" and n.ports is not None and len(adj[n.name]) > n.ports:
-                raise ScenarioError(f"nodes.{n.name}: {len(adj[n.name])} links exceed its {n.ports} ports")
+                raise ScenarioError.at(
+                    f"nodes.{n.name}", f"{len(adj[n.name])} links exceed its {n.ports} ports"
+                )
         for s in stations:
             if len(adj[s.name]) != 1:
-                raise ScenarioError(
-                    f"nodes.{s.name}: a station needs exactly one link, it has {len(adj[s.name])}"
+                raise ScenarioError.at(
+                    f"nodes.{s.name}", f"a station needs exactly one link, it has {len(adj[s.name])}"
                 )
             if isinstance(s.dest, str) and s.dest != "uniform":
                 d = names.get(s.dest)
                 if d is None:
-                    raise ScenarioError(
-                        f"nodes.{s.name}.dest: unknown node '{s.dest}'; expected another "
-                        "station, 'uniform' or a table of weights"
+                    raise ScenarioError.at(
+                        f"nodes.{s.name}.dest",
+                        f"unknown node '{s.dest}'; expected another station, 'uniform' or a table of weights",
                     )
                 if d.kind != "station" or d.name == s.name:
-                    raise ScenarioError(
-                        f"nodes.{s.name}.dest: '{s.dest}' is not another station; expected another "
-                        "station, 'uniform' or a table of weights"
+                    raise ScenarioError.at(
+                        f"nodes.{s.name}.dest",
+                        f"'{s.dest}' is not another station; expected another "
+                        "station, 'uniform' or a table of weights",
                     )
             elif isinstance(s.dest, HotspotDest):
                 d = names.get(s.dest.hotspot)
                 if d is None or d.kind != "station":
-                    raise ScenarioError(
-                        f"nodes.{s.name}.dest.hotspot: '{s.dest.hotspot}' is not a station of the scenario"
+                    raise ScenarioError.at(
+                        f"nodes.{s.name}.dest.hotspot", f"'{s.dest.hotspot}' is not a station of the scenario"
                     )
                 if len(stations) < 2 and s.load > 0:
-                    raise ScenarioError(f"nodes.{s.name}.dest: a hotspot needs at least one other station")
+                    raise ScenarioError.at(
+                        f"nodes.{s.name}.dest", "a hotspot needs at least one other station"
+                    )
             elif isinstance(s.dest, dict):
                 if not s.dest or sum(s.dest.values()) <= 0:
-                    raise ScenarioError(f"nodes.{s.name}.dest: expected at least one positive weight")
+                    raise ScenarioError.at(f"nodes.{s.name}.dest", "expected at least one positive weight")
                 for dn, w in s.dest.items():
                     if dn not in names or names[dn].kind != "station" or dn == s.name:
-                        raise ScenarioError(f"nodes.{s.name}.dest.{dn}: not another station of the scenario")
+                        raise ScenarioError.at(
+                            f"nodes.{s.name}.dest.{dn}", "not another station of the scenario"
+                        )
                     if w < 0:
-                        raise ScenarioError(
-                            f"nodes.{s.name}.dest.{dn}: {w} is not allowed; expected a weight >= 0"
+                        raise ScenarioError.at(
+                            f"nodes.{s.name}.dest.{dn}", f"{w} is not allowed; expected a weight >= 0"
                         )
             elif len(stations) < 2 and s.load > 0:
-                raise ScenarioError(f"nodes.{s.name}.dest: 'uniform' needs at least one other station")
+                raise ScenarioError.at(f"nodes.{s.name}.dest", "'uniform' needs at least one other station")
         # Reachability through bridges (stations do not forward): one
         # component label per node, so that thousands of hosts cost no more
         # than one pass over the links.
@@ -303,8 +316,8 @@ class Scenario:
                 dests += [t.name for t in stations if t.name != s.name]
             for d in dests:
                 if comp[d] != comp[s.name]:
-                    raise ScenarioError(
-                        f"nodes.{s.name}.dest: {d} is not reachable from {s.name} (disconnected topology)"
+                    raise ScenarioError.at(
+                        f"nodes.{s.name}.dest", f"{d} is not reachable from {s.name} (disconnected topology)"
                     )
         routing_for(m.routing, m.topology)  # fattree routing needs a fat tree
         # duration_ms / bin_us (at most MAX_BINS bins) is the engine's rule
@@ -313,17 +326,17 @@ class Scenario:
         # rules (crates/cnsim-core/src/sections.rs, config.rs); the reserved
         # name is the file's own.
         if "measure" in m.windows:
-            raise ScenarioError("windows.measure: reserved name; use [measure]")
+            raise ScenarioError.at("windows.measure", "reserved name; use [measure]")
         if m.fairness and m.fairness.window not in m.windows:
-            raise ScenarioError(
-                f"fairness.window: no window named '{m.fairness.window}'; windows: "
-                + (", ".join(m.windows) or "none")
+            raise ScenarioError.at(
+                "fairness.window",
+                f"no window named '{m.fairness.window}'; windows: " + (", ".join(m.windows) or "none"),
             )
         if m.utilization:
             if m.utilization.window not in m.windows:
-                raise ScenarioError(
-                    f"utilization.window: no window named '{m.utilization.window}'; windows: "
-                    + (", ".join(m.windows) or "none")
+                raise ScenarioError.at(
+                    "utilization.window",
+                    f"no window named '{m.utilization.window}'; windows: " + (", ".join(m.windows) or "none"),
                 )
             _port(m.utilization.link, "utilization.link", adj)
         # [hotspot]'s and [[events]]' own rules (start_ms < end_ms, a rate of
@@ -335,21 +348,23 @@ class Scenario:
         if m.hotspot:
             h = m.hotspot
             if h.node not in names or names[h.node].kind != "station":
-                raise ScenarioError(
-                    f"hotspot.node: '{h.node}' is not allowed; expected a station of the scenario"
+                raise ScenarioError.at(
+                    "hotspot.node", f"'{h.node}' is not allowed; expected a station of the scenario"
                 )
         for i, ev in enumerate(m.events):
             if ev.action in ("start", "stop"):
                 if ev.node is not None and (ev.node not in names or names[ev.node].kind != "station"):
-                    raise ScenarioError(f"events[{i}].node: '{ev.node}' is not allowed; expected a station")
+                    raise ScenarioError.at(
+                        f"events[{i}].node", f"'{ev.node}' is not allowed; expected a station"
+                    )
             elif ev.from_ is not None and ev.to is not None:
                 _port(f"{ev.from_}->{ev.to}", f"events[{i}]", adj)
         for p in m.trace.ports or []:
             _port(p, "trace.ports", adj)
         for n in m.trace.event_nodes:
             if n not in names:
-                raise ScenarioError(
-                    f"trace.event_nodes: '{n}' is not allowed; expected a node of the scenario"
+                raise ScenarioError.at(
+                    "trace.event_nodes", f"'{n}' is not allowed; expected a node of the scenario"
                 )
         for p in m.trace.event_ports:
             _port(p, "trace.event_ports", adj)
@@ -358,38 +373,40 @@ class Scenario:
         for f in m.trace.event_flows:
             src, sep, dst = f.partition("|")
             if not sep or any(x not in names or names[x].kind != "station" for x in (src, dst)):
-                raise ScenarioError(
-                    f"trace.event_flows: '{f}' is not allowed; expected SRC|DST, two stations of the scenario"
+                raise ScenarioError.at(
+                    "trace.event_flows",
+                    f"'{f}' is not allowed; expected SRC|DST, two stations of the scenario",
                 )
         if m.stability is not None:
             _port(m.stability.port, "stability.port", adj)
             if names[m.stability.port.partition("->")[0]].kind != "bridge":
-                raise ScenarioError(
-                    f"stability.port: '{m.stability.port}' is not allowed; expected a bridge port"
+                raise ScenarioError.at(
+                    "stability.port", f"'{m.stability.port}' is not allowed; expected a bridge port"
                 )
         if m.innocent is not None and (
             m.innocent.sink not in names or names[m.innocent.sink].kind != "station"
         ):
-            raise ScenarioError(
-                f"innocent.sink: '{m.innocent.sink}' is not allowed; expected a station of the scenario"
+            raise ScenarioError.at(
+                "innocent.sink", f"'{m.innocent.sink}' is not allowed; expected a station of the scenario"
             )
         for rl in m.trace.rate_limiters or []:
             station, sep, what = rl.partition("|")
             if not sep or station not in names or names[station].kind != "station":
-                raise ScenarioError(
-                    f"trace.rate_limiters: '{rl}' is not allowed; expected STATION|DEST or STATION|FROM->TO "
-                    "with a station of the scenario"
+                raise ScenarioError.at(
+                    "trace.rate_limiters",
+                    f"'{rl}' is not allowed; expected STATION|DEST or STATION|FROM->TO "
+                    "with a station of the scenario",
                 )
             if "->" in what:
                 _port(what, "trace.rate_limiters", adj)
             elif what not in names or names[what].kind != "station" or what == station:
-                raise ScenarioError(
-                    f"trace.rate_limiters: '{rl}' is not allowed; '{what}' is not another station"
+                raise ScenarioError.at(
+                    "trace.rate_limiters", f"'{rl}' is not allowed; '{what}' is not another station"
                 )
         for p in m.cp_ports:
             _port(p, "cp_ports", adj)
             if names[p.partition("->")[0]].kind != "bridge":
-                raise ScenarioError(f"cp_ports: '{p}' is not allowed; expected a bridge port")
+                raise ScenarioError.at("cp_ports", f"'{p}' is not allowed; expected a bridge port")
         if m.workload is not None:
             from ..workloads import embed_file_cdf, scenario_plan
 
@@ -405,13 +422,13 @@ class Scenario:
         """The nodes each flow (source, destination) visits, both included,
         as the engine routes it in run `seed` (default: the first seed; ECMP
         draws depend on it); [] for a flow that never arrives."""
-        from .. import _core
+        import cnsim._core as _core
 
         pairs = [(str(a), str(b)) for a, b in flows]
         try:
             return _core.paths(self.engine_config_checked(), self.seeds[0] if seed is None else seed, pairs)
         except ValueError as e:
-            raise ScenarioError(str(e), param=getattr(e, "path", None) or None) from None
+            raise ScenarioError(str(e), param=param_of(e)) from None
 
     def engine_json(self) -> str:
         """The engine config as JSON text (`engine_config_checked`, for a
@@ -425,7 +442,7 @@ class Scenario:
         scenario or sweep point fails before anything runs or is written,
         naming the parameter as the user wrote it."""
         if self._engine_config is None:
-            from .. import _core
+            import cnsim._core as _core
 
             try:
                 # The sections the engine config holds only resolved, as written.
@@ -435,8 +452,9 @@ class Scenario:
                 cfg = self.engine_config()
                 self._engine_warnings = list(_core.check_config(cfg) or [])
             except ValueError as e:
-                msg = name_sets(str(e), self._sets) if self._sets else str(e)
-                raise ScenarioError(msg, param=getattr(e, "path", None) or None) from None
+                raise (
+                    name_sets(e, self._sets) if self._sets else ScenarioError(str(e), param=param_of(e))
+                ) from None
             self._engine_config = cfg
         return self._engine_config
 
@@ -485,8 +503,10 @@ def check_scheme_keys(keys: Iterable[str], scheme: str, schemes: Iterable[str] =
                 else f"scheme={users[0]!r}"
             )
             raise ScenarioError(
-                f"{label}{key}: a parameter of {', '.join(users)}, but the scheme that runs is {runs}, "
-                f"so it would be ignored; choose that scheme too ({choose})"
+                f"{key}: a parameter of {', '.join(users)}, but the scheme that runs is {runs}, "
+                f"so it would be ignored; choose that scheme too ({choose})",
+                param=key,
+                option=label.strip() or None,
             )
 
 
@@ -505,7 +525,8 @@ def _check_depth(raw: dict[str, Any]) -> None:
             head = ".".join(where.split(".")[:3])
             raise ScenarioError(
                 f"{head}...: tables nested {depth} deep or more; a scenario's tables and arrays are at most "
-                f"{MAX_DEPTH} deep"
+                f"{MAX_DEPTH} deep",
+                param=head,
             )
         if isinstance(v, dict):
             todo.extend((x, depth + 1, f"{where}.{k}" if where else str(k)) for k, x in v.items())
@@ -516,7 +537,7 @@ def _check_depth(raw: dict[str, Any]) -> None:
 def _port(name: str, where: str, adj: dict[str, list[str]]) -> None:
     a, sep, b = name.partition("->")
     if not sep or a not in adj or b not in adj[a]:
-        raise ScenarioError(f"{where}: '{name}' is not a link direction FROM->TO of the topology")
+        raise ScenarioError.at(where, f"'{name}' is not a link direction FROM->TO of the topology")
 
 
 def _node_dump(n: Node) -> dict[str, Any]:

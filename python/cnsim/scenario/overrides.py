@@ -4,18 +4,19 @@
 from __future__ import annotations
 
 import itertools
-import tomllib
 import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import ScenarioError, ScenarioWarning
+from ..errors import ScenarioError, ScenarioWarning, names_a_key, param_of
 from .model import MAX_SEEDS, TOP_KEYS
 
 
 def parse_value(text: str) -> Any:
     """A `--set` value: a TOML literal (number, bool, string, array, inline
     table), or else the text itself as a string."""
+    import tomllib  # only with --set: not on every run's path
+
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except (tomllib.TOMLDecodeError, RecursionError):
@@ -27,11 +28,13 @@ def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
     node by name and `links.A-B.field` a link by its ends."""
     parts = key.split(".")
     if not all(p.strip() for p in parts):
-        raise ScenarioError(f"--set {key}: not a dotted parameter name")
+        raise ScenarioError(f"{key}: not a dotted parameter name", param=key, option="--set")
     top = TOP_KEYS
     if parts[0] not in top:
         raise ScenarioError(
-            f"--set {key}: unknown parameter '{parts[0]}'; known top-level names: {', '.join(sorted(top))}"
+            f"{key}: unknown parameter '{parts[0]}'; known top-level names: {', '.join(sorted(top))}",
+            param=key,
+            option="--set",
         )
     cur: Any = raw
     i = 0
@@ -44,7 +47,9 @@ def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
             if not match:
                 known = [it.get("name") or f"{it.get('a')}-{it.get('b')}" for it in items]
                 raise ScenarioError(
-                    f"--set {key}: no {p[:-1]} named '{want}'; {p}: {', '.join(map(str, known))}"
+                    f"{key}: no {p[:-1]} named '{want}'; {p}: {', '.join(map(str, known))}",
+                    param=key,
+                    option="--set",
                 )
             cur = match[0]
             i += 2
@@ -53,25 +58,29 @@ def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
         if nxt is None:
             nxt = cur[p] = {}
         if not isinstance(nxt, dict):
-            raise ScenarioError(f"--set {key}: '{'.'.join(parts[: i + 1])}' is not a table")
+            raise ScenarioError(
+                f"{key}: '{'.'.join(parts[: i + 1])}' is not a table", param=key, option="--set"
+            )
         cur = nxt
         i += 1
     if i != len(parts) - 1:
-        raise ScenarioError(f"--set {key}: expected nodes.NAME.PARAMETER or links.A-B.PARAMETER")
+        raise ScenarioError(
+            f"{key}: expected nodes.NAME.PARAMETER or links.A-B.PARAMETER", param=key, option="--set"
+        )
     cur[parts[-1]] = value
 
 
-def name_sets(message: str, keys: Iterable[str]) -> str:
+def name_sets(e: BaseException, keys: Iterable[str]) -> ScenarioError:
     """An error found after `--set KEY=VALUE` overrides (by the Python checks
     or by the engine's rules), named as every `--set` error is: `--set KEY:
-    ...`, with the keys set put first when the message starts with another
-    parameter (the one a rule found at fault)."""
-    if message.startswith("--set"):
-        return message
+    ...`, with the keys set put first when the parameter at fault (its
+    `param`, the engine's `path`) is another one, which a rule found."""
+    if isinstance(e, ScenarioError) and e.option == "--set":
+        return e
     keys = list(keys)
-    if not any(message.startswith(k) for k in keys):
-        message = f"{', '.join(keys)}: {message}"
-    return f"--set {message}"
+    param = param_of(e)
+    what = str(e) if names_a_key(param, keys) else f"{', '.join(keys)}: {e}"
+    return ScenarioError(what, param=param, option="--set")
 
 
 def _table(raw: dict[str, Any], name: str) -> dict[str, Any]:
@@ -84,19 +93,21 @@ def _table(raw: dict[str, Any], name: str) -> dict[str, Any]:
 def _seeds_value(seeds: int | Iterable[int]) -> int | list[int]:
     """A seeds choice as the file writes it: a count N for 0..N-1, else the list."""
     if isinstance(seeds, bool):
-        raise ScenarioError(f"seeds: {seeds} is not allowed; expected a count or a list of seeds")
+        raise ScenarioError.at("seeds", f"{seeds} is not allowed; expected a count or a list of seeds")
     if isinstance(seeds, int):
         return seeds
     if isinstance(seeds, range) and seeds.start == 0 and seeds.step == 1:
         return len(seeds)  # a count, without listing a billion seeds
     if hasattr(seeds, "__len__") and len(seeds) > MAX_SEEDS:  # type: ignore[arg-type]
-        raise ScenarioError(f"seeds: {len(seeds):,} seeds is not allowed; at most {MAX_SEEDS:,}")  # type: ignore[arg-type]
+        raise ScenarioError.at("seeds", f"{len(seeds):,} seeds is not allowed; at most {MAX_SEEDS:,}")  # type: ignore[arg-type]
     try:
         lst = [int(s) for s in itertools.islice(seeds, MAX_SEEDS + 1)]
     except (TypeError, ValueError):
-        raise ScenarioError(f"seeds: {seeds!r} is not allowed; expected a count or a list of seeds") from None
+        raise ScenarioError.at(
+            "seeds", f"{seeds!r} is not allowed; expected a count or a list of seeds"
+        ) from None
     if len(lst) > MAX_SEEDS:
-        raise ScenarioError(f"seeds: more than {MAX_SEEDS:,} seeds is not allowed")
+        raise ScenarioError.at("seeds", f"more than {MAX_SEEDS:,} seeds is not allowed")
     return len(lst) if lst and lst == list(range(len(lst))) else lst
 
 

@@ -48,7 +48,7 @@ def pause_headroom_bytes(m: Any, ingress_ports: int) -> int:
     frame, for a queue fed by `ingress_ports` ports over the scenario's
     default links and bridge latency (`m`: a ScenarioModel): the engine's
     formula (`_core.pause_headroom_bytes`, docs/schemes.md "PAUSE")."""
-    from .. import _core
+    import cnsim._core as _core
 
     d = m.defaults
     return _core.pause_headroom_bytes(

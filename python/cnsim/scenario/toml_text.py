@@ -6,8 +6,6 @@ import json
 import re
 from typing import Any
 
-import tomli_w
-
 try:  # tomli's compiled wheels read TOML in half tomllib's time (the same parser, pure Python)
     import tomli as toml
 except ImportError:  # pragma: no cover - a platform without its wheel
@@ -31,4 +29,6 @@ def _toml_value(v: Any) -> str:
         return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
     if isinstance(v, list | tuple):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    import tomli_w  # a writer: not needed to read a scenario
+
     return tomli_w.dumps({"v": v})[4:].rstrip("\n")

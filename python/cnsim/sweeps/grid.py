@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ScenarioError
+from ..errors import ScenarioError, names_a_key
 from ..scenario import Scenario, parse_value
 
 #: Grid keys besides the dotted parameter names of `--set`.
@@ -138,24 +138,22 @@ def _apply(base: Scenario, values: dict[str, Any], label: str, schemes: list[Any
         sc.engine_config_checked()  # resolving can still find a bad value
         return sc
     except ScenarioError as e:
-        msg = str(e)
-        blamed = _base_fault(base, msg, values)
+        blamed = _base_fault(base, e, values)
         if blamed is not None:
             raise blamed from None
-        if msg.startswith("--set "):
-            raise ScenarioError(f"{label} {msg[len('--set ') :]}") from None
-        if not any(msg.startswith(k) for k in values):
-            msg = f"{', '.join(values)}: {msg}"
-        raise ScenarioError(f"{label} {msg}") from None
+        if e.option == "--set":  # named by its key already: `--set KEY: ...` becomes `--grid KEY: ...`
+            raise ScenarioError(e.what, param=e.param, option=label) from None
+        what = str(e) if names_a_key(e.param, values) else f"{', '.join(values)}: {e}"
+        raise ScenarioError(what, param=e.param, option=label) from None
 
 
-def _base_fault(base: Scenario, msg: str, values: dict[str, Any]) -> ScenarioError | None:
+def _base_fault(base: Scenario, e: ScenarioError, values: dict[str, Any]) -> ScenarioError | None:
     """The base scenario's own error when a point's error is not the grid's
-    doing: the parameters the failed rule names (`pause.xon_bytes /
-    pause.xoff_bytes: ...`) include no grid key, and the base (the file with
+    doing: the parameters the failed rule names (its `param`, `pause.xon_bytes
+    / pause.xoff_bytes`) include no grid key, and the base (the file with
     its `--set` overrides) breaks a rule by itself. That error names its
     `--set` key, or the file's parameter, instead of blaming the grid."""
-    named = [k.strip() for k in msg.split(": ", 1)[0].split(" / ")]
+    named = e.param.split(" / ") if e.param else []
     if any(n == k or n.startswith(f"{k}.") or k.startswith(f"{n}.") for n in named for k in values):
         return None
     try:

@@ -41,7 +41,7 @@ def _jsonable(x: Any) -> Any:
 def _meta(base: Scenario, points: list[Point], grid: dict[str, list[Any]]) -> dict[str, Any]:
     import tomli_w
 
-    from .. import __version__
+    from .._version import cnsim_version
 
     raw = base.resolved_raw()
     raw.pop("seeds", None)  # recorded on their own
@@ -53,7 +53,7 @@ def _meta(base: Scenario, points: list[Point], grid: dict[str, list[Any]]) -> di
         "grid": _jsonable(grid),
         "seeds": list(base.seeds),
         "points": [{"id": p.id, "values": _jsonable(p.values)} for p in points],
-        "cnsim_version": __version__,
+        "cnsim_version": cnsim_version(),
         "scenario_toml": toml,
     }
 

@@ -19,7 +19,6 @@ Everything a workload would start is counted before anything is built
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass
 from importlib import resources
@@ -57,19 +56,20 @@ def parse_cdf(text: str, source: str) -> list[tuple[float, float]]:
             continue
         parts = line.replace(",", " ").split()
         if len(parts) != 2:
-            raise ScenarioError(f"workload.cdf: {source} line {n}: expected 'size_bytes probability'")
+            raise ScenarioError.at("workload.cdf", f"{source} line {n}: expected 'size_bytes probability'")
         try:
             points.append((float(parts[0]), float(parts[1])))
         except ValueError:
-            raise ScenarioError(f"workload.cdf: {source} line {n}: not two numbers") from None
+            raise ScenarioError.at("workload.cdf", f"{source} line {n}: not two numbers") from None
     if points and points[-1][1] == 100.0:
         # Percentages. Fractions ending in a stray 100 (0.5 read as 0.5 %)
         # are refused: every point before the last at most 1, one above 0.
         head = [p for _, p in points[:-1]]
         if head and max(head) <= 1 and any(p > 0 for p in head):
-            raise ScenarioError(
-                f"workload.cdf: {source}: the probabilities before the last are fractions (at most 1) but the "
-                "last is 100; give every probability as a fraction ending at 1, or as a percentage ending at 100"
+            raise ScenarioError.at(
+                "workload.cdf",
+                f"{source}: the probabilities before the last are fractions (at most 1) but the "
+                "last is 100; give every probability as a fraction ending at 1, or as a percentage ending at 100",
             )
         points = [(s, p / 100.0) for s, p in points]
     check_points(points, source)
@@ -81,18 +81,22 @@ def check_points(points: list[tuple[float, float]], source: str) -> None:
     probabilities in 0..1, both non-decreasing, the last probability 1, and
     some size of at least 1 byte."""
     if len(points) < 2:
-        raise ScenarioError(f"workload.cdf: {source}: at least two points are needed")
+        raise ScenarioError.at("workload.cdf", f"{source}: at least two points are needed")
     for i, (s, p) in enumerate(points):
         if not (0 <= s <= 2**40) or not (0 <= p <= 1):
-            raise ScenarioError(f"workload.cdf: {source} point {i}: size {s} or probability {p} out of range")
+            raise ScenarioError.at(
+                "workload.cdf", f"{source} point {i}: size {s} or probability {p} out of range"
+            )
         if i and (s < points[i - 1][0] or p < points[i - 1][1]):
-            raise ScenarioError(
-                f"workload.cdf: {source} point {i}: sizes and probabilities must not decrease"
+            raise ScenarioError.at(
+                "workload.cdf", f"{source} point {i}: sizes and probabilities must not decrease"
             )
     if points[-1][1] != 1.0:
-        raise ScenarioError(f"workload.cdf: {source}: the last probability must be 1")
+        raise ScenarioError.at("workload.cdf", f"{source}: the last probability must be 1")
     if points[-1][0] < 1:
-        raise ScenarioError(f"workload.cdf: {source}: every size is below 1 byte; flows need at least 1 byte")
+        raise ScenarioError.at(
+            "workload.cdf", f"{source}: every size is below 1 byte; flows need at least 1 byte"
+        )
 
 
 def load_cdf(cdf: str | list[Any]) -> list[tuple[float, float]]:
@@ -102,7 +106,7 @@ def load_cdf(cdf: str | list[Any]) -> list[tuple[float, float]]:
         points = []
         for i, pt in enumerate(cdf):
             if not isinstance(pt, list | tuple) or len(pt) != 2:
-                raise ScenarioError(f"workload.cdf: point {i}: expected [size_bytes, probability]")
+                raise ScenarioError.at("workload.cdf", f"point {i}: expected [size_bytes, probability]")
             points.append((float(pt[0]), float(pt[1])))
         check_points(points, "the inline points")
         return points
@@ -118,20 +122,20 @@ def _text(name: str) -> tuple[bytes, str]:
     try:
         found = p.is_file()
     except OSError as e:  # a name too long, a path through a file
-        raise ScenarioError(f"workload.cdf: '{name}' cannot be read ({e.strerror or e})") from None
+        raise ScenarioError.at("workload.cdf", f"'{name}' cannot be read ({e.strerror or e})") from None
     if not found:
-        raise ScenarioError(
-            f"workload.cdf: '{name}' is neither a built-in CDF ({', '.join(BUILTIN_CDFS)}) nor a file"
+        raise ScenarioError.at(
+            "workload.cdf", f"'{name}' is neither a built-in CDF ({', '.join(BUILTIN_CDFS)}) nor a file"
         )
     try:
         data = p.read_bytes()
     except OSError as e:
-        raise ScenarioError(f"workload.cdf: '{name}' cannot be read ({e.strerror or e})") from None
+        raise ScenarioError.at("workload.cdf", f"'{name}' cannot be read ({e.strerror or e})") from None
     try:
         return data, data.decode("utf-8")
     except UnicodeDecodeError:
-        raise ScenarioError(
-            f"workload.cdf: '{name}' is not UTF-8 text; expected lines 'size_bytes probability'"
+        raise ScenarioError.at(
+            "workload.cdf", f"'{name}' is not UTF-8 text; expected lines 'size_bytes probability'"
         ) from None
 
 
@@ -148,6 +152,8 @@ def embed_file_cdf(w: Any) -> None:
         return
     data, text = _text(w.cdf)
     points = parse_cdf(text, w.cdf)
+    import hashlib  # OpenSSL's library: loaded only for a CDF read from a file
+
     w.cdf_source = f"{w.cdf} sha256:{hashlib.sha256(data).hexdigest()}"
     w.cdf = [[s, q] for s, q in points]
 
@@ -193,14 +199,15 @@ def plan(w: Any, hosts: list[str], rate_bps: dict[str, float], duration_ms: floa
     seen: set[str] = set()
     for h in hosts:
         if h in seen:
-            raise ScenarioError(f"workload.hosts: '{h}' is listed twice; each host takes part once")
+            raise ScenarioError.at("workload.hosts", f"'{h}' is listed twice; each host takes part once")
         seen.add(h)
     if len(hosts) < 2:
-        raise ScenarioError("workload.hosts: at least two stations are needed")
+        raise ScenarioError.at("workload.hosts", "at least two stations are needed")
     if w.start_ms >= duration_ms:
-        raise ScenarioError(
-            f"workload.start_ms: {_g(w.start_ms)} is not allowed; expected a time before the run's end "
-            f"(duration_ms = {_g(duration_ms)}): no flow would start"
+        raise ScenarioError.at(
+            "workload.start_ms",
+            f"{_g(w.start_ms)} is not allowed; expected a time before the run's end "
+            f"(duration_ms = {_g(duration_ms)}): no flow would start",
         )
     # start_ms < end_ms is the engine's declared rule (sections.rs), asked
     # before the workload is resolved (`Scenario.engine_config_checked`):
@@ -213,7 +220,7 @@ def plan(w: Any, hosts: list[str], rate_bps: dict[str, float], duration_ms: floa
         mean = cdf_mean(cdf)
         rates = {rate_bps[h] for h in hosts}
         if len(rates) != 1:
-            raise ScenarioError("workload.hosts: a poisson workload needs hosts of one link rate")
+            raise ScenarioError.at("workload.hosts", "a poisson workload needs hosts of one link rate")
         (rate,) = rates
         per_s = w.load * rate / (8 * max(mean, 1.0))
         secs = (end - start) / 1e12
@@ -233,19 +240,20 @@ def plan(w: Any, hosts: list[str], rate_bps: dict[str, float], duration_ms: floa
         return Plan(hosts, start, end, len(hosts), f"{len(hosts)} hosts", "use fewer hosts (workload.hosts)")
     receiver = w.receiver if w.receiver is not None else hosts[0]
     if receiver not in hosts:
-        raise ScenarioError(f"workload.receiver: '{receiver}' is not one of the workload's hosts")
+        raise ScenarioError.at("workload.receiver", f"'{receiver}' is not one of the workload's hosts")
     senders = [h for h in hosts if h != receiver]
     if w.fan_in > len(senders):
-        raise ScenarioError(
-            f"workload.fan_in: {w.fan_in} senders asked, the workload has {len(senders)} hosts besides the receiver"
+        raise ScenarioError.at(
+            "workload.fan_in",
+            f"{w.fan_in} senders asked, the workload has {len(senders)} hosts besides the receiver",
         )
     senders = senders[: w.fan_in]
     times, period = 1, 0
     if w.kind == "incast" and w.period_us is not None:
         period = round(w.period_us * PS_PER_US)
         if period < 1:
-            raise ScenarioError(
-                f"workload.period_us: {w.period_us:g} is not allowed; expected at least 1e-06 (1 ps)"
+            raise ScenarioError.at(
+                "workload.period_us", f"{w.period_us:g} is not allowed; expected at least 1e-06 (1 ps)"
             )
         # Start times start + k x period, k >= 0, before the end.
         times = 1 + max(0, (end - start - 1) // period)
@@ -278,9 +286,10 @@ def check_count(w: Any, p: Plan) -> None:
     flows in a run."""
     if p.flows > w.max_flows:
         n = f"{p.flows:,.0f}" if math.isfinite(p.flows) else str(p.flows)
-        raise ScenarioError(
-            f"workload: about {n} flows per run ({p.why}), more than workload.max_flows = {w.max_flows:,}; "
-            f"{p.fewer}, or raise workload.max_flows (at most {ENGINE_MAX_FLOWS:,})"
+        raise ScenarioError.at(
+            "workload",
+            f"about {n} flows per run ({p.why}), more than workload.max_flows = {w.max_flows:,}; "
+            f"{p.fewer}, or raise workload.max_flows (at most {ENGINE_MAX_FLOWS:,})",
         )
 
 
@@ -292,7 +301,7 @@ def hosts_and_rates(m: Any) -> tuple[list[str], dict[str, float]]:
     known = set(stations)
     unknown = [h for h in hosts if h not in known]
     if unknown:
-        raise ScenarioError(f"workload.hosts: '{unknown[0]}' is not a station")
+        raise ScenarioError.at("workload.hosts", f"'{unknown[0]}' is not a station")
     rate_bps: dict[str, float] = {}
     for link in m.links:
         gbps = link.rate_gbps if link.rate_gbps is not None else m.defaults.link_rate_gbps
@@ -301,7 +310,7 @@ def hosts_and_rates(m: Any) -> tuple[list[str], dict[str, float]]:
                 rate_bps[a] = round(gbps * 1e9)
     missing = [h for h in hosts if h not in rate_bps]
     if missing:
-        raise ScenarioError(f"workload.hosts: '{missing[0]}' has no link")
+        raise ScenarioError.at("workload.hosts", f"'{missing[0]}' has no link")
     return hosts, rate_bps
 
 

@@ -10,6 +10,7 @@
 //! window_bytes.
 
 use crate::engine::Time;
+use crate::error::ConfigError;
 use crate::trace::{Kind, Reason, NO_PORT};
 use arrow_array::builder::StringBuilder;
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, UInt16Array, UInt32Array, UInt64Array, UInt8Array};
@@ -171,18 +172,26 @@ pub struct EventWriter {
 }
 
 fn err(path: &Path, e: impl std::fmt::Display) -> String {
-    format!("trace: cannot write {}: {e}", path.display())
+    format!("trace: {}", cannot_write(path, e))
+}
+
+/// What failed writing the file, without the `trace: ` its one line starts with.
+fn cannot_write(path: &Path, e: impl std::fmt::Display) -> String {
+    format!("cannot write {}: {e}", path.display())
 }
 
 impl EventWriter {
-    pub fn create(path: &Path, seed: u64, names: Arc<EventNames>) -> Result<EventWriter, String> {
-        let file = File::create(path).map_err(|e| err(path, e))?;
+    /// A writer of a new file at `path`; an error names `trace`, the
+    /// section that asked for it.
+    pub fn create(path: &Path, seed: u64, names: Arc<EventNames>) -> Result<EventWriter, ConfigError> {
+        let at = |e: &dyn std::fmt::Display| ConfigError::new("trace", cannot_write(path, e));
+        let file = File::create(path).map_err(|e| at(&e))?;
         let props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
             .set_max_row_group_row_count(Some(CHUNK_ROWS))
             .build();
         let schema = schema();
-        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| err(path, e))?;
+        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| at(&e))?;
         Ok(EventWriter {
             writer,
             schema,

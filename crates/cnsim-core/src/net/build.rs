@@ -8,7 +8,7 @@ use super::rl::StationRp;
 use super::sim::*;
 use super::topology::{Dest, Network, NodeKind};
 use super::transport::Transport;
-use crate::config::{err, BufferMode, ConfigError, EventConfig, RoutingConfig, SimConfig};
+use crate::config::{fail, BufferMode, ConfigError, EventConfig, RoutingConfig, SimConfig};
 use crate::engine::queue::EventQueue;
 use crate::engine::rng::stream;
 use crate::engine::Time;
@@ -109,9 +109,9 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 let p = name
                     .split_once("->")
                     .and_then(|(a, b)| net.port_by_name(a.trim(), b.trim()))
-                    .ok_or_else(|| ConfigError::parse(format!("cp_ports: no link direction '{name}'")))?;
+                    .ok_or_else(|| ConfigError::new("cp_ports", format!("no link direction '{name}'")))?;
                 if !matches!(net.nodes[net.ports[p as usize].owner as usize].kind, NodeKind::Bridge(_)) {
-                    return err(format!("cp_ports: '{name}' is a station's port; CPs are bridge output ports"));
+                    return fail("cp_ports", format!("'{name}' is a station's port; CPs are bridge output ports"));
                 }
                 cp_on[p as usize] = true;
             }
@@ -130,10 +130,10 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             })
             .collect();
         if net.ports.len() >= u16::MAX as usize {
-            return err(format!(
-                "nodes: {n_st} stations / {} ports is more than the engine indexes",
-                net.ports.len()
-            ));
+            return fail(
+                "nodes",
+                format!("{n_st} stations / {} ports is more than the engine indexes", net.ports.len()),
+            );
         }
         for p in 0..net.ports.len() {
             let owner = net.ports[p].owner as usize;
@@ -197,10 +197,10 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         for name in &cfg.trace_ports {
             let (a, b) = name
                 .split_once("->")
-                .ok_or_else(|| ConfigError::parse(format!("trace.ports: '{name}' is not of the form FROM->TO")))?;
+                .ok_or_else(|| ConfigError::new("trace.ports", format!("'{name}' is not of the form FROM->TO")))?;
             let p = net
                 .port_by_name(a.trim(), b.trim())
-                .ok_or_else(|| ConfigError::parse(format!("trace.ports: no link direction '{name}'")))?;
+                .ok_or_else(|| ConfigError::new("trace.ports", format!("no link direction '{name}'")))?;
             if net.ports[p as usize].trace == NO_TRACE {
                 net.ports[p as usize].trace = stats.queue_traces.len() as u32;
                 stats.queue_traces.push(QueueTrace::new(p));
@@ -219,9 +219,12 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                     let n = *net
                         .node_by_name
                         .get(node)
-                        .ok_or_else(|| ConfigError::parse(format!("events[{i}].node: unknown node '{node}'")))?;
+                        .ok_or_else(|| ConfigError::new(format!("events[{i}].node"), format!("unknown node '{node}'")))?;
                     let NodeKind::Station(s) = net.nodes[n as usize].kind else {
-                        return err(format!("events[{i}].node: '{node}' is a bridge; only stations have sources"));
+                        return fail(
+                            format!("events[{i}].node"),
+                            format!("'{node}' is a bridge; only stations have sources"),
+                        );
                     };
                     if matches!(e, EventConfig::Start { .. }) {
                         Action::Start(s)
@@ -232,7 +235,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 EventConfig::LinkRate { from, to, rate_bps, .. } => {
                     let p = net
                         .port_by_name(from, to)
-                        .ok_or_else(|| ConfigError::parse(format!("events[{i}]: no link direction '{from}->{to}'")))?;
+                        .ok_or_else(|| ConfigError::new(format!("events[{i}]"), format!("no link direction '{from}->{to}'")))?;
                     Action::LinkRate(p, *rate_bps)
                 }
             };

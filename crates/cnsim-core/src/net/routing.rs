@@ -22,7 +22,7 @@
 
 use super::node::{Node, NodeKind};
 use super::port::{Port, PortId};
-use crate::config::{err, ConfigError, RoutingConfig};
+use crate::config::{fail, ConfigError, RoutingConfig};
 use crate::engine::rng::{splitmix64, stream};
 use rand::RngCore;
 use std::collections::{BTreeMap, VecDeque};
@@ -88,7 +88,7 @@ impl Router {
             RoutingConfig::Ecmp => Pick::Ecmp,
             RoutingConfig::Fattree { k } => {
                 if *k < 2 {
-                    return err(format!("routing: fattree needs k >= 2 (got {k})"));
+                    return fail("routing", format!("fattree needs k >= 2 (got {k})"));
                 }
                 Pick::DestModK(*k as u64)
             }
@@ -119,9 +119,10 @@ impl Router {
         }
         let n_edges = edges.len();
         if n_br.saturating_mul(n_edges) > 200_000_000 {
-            return err(format!(
-                "nodes: {n_br} bridges x {n_edges} edge bridges is more routing state than the engine keeps"
-            ));
+            return fail(
+                "nodes",
+                format!("{n_br} bridges x {n_edges} edge bridges is more routing state than the engine keeps"),
+            );
         }
 
         // Per edge bridge: hop distances over bridges, then each bridge's
@@ -151,7 +152,7 @@ impl Router {
                     1 => SINGLE | group[0],
                     len => {
                         if len > MAX_GROUP {
-                            return err(format!("nodes: a bridge with {len} equal-cost next hops; at most {MAX_GROUP}"));
+                            return fail("nodes", format!("a bridge with {len} equal-cost next hops; at most {MAX_GROUP}"));
                         }
                         let start = match interned[v].get(&group) {
                             Some(&s) => s,
@@ -163,7 +164,7 @@ impl Router {
                             }
                         };
                         if start >= 1 << (31 - LEN_BITS) {
-                            return err("nodes: more equal-cost groups than the routing tables hold");
+                            return fail("nodes", "more equal-cost groups than the routing tables hold");
                         }
                         (start << LEN_BITS) | len as u32
                     }
@@ -179,7 +180,7 @@ impl Router {
                 // Unreachable bridges route nothing: any level will do.
                 let levels = level.iter().filter(|&&l| l != u32::MAX).max().map_or(1, |&l| l as usize + 1);
                 if levels > 255 || levels * n_stations > 50_000_000 {
-                    return err(format!("routing: fattree on a network {levels} bridge levels deep; at most 255"));
+                    return fail("routing", format!("fattree on a network {levels} bridge levels deep; at most 255"));
                 }
                 let level: Vec<u8> = level.iter().map(|&l| l.min(levels as u32 - 1) as u8).collect();
                 let mut digit = vec![0u16; levels * n_stations];
@@ -334,62 +335,5 @@ fn bridge_hops<E>(from: &[u32], nodes: &[Node], ports: &[Port<E>], bridge_node: 
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::bench::leafspine_config;
-    use crate::config::RoutingConfig;
-    use crate::engine::PS_PER_MS;
-    use crate::net::topology::{paths, Network};
-
-    fn spine_of(cfg: &crate::config::SimConfig, seed: u64, flows: &[(String, String)]) -> Vec<String> {
-        paths(cfg, seed, flows).unwrap().into_iter().map(|p| p[2].clone()).collect()
-    }
-
-    fn inter_leaf_flows(leaves: usize, per_leaf: usize) -> Vec<(String, String)> {
-        let n = leaves * per_leaf;
-        (0..n)
-            .flat_map(|s| {
-                (0..n)
-                    .filter(move |d| d / per_leaf != s / per_leaf)
-                    .map(move |d| (format!("H{s}"), format!("H{d}")))
-            })
-            .collect()
-    }
-
-    #[test]
-    fn ecmp_spreads_flows_evenly_over_the_spines_and_keeps_each_flows_path() {
-        let cfg = leafspine_config(8, 4, 8, 0.5, PS_PER_MS);
-        let flows = inter_leaf_flows(8, 8); // 64 x 56 = 3584 flows
-        let spines = spine_of(&cfg, 1, &flows);
-        for s in 0..4 {
-            let n = spines.iter().filter(|x| **x == format!("S{s}")).count() as f64;
-            // 896 expected; a binomial spread of about 26.
-            assert!((n - 896.0).abs() < 0.1 * 896.0, "spine S{s} carries {n} flows");
-        }
-        assert_eq!(spines, spine_of(&cfg, 1, &flows), "a flow's path depends only on (seed, flow)");
-        let other = spine_of(&cfg, 2, &flows);
-        let moved = spines.iter().zip(&other).filter(|(a, b)| a != b).count();
-        assert!(moved > flows.len() / 2, "another seed draws other paths ({moved} moved)");
-    }
-
-    #[test]
-    fn shortest_path_takes_the_lowest_numbered_port() {
-        let cfg = crate::config::SimConfig {
-            routing: RoutingConfig::ShortestPath,
-            ..leafspine_config(4, 3, 2, 0.5, PS_PER_MS)
-        };
-        assert!(spine_of(&cfg, 0, &inter_leaf_flows(4, 2)).iter().all(|s| s == "S0"));
-    }
-
-    #[test]
-    fn routing_state_grows_with_edge_bridges_not_hosts() {
-        // 4096 hosts on 128 leaves: a bridges x hosts table would take 136 x 4096 x 4 bytes (2.2 MB).
-        let cfg = leafspine_config(128, 8, 32, 0.5, PS_PER_MS);
-        let net = Network::<()>::build(&cfg, 0).unwrap();
-        assert!(net.router.state_bytes() < 300_000, "{} bytes", net.router.state_bytes());
-        assert!(net.reachable(0, 4095) && net.reachable(4095, 31));
     }
 }

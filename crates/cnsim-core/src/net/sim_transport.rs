@@ -8,7 +8,7 @@ use super::rl::{station_site, FlowPick, RateLimiter, NO_RL};
 use super::sim::{NetSim, EV_FLOW_ARRIVAL, EV_FLOW_RTO, EV_FLOW_START};
 use super::topology::{NodeKind, NO_ROUTE};
 use super::transport::*;
-use crate::config::{err, BufferMode, ConfigError, SimConfig};
+use crate::config::{fail, BufferMode, ConfigError, SimConfig};
 use crate::engine::queue::MAX_INDEX;
 use crate::engine::rng::{stream, Stream};
 use crate::engine::time::serialization_ps;
@@ -33,10 +33,10 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 .net
                 .node_by_name
                 .get(name)
-                .ok_or_else(|| ConfigError::parse(format!("{what}: unknown node '{name}'")))?;
+                .ok_or_else(|| ConfigError::new(what.as_str(), format!("unknown node '{name}'")))?;
             match self.net.nodes[n as usize].kind {
                 NodeKind::Station(s) => Ok(s as u16),
-                NodeKind::Bridge(_) => err(format!("{what}: '{name}' is a bridge; flows run between stations")),
+                NodeKind::Bridge(_) => fail(what, format!("'{name}' is a bridge; flows run between stations")),
             }
         };
         let mut flows = Vec::with_capacity(t.flows.len());
@@ -69,19 +69,19 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             }
         }
         if flows.len() > MAX_INDEX as usize || gens.len() > MAX_INDEX as usize {
-            return err(format!("flows: more than {MAX_INDEX} flows or arrival processes"));
+            return fail("flows", format!("more than {MAX_INDEX} flows or arrival processes"));
         }
         // Every pair that may carry a flow must be routable.
         let mut paths = BTreeMap::new();
         for g in &gens {
             for &d in g.dests.iter().filter(|&&d| d != g.station) {
-                let (hops, rtt) = self.path_info(g.station, d).map_err(ConfigError::parse)?;
+                let (hops, rtt) = self.path_info(g.station, d)?;
                 paths.entry((rtt, hops)).or_insert((g.station, d));
             }
         }
         let mut pending = 0;
         for (i, f) in flows.iter_mut().enumerate() {
-            (f.hops, f.base_rtt_ps) = self.path_info(f.src, f.dst).map_err(ConfigError::parse)?;
+            (f.hops, f.base_rtt_ps) = self.path_info(f.src, f.dst)?;
             paths.entry((f.base_rtt_ps, f.hops)).or_insert((f.src, f.dst));
             if f.start < self.duration {
                 self.q.push(f.start, EV_FLOW_START, i as u32);
@@ -154,7 +154,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     }
 
     /// The ports a frame from station `src` to station `dst` leaves by, in order.
-    pub(crate) fn path_of(&self, src: u16, dst: u16) -> Result<Vec<PortId>, String> {
+    pub(crate) fn path_of(&self, src: u16, dst: u16) -> Result<Vec<PortId>, ConfigError> {
         let mut path = vec![self.net.stations[src as usize].port];
         loop {
             let last = &self.net.ports[*path.last().expect("non-empty") as usize];
@@ -170,17 +170,20 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 }
             }
         }
-        Err(format!(
-            "flows: no route from '{}' to '{}'",
-            self.net.station_name(src as usize),
-            self.net.station_name(dst as usize)
-        ))
+        fail(
+            "flows",
+            format!(
+                "no route from '{}' to '{}'",
+                self.net.station_name(src as usize),
+                self.net.station_name(dst as usize)
+            ),
+        )
     }
 
     /// Links from `src` to `dst`, and the base RTT: a full data frame
     /// there and a control frame (its ACK) back, each hop's serialisation,
     /// propagation and receiving-node latency.
-    pub(crate) fn path_info(&self, src: u16, dst: u16) -> Result<(u32, Time), String> {
+    pub(crate) fn path_info(&self, src: u16, dst: u16) -> Result<(u32, Time), ConfigError> {
         use super::port::{WIRE_DATA, WIRE_NOTE};
         let path = self.path_of(src, dst)?;
         let mut rtt = 0;

@@ -4,7 +4,7 @@
 pub use super::node::{Node, NodeKind};
 use super::port::{Port, PortId, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
 use super::routing::Router;
-use crate::config::{err, BufferMode, ConfigError, DestConfig, NicFull, PauseTrigger, RlOrder, RlScope, SimConfig};
+use crate::config::{fail, BufferMode, ConfigError, DestConfig, NicFull, PauseTrigger, RlOrder, RlScope, SimConfig};
 use crate::engine::queue::MAX_INDEX;
 use crate::engine::rng::{stream, Stream};
 use crate::engine::time::serialization_ps;
@@ -109,7 +109,7 @@ impl<E: Copy + Default> Network<E> {
         let mut node_by_name = BTreeMap::new();
         for s in &cfg.stations {
             if node_by_name.insert(s.name.clone(), nodes.len() as u32).is_some() {
-                return err(format!("nodes.{}: duplicate node name", s.name));
+                return fail(format!("nodes.{}", s.name), "duplicate node name");
             }
             let idx = nodes.len() as u32;
             nodes.push(Node {
@@ -119,18 +119,17 @@ impl<E: Copy + Default> Network<E> {
             });
         }
         if cfg.stations.len() >= u16::MAX as usize {
-            return err(format!(
-                "nodes: {} stations is too many (at most {})",
-                cfg.stations.len(),
-                u16::MAX - 1
-            ));
+            return fail(
+                "nodes",
+                format!("{} stations is too many (at most {})", cfg.stations.len(), u16::MAX - 1),
+            );
         }
         for (i, b) in cfg.bridges.iter().enumerate() {
             if b.name.is_empty() {
-                return err("nodes: a bridge has an empty name");
+                return fail("nodes", "a bridge has an empty name");
             }
             if node_by_name.insert(b.name.clone(), nodes.len() as u32).is_some() {
-                return err(format!("nodes.{}: duplicate node name", b.name));
+                return fail(format!("nodes.{}", b.name), "duplicate node name");
             }
             nodes.push(Node {
                 name: b.name.clone(),
@@ -138,10 +137,10 @@ impl<E: Copy + Default> Network<E> {
                 ports: vec![],
             });
             if b.buffer_mode != BufferMode::Infinite && b.buffer_bytes < cfg.frame_bytes as u64 {
-                return err(format!(
-                    "nodes.{}.buffer_bytes: {} cannot hold one {}-byte frame",
-                    b.name, b.buffer_bytes, cfg.frame_bytes
-                ));
+                return fail(
+                    format!("nodes.{}.buffer_bytes", b.name),
+                    format!("{} cannot hold one {}-byte frame", b.buffer_bytes, cfg.frame_bytes),
+                );
             }
         }
         // Station indices equal their node indices (stations come first).
@@ -153,21 +152,21 @@ impl<E: Copy + Default> Network<E> {
         for l in &cfg.links {
             let a = *node_by_name
                 .get(&l.a)
-                .ok_or_else(|| ConfigError::parse(format!("links: unknown node '{}' in link {}-{}", l.a, l.a, l.b)))?;
+                .ok_or_else(|| ConfigError::new("links", format!("unknown node '{}' in link {}-{}", l.a, l.a, l.b)))?;
             let b = *node_by_name
                 .get(&l.b)
-                .ok_or_else(|| ConfigError::parse(format!("links: unknown node '{}' in link {}-{}", l.b, l.a, l.b)))?;
+                .ok_or_else(|| ConfigError::new("links", format!("unknown node '{}' in link {}-{}", l.b, l.a, l.b)))?;
             if a == b {
-                return err(format!("links: link {}-{} connects a node to itself", l.a, l.b));
+                return fail("links", format!("link {}-{} connects a node to itself", l.a, l.b));
             }
             if !seen.insert((a.min(b), a.max(b))) {
-                return err(format!("links: duplicate link {}-{}", l.a, l.b));
+                return fail("links", format!("duplicate link {}-{}", l.a, l.b));
             }
             if l.rate_bps == 0 {
-                return err(format!(
-                    "links.{}-{}.rate_gbps: must be > 0 (stop a link with a timed link_rate event)",
-                    l.a, l.b
-                ));
+                return fail(
+                    format!("links.{}-{}.rate_gbps", l.a, l.b),
+                    "must be > 0 (stop a link with a timed link_rate event)",
+                );
             }
             let pa = ports.len() as PortId;
             let pb = pa + 1;
@@ -185,7 +184,10 @@ impl<E: Copy + Default> Network<E> {
             nodes[b as usize].ports.push(pb);
         }
         if ports.len() > MAX_INDEX as usize {
-            return err(format!("links: {} link directions is too many (at most {MAX_INDEX})", ports.len()));
+            return fail(
+                "links",
+                format!("{} link directions is too many (at most {MAX_INDEX})", ports.len()),
+            );
         }
 
         // Receiver-side extra delays, and per-ingress state on bridge ports.
@@ -214,31 +216,33 @@ impl<E: Copy + Default> Network<E> {
         for (i, s) in cfg.stations.iter().enumerate() {
             let node = &nodes[i];
             if node.ports.len() != 1 {
-                return err(format!(
-                    "nodes.{}: a station needs exactly one link, it has {}",
-                    s.name,
-                    node.ports.len()
-                ));
+                return fail(
+                    format!("nodes.{}", s.name),
+                    format!("a station needs exactly one link, it has {}", node.ports.len()),
+                );
             }
             let port = node.ports[0];
             let dest = match &s.dest {
                 DestConfig::Uniform => {
                     if n_st < 2 && s.load > 0.0 {
-                        return err(format!("nodes.{}.dest: 'uniform' needs at least one other station", s.name));
+                        return fail(format!("nodes.{}.dest", s.name), "'uniform' needs at least one other station");
                     }
                     Dest::Uniform
                 }
                 DestConfig::Fixed { node } => Dest::Fixed(station_index(&node_by_name, &nodes, node, &s.name)?),
                 DestConfig::Hotspot { node, fraction } => {
                     if !(0.0..=1.0).contains(fraction) {
-                        return err(format!("nodes.{}.dest.fraction: {fraction} is not allowed; expected 0..=1", s.name));
+                        return fail(
+                            format!("nodes.{}.dest.fraction", s.name),
+                            format!("{fraction} is not allowed; expected 0..=1"),
+                        );
                     }
                     if n_st < 2 && s.load > 0.0 {
-                        return err(format!("nodes.{}.dest: a hotspot needs at least one other station", s.name));
+                        return fail(format!("nodes.{}.dest", s.name), "a hotspot needs at least one other station");
                     }
                     let hot = match node_by_name.get(node).map(|&i| nodes[i as usize].kind) {
                         Some(NodeKind::Station(h)) => h as u16,
-                        _ => return err(format!("nodes.{}.dest.hotspot: '{node}' is not a station", s.name)),
+                        _ => return fail(format!("nodes.{}.dest.hotspot", s.name), format!("'{node}' is not a station")),
                     };
                     Dest::Hotspot { hot, fraction: *fraction }
                 }
@@ -314,7 +318,7 @@ impl<E: Copy + Default> Network<E> {
             let n = node_by_name.get(&b.name).map(|&i| nodes[i as usize].ports.len()).unwrap_or(0);
             if let Some(max) = b.ports {
                 if n > max as usize {
-                    return err(format!("nodes.{}: {n} links exceed its {max} ports", b.name));
+                    return fail(format!("nodes.{}", b.name), format!("{n} links exceed its {max} ports"));
                 }
             }
         }
@@ -329,7 +333,12 @@ impl<E: Copy + Default> Network<E> {
             node_by_name,
         };
         for (i, r) in cfg.routes.iter().enumerate() {
-            let bad = |what: &str| ConfigError::parse(format!("routes[{i}]: {what} (bridge {}, dst {}, via {})", r.bridge, r.dst, r.via));
+            let bad = |what: &str| {
+                ConfigError::new(
+                    format!("routes[{i}]"),
+                    format!("{what} (bridge {}, dst {}, via {})", r.bridge, r.dst, r.via),
+                )
+            };
             let b = *net.node_by_name.get(&r.bridge).ok_or_else(|| bad("unknown bridge"))?;
             let NodeKind::Bridge(bi) = net.nodes[b as usize].kind else {
                 return Err(bad("not a bridge"));
@@ -357,11 +366,13 @@ impl<E: Copy + Default> Network<E> {
             };
             for d in dests {
                 if !net.reachable(s, d as usize) {
-                    return err(format!(
-                        "nodes.{}.dest: destination {} is not reachable (disconnected topology)",
-                        net.station_name(s),
-                        net.station_name(d as usize)
-                    ));
+                    return fail(
+                        format!("nodes.{}.dest", net.station_name(s)),
+                        format!(
+                            "destination {} is not reachable (disconnected topology)",
+                            net.station_name(d as usize)
+                        ),
+                    );
                 }
             }
         }
@@ -427,7 +438,7 @@ pub fn paths(cfg: &SimConfig, seed: u64, flows: &[(String, String)]) -> Result<V
     let station = |name: &str| -> Result<usize, ConfigError> {
         match net.node_by_name.get(name).map(|&i| net.nodes[i as usize].kind) {
             Some(NodeKind::Station(s)) => Ok(s as usize),
-            _ => err(format!("paths: '{name}' is not a station")),
+            _ => fail("paths", format!("'{name}' is not a station")),
         }
     };
     flows
@@ -444,13 +455,13 @@ pub fn paths(cfg: &SimConfig, seed: u64, flows: &[(String, String)]) -> Result<V
 
 fn station_index(by_name: &BTreeMap<String, u32>, nodes: &[Node], name: &str, src: &str) -> Result<u16, ConfigError> {
     match by_name.get(name) {
-        None => err(format!("nodes.{src}.dest: unknown node '{name}'")),
+        None => fail(format!("nodes.{src}.dest"), format!("unknown node '{name}'")),
         Some(&i) => match nodes[i as usize].kind {
             NodeKind::Station(s) if s as usize == by_name[src] as usize => {
-                err(format!("nodes.{src}.dest: a station cannot send to itself"))
+                fail(format!("nodes.{src}.dest"), "a station cannot send to itself")
             }
             NodeKind::Station(s) => Ok(s as u16),
-            NodeKind::Bridge(_) => err(format!("nodes.{src}.dest: '{name}' is a bridge, not a station")),
+            NodeKind::Bridge(_) => fail(format!("nodes.{src}.dest"), format!("'{name}' is a bridge, not a station")),
         },
     }
 }
@@ -493,5 +504,64 @@ pub(crate) fn geometric_gap(p: f64, inv_ln_q: f64, q_pow: &[f64; GAP_TABLE], rng
         Time::MAX / 4
     } else {
         x as Time
+    }
+}
+
+/// The router's choices, seen through the networks it routes (here, not in
+/// routing.rs: the router sits below the topology that builds it).
+#[cfg(test)]
+mod routing_tests {
+    use super::{paths, Network};
+    use crate::bench::leafspine_config;
+    use crate::config::RoutingConfig;
+    use crate::engine::PS_PER_MS;
+
+    fn spine_of(cfg: &crate::config::SimConfig, seed: u64, flows: &[(String, String)]) -> Vec<String> {
+        paths(cfg, seed, flows).unwrap().into_iter().map(|p| p[2].clone()).collect()
+    }
+
+    fn inter_leaf_flows(leaves: usize, per_leaf: usize) -> Vec<(String, String)> {
+        let n = leaves * per_leaf;
+        (0..n)
+            .flat_map(|s| {
+                (0..n)
+                    .filter(move |d| d / per_leaf != s / per_leaf)
+                    .map(move |d| (format!("H{s}"), format!("H{d}")))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ecmp_spreads_flows_evenly_over_the_spines_and_keeps_each_flows_path() {
+        let cfg = leafspine_config(8, 4, 8, 0.5, PS_PER_MS);
+        let flows = inter_leaf_flows(8, 8); // 64 x 56 = 3584 flows
+        let spines = spine_of(&cfg, 1, &flows);
+        for s in 0..4 {
+            let n = spines.iter().filter(|x| **x == format!("S{s}")).count() as f64;
+            // 896 expected; a binomial spread of about 26.
+            assert!((n - 896.0).abs() < 0.1 * 896.0, "spine S{s} carries {n} flows");
+        }
+        assert_eq!(spines, spine_of(&cfg, 1, &flows), "a flow's path depends only on (seed, flow)");
+        let other = spine_of(&cfg, 2, &flows);
+        let moved = spines.iter().zip(&other).filter(|(a, b)| a != b).count();
+        assert!(moved > flows.len() / 2, "another seed draws other paths ({moved} moved)");
+    }
+
+    #[test]
+    fn shortest_path_takes_the_lowest_numbered_port() {
+        let cfg = crate::config::SimConfig {
+            routing: RoutingConfig::ShortestPath,
+            ..leafspine_config(4, 3, 2, 0.5, PS_PER_MS)
+        };
+        assert!(spine_of(&cfg, 0, &inter_leaf_flows(4, 2)).iter().all(|s| s == "S0"));
+    }
+
+    #[test]
+    fn routing_state_grows_with_edge_bridges_not_hosts() {
+        // 4096 hosts on 128 leaves: a bridges x hosts table would take 136 x 4096 x 4 bytes (2.2 MB).
+        let cfg = leafspine_config(128, 8, 32, 0.5, PS_PER_MS);
+        let net = Network::<()>::build(&cfg, 0).unwrap();
+        assert!(net.router.state_bytes() < 300_000, "{} bytes", net.router.state_bytes());
+        assert!(net.reachable(0, 4095) && net.reachable(4095, 31));
     }
 }

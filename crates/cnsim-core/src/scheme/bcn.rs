@@ -2,11 +2,12 @@
 //! BCN-Max and ECM (schemes.md, "BCN" and "ECM"). One parameter set covers
 //! them all; the variants are switches.
 
+use super::params::SchemeConfig;
 use super::params::{Range, Table};
 use super::{check_floor, unreachable_threshold, CpFields, ExtFields, NetView, NoteFormat, QueueView, RlCore, Scheme};
-use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::{us_to_ps, Time};
+use crate::error::ConfigError;
 use crate::frame::Frame;
 use rand::Rng;
 use serde::{Deserialize, Serialize};

@@ -12,11 +12,12 @@
 //!   alpha decay and the rate increase (both restart with each CNP and have the
 //!   same 55 us period in the source).
 
+use super::params::SchemeConfig;
 use super::params::{Range, Table};
 use super::{check_floor, unreachable_threshold, ExtFields, NetView, NoteFormat, QueueView, RlCore, Scheme};
-use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::{us_to_ps, Time};
+use crate::error::ConfigError;
 use crate::frame::Frame;
 use rand::Rng;
 use serde::{Deserialize, Serialize};

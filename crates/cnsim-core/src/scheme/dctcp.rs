@@ -38,11 +38,12 @@
 //! Defaults from the paper: K = 65 packets of 1,500 B at 10 Gbit/s, g = 1/16;
 //! initial window 10 MSS (RFC 6928) **[assumed]**.
 
+use super::params::SchemeConfig;
 use super::params::{Range, Table};
 use super::{unreachable_threshold, AckKind, AckView, ExtFields, NetView, QueueView, RlCore, Scheme};
-use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
+use crate::error::ConfigError;
 use crate::frame::Frame;
 use serde::{Deserialize, Serialize};
 

@@ -19,11 +19,12 @@
 //! empty path). Defaults from the paper: eta 0.95, maxStage 5; W_AI from an
 //! additive rate step R_AI = 50 Mbit/s (W_AI = R_AI T) **[assumed]**.
 
+use super::params::SchemeConfig;
 use super::params::{Range, Table};
 use super::{AckKind, AckView, QueueView, RlCore, Scheme};
-use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
+use crate::error::ConfigError;
 use crate::frame::Frame;
 use serde::{Deserialize, Serialize};
 

@@ -34,10 +34,12 @@ pub mod timely;
 
 use params::{Entry, Table};
 
-use crate::config::{err, ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
+use crate::error::{fail, ConfigError};
 use crate::frame::Frame;
+use params::SchemeConfig;
+use serde_json::{json, Map, Value};
 
 /// CPID of a notification that names no congestion point.
 pub const NO_CPID: u16 = 0;
@@ -188,12 +190,15 @@ pub fn unreachable_threshold(name: &str, value: f64, net: &NetView, what: &str) 
 pub fn check_floor(name: &str, floor_mbps: f64, net: &NetView) -> Result<(), ConfigError> {
     let line_mbps = net.min_line_rate_bps / 1e6;
     if net.min_line_rate_bps > 0.0 && floor_mbps > line_mbps {
-        return err(format!(
-            "{name}: {} is not allowed here; expected at most the line rate of sender {}, {} Mbit/s",
-            params::num(floor_mbps),
-            net.slowest_sender,
-            params::num(line_mbps)
-        ));
+        return fail(
+            name,
+            format!(
+                "{} is not allowed here; expected at most the line rate of sender {}, {} Mbit/s",
+                params::num(floor_mbps),
+                net.slowest_sender,
+                params::num(line_mbps)
+            ),
+        );
     }
     Ok(())
 }
@@ -519,6 +524,19 @@ pub fn tables() -> Vec<Table> {
     ]
 }
 
+/// Every table and scheme name, as data (`cnsim.schemes` reads it).
+pub fn declarations() -> Value {
+    let tables: Vec<Value> = tables().iter().map(Table::to_json).collect();
+    let schemes: Vec<Value> = SCHEMES
+        .iter()
+        .map(|e| {
+            let sets: Map<String, Value> = e.sets.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+            json!({"name": e.name, "engine": e.engine, "table": e.table, "sets": sets, "description": e.description})
+        })
+        .collect();
+    json!({"tables": tables, "schemes": schemes})
+}
+
 /// The scheme a config names, built from its parameters: one variant per
 /// scheme type. The simulator is generic over the scheme; it picks the
 /// instantiation once per run with [`with_scheme!`](crate::with_scheme).
@@ -549,7 +567,7 @@ impl AnyScheme {
             "timely" => AnyScheme::Timely(timely::Timely::from_config(s)?),
             "hpcc" => AnyScheme::Hpcc(hpcc::Hpcc::from_config(s)?),
             "swift" => AnyScheme::Swift(swift::Swift::from_config(s)?),
-            other => return err(format!("scheme: unknown scheme '{other}'")),
+            other => return fail("scheme", format!("unknown scheme '{other}'")),
         })
     }
 }
@@ -572,4 +590,50 @@ macro_rules! with_scheme {
             $crate::scheme::AnyScheme::Swift($s) => $body,
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::params::Kind;
+    use super::*;
+
+    #[test]
+    fn every_table_matches_its_struct_and_its_defaults_pass_its_checks() {
+        for table in tables() {
+            table
+                .check(table.name, &Map::new())
+                .unwrap_or_else(|e| panic!("{}: {e}", table.name));
+        }
+        // Each struct reads its table's defaults (deny_unknown_fields, no
+        // serde defaults: a field the declaration lacks, or a declared
+        // parameter the struct lacks, fails here).
+        let _: bcn::BcnParams = bcn::table().default_params();
+        let _: bcn::BcnParams = bcn::ecm_table().default_params();
+        let _: qcn::QcnParams = qcn::table().default_params();
+        let _: qcn::QcnParams = qcn::table_2pt().default_params();
+        let _: qcn::QcnParams = qcn::table_3pt().default_params();
+        let _: dcqcn::DcqcnParams = dcqcn::table().default_params();
+        let _: dctcp::DctcpParams = dctcp::table().default_params();
+        let _: timely::TimelyParams = timely::table().default_params();
+        let _: hpcc::HpccParams = hpcc::table().default_params();
+        let _: swift::SwiftParams = swift::table().default_params();
+        // Every table above: ten, as many as `tables()` declares.
+        assert_eq!(tables().len(), 10, "a new table needs its struct read here");
+    }
+
+    #[test]
+    fn every_scheme_names_a_declared_table_and_sets_declared_switches() {
+        let tables = tables();
+        for e in SCHEMES {
+            if let Some(t) = e.table {
+                let table = tables
+                    .iter()
+                    .find(|x| x.name == t)
+                    .unwrap_or_else(|| panic!("{}: no table {t}", e.name));
+                for (k, _) in e.sets {
+                    assert_eq!(table.get(k).map(|p| &p.kind), Some(&Kind::Bool), "{}: sets {k}", e.name);
+                }
+            }
+        }
+    }
 }

@@ -1,16 +1,17 @@
 //! No congestion management: no CP, no NP, no RP (PAUSE is configured separately).
 
+use super::params::SchemeConfig;
 use super::{RlCore, Scheme};
-use crate::config::{err, ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
+use crate::error::{fail, ConfigError};
 
 pub struct NoCm;
 
 impl NoCm {
     pub fn from_config(s: &SchemeConfig) -> Result<NoCm, ConfigError> {
         if let Some(k) = s.params.keys().next() {
-            return err(format!("{}: '{k}' is not a parameter; nocm has none", s.table()));
+            return fail(s.table(), format!("'{k}' is not a parameter; nocm has none"));
         }
         Ok(NoCm)
     }

@@ -11,11 +11,12 @@
 //! counter and timer stages SI / TS, fast recovery, active and hyperactive
 //! increase).
 
+use super::params::SchemeConfig;
 use super::params::{Range, Table};
 use super::{check_floor, unreachable_threshold, CpFields, ExtFields, NetView, NoteFormat, QueueView, RlCore, Scheme};
-use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::{ms_to_ps, Time};
+use crate::error::ConfigError;
 use crate::frame::Frame;
 use rand::Rng;
 use serde::{Deserialize, Serialize};

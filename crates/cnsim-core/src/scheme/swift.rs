@@ -28,11 +28,12 @@
 //! queueing above the base RTT, 1 us per hop, fs_range 25 us between 0.1 and
 //! 100 frames, first window one BDP of the flow's path **[assumed]**.
 
+use super::params::SchemeConfig;
 use super::params::{Range, Table};
 use super::{num_us, AckKind, AckView, NetView, PathView, RlCore, Scheme};
-use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
+use crate::error::ConfigError;
 use serde::{Deserialize, Serialize};
 
 /// Swift parameters, in the units of their names; declared in [`table`].

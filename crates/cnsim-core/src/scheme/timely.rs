@@ -41,11 +41,12 @@
 //! Defaults from the paper at 10 Gbit/s: alpha 0.875, beta 0.8, delta
 //! 10 Mbit/s, segments of 16 KB.
 
+use super::params::SchemeConfig;
 use super::params::{Range, Table};
 use super::{check_floor, num_us, AckKind, AckView, NetView, RlCore, Scheme};
-use crate::config::{ConfigError, SchemeConfig};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
+use crate::error::ConfigError;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@
 //! notifications in flight, and the size of each flow in frames.
 
 use super::{FlowView, Kind, NoteOrigin, Reason, RlKey, RlView, Site, Tracer, NO_PORT};
-use crate::config::{err, ConfigError, TraceConfig};
+use crate::config::{fail, ConfigError, TraceConfig};
 use crate::engine::Time;
 use crate::frame::{Frame, FrameKind, NO_FLOW, NO_NODE};
 use crate::io::events::{EventNames, EventRow, EventWriter, FrameCol};
@@ -103,10 +103,10 @@ impl TracePlan {
                 Some(kind) => kinds |= 1 << kind as u8,
                 None => {
                     let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
-                    return err(format!(
-                        "trace.events: '{k}' is not an event kind; allowed: all, {}",
-                        names.join(", ")
-                    ));
+                    return fail(
+                        "trace.events",
+                        format!("'{k}' is not an event kind; allowed: all, {}", names.join(", ")),
+                    );
                 }
             }
         }
@@ -115,7 +115,7 @@ impl TracePlan {
         } else {
             let mut on = vec![false; net.names.nodes.len()];
             for n in &cfg.event_nodes {
-                let id = node_id(net, n).ok_or_else(|| ConfigError::parse(format!("trace.event_nodes: no node '{n}'")))?;
+                let id = node_id(net, n).ok_or_else(|| ConfigError::new("trace.event_nodes", format!("no node '{n}'")))?;
                 on[id as usize] = true;
             }
             Some(on)
@@ -126,7 +126,7 @@ impl TracePlan {
             let mut on = vec![false; net.names.ports.len()];
             for p in &cfg.event_ports {
                 let id =
-                    port_id(net, p).ok_or_else(|| ConfigError::parse(format!("trace.event_ports: no link direction '{p}' (FROM->TO)")))?;
+                    port_id(net, p).ok_or_else(|| ConfigError::new("trace.event_ports", format!("no link direction '{p}' (FROM->TO)")))?;
                 on[id as usize] = true;
             }
             Some(on)
@@ -139,7 +139,7 @@ impl TracePlan {
                 let station = |s: &str| node_id(net, s).filter(|&n| (n as usize) < net.n_stations);
                 let pair = f.split_once('|').and_then(|(a, b)| Some((station(a)?, station(b)?)));
                 let (a, b) = pair.ok_or_else(|| {
-                    ConfigError::parse(format!("trace.event_flows: '{f}' is not allowed; expected SRC|DST, two stations"))
+                    ConfigError::new("trace.event_flows", format!("'{f}' is not allowed; expected SRC|DST, two stations"))
                 })?;
                 set.insert((a as u16, b as u16));
             }
@@ -147,23 +147,29 @@ impl TracePlan {
         };
         let mut pcap = Vec::new();
         for p in &cfg.pcap {
-            let id = port_id(net, p).ok_or_else(|| ConfigError::parse(format!("trace.pcap: no link direction '{p}' (FROM->TO)")))?;
+            let id = port_id(net, p).ok_or_else(|| ConfigError::new("trace.pcap", format!("no link direction '{p}' (FROM->TO)")))?;
             if !pcap.contains(&id) {
                 pcap.push(id);
             }
         }
         if cfg.to_ps <= cfg.from_ps {
-            return err(format!(
-                "trace.to_ms: {} ms is not after trace.from_ms ({} ms)",
-                cfg.to_ps as f64 / 1e9,
-                cfg.from_ps as f64 / 1e9
-            ));
+            return fail(
+                "trace.to_ms",
+                format!(
+                    "{} ms is not after trace.from_ms ({} ms)",
+                    cfg.to_ps as f64 / 1e9,
+                    cfg.from_ps as f64 / 1e9
+                ),
+            );
         }
         if cfg.max_rows == 0 {
-            return err("trace.max_rows: 0 is not allowed; expected at least 1 row");
+            return fail("trace.max_rows", "0 is not allowed; expected at least 1 row");
         }
         if !(64..=65_535).contains(&cfg.snaplen) {
-            return err(format!("trace.snaplen: {} is not allowed; expected 64 to 65535 bytes", cfg.snaplen));
+            return fail(
+                "trace.snaplen",
+                format!("{} is not allowed; expected 64 to 65535 bytes", cfg.snaplen),
+            );
         }
         Ok(TracePlan {
             kinds,
@@ -243,12 +249,12 @@ pub struct Recorder {
 impl Recorder {
     /// Creates the files of `plan` for run `seed` in `out`.
     pub fn new(plan: TracePlan, net: TraceNet, out: &TraceOutput, seed: u64) -> Result<Recorder, ConfigError> {
-        let io = |path: &Path, e: std::io::Error| ConfigError::parse(format!("trace: cannot write {}: {e}", path.display()));
+        let io = |path: &Path, e: std::io::Error| ConfigError::new("trace", format!("cannot write {}: {e}", path.display()));
         std::fs::create_dir_all(&out.dir).map_err(|e| io(&out.dir, e))?;
         let names = Arc::new(net.names);
         let events = if plan.kinds != 0 {
             let path = out.dir.join(format!("events.seed{seed}.parquet"));
-            Some(EventWriter::create(&path, seed, names.clone()).map_err(ConfigError::parse)?)
+            Some(EventWriter::create(&path, seed, names.clone())?)
         } else {
             None
         };

@@ -1,0 +1,14 @@
+"""The installed package's version (`cnsim.__version__`), for the modules
+that record it: read from the package metadata, once asked."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+
+def cnsim_version() -> str:
+    """The version cnsim is installed as ("0+unknown" when it is not)."""
+    try:
+        return version("cnsim")
+    except PackageNotFoundError:  # pragma: no cover
+        return "0+unknown"
