@@ -3,11 +3,9 @@
 The sections the engine declares (crates/cnsim-core/src/sections.rs, and the
 schemes' tables) reach Python only through declarations.json: their record
 classes are generated (cnsim.records), no Python source declares their
-fields again, and the engine checks them (one validator). The sections not
-yet moved to the engine are listed in STILL_IN_PYTHON: each of those keys is
-declared once, in cnsim/scenario/model.py, but the engine's config.rs still
-checks some of them on its own (issue 26, not finished); the test fails when
-that list goes stale in either direction.
+fields again, and the engine checks them (one validator). STILL_IN_PYTHON
+lists the sections still declared in Python (none since issue 26); the test
+fails when that list goes stale in either direction.
 """
 
 from __future__ import annotations
@@ -18,6 +16,7 @@ from pathlib import Path
 
 import cnsim
 import pytest
+from cnsim import topologies
 from cnsim.declarations import declarations
 from cnsim.scenario import analysis
 from cnsim.scenario import model as M
@@ -34,12 +33,7 @@ NODE_KEYS = {k for s in ("station", "bridge") for k in ENGINE[s]["per_node"]}
 
 #: Sections and keys still declared in Python (model.py) and checked, in part,
 #: again by the engine's config.rs: what remains of issue 26.
-STILL_IN_PYTHON = {
-    "workload",
-    "topology",
-    "nodes",  # a node's own keys (load, dest, ...) but NODE_KEYS
-    "events",
-}
+STILL_IN_PYTHON: set[str] = set()
 #: The arrays of tables ([[nodes]], ...): sections even when empty.
 ARRAYS = ("nodes", "links", "events", "routes")
 
@@ -80,7 +74,7 @@ def test_every_shown_parameter_is_declared_once(name: str) -> None:
         if section in ENGINE or (section == "nodes" and key in NODE_KEYS):
             decl = (
                 ENGINE["station" if key in ENGINE["station"]["per_node"] else "bridge"]
-                if section == "nodes"
+                if section == "nodes" and key in NODE_KEYS
                 else ENGINE[section]
             )
             assert key in {p["name"] for p in decl["params"]}, (section, key)
@@ -88,6 +82,8 @@ def test_every_shown_parameter_is_declared_once(name: str) -> None:
         elif section in ANALYSIS:
             assert key in {p["name"] for p in ANALYSIS[section]["params"]}, (section, key)
             engine_declared.add((section, key))
+        elif section == "topology":
+            assert any(key in topologies.GENERATORS[g]._params for g in topologies.GENERATORS), key
         else:
             assert section in STILL_IN_PYTHON, f"{section}.{key}: declared nowhere known"
     # No Python class declares an engine-declared key again.
@@ -95,6 +91,8 @@ def test_every_shown_parameter_is_declared_once(name: str) -> None:
         "": "ScenarioModel",
         "links": "Link",
         "routes": "Route",
+        "events": "Event",
+        "workload": "Workload",
         "defaults": "Defaults",
         "bridge": "BridgeDefaults",
         "station": "StationDefaults",
@@ -120,6 +118,8 @@ def test_generated_models_are_the_declarations() -> None:
     for section, cls in [
         ("links", M.Link),
         ("routes", M.Route),
+        ("events", M.Event),
+        ("workload", M.Workload),
         ("defaults", M.Defaults),
         ("bridge", M.BridgeDefaults),
         ("station", M.StationDefaults),
@@ -139,13 +139,24 @@ def test_generated_models_are_the_declarations() -> None:
         assert list(cls.names) == [p["name"] for p in decl["params"]]
         for p in decl["params"]:
             assert cls._params[p["name"]] is p, (section, p["name"])  # the declaration itself
+    for g, cls in topologies.GENERATORS.items():
+        assert cls.declaration is ENGINE[f"topology_{g}"], g
+        assert list(cls.names) == [p["name"] for p in ENGINE[f"topology_{g}"]["params"]]
     assert NODE_KEYS <= set(M.Node.names)
+    # A node's own keys are the engine's declaration, then its station / bridge keys.
+    own = ENGINE["nodes"]["params"]
+    assert list(M.Node.names[: len(own)]) == [p["name"] for p in own]
+    assert all(M.Node._params[p["name"]] is p for p in own)
+    assert set(M.Node.names[len(own) :]) == NODE_KEYS
 
 
 def test_python_sections_left_are_the_listed_ones() -> None:
     top = set(M.TOP_KEYS)
     engine_sections = {t["name"] for t in declarations()["sections"]} | set(ANALYSIS)
     schemes = {t["name"] for t in declarations()["tables"]} | {"nocm"}
+    # [topology]: one engine table per generator (`topology_NAME`).
+    if all(f"topology_{g}" in ENGINE for g in topologies.GENERATORS):
+        engine_sections.add("topology")
     own = {p["name"] for p in ENGINE[""]["params"]}  # the top level's keys
     left = {k for k in top if k not in engine_sections | schemes | own}
     assert left == STILL_IN_PYTHON
@@ -246,3 +257,24 @@ def test_engine_checks_stats_from_its_declaration(key: str, value: object, line:
     with pytest.raises(ValueError) as e:
         _core.check_config(cfg)
     assert str(e.value).startswith(line), str(e.value)
+
+
+def test_engine_checks_fattree_routing_from_the_topology_declaration() -> None:
+    """The engine config's fat-tree arity is checked against `[topology]`'s
+    declaration (sections::topology_fattree's k), whoever wrote the config."""
+    from cnsim import _core
+
+    cfg = cnsim.load("fattree_hotspot").engine_config_checked()
+    assert cfg["routing"]["kind"] == "fattree"
+    _core.check_config(cfg)
+    with pytest.raises(ValueError) as e:
+        _core.check_config(cfg | {"routing": {"kind": "fattree", "k": 65}})
+    assert str(e.value) == "routing.k: 65 is not allowed; expected an integer >= 2 and <= 64"
+
+
+def test_a_topology_is_checked_by_the_engine_as_read() -> None:
+    """[topology] reaches the engine's check as Python read it: an integer
+    written 4.0 (as TOML users do) is the integer 4 there too."""
+    raw = tomllib.loads(cnsim.load("fattree_hotspot").to_toml())
+    raw["topology"]["k"] = float(raw["topology"]["k"])
+    cnsim.Scenario(raw, seeds=[0]).engine_config_checked()

@@ -204,16 +204,17 @@ def test_a_flow_run_with_no_flow_reports_zero_and_null(tmp_path):
             {"workload.start_ms": 60},
             "workload.start_ms: 60 is not allowed; expected a time before the run's end",
         ),
+        # start_ms < end_ms: [workload]'s declared rule, the engine's (sections.rs).
         (
             {"workload.end_ms": 0},
-            "workload.end_ms: 0 is not allowed; expected a time after workload.start_ms = 0.1",
+            "workload.start_ms / workload.end_ms: 0.1 / 0 not allowed; expected start_ms < end_ms",
         ),
-        ({"workload.end_ms": 0.1}, "workload.end_ms: 0.1 is not allowed"),
+        ({"workload.end_ms": 0.1}, "workload.start_ms / workload.end_ms: 0.1 / 0.1 not allowed"),
     ],
 )
 def test_flows_outside_the_run_are_refused(changes, start):
     # start_ms = 60 in a 50 ms run counted 16 flows started with 0 frames.
-    assert error(lambda: cnsim.load("flows_incast", **changes)).startswith(start)
+    assert error(lambda: cnsim.load("flows_incast", **changes).engine_config_checked()).startswith(start)
 
 
 # ------------------------------------------------------- CDF files (items 6, 11)

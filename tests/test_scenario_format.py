@@ -105,7 +105,6 @@ def test_bad_value_names_parameter_value_and_what_is_allowed(path, value, expect
         ("S", "load", -0.1, "nodes.S.load: -0.1 is not allowed; expected a number >= 0 and <= 1"),
         ("S", "start_ms", -1, "nodes.S.start_ms: -1 is not allowed; expected a number >= 0"),
         ("S", "dest", 5, "nodes.S.dest: 5 is not allowed; expected a station name, 'uniform'"),
-        ("S", "stop_ms", 0.0, "nodes.S.stop_ms: 0.0 is not allowed; expected a time after start_ms"),
         ("S", "cp", True, "nodes.S.cp: not a parameter of a station"),
         ("B", "load", 0.5, "nodes.B.load: not a parameter of a bridge"),
         ("B", "buffer_bytes", -1, "nodes.B.buffer_bytes: -1 is not allowed; expected an integer >= 0"),
@@ -122,6 +121,20 @@ def test_bad_node_parameter_names_the_node(name, key, value, expected):
     raw = tiny()
     node(raw, name)[key] = value
     assert error_of(raw).startswith(expected)
+
+
+@pytest.mark.parametrize(("start", "stop"), [(0.0, 0.0), (5.0, 2.0)])
+def test_a_source_stops_after_it_starts_by_the_engines_rule(start, stop):
+    # start_ms < stop_ms: a node's declared rule (sections::node), the engine's.
+    raw = tiny()
+    node(raw, "S").update(start_ms=start, stop_ms=stop)
+    with pytest.raises(cnsim.ScenarioError) as e:
+        cnsim.Scenario(raw).engine_config_checked()
+    assert str(e.value) == (
+        f"nodes.S.start_ms / nodes.S.stop_ms: {start:g} / {stop:g} not allowed; expected start_ms < stop_ms"
+    )
+    node(raw, "S")["stop_ms"] = start + 1.0
+    cnsim.Scenario(raw).engine_config_checked()
 
 
 @pytest.mark.parametrize(
@@ -260,7 +273,6 @@ def test_xon_above_xoff(enabled: bool):
             {"hotspot": {"node": "D", "rate_gbps": -1, "start_ms": 1, "end_ms": 2}},
             "hotspot.rate_gbps: -1 is not allowed",
         ),
-        ({"events": [{"at_ms": 1.0, "action": "start"}]}, "events[0]: a 'start' event needs 'node'"),
         ({"events": [{"at_ms": 1.0, "action": "stop", "node": "B"}]}, "events[0].node: 'B' is not allowed"),
         (
             {"events": [{"at_ms": 1.0, "action": "link_rate", "from": "S", "to": "D", "rate_gbps": 1}]},
@@ -311,10 +323,25 @@ def test_windows_pause_hotspot_events_seeds(top, expected):
             {"hotspot": {"node": "D", "rate_gbps": 1e-10, "start_ms": 1, "end_ms": 2}},
             "hotspot.rate_gbps: 1e-10 not allowed; expected rate_gbps = 0 (stopped) or >= 1e-09 (1 bit/s)",
         ),
+        (
+            {"events": [{"at_ms": 1.0, "action": "start"}]},
+            'events[0].action / events[0].node: "start" / null not allowed; '
+            "expected a start or stop event names its node",
+        ),
+        (
+            {"events": [{"at_ms": 1.0, "action": "link_rate", "from": "B", "to": "D"}]},
+            'events[0].action / events[0].from / events[0].to / events[0].rate_gbps: "link_rate" / "B" / "D" / '
+            "null not allowed; expected a link_rate event names from, to and rate_gbps",
+        ),
+        (
+            # Rounded to 0 bit/s in the engine config: only the event as written shows it.
+            {"events": [{"at_ms": 1.0, "action": "link_rate", "from": "B", "to": "D", "rate_gbps": 1e-10}]},
+            "events[0].rate_gbps: 1e-10 not allowed; expected rate_gbps = 0 (stopped) or >= 1e-09 (1 bit/s)",
+        ),
     ],
 )
 def test_section_rules_are_the_engines(top, expected):
-    # One validator: a window's and the hotspot's rules are declared in the
+    # One validator: a window's, the hotspot's and an event's rules are declared in the
     # engine (crates/cnsim-core/src/sections.rs) and checked there.
     sc = cnsim.Scenario(tiny(**top))
     with pytest.raises(cnsim.ScenarioError) as e:

@@ -74,8 +74,10 @@ def _check_refusal(e: cnsim.ScenarioError, key: str) -> None:
     msg = str(e)
     assert "\n" not in msg and msg, msg
     section, _, name = key.partition(".")
-    # The message names the parameter set, or the rule or window it broke.
-    assert msg.startswith((key, section, "measure", "pause", "transient", "windows")), msg
+    # The message names the parameter set, or the rule or window it broke
+    # (a scheme's rate floor against the line rate names the scheme's key:
+    # defaults.link_rate_gbps = 1e-9 under bcn, 'bcn.min_rate_mbps: ...').
+    assert msg.startswith((key, section, "measure", "pause", "transient", "windows", *TABLES)), msg
 
 
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -253,3 +255,108 @@ def test_python_and_the_engine_agree_on_the_declared_sections(pause, frame_bytes
             "enabled",
             "trigger",
         ), engine
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    at_ps=st.one_of(
+        st.integers(min_value=-2, max_value=2**64 - 1), st.sampled_from([0, 10**18, 10**18 + 10**9])
+    ),
+    rate_bps=st.one_of(
+        st.integers(min_value=-2, max_value=2**64 - 1), st.sampled_from([0, 1, 10**15, 10**15 + 10**6])
+    ),
+    action=st.sampled_from(["link_rate", "stop"]),
+)
+def test_python_and_the_engine_agree_on_an_event(at_ps, rate_bps, action):
+    """An event given to the scenario (as written, in ms and Gbit/s) and
+    straight to the engine config (ps, bit/s: whole units, so the two say
+    the same): both accept or both refuse, naming an event."""
+    from cnsim import _core
+
+    a, b = _LINK.a, _LINK.b
+    station = next(n.name for n in BASE.model.nodes if n.kind == "station")
+    if action == "link_rate":
+        written = {"at_ms": at_ps / 1e9, "action": action, "from": a, "to": b, "rate_gbps": rate_bps / 1e9}
+        engine = {"at_ps": at_ps, "action": action, "from": a, "to": b, "rate_bps": rate_bps}
+    else:
+        written = {"at_ms": at_ps / 1e9, "action": action, "node": station}
+        engine = {"at_ps": at_ps, "action": action, "node": station}
+    try:
+        cnsim.Scenario(BASE.raw | {"events": [written]}, seeds=[0]).engine_config_checked()
+        python = None
+    except cnsim.ScenarioError as e:
+        python = str(e)
+    cfg = BASE.engine_config_checked()
+    cfg = cfg | {"events": [*cfg["events"], engine]}
+    try:
+        _core.check_config(cfg)
+        refused = None
+    except ValueError as e:
+        refused = str(e)
+    assert (python is None) == (refused is None), (python, refused)
+    if python is not None:
+        assert python.startswith("events[0]."), python
+        assert refused.startswith("events"), refused
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    ack_every=st.integers(min_value=-1, max_value=70_000),
+    rto_ps=st.one_of(
+        st.integers(min_value=-1, max_value=2**64 - 1),
+        st.sampled_from([0, 999_999, 10**6, 10**18, 10**18 + 10**7]),
+    ),
+)
+def test_python_and_the_engine_agree_on_the_transport(ack_every, rto_ps):
+    """`workload.ack_every` / `rto_us` given to the scenario and the same
+    values straight to the engine config's transport (ps): both accept or
+    both refuse (one declaration, sections::workload)."""
+    from cnsim import _core
+
+    flows = BASES["flows_incast"]
+    workload = {**flows.raw["workload"], "ack_every": ack_every, "rto_us": rto_ps / 1e6}
+    try:
+        cnsim.Scenario(flows.raw | {"workload": workload}, seeds=[0]).engine_config_checked()
+        python = None
+    except cnsim.ScenarioError as e:
+        python = str(e)
+    cfg = flows.engine_config_checked()
+    cfg = cfg | {"transport": cfg["transport"] | {"ack_every": ack_every, "rto_ps": rto_ps}}
+    try:
+        _core.check_config(cfg)
+        refused = None
+    except ValueError as e:
+        refused = str(e)
+    assert (python is None) == (refused is None), (python, refused)
+    if python is not None:
+        assert python.startswith("workload."), python
+        assert refused.startswith("transport"), refused
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    load=st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False), st.sampled_from([0.0, 1.0, -0.0, 1.0000001])
+    )
+)
+def test_python_and_the_engine_agree_on_a_nodes_load(load):
+    """A station's load given to the scenario and straight to the engine
+    config: both accept or both refuse, naming `nodes.S1.load` (finite
+    numbers: an engine config cannot hold inf or nan, which JSON lacks)."""
+    from cnsim import _core
+
+    try:
+        BASE.replace(**{"nodes.S1.load": load}).engine_config_checked()
+        python = None
+    except cnsim.ScenarioError as e:
+        python = str(e)
+    cfg = BASE.engine_config_checked()
+    stations = [s | {"load": load} if s["name"] == "S1" else s for s in cfg["stations"]]
+    try:
+        _core.check_config(cfg | {"stations": stations})
+        refused = None
+    except ValueError as e:
+        refused = str(e)
+    assert (python is None) == (refused is None), (python, refused)
+    if python is not None:
+        assert python.startswith("nodes.S1.load") and refused.startswith("nodes.S1.load"), (python, refused)

@@ -191,27 +191,20 @@ def parameter_tables() -> str:
         "Rules (checked by the engine): " + "; ".join(f"`{r}`" for r in schemes.RULES[""]) + ".",
         "",
     ]
-    engine_sections = {
-        m.Defaults: "defaults",
-        m.BridgeDefaults: "bridge",
-        m.StationDefaults: "station",
-        m.Pause: "pause",
-        m.Hotspot: "hotspot",
-        m.Trace: "trace",
-        m.Link: "links",
-        m.Route: "routes",
-        m.Stats: "stats",
-        m.Measure: "measure",
-        m.Window: "windows",
-    }
     for title, model in sections:
         out += [f"### {title}", "", _doc(model), "", model_table(model)]
-        section = engine_sections.get(model)
-        rules = schemes.RULES.get(section) if section is not None else None
+        # The engine's sections carry their declared rules (the analysis
+        # sections, declared in Python, have none).
+        rules = schemes.RULES.get(model.declaration["name"])
         if rules:
             out += ["Rules (checked by the engine): " + "; ".join(f"`{r}`" for r in rules) + ".", ""]
     kind = {k: "station: " for k in m._STATION_ONLY} | {k: "bridge: " for k in m._BRIDGE_ONLY}
     out += ["### `[[nodes]]`", "", _doc(m.Node), "", model_table(m.Node, prefix=kind)]
+    if schemes.RULES.get("nodes"):
+        out += [
+            "Rules (checked by the engine): " + "; ".join(f"`{r}`" for r in schemes.RULES["nodes"]) + ".",
+            "",
+        ]
     out += [
         "### Scheme tables",
         "",

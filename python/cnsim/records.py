@@ -326,7 +326,8 @@ def param(
     (`typ`: a kind of the engine's, or one only Python reads: `dest`, `cdf`,
     `seeds`, `weights_or_name`; `nonempty`: a string that may not be empty).
     The one helper for every table declared in Python
-    (`scenario.analysis`, `scenario.model`, `topologies`)."""
+    (`scenario.analysis`, `scenario.model`: the analysis sections and a
+    hotspot destination)."""
     unit = next((u for suffix, u in _UNIT.items() if name.endswith(suffix)), "")
     if unit in ("ms", "us") and le is None and lt is None:  # a time fits the engine's clock
         le = _MAX_MS if unit == "ms" else _MAX_MS * 1e3

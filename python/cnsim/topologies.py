@@ -37,8 +37,9 @@ import math
 import random
 from typing import Any
 
+from .declarations import declarations
 from .errors import ScenarioError
-from .records import READERS, Record, TableError, param, record, shown
+from .records import READERS, Record, TableError, record, shown
 
 #: Most hosts a generated fabric may have.
 MAX_HOSTS = 16384
@@ -46,13 +47,12 @@ MAX_HOSTS = 16384
 MAX_DIRECTIONS = 65534
 
 # As in cnsim.scenario.model (the engine's integer units).
-MAX_MS = 1e9
 MAX_GBPS = 1e6
 MIN_GBPS = 1e-9
 
 
-#: A generator parameter, in the engine's declaration format.
-_p = param
+def _declared(name: str) -> dict[str, Any]:
+    return next(t for t in declarations()["sections"] if t["name"] == f"topology_{name}")
 
 
 def _weights_or_name(v: Any, at: str) -> Any:
@@ -63,109 +63,20 @@ def _weights_or_name(v: Any, at: str) -> Any:
         for k, w in v.items()
     ):
         return {k: float(w) for k, w in v.items()}
-    raise TableError(at, f"{shown(v)} is not allowed; expected {_TRAFFIC[1]['help']}")
+    raise TableError(at, f"{shown(v)} is not allowed; expected {_DEST_HELP}")
 
 
 READERS["weights_or_name"] = _weights_or_name
 
-#: The traffic of a generated fabric's hosts.
-_TRAFFIC = [
-    _p("load", "float", "every host's offered load (Bernoulli p per frame slot)", 0.0, ge=0, le=1),
-    _p(
-        "dest",
-        "weights_or_name",
-        "every host's destinations, as a node's `dest` (when no pattern is set)",
-        "uniform",
-    ),
-    _p(
-        "pattern",
-        "choice",
-        "traffic pattern of the hosts: uniform (every other host), permutation (each host to one other, a random "
-        "derangement), incast (random groups of fan_in senders and one receiver, which sends nothing), hotspot "
-        "(hot_fraction of every host's frames to hot_host, the rest uniform); none: `dest`",
-        choices=["uniform", "permutation", "incast", "hotspot"],
-        unset="`dest`",
-    ),
-    _p("fan_in", "int", "incast: senders per receiver", 16, ge=1, le=MAX_HOSTS),
-    _p("hot_host", "str", "hotspot: the hot host", "H0"),
-    _p("hot_fraction", "float", "hotspot: share of each host's frames to hot_host", 0.1, ge=0, le=1),
-    _p("pattern_seed", "int", "seed of the permutation and incast groups", 0, ge=0, le=2**63 - 1),
-    _p("cp", "bool", "CP detection on every switch", True),
-]
-
-
-def _generator(name: str, doc: str, *params: dict[str, Any], traffic: bool = True) -> type[Record]:
-    gen = _p("generator", "choice", "the generator", required=True, choices=[name])
-    t = {
-        "name": f"topology_{name}",
-        "doc": doc,
-        "params": [*(_TRAFFIC if traffic else []), gen, *params],
-        "rules": [],
-        "per_node": [],
-    }
-    return record(
-        t, "".join(w.capitalize() for w in name.split("_")).replace("Fattree", "FatTree") + "Topology"
-    )
-
-
-FatTreeTopology = _generator(
-    "fattree",
-    """`generator = "fattree"`: a k-ary n-tree. k**n hosts `H0..` and n levels
-    of k**(n-1) switches with 2k ports (the roots use k); for n = 3 the
-    switches are `Lab`, `Mac`, `Rxc` as in scenarios.md section 7. Routing
-    defaults to `fattree` (the up-port rule).""",
-    _p("k", "int", "arity: each switch has k ports down and k up", 4, ge=2, le=64),
-    _p("n", "int", f"levels of switches; k**n hosts, at most {MAX_HOSTS}", 3, ge=2, le=12),
-)
-LeafSpineTopology = _generator(
-    "leafspine",
-    """`generator = "leafspine"`: two tiers. `leaves` leaf switches `L0..`
-    with `hosts_per_leaf` hosts each (`H0..`, host h on leaf h //
-    hosts_per_leaf) and a link from every leaf to every one of `spines`
-    spine switches `S0..`. Routing defaults to `ecmp`.""",
-    _p("leaves", "int", "leaf (top-of-rack) switches", 8, ge=1, le=MAX_HOSTS),
-    _p("spines", "int", "spine switches", 4, ge=1, le=1024),
-    _p("hosts_per_leaf", "int", "hosts on each leaf", 16, ge=1, le=MAX_HOSTS),
-    _p(
-        "host_gbps",
-        "float",
-        "host-leaf link rate (none: [defaults] link_rate_gbps)",
-        ge=MIN_GBPS,
-        le=MAX_GBPS,
-        unset="[defaults] link_rate_gbps",
-    ),
-    _p(
-        "spine_gbps",
-        "float",
-        "leaf-spine link rate (none: from oversubscription, else host_gbps)",
-        ge=MIN_GBPS,
-        le=MAX_GBPS,
-        unset="from oversubscription, else host_gbps",
-    ),
-    _p(
-        "oversubscription",
-        "float",
-        "a leaf's host capacity over its uplink capacity, hosts_per_leaf x host_gbps / (spines x spine_gbps); "
-        "sets spine_gbps (give one of the two)",
-        gt=0,
-        le=1e6,
-        unset="host_gbps",
-    ),
-)
-InnocentTopology = _generator(
-    "innocent",
-    """`generator = "innocent"`: the innocent-flows study of scenarios.md
-    section 3. A core switch `C` (infinite buffer, CP) with the hot sink `H`
-    and the cold sink `R`; E = degree / k edge switches `E0..`, each with k
-    contending sources `X<e>_<j>` (to `H`) and k innocent ones `Y<e>_<j>`
-    (to `R`); k = 1, 5, 10 for topologies A, B, C.""",
-    _p("variant", "choice", "topology A (k = 1), B (k = 5) or C (k = 10)", "A", choices=["A", "B", "C"]),
-    _p("degree", "int", "hotspot degree d: contending sources, a multiple of k", 3, ge=1, le=1000),
-    _p("congesting_gbps", "float", "total load of the contending sources (Gbit/s)", 20.0, ge=0, le=MAX_GBPS),
-    _p("innocent_gbps", "float", "total load of the innocent sources (Gbit/s)", 5.0, ge=0, le=MAX_GBPS),
-    _p("start_ms", "float", "when every source starts (ms)", 0.0, ge=0, le=MAX_MS),
-    traffic=False,
-)
+#: Each generator's table: declared in the engine (crates/cnsim-core/src/sections.rs,
+#: `topology_NAME`), which checks the table as written
+#: (`Scenario.engine_config_checked`). The rules that tie a generator's keys
+#: together (host counts, spine_gbps or oversubscription) are checked here,
+#: when generating: the nodes are made at load, before the engine is asked.
+FatTreeTopology = record(_declared("fattree"), "FatTreeTopology")
+LeafSpineTopology = record(_declared("leafspine"), "LeafSpineTopology")
+InnocentTopology = record(_declared("innocent"), "InnocentTopology")
+_DEST_HELP = FatTreeTopology._params["dest"]["help"]
 
 
 #: The topology generators by name.

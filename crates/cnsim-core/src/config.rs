@@ -564,19 +564,6 @@ impl SimConfig {
                 Ok(())
             }
         };
-        let rate = |v: u64, zero_ok: bool, what: String| {
-            if v > MAX_RATE_BPS || (v == 0 && !zero_ok) {
-                fail(
-                    what,
-                    format!(
-                        "{v} bit/s is not allowed; expected {} and at most {MAX_RATE_BPS} bit/s",
-                        if zero_ok { "0 (stopped) or at least 1" } else { "at least 1" }
-                    ),
-                )
-            } else {
-                Ok(())
-            }
-        };
         // Each link against its declaration (`sections::link`), in the user's units.
         let link = crate::sections::link();
         for l in &self.links {
@@ -595,20 +582,45 @@ impl SimConfig {
             let Value::Object(values) = json!(r) else { unreachable!() };
             route.check(&format!("routes[{i}]"), &values)?;
         }
+        // Each event against its declaration (`sections::event`), in the
+        // user's units. The list holds the sources' and the hotspot's events
+        // too, so `i` is the place in this list; the scenario's own events are
+        // checked as written first (`sections::check_written`), where a rate
+        // below 1 bit/s is still visible.
+        let event = crate::sections::event();
         for (i, e) in self.events.iter().enumerate() {
-            time(e.at_ps(), format!("events[{i}].at_ms"))?;
-            if let EventConfig::LinkRate { rate_bps, .. } = e {
-                rate(*rate_bps, true, format!("events[{i}].rate_gbps"))?;
-            }
+            let values = match e {
+                EventConfig::Start { at_ps, node } => json!({"at_ms": ms(*at_ps), "action": "start", "node": node}),
+                EventConfig::Stop { at_ps, node } => json!({"at_ms": ms(*at_ps), "action": "stop", "node": node}),
+                EventConfig::LinkRate { at_ps, from, to, rate_bps } => json!({
+                    "at_ms": ms(*at_ps),
+                    "action": "link_rate",
+                    "from": from,
+                    "to": to,
+                    "rate_gbps": *rate_bps as f64 / 1e9,
+                }),
+            };
+            let Value::Object(values) = values else { unreachable!() };
+            event.check(&format!("events[{i}]"), &values)?;
         }
         let t = &self.transport;
-        if t.ack_every == 0 {
-            return fail("transport.ack_every", "0 is not allowed; expected an integer >= 1");
-        }
-        if t.rto_ps == 0 {
-            return fail("transport.rto_us", "must be > 0");
-        }
-        time(t.rto_ps, "transport.rto_us".into())?;
+        // The transport's own keys against `[workload]`'s declaration
+        // (`sections::workload`), in the user's units; the workload as
+        // written is checked before it is resolved (`sections::check_written`).
+        let Value::Object(values) = json!({
+            "ack_every": t.ack_every,
+            "rto_us": t.rto_ps as f64 / PS_PER_US as f64,
+            "end_when_done": t.end_when_done,
+        }) else {
+            unreachable!()
+        };
+        crate::sections::workload()
+            .only(&["ack_every", "rto_us", "end_when_done"])
+            .check("transport", &values)?;
+        // The flows and arrivals are what the workload resolves to (the
+        // Python layer's generated flows, up to millions: checked here in
+        // engine units by hand, not by a table each), and a hand-written
+        // config's: their sizes, times and CDF within the engine's units.
         for (i, f) in t.flows.iter().enumerate() {
             if f.size_bytes == 0 {
                 return fail(format!("flows[{i}].size_bytes"), "0 is not allowed; expected at least 1 byte");
@@ -645,13 +657,15 @@ impl SimConfig {
                 return fail("workload", format!("arrivals[{i}] would start about {expected:.3e} flows ({} flows/s at each of {} stations for {secs} s), more than the engine indexes ({}); lower workload.load or the arrival window", a.rate_per_s, a.stations.len(), crate::engine::queue::MAX_INDEX));
             }
         }
+        // A station's load against a node's declaration (`sections::node`);
+        // its destinations are a kind the declaration does not interpret
+        // (read by the Python layer), so their resolved form is checked here.
+        let load = crate::sections::node().only(&["load"]);
         for s in &self.stations {
-            if !(0.0..=1.0).contains(&s.load) || s.load.is_nan() {
-                return fail(
-                    format!("nodes.{}.load", s.name),
-                    format!("{} is not allowed; expected 0 <= load <= 1", s.load),
-                );
-            }
+            let Value::Object(values) = json!({ "load": s.load }) else {
+                unreachable!()
+            };
+            load.check(&format!("nodes.{}", s.name), &values)?;
             if let DestConfig::Weighted { weights } = &s.dest {
                 if weights.is_empty()
                     || weights.iter().any(|(_, w)| !(*w >= 0.0 && w.is_finite()))
@@ -660,6 +674,19 @@ impl SimConfig {
                     return fail(format!("nodes.{}.dest", s.name), "weights must be >= 0, finite and not all 0");
                 }
             }
+        }
+        // Fat-tree routing's arity against the generator's declaration.
+        if let RoutingConfig::Fattree { k } = self.routing {
+            let Value::Object(values) = json!({ "k": k }) else { unreachable!() };
+            crate::sections::topology_fattree().only(&["k"]).check("routing", &values)?;
+        }
+        // A bridge's cp and ports against a node's declaration.
+        let own = crate::sections::node().only(&["cp", "ports"]);
+        for b in &self.bridges {
+            let Value::Object(values) = json!({"cp": b.cp, "ports": b.ports}) else {
+                unreachable!()
+            };
+            own.check(&format!("nodes.{}", b.name), &values)?;
         }
         Ok(())
     }

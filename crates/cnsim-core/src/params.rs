@@ -176,7 +176,7 @@ pub fn num(v: f64) -> String {
 }
 
 /// A value as the user would have written it: 80000, not 80000.0.
-fn shown(v: &Value) -> String {
+pub(crate) fn shown(v: &Value) -> String {
     match v.as_f64() {
         Some(x) if v.is_f64() => num(x),
         _ => v.to_string(),
@@ -202,6 +202,12 @@ pub enum Kind {
     /// A count N in the range (meaning 0, 1, ..., N-1), or a list of
     /// distinct integers >= 0 and < 2^63 (replications' seeds).
     CountOrList(Range),
+    /// A value of a form only the Python layer reads (a node's `dest`: a
+    /// name or a table; a workload's `cdf`: a name or points), named by
+    /// its reader (`cnsim.records.READERS`): the declaration owns its name,
+    /// help and default, and the engine checks what it resolves to (the
+    /// station's destinations, the arrivals' CDF) in its config.
+    Opaque(&'static str),
 }
 
 /// Largest element of a `CountOrList` list (an i64 seed).
@@ -228,6 +234,8 @@ pub struct Param {
     pub required: bool,
     /// May be left unset (null, its default): what applies then.
     pub unset: Option<&'static str>,
+    /// A string that may not be empty (a node's name).
+    pub nonempty: bool,
 }
 
 /// The values of a table, as a rule reads them.
@@ -241,6 +249,10 @@ impl Values<'_> {
     /// A number, None when unset.
     pub fn get(&self, name: &str) -> Option<f64> {
         self.0.get(name).and_then(Value::as_f64)
+    }
+    /// A string (a name, a choice), None when unset.
+    pub fn s(&self, name: &str) -> Option<&str> {
+        self.0.get(name).and_then(Value::as_str)
     }
 }
 
@@ -293,6 +305,7 @@ impl Table {
             fixed: false,
             required: false,
             unset: None,
+            nonempty: false,
         });
         self
     }
@@ -310,6 +323,14 @@ impl Table {
         let p = self.last(name);
         p.required = true;
         p.default = Value::Null;
+        self
+    }
+
+    /// String `name` may not be empty.
+    pub fn nonempty(mut self, name: &str) -> Table {
+        let p = self.last(name);
+        assert_eq!(p.kind, Kind::Str, "{name}: only a string is non-empty");
+        p.nonempty = true;
         self
     }
 
@@ -380,6 +401,11 @@ impl Table {
     pub fn count_or_list(self, name: &'static str, default: i64, range: Range, help: &'static str) -> Table {
         self.push(name, Kind::CountOrList(range), json!(default), help)
     }
+    /// A value only the Python layer reads, by its reader `kind`
+    /// ([`Kind::Opaque`]).
+    pub fn opaque(self, name: &'static str, kind: &'static str, default: impl Into<Value>, help: &'static str) -> Table {
+        self.push(name, Kind::Opaque(kind), default.into(), help)
+    }
     /// A rule over `params`.
     pub fn rule(mut self, params: &'static [&'static str], text: &'static str, holds: fn(&Values) -> bool) -> Table {
         for p in params {
@@ -422,6 +448,33 @@ impl Table {
 
     pub fn get(&self, name: &str) -> Option<&Param> {
         self.params.iter().find(|p| p.name == name)
+    }
+
+    /// The table of only these parameters (none required) and the rules
+    /// that read no other: to check what an engine config holds of a
+    /// section (a station's load, the transport's acknowledgements).
+    pub fn only(&self, names: &[&str]) -> Table {
+        let params = self
+            .params
+            .iter()
+            .filter(|p| names.contains(&p.name))
+            .map(|p| Param {
+                required: false,
+                ..p.clone()
+            })
+            .collect();
+        let rules = self
+            .rules
+            .iter()
+            .filter(|r| r.params.iter().all(|p| names.contains(p)))
+            .cloned()
+            .collect();
+        Table {
+            params,
+            rules,
+            per_node: &[],
+            ..self.clone()
+        }
     }
 
     /// Every parameter at its default.
@@ -468,7 +521,11 @@ impl Table {
                         w.iter().map(|w| format!("'{w}'")).collect::<Vec<_>>().join(", ")
                     )),
                 },
-                Kind::Str => (!v.is_string()).then(|| "a string".to_string()),
+                Kind::Str => match v.as_str() {
+                    Some("") if p.nonempty => Some("a non-empty string".to_string()),
+                    Some(_) => None,
+                    None => Some("a string".to_string()),
+                },
                 Kind::Strs => (!strings_in(v, None)).then(|| "a list of strings".to_string()),
                 Kind::Choices(c) => (!strings_in(v, Some(c))).then(|| format!("a list of: {}", c.join(", "))),
                 Kind::CountOrList(r) => {
@@ -479,6 +536,8 @@ impl Table {
                     });
                     (!count && !list).then(|| format!("a count {} or a list of distinct integers >= 0 and < 2^63", r.text()))
                 }
+                // Read (and refused, naming the parameter) by the Python reader.
+                Kind::Opaque(_) => None,
             };
             if let Some(e) = expected {
                 return fail(at(k), format!("{shown} is not allowed; expected {}", e.trim_end()));
@@ -526,6 +585,7 @@ impl Table {
                     Kind::Strs => ("strs", None, None),
                     Kind::Choices(c) => ("choices", None, Some(c.to_vec())),
                     Kind::CountOrList(r) => ("count_or_list", Some(*r), None),
+                    Kind::Opaque(reader) => (*reader, None, None),
                 };
                 let bound = |b: Option<Bound>| b.map(|b| json!({"value": b.value, "inclusive": b.inclusive}));
                 json!({
@@ -542,6 +602,7 @@ impl Table {
                     "fixed": p.fixed,
                     "required": p.required,
                     "unset": p.unset,
+                    "nonempty": p.nonempty,
                 })
             })
             .collect();
@@ -632,6 +693,44 @@ mod tests {
             "w.start_ms / w.end_ms: 2 / 1 not allowed; expected start_ms < end_ms"
         );
         assert_eq!(t.to_json()["params"][1]["unset"], "the run end");
+    }
+
+    #[test]
+    fn non_empty_names_opaque_values_and_sub_tables() {
+        let t = Table::new("n", "test")
+            .string("name", "", "a name")
+            .required("name")
+            .nonempty("name")
+            .opaque("dest", "dest", "uniform", "read by Python")
+            .float("start_ms", 0.0, Range::ge(0.0), "start")
+            .float("stop_ms", 0.0, Range::ge(0.0), "stop")
+            .optional("stop_ms", "never")
+            .float("load", 0.0, Range::ge(0.0).le(1.0), "load")
+            .rule(&["start_ms", "stop_ms"], "start_ms < stop_ms", |v| {
+                v.get("stop_ms").is_none_or(|s| v.f("start_ms") < s)
+            });
+        let e = |given| t.check("n", &m(given)).map_err(|e| e.line());
+        assert_eq!(
+            e(json!({"name": ""})).unwrap_err(),
+            "n.name: \"\" is not allowed; expected a non-empty string"
+        );
+        // The engine leaves an opaque value to its Python reader.
+        for dest in [json!("S"), json!({"A": 1.0}), json!([1, 2])] {
+            assert!(e(json!({"name": "S", "dest": dest})).is_ok());
+        }
+        let j = t.to_json();
+        assert_eq!(
+            (j["params"][0]["nonempty"].clone(), j["params"][1]["type"].clone()),
+            (json!(true), json!("dest"))
+        );
+        // A sub-table: only its parameters, none required, the rules among them.
+        let only = t.only(&["load"]);
+        assert!(only.check("nodes.S", &m(json!({"load": 0.5}))).is_ok());
+        assert_eq!(
+            only.check("nodes.S", &m(json!({"load": 1.5}))).unwrap_err().line(),
+            "nodes.S.load: 1.5 is not allowed; expected a number >= 0 and <= 1"
+        );
+        assert!(only.rules.is_empty() && t.only(&["start_ms", "stop_ms"]).rules.len() == 1);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! `[[nodes]]` entry may override are listed in the table's `per_node`.
 
 use crate::error::{fail, ConfigError};
-use crate::params::{Range, Table};
+use crate::params::{shown, Range, Table};
 use serde_json::{Map, Value};
 
 /// Largest buffer or threshold: 1 TiB (`config::MAX_BYTES`).
@@ -350,6 +350,314 @@ pub fn route() -> Table {
     .required("via")
 }
 
+/// A timed event (`[[events]]`, one table per entry, `events[i]`): that
+/// its node is a station and its link direction exists is checked against
+/// the scenario's nodes (Python) and the built network (net/build.rs).
+pub fn event() -> Table {
+    Table::new(
+        "events",
+        "A timed event: a source starts or stops, or a link direction changes\nrate. Applied in time order; events at the same time in file order (after\nthe sources' start / stop events and the hotspot's events).",
+    )
+    .float("at_ms", 0.0, Range::ge(0.0), "when")
+    .required("at_ms")
+    .choice(
+        "action",
+        &["start", "stop", "link_rate"],
+        "start",
+        "start / stop (a station's source) or link_rate (one link direction's rate)",
+    )
+    .required("action")
+    .string("node", "", "the station (start / stop)")
+    .optional("node", "none")
+    .string("from", "", "link_rate: sending node")
+    .optional("from", "none")
+    .string("to", "", "link_rate: receiving node")
+    .optional("to", "none")
+    .float(
+        "rate_gbps",
+        0.0,
+        Range::ge(0.0).le(MAX_GBPS),
+        "link_rate: new rate (0 = stopped, else >= 1 bit/s)",
+    )
+    .optional("rate_gbps", "none")
+    .rule(&["rate_gbps"], "rate_gbps = 0 (stopped) or >= 1e-09 (1 bit/s)", |v| {
+        v.get("rate_gbps").is_none_or(stopped_or_a_bit)
+    })
+    .rule(&["action", "node"], "a start or stop event names its node", |v| {
+        !matches!(v.s("action"), Some("start" | "stop")) || v.s("node").is_some()
+    })
+    .rule(
+        &["action", "from", "to", "rate_gbps"],
+        "a link_rate event names from, to and rate_gbps",
+        |v| v.s("action") != Some("link_rate") || (v.s("from").is_some() && v.s("to").is_some() && v.get("rate_gbps").is_some()),
+    )
+}
+
+/// Most flows `workload.max_flows` may allow: flow ids index the engine's
+/// events (engine/queue.rs MAX_INDEX = 2^22 - 1 = 4,194,303), less room for
+/// a Poisson count above its mean (2,000 = 1 standard deviation at 4 M).
+pub const MAX_FLOWS: f64 = 4e6;
+/// Flows one run may start by default (`workload.max_flows`).
+pub const DEFAULT_MAX_FLOWS: i64 = 1_000_000;
+
+/// Transport flows with sizes (`[workload]`): the Python layer generates
+/// the flows (or the Poisson arrivals) from it, so the engine sees it
+/// resolved (`transport`) and checks it as written ([`check_written`]); its
+/// rules against the rest of the scenario (hosts that are stations, a
+/// receiver among them, the run's length) are the Python layer's.
+pub fn workload() -> Table {
+    Table::new(
+        "workload",
+        "Transport flows with sizes (docs/scenario-format.md \"Flows\"): the\nstations' transports send them, acknowledge them and recover losses;\nresults give each flow's completion time (FCT) and slowdown.",
+    )
+    .choice(
+        "kind",
+        &["poisson", "incast", "permutation", "long_lived"],
+        "poisson",
+        "poisson (arrivals at every host, sizes from `cdf`, to uniform destinations), incast (`fan_in` senders to one receiver), permutation (host i to host i + n/2), long_lived (`fan_in` senders to one receiver, flows longer than the run by default)",
+    )
+    .required("kind")
+    .strings("hosts", "the stations taking part (none: every station)")
+    .optional("hosts", "every station")
+    .opaque(
+        "cdf",
+        "cdf",
+        "websearch",
+        "poisson: flow-size CDF: websearch, hadoop, a file of 'size_bytes probability' lines, or the points inline [[size_bytes, probability], ...] (a saved scenario holds a file's points inline)",
+    )
+    .string(
+        "cdf_source",
+        "",
+        "where inline cdf points were read from: the file and the SHA-256 of its bytes (written by cnsim when it saves a scenario; informational)",
+    )
+    .optional("cdf_source", "none")
+    .float(
+        "load",
+        0.5,
+        Range::gt(0.0).le(1.0),
+        "poisson: mean offered load of each host, as a fraction of its link rate",
+    )
+    .int("fan_in", 16, Range::ge(1.0).le(65535.0), "incast / long_lived: number of senders")
+    .string("receiver", "", "incast / long_lived: the receiver (none: the first host)")
+    .optional("receiver", "the first host")
+    .int(
+        "size_bytes",
+        0,
+        Range::ge(1.0).le(MAX_BYTES),
+        "incast / permutation / long_lived: bytes per flow (none: 500,000; long_lived 2^40)",
+    )
+    .optional("size_bytes", "500,000; long_lived 2^40")
+    .float(
+        "period_us",
+        0.0,
+        Range::ge(1e-6),
+        "incast: repeated every period (none: once; at least 1 ps)",
+    )
+    .optional("period_us", "once")
+    .float("start_ms", 0.0, Range::ge(0.0), "first flows (poisson: arrivals from)")
+    .float("end_ms", 0.0, Range::ge(0.0), "no flow starts after (none: the run end)")
+    .optional("end_ms", "the run end")
+    .int(
+        "ack_every",
+        1,
+        Range::ge(1.0).le(65535.0),
+        "the receiver acknowledges every N frames in order",
+    )
+    .float(
+        "rto_us",
+        4000.0,
+        Range::ge(1.0),
+        "retransmission timeout: go back N when nothing was acknowledged for this long (RDMA NICs: '4.096 us x 2^k', milliseconds; at least 1 us: below a data-center RTT every frame would time out and be sent again, 1 ns meant minutes of retransmissions)",
+    )
+    .flag("end_when_done", true, "the run ends when the last flow has finished")
+    .int(
+        "max_flows",
+        DEFAULT_MAX_FLOWS,
+        Range::ge(1.0).le(MAX_FLOWS),
+        "most flows a run may start: a workload expected to start more (poisson: load x hosts x link rate x arrival window / mean size; incast: fan_in x incasts) is refused before anything runs",
+    )
+    .rule(&["start_ms", "end_ms"], "start_ms < end_ms", |v| {
+        v.get("end_ms").is_none_or(|e| v.f("start_ms") < e)
+    })
+}
+
+/// A node's own keys (`[[nodes]]`, one table per entry, `nodes.NAME`); the
+/// keys of `[station]` / `[bridge]` a node may also set are those tables'
+/// `per_node`. Which kind owns which key, a unique name, and the names a
+/// `dest` refers to are rules against the rest of the scenario (the Python
+/// layer's); the engine sees a station's load and destinations, a bridge's
+/// cp and ports resolved, and the sources' start / stop as events, so the
+/// rule `start_ms < stop_ms` is checked as written ([`check_written`]).
+pub fn node() -> Table {
+    Table::new(
+        "nodes",
+        "A station (an end node with a NIC and a Bernoulli source) or a bridge.\nKeys marked station: or bridge: belong to that kind only; a station's\nunset keys take `[station]`'s values, a bridge's `[bridge]`'s.",
+    )
+    .string("name", "", "unique node name")
+    .required("name")
+    .nonempty("name")
+    .choice("kind", &["station", "bridge"], "station", "station | bridge")
+    .required("kind")
+    .float(
+        "load",
+        0.0,
+        Range::ge(0.0).le(1.0),
+        "offered load: Bernoulli p per frame slot (one frame time at its link rate)",
+    )
+    .opaque(
+        "dest",
+        "dest",
+        "uniform",
+        "a station name, 'uniform' (all other stations, equally likely), a table of weights { A = 1.0, B = 3.0 }, or a hotspot { hotspot = \"H0\", fraction = 0.2 } (that share to the hot station, the rest uniform)",
+    )
+    .float("start_ms", 0.0, Range::ge(0.0), "source on at")
+    .float("stop_ms", 0.0, Range::ge(0.0), "source off at (none: never)")
+    .optional("stop_ms", "never")
+    .flag("cp", false, "congestion-point detection on its output ports")
+    .int("ports", 0, Range::ge(1.0), "number of ports; more links is an error (none: unlimited)")
+    .optional("ports", "unlimited")
+    .rule(&["start_ms", "stop_ms"], "start_ms < stop_ms", |v| {
+        v.get("stop_ms").is_none_or(|s| v.f("start_ms") < s)
+    })
+}
+
+/// Most hosts a generated fabric may have.
+pub const MAX_HOSTS: f64 = 16384.0;
+
+/// The traffic of a generated fabric's hosts (fattree, leafspine).
+fn traffic(t: Table) -> Table {
+    t.float(
+        "load",
+        0.0,
+        Range::ge(0.0).le(1.0),
+        "every host's offered load (Bernoulli p per frame slot)",
+    )
+    .opaque(
+        "dest",
+        "weights_or_name",
+        "uniform",
+        "every host's destinations, as a node's `dest` (when no pattern is set)",
+    )
+    .choice(
+        "pattern",
+        &["uniform", "permutation", "incast", "hotspot"],
+        "uniform",
+        "traffic pattern of the hosts: uniform (every other host), permutation (each host to one other, a random derangement), incast (random groups of fan_in senders and one receiver, which sends nothing), hotspot (hot_fraction of every host's frames to hot_host, the rest uniform); none: `dest`",
+    )
+    .optional("pattern", "`dest`")
+    .int("fan_in", 16, Range::ge(1.0).le(MAX_HOSTS), "incast: senders per receiver")
+    .string("hot_host", "H0", "hotspot: the hot host")
+    .float(
+        "hot_fraction",
+        0.1,
+        Range::ge(0.0).le(1.0),
+        "hotspot: share of each host's frames to hot_host",
+    )
+    .int(
+        "pattern_seed",
+        0,
+        // Below 2^63 (an i64 seed): exactly representable, unlike 2^63 - 1.
+        Range::ge(0.0).lt(9_223_372_036_854_775_808.0),
+        "seed of the permutation and incast groups",
+    )
+    .flag("cp", true, "CP detection on every switch")
+}
+
+/// A `[topology]` generator's table (`topology_NAME`, named `topology.key`
+/// in errors): the Python layer generates the nodes and links from it
+/// (cnsim/topologies.py), so the engine sees only what it generated and the
+/// table as written ([`check_written`]). Its rules that tie a generator's
+/// keys together (a fat tree's host count, leafspine's spine_gbps or
+/// oversubscription) are needed to generate, at load, before the engine is
+/// asked: they stay with the generators.
+fn generator(name: &'static str, generators: &'static [&'static str], doc: &'static str, with_traffic: bool) -> Table {
+    let t = Table::new(name, doc);
+    let t = if with_traffic { traffic(t) } else { t };
+    t.choice("generator", generators, generators[0], "the generator")
+        .required("generator")
+}
+
+/// `[topology] generator = "fattree"`.
+pub fn topology_fattree() -> Table {
+    generator(
+        "topology_fattree",
+        &["fattree"],
+        "`generator = \"fattree\"`: a k-ary n-tree. k**n hosts `H0..` and n levels\nof k**(n-1) switches with 2k ports (the roots use k); for n = 3 the\nswitches are `Lab`, `Mac`, `Rxc` as in scenarios.md section 7. Routing\ndefaults to `fattree` (the up-port rule).",
+        true,
+    )
+    .int("k", 4, Range::ge(2.0).le(64.0), "arity: each switch has k ports down and k up")
+    .int("n", 3, Range::ge(2.0).le(12.0), "levels of switches; k**n hosts, at most 16384")
+}
+
+/// `[topology] generator = "leafspine"`.
+pub fn topology_leafspine() -> Table {
+    generator(
+        "topology_leafspine",
+        &["leafspine"],
+        "`generator = \"leafspine\"`: two tiers. `leaves` leaf switches `L0..`\nwith `hosts_per_leaf` hosts each (`H0..`, host h on leaf h //\nhosts_per_leaf) and a link from every leaf to every one of `spines`\nspine switches `S0..`. Routing defaults to `ecmp`.",
+        true,
+    )
+    .int("leaves", 8, Range::ge(1.0).le(MAX_HOSTS), "leaf (top-of-rack) switches")
+    .int("spines", 4, Range::ge(1.0).le(1024.0), "spine switches")
+    .int("hosts_per_leaf", 16, Range::ge(1.0).le(MAX_HOSTS), "hosts on each leaf")
+    .float(
+        "host_gbps",
+        0.0,
+        Range::ge(MIN_GBPS).le(MAX_GBPS),
+        "host-leaf link rate (none: [defaults] link_rate_gbps)",
+    )
+    .optional("host_gbps", "[defaults] link_rate_gbps")
+    .float(
+        "spine_gbps",
+        0.0,
+        Range::ge(MIN_GBPS).le(MAX_GBPS),
+        "leaf-spine link rate (none: from oversubscription, else host_gbps)",
+    )
+    .optional("spine_gbps", "from oversubscription, else host_gbps")
+    .float(
+        "oversubscription",
+        0.0,
+        Range::gt(0.0).le(1e6),
+        "a leaf's host capacity over its uplink capacity, hosts_per_leaf x host_gbps / (spines x spine_gbps); sets spine_gbps (give one of the two)",
+    )
+    .optional("oversubscription", "host_gbps")
+}
+
+/// `[topology] generator = "innocent"`.
+pub fn topology_innocent() -> Table {
+    generator(
+        "topology_innocent",
+        &["innocent"],
+        "`generator = \"innocent\"`: the innocent-flows study of scenarios.md\nsection 3. A core switch `C` (infinite buffer, CP) with the hot sink `H`\nand the cold sink `R`; E = degree / k edge switches `E0..`, each with k\ncontending sources `X<e>_<j>` (to `H`) and k innocent ones `Y<e>_<j>`\n(to `R`); k = 1, 5, 10 for topologies A, B, C.",
+        false,
+    )
+    .choice("variant", &["A", "B", "C"], "A", "topology A (k = 1), B (k = 5) or C (k = 10)")
+    .int("degree", 3, Range::ge(1.0).le(1000.0), "hotspot degree d: contending sources, a multiple of k")
+    .float(
+        "congesting_gbps",
+        20.0,
+        Range::ge(0.0).le(MAX_GBPS),
+        "total load of the contending sources (Gbit/s)",
+    )
+    .float(
+        "innocent_gbps",
+        5.0,
+        Range::ge(0.0).le(MAX_GBPS),
+        "total load of the innocent sources (Gbit/s)",
+    )
+    .float("start_ms", 0.0, Range::ge(0.0), "when every source starts (ms)")
+}
+
+/// The generators of `[topology]`, by the name of `generator`.
+pub fn topology(generator: &str) -> Option<Table> {
+    match generator {
+        "fattree" => Some(topology_fattree()),
+        "leafspine" => Some(topology_leafspine()),
+        "innocent" => Some(topology_innocent()),
+        _ => None,
+    }
+}
+
 /// Every section's table, in the order of the docs.
 pub fn tables() -> Vec<Table> {
     vec![
@@ -364,20 +672,81 @@ pub fn tables() -> Vec<Table> {
         trace(),
         stats(),
         link(),
+        event(),
         route(),
+        workload(),
+        node(),
+        topology_fattree(),
+        topology_leafspine(),
+        topology_innocent(),
     ]
 }
 
 /// The sections the engine config does not hold as the user wrote them
-/// (`[hotspot]` becomes events and a window, `[trace]` is resolved), checked
-/// against their declarations as written: `written` maps a section's name to
-/// its values. The Python layer asks this before the engine config is run.
+/// (`[hotspot]` becomes events and a window, `[trace]` is resolved,
+/// `[workload]` becomes the transport's flows or arrivals, an
+/// event's rate is rounded to whole bit/s and its index moves behind the
+/// sources' events), checked against their declarations as written:
+/// `written` maps a section's name to its values (an array of tables: a
+/// list, entry i named `events[i]`). The Python layer asks this before the
+/// engine config is run.
 pub fn check_written(written: &Map<String, Value>) -> Result<(), ConfigError> {
     for (name, values) in written {
         let table = match name.as_str() {
             "hotspot" => hotspot(),
             "trace" => trace(),
-            _ => return fail(name, "not a section checked as written (hotspot, trace)"),
+            "workload" => workload(),
+            "topology" => {
+                let generator = values.get("generator").and_then(Value::as_str).unwrap_or("");
+                let Some(table) = topology(generator) else {
+                    return Err(ConfigError::new(
+                        "topology.generator",
+                        format!(
+                            "{} is not allowed; expected one of fattree, leafspine, innocent",
+                            shown(values.get("generator").unwrap_or(&Value::Null))
+                        ),
+                    ));
+                };
+                table
+            }
+            "nodes" => {
+                // The nodes whose rules the engine config cannot show (a
+                // station's stop_ms), each named by its name.
+                let node = node();
+                let Value::Array(entries) = values else {
+                    return Err(ConfigError::new(name, "expected an array of tables"));
+                };
+                for (i, e) in entries.iter().enumerate() {
+                    let Value::Object(e) = e else {
+                        return Err(ConfigError::new(format!("nodes[{i}]"), "expected a table"));
+                    };
+                    let label = e
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .map_or(format!("nodes[{i}]"), |n| format!("nodes.{n}"));
+                    node.check(&label, e)?;
+                }
+                continue;
+            }
+            "events" => {
+                let event = event();
+                let Value::Array(entries) = values else {
+                    return Err(ConfigError::new(name, "expected an array of tables"));
+                };
+                for (i, e) in entries.iter().enumerate() {
+                    let Value::Object(e) = e else {
+                        return Err(ConfigError::new(format!("events[{i}]"), "expected a table"));
+                    };
+                    event.check(&format!("events[{i}]"), e)?;
+                }
+                continue;
+            }
+            _ => {
+                return fail(
+                    name,
+                    "not a section checked as written (hotspot, trace, workload, topology, events, nodes)",
+                )
+            }
         };
         let Value::Object(values) = values else {
             return fail(name, "expected a table");
@@ -395,12 +764,13 @@ mod tests {
     #[test]
     fn every_section_passes_its_own_defaults() {
         for t in tables() {
-            // Required numbers given 1, 2, ... (times in order), names "x",
-            // choices their first.
+            // Required numbers given 1, 2, ... (times in order), names "x"
+            // (also those that may be unset: an event's node), choices their
+            // first.
             let given: Map<String, Value> = t
                 .params
                 .iter()
-                .filter(|p| p.required)
+                .filter(|p| p.required || (p.unset.is_some() && p.kind == crate::params::Kind::Str))
                 .enumerate()
                 .map(|(i, p)| {
                     let v = match &p.kind {
@@ -436,7 +806,8 @@ mod tests {
             check(json!({"hotspot": {"rate_gbps": 1.0, "start_ms": 1.0, "end_ms": 2.0}})).unwrap_err(),
             "hotspot.node: required parameter is missing"
         );
-        assert!(check(json!({"nodes": {}})).unwrap_err().starts_with("nodes: not a section"));
+        assert!(check(json!({"links": {}})).unwrap_err().starts_with("links: not a section"));
+        assert_eq!(check(json!({"nodes": {}})).unwrap_err(), "nodes: expected an array of tables");
         assert!(check(json!({"trace": {"events": ["all", "drop"], "from_ms": 1.0, "to_ms": 2.0}})).is_ok());
         assert_eq!(
             check(json!({"trace": {"from_ms": 5.0, "to_ms": 5.0}})).unwrap_err(),
@@ -470,6 +841,71 @@ mod tests {
             l(0.0).unwrap_err(),
             "links.S-B.rate_gbps: 0 is not allowed; expected a number >= 1e-9 and <= 1000000"
         );
+        // Events as written: an array, each entry named by its place.
+        let ev = |e: Value| check(json!({ "events": [e] }));
+        assert!(ev(json!({"at_ms": 1.0, "action": "stop", "node": "S"})).is_ok());
+        assert!(ev(json!({"at_ms": 1.0, "action": "link_rate", "from": "B", "to": "D", "rate_gbps": 0.0})).is_ok());
+        assert_eq!(
+            ev(json!({"at_ms": 1.0, "action": "start"})).unwrap_err(),
+            "events[0].action / events[0].node: \"start\" / null not allowed; expected a start or stop event names its node"
+        );
+        assert!(ev(json!({"at_ms": 1.0, "action": "link_rate", "from": "B", "to": "D"}))
+            .unwrap_err()
+            .ends_with("expected a link_rate event names from, to and rate_gbps"));
+        assert_eq!(
+            ev(json!({"at_ms": 1.0, "action": "link_rate", "from": "B", "to": "D", "rate_gbps": 1e-10})).unwrap_err(),
+            "events[0].rate_gbps: 1e-10 not allowed; expected rate_gbps = 0 (stopped) or >= 1e-09 (1 bit/s)"
+        );
+        assert_eq!(
+            ev(json!({"at_ms": -1.0, "action": "stop", "node": "S"})).unwrap_err(),
+            "events[0].at_ms: -1 is not allowed; expected a number >= 0 and <= 1000000000"
+        );
+        assert_eq!(check(json!({"events": {}})).unwrap_err(), "events: expected an array of tables");
+        // The workload as written: its rule, and its CDF left to Python.
+        let w = |extra: Value| {
+            let mut v = json!({"kind": "poisson", "cdf": [[1000, 0.0], [2000, 1.0]]});
+            v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            check(json!({ "workload": v }))
+        };
+        assert!(w(json!({"start_ms": 1.0})).is_ok());
+        assert_eq!(
+            w(json!({"start_ms": 2.0, "end_ms": 2.0})).unwrap_err(),
+            "workload.start_ms / workload.end_ms: 2 / 2 not allowed; expected start_ms < end_ms"
+        );
+        assert_eq!(
+            w(json!({"max_flows": 4_000_001})).unwrap_err(),
+            "workload.max_flows: 4000001 is not allowed; expected an integer >= 1 and <= 4000000"
+        );
+        assert_eq!(
+            check(json!({"workload": {"load": 0.5}})).unwrap_err(),
+            "workload.kind: required parameter is missing"
+        );
+        // A node as written: its rule, its dest left to Python.
+        let n = |v: Value| check(json!({ "nodes": [v] }));
+        assert!(n(json!({"name": "S", "kind": "station", "dest": {"D": 1.0}, "start_ms": 1.0, "stop_ms": 2.0})).is_ok());
+        assert_eq!(
+            n(json!({"name": "S", "kind": "station", "start_ms": 2.0, "stop_ms": 1.0})).unwrap_err(),
+            "nodes.S.start_ms / nodes.S.stop_ms: 2 / 1 not allowed; expected start_ms < stop_ms"
+        );
+        assert_eq!(
+            n(json!({"name": "", "kind": "bridge"})).unwrap_err(),
+            "nodes..name: \"\" is not allowed; expected a non-empty string"
+        );
+        // A topology as written: its generator's table, named `topology.key`.
+        assert!(check(json!({"topology": {"generator": "fattree", "k": 4, "n": 2, "dest": {"H1": 1.0}}})).is_ok());
+        assert_eq!(
+            check(json!({"topology": {"generator": "fattree", "k": 65}})).unwrap_err(),
+            "topology.k: 65 is not allowed; expected an integer >= 2 and <= 64"
+        );
+        assert_eq!(
+            check(json!({"topology": {"generator": "leafspine", "k": 4}})).unwrap_err(),
+            "topology.k: unknown parameter; known: load, dest, pattern, fan_in, hot_host, hot_fraction, pattern_seed, cp, generator, leaves, spines, hosts_per_leaf, host_gbps, spine_gbps, oversubscription"
+        );
+        assert_eq!(
+            check(json!({"topology": {"generator": "mesh"}})).unwrap_err(),
+            "topology.generator: \"mesh\" is not allowed; expected one of fattree, leafspine, innocent"
+        );
+        assert!(check(json!({"topology": {"generator": "innocent", "variant": "C", "degree": 10}})).is_ok());
         // The declared kinds are the trace's.
         assert_eq!(event_kinds().len(), crate::trace::Kind::ALL.len() + 1);
     }

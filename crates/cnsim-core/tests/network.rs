@@ -492,8 +492,8 @@ fn every_config_error_names_its_parameter_apart_from_its_text() {
         }),
         "events[1].node",
     );
-    // net/routing.rs
-    check(refused(&|c| c.routing = RoutingConfig::Fattree { k: 1 }), "routing");
+    // Fat-tree routing's k: config.rs, against [topology]'s declaration (topology_fattree.k).
+    check(refused(&|c| c.routing = RoutingConfig::Fattree { k: 1 }), "routing.k");
     // net/sim_transport.rs
     check(
         refused(&|c| {

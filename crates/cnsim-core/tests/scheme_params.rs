@@ -117,6 +117,7 @@ fn values(kind: &Kind) -> Vec<Value> {
         Kind::Str | Kind::Strs => vec![json!("x"), json!(["x"]), json!(1)],
         Kind::Choices(c) => vec![json!([c[0]]), json!(["nosuch"]), json!(c[0])],
         Kind::CountOrList(r) => edges(r, true).into_iter().chain([json!([0, 1]), json!([1, 1])]).collect(),
+        Kind::Opaque(_) => vec![json!("x"), json!({"x": 1}), json!([[1, 2]])],
     }
 }
 

@@ -14,10 +14,13 @@ from ..errors import ScenarioError, param_of
 from ..records import TableError
 from ..schemes import SCHEMES, TABLES
 from ..topologies import expand as expand_topology
-from ..topologies import routing_for
-from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, MIN_GBPS, HotspotDest, Node, read
+from ..topologies import routing_for, topology_params
+from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, NODE, HotspotDest, Node, read
 from .overrides import _fit_windows, _seeds_value, _table, name_sets, set_dotted
 from .resolve import resolve
+
+#: A node's own keys, as the engine declares them (`sections::node`).
+NODE_KEYS = tuple(q["name"] for q in NODE["params"])
 
 
 def _num(v: float) -> str:
@@ -209,11 +212,8 @@ class Scenario:
                     f"a {n.kind} takes: name, kind, "
                     + ", ".join(_STATION_ONLY if n.kind == "station" else _BRIDGE_ONLY),
                 )
-            if n.kind == "station" and n.stop_ms is not None and n.stop_ms <= n.start_ms:
-                raise ScenarioError.at(
-                    f"nodes.{n.name}.stop_ms",
-                    f"{n.stop_ms} is not allowed; expected a time after start_ms = {n.start_ms}",
-                )
+            # start_ms < stop_ms is the engine's declared rule (sections::node),
+            # asked with the nodes that set stop_ms (`_written_sections`).
         for n in m.nodes:
             if n.kind != "bridge" or (n.buffer_mode or m.bridge.buffer_mode) == "infinite":
                 continue
@@ -339,16 +339,12 @@ class Scenario:
                     f"no window named '{m.utilization.window}'; windows: " + (", ".join(m.windows) or "none"),
                 )
             _port(m.utilization.link, "utilization.link", adj)
-        # [hotspot]'s own rules (start_ms < end_ms, a rate of 0 or >= 1 bit/s)
-        # are the engine's (sections.rs, `engine_config_checked`); that it
-        # names a station is checked here, against the nodes.
-        slow = [(f"events[{i}].rate_gbps", ev.rate_gbps) for i, ev in enumerate(m.events) if ev.rate_gbps]
-        for where, rate in slow:
-            if 0 < rate < MIN_GBPS:
-                raise ScenarioError.at(
-                    f"{where}",
-                    f"{rate} is not allowed; expected 0 (stopped) or at least {MIN_GBPS:g} (1 bit/s)",
-                )
+        # [hotspot]'s and [[events]]' own rules (start_ms < end_ms, a rate of
+        # 0 or >= 1 bit/s, an event's action naming its node or its link
+        # direction and rate) are the engine's (sections.rs,
+        # `engine_config_checked`); that the names are a station or a link
+        # direction of the scenario is checked here, against the nodes (an
+        # event missing them is left to the engine's rule).
         if m.hotspot:
             h = m.hotspot
             if h.node not in names or names[h.node].kind != "station":
@@ -357,11 +353,11 @@ class Scenario:
                 )
         for i, ev in enumerate(m.events):
             if ev.action in ("start", "stop"):
-                if ev.node not in names or names[ev.node].kind != "station":
+                if ev.node is not None and (ev.node not in names or names[ev.node].kind != "station"):
                     raise ScenarioError.at(
                         f"events[{i}].node", f"'{ev.node}' is not allowed; expected a station"
                     )
-            else:
+            elif ev.from_ is not None and ev.to is not None:
                 _port(f"{ev.from_}->{ev.to}", f"events[{i}]", adj)
         for p in m.trace.ports or []:
             _port(p, "trace.ports", adj)
@@ -470,6 +466,17 @@ class Scenario:
         if m.hotspot is not None:
             out["hotspot"] = m.hotspot.dump()
         out["trace"] = m.trace.dump()
+        # A source's stop is an event in the engine config: the stations that
+        # set one, as written (only those: no work for the others).
+        stopping = [n for n in m.nodes if n.stop_ms is not None]
+        if stopping:
+            out["nodes"] = [{k: d[k] for k in NODE_KEYS} for d in (n.dump() for n in stopping)]
+        if m.topology is not None:  # the engine config holds the nodes and links it generated
+            out["topology"] = topology_params(m.topology).dump()  # as read (k = 4.0 is 4)
+        if m.workload is not None:  # the engine config holds its flows or arrivals
+            out["workload"] = m.workload.dump()
+        if m.events:  # the engine config holds them rounded, behind the sources' events
+            out["events"] = [e.dump() for e in m.events]
         return out
 
     def engine_warnings(self) -> list[str]:

@@ -2,15 +2,16 @@
 name, type, default, allowed range, help) and read without pydantic: every
 section is checked against its declaration (`cnsim.records`) and held as a
 record, in the order and with the messages of the scenario's other checks.
-The sections the engine declares (`[measure]`, `[windows.NAME]`,
-`[defaults]`, `[bridge]`, `[station]`, `[pause]`, `[stats]`, a node's own
-station / bridge keys, and the schemes' tables) come from its declarations
-(`declarations.json`); the analysis sections from `analysis`; the others from
-the tables below, in the same format. `cnsim show`'s comments and the tables
-of docs/scenario-format.md (`cnsim.docs`) are derived from the same tables.
-Rules that tie parameters together are the engine's
-(`Scenario.engine_config_checked`) or, for the sections declared here,
-`core.Scenario._check`."""
+Every section the engine sees is declared by the engine (the top level,
+`[measure]`, `[windows.NAME]`, `[defaults]`, `[bridge]`, `[station]`,
+`[pause]`, `[hotspot]`, `[trace]`, `[stats]`, `[workload]`, `[[links]]`,
+`[[events]]`, `[[routes]]`, `[[nodes]]` and the schemes' tables; the topology
+generators' in `cnsim.topologies`) and comes from its declarations
+(`declarations.json`); the analysis sections from `analysis`. `cnsim show`'s
+comments and the tables of docs/scenario-format.md (`cnsim.docs`) are derived
+from the same tables. Rules that tie parameters together are the engine's
+(`Scenario.engine_config_checked`); rules against the rest of the scenario
+are `core.Scenario._check`'s."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from typing import Any
 
 from ..declarations import declarations
 from ..records import READERS, Record, TableError, param, read_value, record, shown, table
-from ..workloads import DEFAULT_MAX_FLOWS, ENGINE_MAX_FLOWS
 from . import analysis
 
 PS_PER_US = 1_000_000
@@ -59,132 +59,29 @@ HOTSPOT_DEST = table(
     p("hotspot", "str", "the hot station", required=True, nonempty=True),
     p("fraction", "float", "share of frames sent to the hot station", ge=0, le=1, required=True),
 )
-NODE_DEST_HELP = (
-    "a station name, 'uniform' (all other stations, equally likely), a table of weights { A = 1.0, B = 3.0 }, "
-    'or a hotspot { hotspot = "H0", fraction = 0.2 } (that share to the hot station, the rest uniform)'
-)
-NODE = table(
-    "nodes",
-    "A station (an end node with a NIC and a Bernoulli source) or a bridge.\nKeys marked station: or bridge: belong to that kind only; a station's\nunset keys take `[station]`'s values, a bridge's `[bridge]`'s.",
-    p("name", "str", "unique node name", required=True, nonempty=True),
-    p("kind", "choice", "station | bridge", required=True, choices=["station", "bridge"]),
-    p(
-        "load",
-        "float",
-        "offered load: Bernoulli p per frame slot (one frame time at its link rate)",
-        0.0,
-        ge=0,
-        le=1,
-    ),
-    p("dest", "dest", NODE_DEST_HELP, "uniform"),
-    p("start_ms", "float", "source on at", 0.0, ge=0, le=MAX_MS),
-    p("stop_ms", "float", "source off at (none: never)", ge=0, le=MAX_MS, unset="never"),
-    p("cp", "bool", "congestion-point detection on its output ports", False),
-    p("ports", "int", "number of ports; more links is an error (none: unlimited)", ge=1, unset="unlimited"),
-)
+#: A node's own keys (`[[nodes]]`): declared in the engine (sections.rs),
+#: which checks them in its config (a station's load, a bridge's cp and
+#: ports) and, as written, the rule start_ms < stop_ms; `dest` is a kind
+#: only Python reads (`_dest`, HotspotDest above). Which kind owns which key
+#: (_STATION_ONLY / _BRIDGE_ONLY) and every name a node refers to are rules
+#: against the rest of the scenario: `core.Scenario._check`.
+NODE = _section("nodes")
+NODE_DEST_HELP = next(q for q in NODE["params"] if q["name"] == "dest")["help"]
 #: `[[links]]` and `[[routes]]`: declared in the engine (sections.rs), which
 #: checks every link and route of the engine config against them.
 LINK = _section("links")
 ROUTE = _section("routes")
-EVENT = table(
-    "events",
-    "A timed event: a source starts or stops, or a link direction changes\nrate. Applied in time order; events at the same time in file order (after\nthe sources' start / stop events and the hotspot's events).",
-    p("at_ms", "float", "when", ge=0, le=MAX_MS, required=True),
-    p(
-        "action",
-        "choice",
-        "start / stop (a station's source) or link_rate (one link direction's rate)",
-        required=True,
-        choices=["start", "stop", "link_rate"],
-    ),
-    p("node", "str", "the station (start / stop)", unset="none"),
-    p("from", "str", "link_rate: sending node", unset="none"),
-    p("to", "str", "link_rate: receiving node", unset="none"),
-    p(
-        "rate_gbps",
-        "float",
-        "link_rate: new rate (0 = stopped, else >= 1 bit/s)",
-        ge=0,
-        le=MAX_GBPS,
-        unset="none",
-    ),
-)
+#: `[[events]]`: declared in the engine (sections.rs), which checks every
+#: event as written (its rate, and that its action names its node or its
+#: link direction and rate: declared rules) and every event of the engine
+#: config (`Scenario.engine_config_checked`).
+EVENT = _section("events")
 TRACE = _section("trace")
-CDF_HELP = (
-    "poisson: flow-size CDF: websearch, hadoop, a file of 'size_bytes probability' lines, or the points inline "
-    "[[size_bytes, probability], ...] (a saved scenario holds a file's points inline)"
-)
-WORKLOAD = table(
-    "workload",
-    "Transport flows with sizes (docs/scenario-format.md \"Flows\"): the\nstations' transports send them, acknowledge them and recover losses;\nresults give each flow's completion time (FCT) and slowdown.",
-    p(
-        "kind",
-        "choice",
-        "poisson (arrivals at every host, sizes from `cdf`, to uniform destinations), incast (`fan_in` senders "
-        "to one receiver), permutation (host i to host i + n/2), long_lived (`fan_in` senders to one receiver, "
-        "flows longer than the run by default)",
-        required=True,
-        choices=["poisson", "incast", "permutation", "long_lived"],
-    ),
-    p("hosts", "strs", "the stations taking part (none: every station)", unset="every station"),
-    p("cdf", "cdf", CDF_HELP, "websearch"),
-    p(
-        "cdf_source",
-        "str",
-        "where inline cdf points were read from: the file and the SHA-256 of its bytes (written by cnsim when it "
-        "saves a scenario; informational)",
-        unset="none",
-    ),
-    p(
-        "load",
-        "float",
-        "poisson: mean offered load of each host, as a fraction of its link rate",
-        0.5,
-        gt=0,
-        le=1,
-    ),
-    p("fan_in", "int", "incast / long_lived: number of senders", 16, ge=1, le=65535),
-    p("receiver", "str", "incast / long_lived: the receiver (none: the first host)", unset="the first host"),
-    p(
-        "size_bytes",
-        "int",
-        "incast / permutation / long_lived: bytes per flow (none: 500,000; long_lived 2^40)",
-        ge=1,
-        le=MAX_BYTES,
-        unset="500,000; long_lived 2^40",
-    ),
-    p(
-        "period_us",
-        "float",
-        "incast: repeated every period (none: once; at least 1 ps)",
-        ge=1e-6,
-        le=MAX_MS * 1000,
-        unset="once",
-    ),
-    p("start_ms", "float", "first flows (poisson: arrivals from)", 0.0, ge=0, le=MAX_MS),
-    p("end_ms", "float", "no flow starts after (none: the run end)", ge=0, le=MAX_MS, unset="the run end"),
-    p("ack_every", "int", "the receiver acknowledges every N frames in order", 1, ge=1, le=65535),
-    p(
-        "rto_us",
-        "float",
-        "retransmission timeout: go back N when nothing was acknowledged for this long (RDMA NICs: '4.096 us x "
-        "2^k', milliseconds; at least 1 us: below a data-center RTT every frame would time out and be sent again, "
-        "1 ns meant minutes of retransmissions)",
-        4000.0,
-        ge=1.0,
-        le=MAX_US,
-    ),
-    p("end_when_done", "bool", "the run ends when the last flow has finished", True),
-    p(
-        "max_flows",
-        "int",
-        "most flows a run may start: a workload expected to start more (poisson: load x hosts x link rate x "
-        "arrival window / mean size; incast: fan_in x incasts) is refused before anything runs",
-        DEFAULT_MAX_FLOWS,
-        ge=1,
-        le=ENGINE_MAX_FLOWS,
-    ),
-)
+#: `[workload]`: declared in the engine (sections.rs), which checks it as
+#: written (`Scenario.engine_config_checked`: ranges, start_ms < end_ms) and
+#: the transport it resolves to; `cdf` is a kind only Python reads (`_cdf`).
+WORKLOAD = _section("workload")
+CDF_HELP = next(q for q in WORKLOAD["params"] if q["name"] == "cdf")["help"]
 SEEDS_HELP = "replications: a count N (seeds 0..N-1) or a list of seeds"
 #: The top-level keys: declared in the engine (sections.rs, the table named
 #: ""), which checks the run's length and bins; `routing` is read after the
@@ -390,15 +287,6 @@ def _link_label(i: int, e: Any) -> str:
     return f"links.{e.get('a')}-{e.get('b')}" if isinstance(e, dict) else f"links[{i}]"
 
 
-def _event(i: int, e: Any) -> Any:
-    ev = Event.read(e, f"events[{i}]")
-    if ev.action in ("start", "stop") and not ev.node:
-        raise TableError(f"events[{i}]", f"a '{ev.action}' event needs 'node'")
-    if ev.action == "link_rate" and (not ev.from_ or not ev.to or ev.rate_gbps is None):
-        raise TableError(f"events[{i}]", "a 'link_rate' event needs 'from', 'to' and 'rate_gbps'")
-    return ev
-
-
 def read(raw: dict[str, Any]) -> ScenarioModel:
     """The scenario `raw` (a TOML table, its [topology] expanded), every value
     checked against its declaration, in the order of TOP_KEYS; raises
@@ -425,10 +313,7 @@ def read(raw: dict[str, Any]) -> ScenarioModel:
                 raise TableError(name, f"required parameter is missing ({COMPOSITE_HELP[name]})")
             out[name] = _entries(ARRAYS[name], v, name, _node_label if name == "nodes" else _link_label)
         elif name == "events":
-            evs = raw.get("events", [])
-            if not isinstance(evs, list):
-                raise TableError("events", f"{shown(evs)} is not allowed; expected an array")
-            out["events"] = [_event(i, e) for i, e in enumerate(evs)]
+            out["events"] = _entries(Event, raw.get("events", []), "events", lambda i, e: f"events[{i}]")
         elif name == "routes":
             out["routes"] = _entries(Route, raw.get("routes", []), "routes", lambda i, e: f"routes[{i}]")
         else:  # a scheme's table
