@@ -539,3 +539,41 @@ fn every_config_error_names_its_parameter_apart_from_its_text() {
     .expect("a fluid config");
     check(cnsim_core::fluid::integrate(&fluid).unwrap_err(), "fluid");
 }
+
+/// Two islands (a bridge and its stations each) whose stations all send
+/// uniformly: the first loaded station finds the first station of the other
+/// island unreachable, as a pair-by-pair search finds it, whether paths
+/// depend on the source (explicit routes) or not (the per-first-hop answer).
+#[test]
+fn a_disconnected_uniform_source_names_the_first_station_it_cannot_reach() {
+    let build = |routing: RoutingConfig, routes: bool| {
+        let names = ["A0", "A1", "A2", "B0", "B1"];
+        let stations = names.iter().map(|n| station(n, 0.5, DestConfig::Uniform)).collect();
+        let mut links: Vec<LinkConfig> = names[..3].iter().map(|n| link(n, "X", 10_000_000_000, 0)).collect();
+        links.extend(names[3..].iter().map(|n| link(n, "Y", 10_000_000_000, 0)));
+        let bridges = vec![bridge("X", BufferMode::Infinite, 0), bridge("Y", BufferMode::Infinite, 0)];
+        let mut cfg = SimConfig::new(PS_PER_MS, stations, bridges, links, vec![]);
+        cfg.routing = routing;
+        if routes {
+            cfg.routes.push(RouteConfig {
+                bridge: "X".into(),
+                dst: "A1".into(),
+                via: "A1".into(),
+            });
+        }
+        cfg
+    };
+    // The dense table; equal-cost groups; explicit routes over groups (paths
+    // depend on the source: asked pair by pair).
+    for (routing, routes) in [
+        (RoutingConfig::ShortestPath, false),
+        (RoutingConfig::Ecmp, false),
+        (RoutingConfig::Ecmp, true),
+    ] {
+        let e = Sim::new(&build(routing, routes), 0)
+            .err()
+            .expect("a disconnected fabric is refused");
+        assert_eq!(e.path, "nodes.A0.dest", "{routing:?} routes {routes}");
+        assert_eq!(e.message, "destination B0 is not reachable (disconnected topology)", "{routing:?}");
+    }
+}

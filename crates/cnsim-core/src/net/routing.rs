@@ -305,6 +305,14 @@ impl Router {
         Some(e != NONE && self.groups[b as usize * self.n_edges + e as usize] != NO_ROUTE)
     }
 
+    /// Whether a frame's path to a destination depends on the destination
+    /// and the bridge only, not on its flow's source: no explicit routes
+    /// (equal-cost groups all reach the same stations), or one next hop per
+    /// destination (the dense table).
+    pub fn source_free(&self) -> bool {
+        !self.any_override || !self.dense.is_empty()
+    }
+
     /// Bytes of routing state (for the scale benchmark and its tests).
     pub fn state_bytes(&self) -> usize {
         self.groups.len() * 4

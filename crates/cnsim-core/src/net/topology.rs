@@ -354,26 +354,45 @@ impl<E: Copy + Default> Network<E> {
         }
         net.router.densify();
 
-        // Every destination a loaded source can pick must be reachable.
+        // Every destination a loaded source can pick must be reachable. A
+        // source that may pick every other station asks every station; where
+        // paths do not depend on the source (Router::source_free) the answer
+        // is found once per first hop (a 10,000-station fabric: its 240 edge
+        // bridges, not 10^8 pairs). Only the source's own station is left out,
+        // and it is reached from its first hop unless that hop is the one
+        // other station of a two-station link, whose answer serves one source.
+        let unreachable = |net: &Network<E>, s: usize, d: usize| {
+            ConfigError::new(
+                format!("nodes.{}.dest", net.station_name(s)),
+                format!("destination {} is not reachable (disconnected topology)", net.station_name(d)),
+            )
+        };
+        let by_first_hop = net.router.source_free();
+        let mut first_unreached: BTreeMap<u32, Option<usize>> = BTreeMap::new();
         for s in 0..n_st {
             if net.stations[s].load <= 0.0 {
                 continue;
             }
-            let dests: Vec<u16> = match &net.stations[s].dest {
-                Dest::Fixed(d) => vec![*d],
-                Dest::Uniform | Dest::Hotspot { .. } => (0..n_st as u16).filter(|&d| d as usize != s).collect(),
-                Dest::Weighted { stations, .. } => stations.clone(),
-            };
-            for d in dests {
-                if !net.reachable(s, d as usize) {
-                    return fail(
-                        format!("nodes.{}.dest", net.station_name(s)),
-                        format!(
-                            "destination {} is not reachable (disconnected topology)",
-                            net.station_name(d as usize)
-                        ),
-                    );
+            let one = |d: usize| {
+                if net.reachable(s, d) {
+                    Ok(())
+                } else {
+                    Err(unreachable(&net, s, d))
                 }
+            };
+            match &net.stations[s].dest {
+                Dest::Fixed(d) => one(*d as usize)?,
+                Dest::Weighted { stations, .. } => stations.iter().try_for_each(|&d| one(d as usize))?,
+                Dest::Uniform | Dest::Hotspot { .. } if by_first_hop => {
+                    let hop = net.ports[net.stations[s].port as usize].peer;
+                    let found = *first_unreached
+                        .entry(hop)
+                        .or_insert_with(|| (0..n_st).find(|&d| d != s && !net.reachable(s, d)));
+                    if let Some(d) = found {
+                        return Err(unreachable(&net, s, d));
+                    }
+                }
+                Dest::Uniform | Dest::Hotspot { .. } => (0..n_st).filter(|&d| d != s).try_for_each(one)?,
             }
         }
         Ok(net)
