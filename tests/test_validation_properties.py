@@ -70,6 +70,24 @@ def test_the_cases_reach_every_registered_scheme_and_both_kinds_of_traffic():
         find(cases(), lambda c, b=base: c[0] == b and c[1].startswith(("workload", "hpcc")))
 
 
+def _both(raw: dict, cfg: dict) -> tuple[str | None, str | None]:
+    """The refusal (None: accepted) of the scenario `raw` checked as every
+    scenario is, and of the engine `cfg` given straight to the engine."""
+    from cnsim import _core
+
+    try:
+        cnsim.Scenario(raw, seeds=[0]).engine_config_checked()
+        python = None
+    except cnsim.ScenarioError as e:
+        python = str(e)
+    try:
+        _core.check_config(cfg)
+        engine = None
+    except ValueError as e:
+        engine = str(e)
+    return python, engine
+
+
 def _check_refusal(e: cnsim.ScenarioError, key: str) -> None:
     msg = str(e)
     assert "\n" not in msg and msg, msg
@@ -271,7 +289,6 @@ def test_python_and_the_engine_agree_on_an_event(at_ps, rate_bps, action):
     """An event given to the scenario (as written, in ms and Gbit/s) and
     straight to the engine config (ps, bit/s: whole units, so the two say
     the same): both accept or both refuse, naming an event."""
-    from cnsim import _core
 
     a, b = _LINK.a, _LINK.b
     station = next(n.name for n in BASE.model.nodes if n.kind == "station")
@@ -281,18 +298,9 @@ def test_python_and_the_engine_agree_on_an_event(at_ps, rate_bps, action):
     else:
         written = {"at_ms": at_ps / 1e9, "action": action, "node": station}
         engine = {"at_ps": at_ps, "action": action, "node": station}
-    try:
-        cnsim.Scenario(BASE.raw | {"events": [written]}, seeds=[0]).engine_config_checked()
-        python = None
-    except cnsim.ScenarioError as e:
-        python = str(e)
     cfg = BASE.engine_config_checked()
     cfg = cfg | {"events": [*cfg["events"], engine]}
-    try:
-        _core.check_config(cfg)
-        refused = None
-    except ValueError as e:
-        refused = str(e)
+    python, refused = _both(BASE.raw | {"events": [written]}, cfg)
     assert (python is None) == (refused is None), (python, refused)
     if python is not None:
         assert python.startswith("events[0]."), python
@@ -311,22 +319,12 @@ def test_python_and_the_engine_agree_on_the_transport(ack_every, rto_ps):
     """`workload.ack_every` / `rto_us` given to the scenario and the same
     values straight to the engine config's transport (ps): both accept or
     both refuse (one declaration, sections::workload)."""
-    from cnsim import _core
 
     flows = BASES["flows_incast"]
     workload = {**flows.raw["workload"], "ack_every": ack_every, "rto_us": rto_ps / 1e6}
-    try:
-        cnsim.Scenario(flows.raw | {"workload": workload}, seeds=[0]).engine_config_checked()
-        python = None
-    except cnsim.ScenarioError as e:
-        python = str(e)
     cfg = flows.engine_config_checked()
     cfg = cfg | {"transport": cfg["transport"] | {"ack_every": ack_every, "rto_ps": rto_ps}}
-    try:
-        _core.check_config(cfg)
-        refused = None
-    except ValueError as e:
-        refused = str(e)
+    python, refused = _both(flows.raw | {"workload": workload}, cfg)
     assert (python is None) == (refused is None), (python, refused)
     if python is not None:
         assert python.startswith("workload."), python
