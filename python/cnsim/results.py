@@ -209,7 +209,7 @@ class Results:
         out = []
         for r in self.runs:
             t = r.columns.get("queue_hist")
-            if t is None or not len(t):
+            if t is None:
                 continue
             ports, times = t["port"], t["time_ps"]
             total: dict[str, int] = {}
@@ -501,8 +501,16 @@ class Results:
         atomic_write(out / "scenario.toml", toml)
         meta = list(self.identity().items())
 
-        def parquet(name: str, parts: list[tuple[int, Table]]) -> None:
-            write_parquet(out / name, [t for _, t in parts], seed_column=[s for s, _ in parts], metadata=meta)
+        def parquet(
+            name: str, parts: list[tuple[int, Table]], schema: tuple[tuple[str, str], ...] = ()
+        ) -> None:
+            write_parquet(
+                out / name,
+                [t for _, t in parts],
+                seed_column=[s for s, _ in parts],
+                metadata=meta,
+                schema=schema,
+            )
 
         # The time series are the largest file: the engine encodes them with the GIL
         # released, in a thread, while this one writes the others.
@@ -516,7 +524,7 @@ class Results:
             parquet("flows.parquet", self._flows())
             if self.transport:
                 parquet("pairs.parquet", self._pairs())
-            parquet("queues.parquet", self._queues())
+            parquet("queues.parquet", self._queues(), QUEUE_COLUMNS)
             parquet("links.parquet", self._links())
             parquet("nodes.parquet", self._nodes())
             parquet("windows.parquet", self._windows())
@@ -575,6 +583,15 @@ _SERIES_UNITS = {
     "rl_window_bytes": "bytes",
     "paused_fraction": "fraction of the bin",
 }
+
+#: queues.parquet's columns (after `seed`), written even when no port is traced.
+QUEUE_COLUMNS = (
+    ("port", "str"),
+    ("lower_bytes", "<u8"),
+    ("time_ps", "<u8"),
+    ("fraction", "f64"),
+    ("cdf", "f64"),
+)
 
 #: Run-wide counters kept per seed in runs.parquet.
 _RUN_FIELDS = ("bin_ps", "end_ps", "n_bins")

@@ -25,9 +25,19 @@ _TAGS = {"Q": "<u8", "q": "<i8", "d": "<f8", "?": "|b1"}
 Column = Sequence[Any]
 
 
+class StrColumn(list):  # type: ignore[type-arg]
+    """A column of strings: its type is known even when it has no rows (an
+    empty plain list says nothing), so a seed that made no row writes the
+    same Parquet schema as any other."""
+
+    __slots__ = ()
+
+
 def column(value: Any) -> Column:
     """A column as the engine gives it: `(dtype, bytes)` becomes a typed
-    memoryview over the bytes (no copy); a list stays a list."""
+    memoryview over the bytes (no copy); a list of strings a StrColumn."""
+    if isinstance(value, list):
+        return StrColumn(value)
     if isinstance(value, tuple):
         dtype, buf = value
         fmt = _FORMATS[dtype]
@@ -52,13 +62,18 @@ class Table:
     def __getstate__(self) -> dict[str, Any]:
         # Typed buffers travel as (format, bytes): a memoryview does not pickle.
         return {
-            n: ("buffer", c.format, c.tobytes()) if isinstance(c, memoryview) else ("list", list(c))
+            n: ("buffer", c.format, c.tobytes())
+            if isinstance(c, memoryview)
+            else ("str" if isinstance(c, StrColumn) else "list", list(c))
             for n, c in self._cols.items()
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._cols = {
-            n: memoryview(v[2]).cast("B").cast(v[1]) if v[0] == "buffer" else v[1] for n, v in state.items()
+            n: memoryview(v[2]).cast("B").cast(v[1])
+            if v[0] == "buffer"
+            else (StrColumn(v[1]) if v[0] == "str" else v[1])
+            for n, v in state.items()
         }
 
     @classmethod
@@ -114,6 +129,8 @@ class Table:
         for n, c in self._cols.items():
             if isinstance(c, memoryview):
                 out[n] = memoryview(array.array(c.format, [c[i] for i in indices]))
+            elif isinstance(c, StrColumn):
+                out[n] = StrColumn(c[i] for i in indices)
             else:
                 out[n] = [c[i] for i in indices]
         return Table(out)
@@ -132,6 +149,8 @@ class Table:
             if fmt is not None and s.null_count() == 0:
                 arr = s.to_numpy()
                 cols[name] = memoryview(arr.tobytes()).cast("B").cast(fmt)
+            elif s.dtype == pl.Utf8:
+                cols[name] = StrColumn(s.to_list())
             else:
                 cols[name] = s.to_list()
         return cls(cols)
@@ -188,10 +207,15 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return float(b - diff * (1 - gamma)) if gamma >= 0.5 else float(a + diff * gamma)
 
 
-def _list_kind(values: list[Any]) -> str:
-    """The Parquet type of a column of Python values: by its first value
-    that is not None (a column of None only is a float column of nulls)."""
+def _list_kind(values: Sequence[Any]) -> str | None:
+    """The Parquet type of a column of Python values: "str" for a
+    StrColumn, else by its first value that is not None; None when it has
+    no such value (no rows, or nulls only: the type is another chunk's)."""
+    if isinstance(values, StrColumn):
+        return "str"
     first = next((v for v in values if v is not None), None)
+    if first is None:
+        return None
     if isinstance(first, str):
         return "str"
     if isinstance(first, bool):
@@ -207,15 +231,28 @@ def write_parquet(
     *,
     seed_column: Sequence[int] | None = None,
     metadata: Sequence[tuple[str, str]] = (),
+    schema: Sequence[tuple[str, str]] = (),
 ) -> None:
     """Writes tables of one schema, one after the other, as one Parquet file
     (through the engine's writer: no DataFrame is built). With
     `seed_column`, each chunk gets a first column `seed` (Int64) holding its
     seed. A column of Python values (a list) is written by its values' type
     (str, int, float; None is null). `metadata`: key-value pairs for the
-    file's footer (the run that wrote it)."""
+    file's footer (the run that wrote it). A column of Python values takes
+    its type from the first chunk that has a value in it, so a chunk
+    without rows (a seed that made none) writes the same schema; with no
+    value in any chunk it is a float column of nulls. `schema`: the
+    columns (name, kind) written when there is no chunk at all, so that
+    an empty file still has the columns its readers look for."""
     import cnsim._core as _core
 
+    kinds: dict[str, str] = {}
+    for t in chunks:
+        for n, c in t._cols.items():
+            if n not in kinds and not isinstance(c, memoryview):
+                k = _list_kind(c)
+                if k is not None:
+                    kinds[n] = k
     out = []
     for i, t in enumerate(chunks):
         cols: list[tuple[str, str, Any]] = []
@@ -225,7 +262,12 @@ def write_parquet(
             if isinstance(c, memoryview):
                 cols.append((n, _TAGS[c.format], c.cast("B") if c.format == "?" else c))
             else:
-                values = list(c)
-                cols.append((n, _list_kind(values), values))
+                cols.append((n, kinds.get(n, "f64"), list(c)))
+        out.append(cols)
+    if not out and schema:
+        cols = [("seed", "seed", (0, 0))] if seed_column is not None else []
+        for n, k in schema:
+            fmt = {v: f for f, v in _TAGS.items()}.get(k)
+            cols.append((n, k, [] if fmt is None else memoryview(array.array("B" if fmt == "?" else fmt))))
         out.append(cols)
     _core.write_parquet(str(path), out, list(metadata))

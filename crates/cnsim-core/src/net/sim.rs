@@ -785,7 +785,7 @@ mod tests {
     use crate::config::{EventConfig, SchemeConfig};
     use crate::engine::{PS_PER_MS, PS_PER_US};
     use crate::frame::Frame;
-    use crate::net::topology::{geometric_gap, GAP_TABLE};
+    use crate::net::topology::{gap_table, geometric_gap};
     use crate::scheme::bcn::{Bcn, BcnExt, BcnMsg, BcnParams};
     use crate::scheme::nocm::NoCm;
     use rand::Rng;
@@ -798,16 +798,14 @@ mod tests {
         use rand::SeedableRng;
         let formula = |u: f64, inv_ln_q: f64| {
             let x = u.ln() * inv_ln_q;
-            if x >= 1e15 {
+            if !(x < 1e15) {
                 Time::MAX / 4
             } else {
                 x as Time
             }
         };
-        for p in [1e-6, 0.01, 0.1, 0.3, 0.49, 0.5, 0.85, 0.99, 0.999_999] {
-            let q: f64 = 1.0 - p;
-            let inv = 1.0 / q.ln();
-            let q_pow: [f64; GAP_TABLE] = std::array::from_fn(|j| q.powi(j as i32 + 1));
+        for p in [1e-12, 1e-6, 0.01, 0.1, 0.3, 0.49, 0.5, 0.85, 0.99, 0.999_999] {
+            let (inv, q_pow) = gap_table(p);
             let mut a = crate::engine::rng::Stream::seed_from_u64(7);
             let mut b = a.clone();
             for _ in 0..200_000 {
@@ -824,6 +822,28 @@ mod tests {
                     assert_eq!(geometric_gap(p, inv, &q_pow, &mut one), formula(u, inv), "p {p} u {u}");
                 }
             }
+        }
+    }
+
+    /// A load too small for 1 - p to differ from 1 in floating point sends
+    /// (almost) nothing, not at line rate; a small one keeps its mean gap.
+    #[test]
+    fn tiny_loads_give_long_gaps_not_line_rate() {
+        use rand::SeedableRng;
+        let mut rng = crate::engine::rng::Stream::seed_from_u64(1);
+        for p in [1e-17, 1.1e-16, 1e-300, 1e-320, f64::MIN_POSITIVE] {
+            let (inv, q_pow) = gap_table(p);
+            for _ in 0..10_000 {
+                assert!(geometric_gap(p, inv, &q_pow, &mut rng) >= 1_000_000_000, "p {p}");
+            }
+        }
+        // The mean of a geometric gap is (1 - p) / p failures.
+        for p in [1e-13, 1e-9, 1e-5] {
+            let (inv, q_pow) = gap_table(p);
+            let n = 200_000;
+            let mean = (0..n).map(|_| geometric_gap(p, inv, &q_pow, &mut rng) as f64).sum::<f64>() / n as f64;
+            let want = (1.0 - p) / p;
+            assert!((mean / want - 1.0).abs() < 0.01, "p {p}: mean {mean} against {want}");
         }
     }
 

@@ -263,14 +263,13 @@ impl<E: Copy + Default> Network<E> {
                 }
             };
             let rate = ports[port as usize].nominal_rate_bps;
-            let q = 1.0 - s.load;
+            let (inv_ln_q, q_pow) = gap_table(s.load);
             stations.push(Station {
                 node: i as u32,
                 port,
                 load: s.load,
-                inv_ln_q: if s.load > 0.0 && s.load < 1.0 { 1.0 / q.ln() } else { 0.0 },
-                // Above any draw (u <= 1) when there is nothing to read off.
-                q_pow: std::array::from_fn(|j| if s.load > 0.0 && s.load < 1.0 { q.powi(j as i32 + 1) } else { 2.0 }),
+                inv_ln_q,
+                q_pow,
                 slot_ps: serialization_ps(cfg.frame_bytes as u64, rate),
                 dest,
                 nic_buffer_bytes: s.nic_buffer_bytes,
@@ -487,6 +486,21 @@ fn station_index(by_name: &BTreeMap<String, u32>, nodes: &[Node], name: &str, sr
 
 /// Powers of 1 - p a station keeps for [`geometric_gap`].
 pub(crate) const GAP_TABLE: usize = 4;
+
+/// What [`geometric_gap`] needs of a load `p`: 1 / ln(1 - p) and the powers
+/// (1 - p)^1 .. (1 - p)^GAP_TABLE. ln(1 - p) is taken as ln_1p(-p): through
+/// 1 - p in floating point a load below about 1e-16 would vanish (1 - p
+/// rounds to 1, its logarithm to 0, and the station sent at line rate), and
+/// one below 1e-10 would lose digits. With nothing to read off (p = 0 or
+/// p >= 1) the powers lie above any draw (u <= 1).
+pub(crate) fn gap_table(p: f64) -> (f64, [f64; GAP_TABLE]) {
+    if p > 0.0 && p < 1.0 {
+        let ln_q = (-p).ln_1p();
+        (1.0 / ln_q, std::array::from_fn(|j| (ln_q * (j + 1) as f64).exp()))
+    } else {
+        (0.0, [2.0; GAP_TABLE])
+    }
+}
 /// Relative margin around each power within which the gap is computed in
 /// full (see [`geometric_gap`]).
 const GAP_MARGIN: f64 = 1e-9;
@@ -518,8 +532,10 @@ pub(crate) fn geometric_gap(p: f64, inv_ln_q: f64, q_pow: &[f64; GAP_TABLE], rng
     }
     // ln(u) <= 0 and inv_ln_q < 0, so x >= 0 and floor(x) is the truncation
     // that `as` does (a call to libm's floor saved per frame; the same bits).
+    // A load so small that 1 / ln(1 - p) is infinite gives infinity, or NaN
+    // for u = 1: no frame for the rest of the run.
     let x = u.ln() * inv_ln_q;
-    if x >= 1e15 {
+    if !(x < 1e15) {
         Time::MAX / 4
     } else {
         x as Time
