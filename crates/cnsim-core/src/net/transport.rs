@@ -110,6 +110,128 @@ impl Flow {
         }
     }
 
+    /// Sender: takes the next frame to send at `now` (the caller checked
+    /// that one is left); arms the retransmission deadline `rto_ps` ahead
+    /// unless it is already armed.
+    #[inline]
+    pub fn take_next(&mut self, now: Time, rto_ps: Time) -> Sent {
+        let seq = self.snd_nxt;
+        let resent = seq < self.snd_max;
+        if resent {
+            self.retransmitted += 1;
+        }
+        self.snd_nxt += 1;
+        self.snd_max = self.snd_max.max(self.snd_nxt);
+        let arm = self.rto_event == Time::MAX;
+        self.rto_deadline = self.rto_deadline.min(now + rto_ps);
+        if arm {
+            self.rto_event = self.rto_deadline;
+        }
+        Sent {
+            seq,
+            resent,
+            all_sent: self.snd_nxt == self.n_frames,
+            arm_rto: arm.then_some(self.rto_event),
+        }
+    }
+
+    /// Receiver: frame `seq` arrived at `now`. In order it is taken (an ACK
+    /// every `ack_every` frames and for the last); beyond a gap it is
+    /// discarded and the gap NACKed once; below, a duplicate, it is
+    /// acknowledged again.
+    #[inline]
+    pub fn receive(&mut self, seq: u32, now: Time, ack_every: u32) -> Received {
+        if seq == self.rcv_nxt {
+            self.rcv_nxt += 1;
+            self.unacked += 1;
+            self.nack_for = u32::MAX;
+            let last = self.rcv_nxt == self.n_frames;
+            if last {
+                self.finish = now;
+            }
+            let ack = self.unacked >= ack_every || last;
+            if ack {
+                self.unacked = 0;
+            }
+            Received {
+                finished: last,
+                discarded: false,
+                reply: ack.then_some(Reply::Ack(self.rcv_nxt)),
+            }
+        } else if seq > self.rcv_nxt {
+            let nack = self.nack_for != self.rcv_nxt;
+            if nack {
+                self.nack_for = self.rcv_nxt;
+            }
+            Received {
+                finished: false,
+                discarded: true,
+                reply: nack.then_some(Reply::Nack(self.rcv_nxt)),
+            }
+        } else {
+            Received {
+                finished: false,
+                discarded: false,
+                reply: Some(Reply::Duplicate(self.rcv_nxt)),
+            }
+        }
+    }
+
+    /// Sender: an ACK (`nack` false) or a NACK of `seq` (the next frame
+    /// the receiver expects) at `now`; a NACK goes back to it (go-back-N).
+    /// Returns the first frame not acknowledged before, and by how much the
+    /// count of the station's flows with frames left to send changes.
+    #[inline]
+    pub fn on_ack(&mut self, seq: u32, nack: bool, now: Time, rto_ps: Time) -> AckEffect {
+        let cum = seq.min(self.n_frames);
+        let old_una = self.snd_una;
+        let was_all_sent = self.snd_nxt == self.n_frames;
+        if cum > self.snd_una {
+            self.snd_una = cum;
+            self.rto_deadline = now + rto_ps;
+        }
+        // After going back, acknowledgements of the frames sent before can
+        // overtake the new sending position.
+        self.snd_nxt = self.snd_nxt.max(self.snd_una);
+        if nack {
+            self.snd_nxt = self.snd_una; // go back N
+        }
+        if self.snd_una == self.snd_nxt {
+            self.rto_deadline = Time::MAX;
+        }
+        let now_all_sent = self.snd_nxt == self.n_frames;
+        AckEffect {
+            old_una,
+            pending: match (was_all_sent, now_all_sent) {
+                (true, false) => 1,
+                (false, true) => -1,
+                _ => 0,
+            },
+        }
+    }
+
+    /// Sender: the retransmission timer event of `now` fired.
+    #[inline]
+    pub fn on_rto(&mut self, now: Time) -> Rto {
+        if self.rto_event != now {
+            return Rto::Stale;
+        }
+        self.rto_event = Time::MAX;
+        if self.rl == NO_RL || self.rto_deadline == Time::MAX {
+            return Rto::Stale;
+        }
+        if now < self.rto_deadline {
+            self.rto_event = self.rto_deadline; // progress moved it: wait again
+            return Rto::Rearm(self.rto_deadline);
+        }
+        // Nothing acknowledged for a whole RTO: go back to the first unacknowledged frame.
+        self.timeouts += 1;
+        let pending = self.snd_nxt == self.n_frames;
+        self.snd_nxt = self.snd_una;
+        self.rto_deadline = Time::MAX; // re-armed by the next frame sent
+        Rto::Fired { pending_again: pending }
+    }
+
     /// This flow (id `id`) as the trace shows it.
     pub(super) fn view(&self, id: u32, seq: Option<u32>) -> FlowView {
         FlowView {
@@ -149,6 +271,59 @@ impl Flow {
             full
         }
     }
+}
+
+/// A frame the sender takes ([`Flow::take_next`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sent {
+    pub seq: u32,
+    /// Sent before (after a NACK or a timeout).
+    pub resent: bool,
+    /// It was the last frame not yet sent.
+    pub all_sent: bool,
+    /// A retransmission timer event to schedule, at this time.
+    pub arm_rto: Option<Time>,
+}
+
+/// What the receiver answers a data frame with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// Cumulative: every frame below this one received.
+    Ack(u32),
+    /// A gap at this frame.
+    Nack(u32),
+    /// An ACK of a frame received before.
+    Duplicate(u32),
+}
+
+/// What a data frame did at the receiver ([`Flow::receive`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Received {
+    /// It was the flow's last byte in order.
+    pub finished: bool,
+    /// Beyond a gap: dropped by the receiver.
+    pub discarded: bool,
+    pub reply: Option<Reply>,
+}
+
+/// What an acknowledgement did at the sender ([`Flow::on_ack`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckEffect {
+    pub old_una: u32,
+    /// +1: the flow has frames to send again; -1: no more; 0: unchanged.
+    pub pending: i8,
+}
+
+/// A retransmission timer event ([`Flow::on_rto`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rto {
+    /// Superseded, the flow finished, or nothing in flight.
+    Stale,
+    /// Progress moved the deadline: wait until this time.
+    Rearm(Time),
+    /// Timed out: the sender goes back to its first unacknowledged frame
+    /// (`pending_again`: it had sent every frame, and has frames to send again).
+    Fired { pending_again: bool },
 }
 
 /// A Poisson arrival process of flows at one station.

@@ -225,7 +225,7 @@ pub trait Scheme: Send + 'static {
     /// Some CP or NP of the scheme may send a notification. Without any (and
     /// without PAUSE or transport flows) no control frame ever crosses the
     /// network, which lets the engine forward through pass-through bridges
-    /// without an event (`NetSim::express`).
+    /// without an event (`Fabric::express`).
     const NOTIFIES: bool = true;
 
     fn new_cp(&self, rng: Stream) -> Self::Cp;

@@ -1,49 +1,53 @@
-//! The simulator's side of transport flows (net/transport.rs): arrivals,
-//! starts, the sender's frames, ACKs and NACKs, go-back-N and the
-//! retransmission timeout, flow records. Kept apart from transport.rs,
-//! which holds the flows themselves, so that they sit below the simulator.
+//! The stations' transport flows at work (the flow's state machine is
+//! transport.rs's): arrivals and starts, the sender's frames leaving
+//! through its RL, ACKs and NACKs, the retransmission timeout, flow records.
 
-use super::port::PortId;
-use super::rl::{station_site, FlowPick, RateLimiter, NO_RL};
-use super::sim::{NetSim, EV_FLOW_ARRIVAL, EV_FLOW_RTO, EV_FLOW_START};
-use super::topology::{NodeKind, NO_ROUTE};
+use super::ctx::{Ctx, EV_FLOW_ARRIVAL, EV_FLOW_RTO, EV_FLOW_START};
+use super::fabric::Fabric;
+use super::hosts::{station_site, Hosts};
+use super::node::NodeKind;
+use super::port::Port;
+use super::rl::{FlowPick, RateLimiter, NO_RL};
 use super::transport::*;
-use crate::config::{fail, BufferMode, ConfigError, SimConfig};
+use crate::config::{fail, ConfigError, SimConfig};
 use crate::engine::queue::MAX_INDEX;
 use crate::engine::rng::{stream, Stream};
-use crate::engine::time::serialization_ps;
 use crate::engine::{Time, PS_PER_S};
 use crate::frame::{Frame, FrameKind};
-use crate::scheme::{AckKind, NetView, PathView, RlCore, Scheme};
-use crate::stats::QueueTrace;
-use crate::stats::{FlowRecord, TransportCounters};
-use crate::trace::{Kind, Reason, Site, Tracer};
+use crate::scheme::{AckKind, RlCore, Scheme};
+use crate::stats::{FlowRecord, QueueTrace, TransportCounters};
+use crate::trace::{Kind, Reason, Tracer};
 use rand::Rng;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
+impl<S: Scheme> Hosts<S> {
     /// Resolves the configuration's flows and arrival processes; schedules
     /// the first events. Returns the paths flows may take: one per distinct
     /// (base RTT, hops), named by the first flow (source, destination) on it.
-    pub(crate) fn transport_init(&mut self, cfg: &SimConfig) -> Result<FlowPaths, ConfigError> {
+    pub(crate) fn transport_init<T: Tracer<S>>(
+        &mut self,
+        cfg: &SimConfig,
+        ctx: &mut Ctx<S, T>,
+        fabric: &Fabric<S>,
+    ) -> Result<FlowPaths, ConfigError> {
         let t = &cfg.transport;
         let station = |what: String, name: &str| -> Result<u16, ConfigError> {
-            let n = *self
-                .net
+            let n = *fabric
                 .node_by_name
                 .get(name)
                 .ok_or_else(|| ConfigError::new(what.as_str(), format!("unknown node '{name}'")))?;
-            match self.net.nodes[n as usize].kind {
+            match fabric.nodes[n as usize].kind {
                 NodeKind::Station(s) => Ok(s as u16),
                 NodeKind::Bridge(_) => fail(what, format!("'{name}' is a bridge; flows run between stations")),
             }
         };
+        let frame_bytes = ctx.run.frame_bytes;
         let mut flows = Vec::with_capacity(t.flows.len());
         for (i, f) in t.flows.iter().enumerate() {
             let src = station(format!("flows[{i}].src"), &f.src)?;
             let dst = station(format!("flows[{i}].dst"), &f.dst)?;
-            flows.push(Flow::new(src, dst, f.size_bytes, f.start_ps, self.frame_bytes));
+            flows.push(Flow::new(src, dst, f.size_bytes, f.start_ps, frame_bytes));
         }
         let mut gens = Vec::new();
         for (i, a) in t.arrivals.iter().enumerate() {
@@ -55,7 +59,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             let cdf: Arc<[(f64, f64)]> = a.cdf.clone().into();
             let dests: Arc<[u16]> = members.clone().into();
             for &s in &members {
-                let name = self.net.station_name(s as usize).to_string();
+                let name = &fabric.nodes[s as usize].name;
                 gens.push(FlowGen {
                     station: s,
                     mean_gap_ps: PS_PER_S as f64 / a.rate_per_s,
@@ -63,28 +67,29 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                     dests: dests.clone(),
                     cdf: cdf.clone(),
                     start: a.start_ps,
-                    end: a.end_ps.min(self.duration),
-                    rng: stream(self.seed, &format!("{name}/flows/{i}")),
+                    end: a.end_ps.min(ctx.run.duration),
+                    rng: stream(ctx.run.seed, &format!("{name}/flows/{i}")),
                 });
             }
         }
         if flows.len() > MAX_INDEX as usize || gens.len() > MAX_INDEX as usize {
             return fail("flows", format!("more than {MAX_INDEX} flows or arrival processes"));
         }
+        let ctrl = ctx.run.ctrl_bytes;
         // Every pair that may carry a flow must be routable.
         let mut paths = BTreeMap::new();
         for g in &gens {
             for &d in g.dests.iter().filter(|&&d| d != g.station) {
-                let (hops, rtt) = self.path_info(g.station, d)?;
+                let (hops, rtt) = fabric.path_info(g.station, d, frame_bytes, ctrl)?;
                 paths.entry((rtt, hops)).or_insert((g.station, d));
             }
         }
         let mut pending = 0;
         for (i, f) in flows.iter_mut().enumerate() {
-            (f.hops, f.base_rtt_ps) = self.path_info(f.src, f.dst)?;
+            (f.hops, f.base_rtt_ps) = fabric.path_info(f.src, f.dst, frame_bytes, ctrl)?;
             paths.entry((f.base_rtt_ps, f.hops)).or_insert((f.src, f.dst));
-            if f.start < self.duration {
-                self.q.push(f.start, EV_FLOW_START, i as u32);
+            if f.start < ctx.run.duration {
+                ctx.schedule(f.start, EV_FLOW_START, i as u32);
                 pending += 1;
             }
         }
@@ -92,7 +97,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         for (g, gen) in gens.iter_mut().enumerate() {
             let first = gen.start.saturating_add(exp_gap(gen.mean_gap_ps, &mut gen.rng));
             if first < gen.end {
-                self.q.push(first, EV_FLOW_ARRIVAL, g as u32);
+                ctx.schedule(first, EV_FLOW_ARRIVAL, g as u32);
                 live += 1;
             }
         }
@@ -110,116 +115,15 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         Ok(paths)
     }
 
-    /// What a scheme checks its parameters against: the slowest sender's
-    /// line rate and the flows' paths (from [`Self::transport_init`]).
-    pub(crate) fn network_view(&self, paths: FlowPaths) -> NetView {
-        let mut senders: Vec<usize> = (0..self.n_stations).filter(|&s| self.net.stations[s].load > 0.0).collect();
-        senders.extend(self.tp.flows.iter().map(|f| f.src as usize));
-        senders.extend(self.tp.gens.iter().map(|g| g.station as usize));
-        let slowest = senders
-            .into_iter()
-            .map(|s| (self.net.ports[self.net.stations[s].port as usize].nominal_rate_bps, s))
-            .min();
-        let name = |s: u16| self.net.station_name(s as usize).to_string();
-        let cp_queue_bytes = (0..self.net.ports.len())
-            .filter(|&p| self.cps[p].is_some())
-            .filter_map(|p| match self.net.nodes[self.net.ports[p].owner as usize].kind {
-                NodeKind::Bridge(b) => {
-                    let br = &self.net.bridges[b as usize];
-                    let bytes = br.buffer_bytes as f64;
-                    let inputs = self.net.nodes[br.node as usize].ports.len().saturating_sub(1).max(1) as f64;
-                    Some(match br.buffer_mode {
-                        BufferMode::PerOutput | BufferMode::Shared => bytes,
-                        BufferMode::PerInput => bytes * inputs,
-                        BufferMode::Dynamic => bytes * br.dt_alpha / (1.0 + br.dt_alpha),
-                        BufferMode::Infinite => f64::INFINITY,
-                    })
-                }
-                NodeKind::Station(_) => None,
-            })
-            .fold(0.0, f64::max);
-        NetView {
-            min_line_rate_bps: slowest.map_or(0.0, |(r, _)| r as f64),
-            slowest_sender: slowest.map_or_else(String::new, |(_, s)| name(s as u16)),
-            cp_queue_bytes,
-            paths: paths
-                .into_iter()
-                .map(|((base_rtt_ps, hops), (src, dst))| PathView {
-                    flow: format!("{}->{}", name(src), name(dst)),
-                    base_rtt_ps,
-                    hops,
-                })
-                .collect(),
-        }
-    }
-
-    /// The ports a frame from station `src` to station `dst` leaves by, in order.
-    pub(crate) fn path_of(&self, src: u16, dst: u16) -> Result<Vec<PortId>, ConfigError> {
-        let mut path = vec![self.net.stations[src as usize].port];
-        loop {
-            let last = &self.net.ports[*path.last().expect("non-empty") as usize];
-            match self.net.nodes[last.peer as usize].kind {
-                NodeKind::Station(s) if s as u16 == dst => return Ok(path),
-                NodeKind::Station(_) => break,
-                NodeKind::Bridge(b) => {
-                    let out = self.net.router.next_hop(b, src, dst);
-                    if out == NO_ROUTE || path.len() > self.net.ports.len() {
-                        break;
-                    }
-                    path.push(out);
-                }
-            }
-        }
-        fail(
-            "flows",
-            format!(
-                "no route from '{}' to '{}'",
-                self.net.station_name(src as usize),
-                self.net.station_name(dst as usize)
-            ),
-        )
-    }
-
-    /// Links from `src` to `dst`, and the base RTT: a full data frame
-    /// there and a control frame (its ACK) back, each hop's serialisation,
-    /// propagation and receiving-node latency.
-    pub(crate) fn path_info(&self, src: u16, dst: u16) -> Result<(u32, Time), ConfigError> {
-        use super::port::{WIRE_DATA, WIRE_NOTE};
-        let path = self.path_of(src, dst)?;
-        let mut rtt = 0;
-        for &p in &path {
-            let there = &self.net.ports[p as usize];
-            let back = &self.net.ports[there.reverse as usize];
-            rtt += serialization_ps(self.frame_bytes as u64, there.nominal_rate_bps) + there.delay_ps + there.rx_extra_ps[WIRE_DATA];
-            rtt += serialization_ps(self.ctrl_bytes as u64, back.nominal_rate_bps) + back.delay_ps + back.rx_extra_ps[WIRE_NOTE];
-        }
-        Ok((path.len() as u32, rtt))
-    }
-
-    /// The flow alone on the empty network: store and forward of its frames
-    /// at each hop's nominal rate, plus each hop's propagation delay and the
-    /// receiving node's latency; the time its last frame arrives.
-    pub(crate) fn ideal_fct(&self, f: &Flow) -> Time {
-        let path = self.path_of(f.src, f.dst).expect("checked at start");
-        let hops: Vec<(u64, Time)> = path
-            .iter()
-            .map(|&p| {
-                let p = &self.net.ports[p as usize];
-                (p.nominal_rate_bps, p.delay_ps + p.rx_extra_ps[super::port::WIRE_DATA])
-            })
-            .collect();
-        pipeline_ps(&hops, f.n_frames, self.frame_bytes as u64, f.last_len as u64)
-    }
-
     /// A flow given one by one starts.
-    pub(crate) fn on_flow_start(&mut self, id: u32) {
+    pub(crate) fn on_flow_start<T: Tracer<S>>(&mut self, id: u32, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>) {
         self.tp.pending_starts -= 1;
-        self.start_flow(id);
+        self.start_flow(id, ctx, fabric);
     }
 
     /// The next Poisson arrival at generator `g`: a new flow starts now.
-    pub(crate) fn on_flow_arrival(&mut self, g: u32) {
-        let now = self.now;
+    pub(crate) fn on_flow_arrival<T: Tracer<S>>(&mut self, g: u32, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>) {
+        let now = ctx.now;
         let gen = &mut self.tp.gens[g as usize];
         let size = sample_cdf(&gen.cdf, gen.rng.gen::<f64>());
         let n = gen.dests.len();
@@ -235,50 +139,52 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         if self.tp.flows.len() >= MAX_INDEX as usize {
             // Flow ids index events: more cannot be named. The run fails in
             // `finish`; this process stops rather than go on drawing flows.
-            self.rl_overflow = true;
+            ctx.overflow = true;
             self.tp.gens_live -= 1;
             return;
         }
         if next < end {
-            self.q.push(next, EV_FLOW_ARRIVAL, g);
+            ctx.schedule(next, EV_FLOW_ARRIVAL, g);
         } else {
             self.tp.gens_live -= 1;
         }
-        let mut f = Flow::new(src, dst, size, now, self.frame_bytes);
-        (f.hops, f.base_rtt_ps) = self.path_info(src, dst).unwrap_or((0, 0));
+        let mut f = Flow::new(src, dst, size, now, ctx.run.frame_bytes);
+        (f.hops, f.base_rtt_ps) = fabric
+            .path_info(src, dst, ctx.run.frame_bytes, ctx.run.ctrl_bytes)
+            .unwrap_or((0, 0));
         self.tp.flows.push(f);
-        self.start_flow((self.tp.flows.len() - 1) as u32);
+        self.start_flow((self.tp.flows.len() - 1) as u32, ctx, fabric);
     }
 
-    fn start_flow(&mut self, id: u32) {
+    fn start_flow<T: Tracer<S>>(&mut self, id: u32, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>) {
         if self.free_rls.is_empty() && self.rls.len() > MAX_INDEX as usize {
-            self.rl_overflow = true;
+            ctx.overflow = true;
             return;
         }
-        let now = self.now;
+        let now = ctx.now;
         let s = self.tp.flows[id as usize].src as usize;
-        let port = self.net.stations[s].port;
-        let line = self.net.ports[port as usize].nominal_rate_bps as f64;
+        let port = self.stations[s].port;
+        let line = fabric.ports[port as usize].nominal_rate_bps as f64;
         let mut core = RlCore {
             base_rtt_ps: self.tp.flows[id as usize].base_rtt_ps,
             ..RlCore::at_line_rate(line)
         };
-        let (state, timer) = self.scheme.new_rl(&mut core, now);
+        let (state, timer) = ctx.scheme.new_rl(&mut core, now);
         let dst = self.tp.flows[id as usize].dst;
         // A flow's sender is traced only when asked for by name (`SRC|DST`;
         // the flows between one pair share the series): a flow run has
         // thousands of senders.
         let trace = if self.trace_rls.is_some() {
-            let target = self.net.station_name(dst as usize).to_string();
-            self.rl_trace_named(s, target)
+            let target = fabric.nodes[dst as usize].name.clone();
+            self.rl_trace_named(s, target, ctx, fabric)
         } else {
             None
         };
         let (rate, window) = (core.rate_bps, core.window_bytes);
         let rl = RateLimiter::new(s, dst, 0, id, core, state, now, trace);
-        self.trace_rl_rate(trace, rate);
+        self.trace_rl_rate(trace, rate, ctx);
         if let Some(t) = trace {
-            self.trace_window(t, window);
+            self.trace_window(t, window, ctx);
         }
         let rl_id = self.insert_rl(rl);
         let q = self.rps[s].live.push(rl_id);
@@ -286,21 +192,21 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         self.rps[s].flow_pending += 1;
         self.tp.flows[id as usize].rl = rl_id;
         self.tp.active += 1;
-        self.set_rl_timer(rl_id, timer);
+        self.set_rl_timer(rl_id, timer, ctx);
         if T::ON {
-            let site = self.station_site(s);
+            let site = station_site!(self, ctx, s);
             let view = self.tp.flows[id as usize].view(id, None);
-            self.tracer.flow(site, Kind::FlowStart, view);
-            self.trace_rl(rl_id, Reason::Created);
+            ctx.tracer.flow(site, Kind::FlowStart, view);
+            self.trace_rl(rl_id, Reason::Created, ctx);
         }
-        self.try_start(port);
+        fabric.try_start(port, ctx, self);
     }
 
-    /// The next frame of flow RL `id` at station `s`, if its pacing and
-    /// window let one leave now.
-    pub(crate) fn flow_frame(&mut self, s: usize, id: u32, port: PortId) -> FlowPick<S::Ext> {
-        let now = self.now;
-        let fb = self.frame_bytes;
+    /// The next frame of flow RL `id` at station `s` (its port `p`), if its
+    /// pacing and window let one leave now.
+    pub(crate) fn flow_frame<T: Tracer<S>>(&mut self, s: usize, id: u32, p: &mut Port<S::Ext>, ctx: &mut Ctx<S, T>) -> FlowPick<S::Ext> {
+        let now = ctx.now;
+        let fb = ctx.run.frame_bytes;
         let rl = self.rls[id as usize].as_mut().expect("live");
         let fl = &mut self.tp.flows[rl.flow as usize];
         if fl.snd_nxt >= fl.n_frames {
@@ -316,179 +222,144 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         }
         let mut f = Frame::data(now, fl.src, fl.dst, len);
         f.flow = rl.flow;
-        f.seq = fl.snd_nxt;
         f.cpid = rl.tag;
-        let resent = fl.snd_nxt < fl.snd_max;
-        if resent {
-            fl.retransmitted += 1;
-        }
-        fl.snd_nxt += 1;
-        fl.snd_max = fl.snd_max.max(fl.snd_nxt);
-        let all_sent = fl.snd_nxt == fl.n_frames;
-        let arm = fl.rto_event == Time::MAX;
-        fl.rto_deadline = fl.rto_deadline.min(now + self.tp.rto_ps);
-        if arm {
-            fl.rto_event = fl.rto_deadline;
-        }
-        let (flow, rto_at) = (rl.flow, fl.rto_event);
+        let sent = fl.take_next(now, self.tp.rto_ps);
+        f.seq = sent.seq;
+        let flow = rl.flow;
         rl.core.inflight_bytes += len as u64;
         rl.last_release = now;
         rl.last_len = len;
         let rp = &mut self.rps[s];
         let rate_before = rl.core.rate_bps;
-        let timer = self.scheme.rp_on_send(&mut rl.core, &mut rl.state, &mut f, now, &mut rp.rng);
+        let timer = ctx.scheme.rp_on_send(&mut rl.core, &mut rl.state, &mut f, now, &mut rp.rng);
         rl.next_release = now + super::rl::pace_ps(len, rl.core.rate_bps);
         let (trace, rate) = (rl.trace, rl.core.rate_bps);
-        if all_sent {
+        if sent.all_sent {
             rp.flow_pending -= 1;
         }
-        if arm {
-            self.q.push(rto_at, EV_FLOW_RTO, flow);
+        if let Some(rto_at) = sent.arm_rto {
+            ctx.schedule(rto_at, EV_FLOW_RTO, flow);
         }
-        self.net.ports[port as usize].data_bytes += len as u64;
-        self.set_rl_timer(id, timer);
+        p.data_bytes += len as u64;
+        self.set_rl_timer(id, timer, ctx);
         if rate != rate_before {
-            self.trace_rl_rate(trace, rate);
+            self.trace_rl_rate(trace, rate, ctx);
         }
-        self.count_generated(s as u32, f.dst);
+        self.count_generated(s as u32, f.dst, ctx);
         if T::ON {
-            let site = self.station_site(s);
-            let kind = if resent { Kind::Retransmit } else { Kind::Generate };
-            self.tracer.frame(&self.scheme, site, kind, Reason::None, &f, None);
-            self.trace_rl(id, Reason::None);
+            let site = station_site!(self, ctx, s);
+            let kind = if sent.resent { Kind::Retransmit } else { Kind::Generate };
+            ctx.tracer.frame(&ctx.scheme, site, kind, Reason::None, &f, None);
+            self.trace_rl(id, Reason::None, ctx);
         }
         FlowPick::Frame(f)
     }
 
     /// A data frame of a flow reached its destination station `s`.
-    pub(crate) fn transport_receive(&mut self, s: usize, f: &Frame<S::Ext>) {
-        let now = self.now;
+    pub(crate) fn transport_receive<T: Tracer<S>>(&mut self, s: usize, f: &Frame<S::Ext>, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>) {
         let fl = &mut self.tp.flows[f.flow as usize];
-        if f.seq == fl.rcv_nxt {
-            fl.rcv_nxt += 1;
-            fl.unacked += 1;
-            fl.nack_for = u32::MAX;
-            let last = fl.rcv_nxt == fl.n_frames;
-            if last {
-                fl.finish = now;
-                if T::ON {
-                    let site = station_site!(self, s);
-                    self.tracer.flow(site, Kind::FlowEnd, fl.view(f.flow, None));
-                }
-            }
-            if fl.unacked >= self.tp.ack_every || last {
-                fl.unacked = 0;
-                let seq = fl.rcv_nxt;
-                self.emit_ack(s, f, FrameKind::Ack, seq, false);
-            }
-        } else if f.seq > fl.rcv_nxt {
+        let got = fl.receive(f.seq, ctx.now, self.tp.ack_every);
+        if T::ON && got.finished {
+            let site = station_site!(self, ctx, s);
+            ctx.tracer.flow(site, Kind::FlowEnd, fl.view(f.flow, None));
+        }
+        if got.discarded {
             self.tp.counts.discarded += 1;
             if T::ON {
-                let site = station_site!(self, s);
-                self.tracer.frame(&self.scheme, site, Kind::Discard, Reason::OutOfOrder, f, None);
+                let site = station_site!(self, ctx, s);
+                ctx.tracer.frame(&ctx.scheme, site, Kind::Discard, Reason::OutOfOrder, f, None);
             }
-            if fl.nack_for != fl.rcv_nxt {
-                fl.nack_for = fl.rcv_nxt;
-                let seq = fl.rcv_nxt;
-                self.emit_ack(s, f, FrameKind::Nack, seq, false);
-            }
-        } else {
-            // A duplicate (sent again after a timeout): acknowledge what we have.
-            let seq = fl.rcv_nxt;
-            self.emit_ack(s, f, FrameKind::Ack, seq, true);
+        }
+        match got.reply {
+            Some(Reply::Ack(seq)) => self.emit_ack(s, f, FrameKind::Ack, seq, false, ctx, fabric),
+            Some(Reply::Nack(seq)) => self.emit_ack(s, f, FrameKind::Nack, seq, false, ctx, fabric),
+            Some(Reply::Duplicate(seq)) => self.emit_ack(s, f, FrameKind::Ack, seq, true, ctx, fabric),
+            None => {}
         }
     }
 
     /// Station `s` acknowledges `data` (`kind`: ACK or NACK, `seq` the next
     /// frame expected; `duplicate`: `data` was already received).
-    fn emit_ack(&mut self, s: usize, data: &Frame<S::Ext>, kind: FrameKind, seq: u32, duplicate: bool) {
-        let echo = self.scheme.ack_echo(&data.ext);
+    #[allow(clippy::too_many_arguments)]
+    fn emit_ack<T: Tracer<S>>(
+        &mut self,
+        s: usize,
+        data: &Frame<S::Ext>,
+        kind: FrameKind,
+        seq: u32,
+        duplicate: bool,
+        ctx: &mut Ctx<S, T>,
+        fabric: &mut Fabric<S>,
+    ) {
+        let echo = ctx.scheme.ack_echo(&data.ext);
         // born: the data frame's send time, echoed for the sender's RTT sample.
-        let mut a = Frame::note(data.born, data.dst, data.src, data.dst, 0, self.ctrl_bytes, echo);
+        let mut a = Frame::note(data.born, data.dst, data.src, data.dst, 0, ctx.run.ctrl_bytes, echo);
         a.kind = kind;
         a.flow = data.flow;
         a.seq = seq;
         if T::ON {
-            let site = self.station_site(s);
+            let site = station_site!(self, ctx, s);
             let what = if kind == FrameKind::Nack { Kind::NackTx } else { Kind::AckTx };
             let why = if duplicate { Reason::Duplicate } else { Reason::None };
-            self.tracer.frame(&self.scheme, site, what, why, &a, None);
+            ctx.tracer.frame(&ctx.scheme, site, what, why, &a, None);
         }
         if kind == FrameKind::Nack {
             self.tp.counts.nacks += 1;
         } else {
             self.tp.counts.acks += 1;
         }
-        let port = self.net.stations[s].port;
-        self.settle(port);
-        self.net.ports[port as usize].ctrl.push_back(a);
-        self.try_start(port);
+        let port = self.stations[s].port;
+        fabric.send_control(port, a, ctx, self);
     }
 
     /// An ACK or NACK reached the flow's sender.
-    pub(crate) fn transport_ack(&mut self, f: &Frame<S::Ext>) {
-        let now = self.now;
-        let fb = self.frame_bytes;
+    pub(crate) fn transport_ack<T: Tracer<S>>(&mut self, f: &Frame<S::Ext>, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>) {
+        let now = ctx.now;
+        let fb = ctx.run.frame_bytes;
         let fl = &mut self.tp.flows[f.flow as usize];
         let id = fl.rl;
         if id == NO_RL {
             return; // the sender has finished
         }
         let kind = if f.kind == FrameKind::Nack { AckKind::Nack } else { AckKind::Ack };
-        let cum = f.seq.min(fl.n_frames);
-        let old_una = fl.snd_una;
-        let was_all_sent = fl.snd_nxt == fl.n_frames;
-        if cum > fl.snd_una {
-            fl.snd_una = cum;
-            fl.rto_deadline = now + self.tp.rto_ps;
-        }
-        // After going back, acknowledgements of the frames sent before can
-        // overtake the new sending position.
-        fl.snd_nxt = fl.snd_nxt.max(fl.snd_una);
-        if kind == AckKind::Nack {
-            fl.snd_nxt = fl.snd_una; // go back N
-        }
-        if fl.snd_una == fl.snd_nxt {
-            fl.rto_deadline = Time::MAX;
-        }
+        let effect = fl.on_ack(f.seq, kind == AckKind::Nack, now, self.tp.rto_ps);
         let s = fl.src as usize;
-        let now_all_sent = fl.snd_nxt == fl.n_frames;
-        if was_all_sent && !now_all_sent {
-            self.rps[s].flow_pending += 1;
-        } else if !was_all_sent && now_all_sent {
-            self.rps[s].flow_pending -= 1;
+        match effect.pending {
+            1 => self.rps[s].flow_pending += 1,
+            -1 => self.rps[s].flow_pending -= 1,
+            _ => {}
         }
-        let view = fl.ack_view(kind, fl.bytes(old_una, fl.snd_una, fb), now.saturating_sub(f.born), fb);
+        let view = fl.ack_view(kind, fl.bytes(effect.old_una, fl.snd_una, fb), now.saturating_sub(f.born), fb);
         let inflight = fl.bytes(fl.snd_una, fl.snd_nxt, fb);
         let finished = fl.snd_una == fl.n_frames;
         let rl = self.rls[id as usize].as_mut().expect("live");
         rl.core.inflight_bytes = inflight;
         let rp = &mut self.rps[s];
-        let timer = self.scheme.rp_on_ack(&mut rl.core, &mut rl.state, &view, &f.ext, now, &mut rp.rng);
+        let timer = ctx.scheme.rp_on_ack(&mut rl.core, &mut rl.state, &view, &f.ext, now, &mut rp.rng);
         if let Some(t) = rl.trace {
             let window = rl.core.window_bytes;
-            self.trace_window(t, window);
+            self.trace_window(t, window, ctx);
         }
         if finished {
-            self.finish_sender(f.flow);
-            let port = self.net.stations[s].port;
-            self.try_start(port);
+            self.finish_sender(f.flow, ctx);
+            let port = self.stations[s].port;
+            fabric.try_start(port, ctx, self);
             return;
         }
-        self.after_rate_change(id, timer);
+        self.after_rate_change(id, timer, ctx, fabric);
     }
 
     /// A traced sender's window (window schemes only: `u64::MAX` is none).
-    fn trace_window(&mut self, t: usize, window: u64) {
+    fn trace_window<T: Tracer<S>>(&mut self, t: usize, window: u64, ctx: &Ctx<S, T>) {
         if window == u64::MAX {
             return;
         }
-        let b = self.stats.bin_now();
+        let b = ctx.stats.bin_now();
         self.rl_traces[t].window.get_or_insert_with(|| QueueTrace::new(0)).update(b, window);
     }
 
     /// The flow's last frame is acknowledged: its RL goes.
-    fn finish_sender(&mut self, flow: u32) {
+    fn finish_sender<T: Tracer<S>>(&mut self, flow: u32, ctx: &mut Ctx<S, T>) {
         let fl = &mut self.tp.flows[flow as usize];
         let id = std::mem::replace(&mut fl.rl, NO_RL);
         fl.rto_deadline = Time::MAX;
@@ -496,69 +367,61 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         if let Some(t) = self.rls[id as usize].as_ref().and_then(|rl| rl.trace) {
             if let Some(w) = &mut self.rl_traces[t].window {
                 // The sender is gone: no window until the pair's next flow.
-                w.update(self.stats.bin_now(), 0);
+                w.update(ctx.stats.bin_now(), 0);
             }
         }
-        self.remove_rl(s, id);
+        self.remove_rl(s, id, ctx);
         self.tp.active -= 1;
-        if self.tp.end_when_done && self.tp.done() && !self.open_loop {
-            self.stop_at = self.now + 1;
+        if self.tp.end_when_done && self.tp.done() && !ctx.run.open_loop {
+            ctx.run.stop_at = ctx.now + 1;
         }
     }
 
     /// The retransmission timer of `flow` fired.
-    pub(crate) fn on_flow_rto(&mut self, flow: u32) {
-        let now = self.now;
-        let fb = self.frame_bytes;
+    pub(crate) fn on_flow_rto<T: Tracer<S>>(&mut self, flow: u32, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>) {
+        let now = ctx.now;
+        let fb = ctx.run.frame_bytes;
         let fl = &mut self.tp.flows[flow as usize];
-        if fl.rto_event != now {
-            return;
-        }
-        fl.rto_event = Time::MAX;
-        if fl.rl == NO_RL || fl.rto_deadline == Time::MAX {
-            return;
-        }
-        if now < fl.rto_deadline {
-            fl.rto_event = fl.rto_deadline; // progress moved it: wait again
-            self.q.push(fl.rto_deadline, EV_FLOW_RTO, flow);
-            return;
-        }
-        // Nothing acknowledged for a whole RTO: go back to the first unacknowledged frame.
-        fl.timeouts += 1;
+        let pending_again = match fl.on_rto(now) {
+            Rto::Stale => return,
+            Rto::Rearm(at) => {
+                ctx.schedule(at, EV_FLOW_RTO, flow);
+                return;
+            }
+            Rto::Fired { pending_again } => pending_again,
+        };
         self.tp.counts.timeouts += 1;
-        if T::ON {
-            let site = station_site!(self, fl.src as usize);
-            self.tracer.flow(site, Kind::Rto, fl.view(flow, Some(fl.snd_una)));
-        }
         let s = fl.src as usize;
-        if fl.snd_nxt == fl.n_frames {
+        if T::ON {
+            let site = station_site!(self, ctx, s);
+            ctx.tracer.flow(site, Kind::Rto, fl.view(flow, Some(fl.snd_una)));
+        }
+        if pending_again {
             self.rps[s].flow_pending += 1;
         }
-        fl.snd_nxt = fl.snd_una;
-        fl.rto_deadline = Time::MAX; // re-armed by the next frame sent
         let id = fl.rl;
         let view = fl.ack_view(AckKind::Timeout, 0, 0, fb);
         let rl = self.rls[id as usize].as_mut().expect("live");
         rl.core.inflight_bytes = 0;
         let rp = &mut self.rps[s];
-        let timer = self
+        let timer = ctx
             .scheme
             .rp_on_ack(&mut rl.core, &mut rl.state, &view, &S::Ext::default(), now, &mut rp.rng);
-        self.after_rate_change(id, timer);
+        self.after_rate_change(id, timer, ctx, fabric);
     }
 
     /// The per-flow records of the run.
-    pub(crate) fn flow_records(&self) -> Vec<FlowRecord> {
+    pub(crate) fn flow_records(&self, fabric: &Fabric<S>, frame_bytes: u32) -> Vec<FlowRecord> {
         self.tp
             .flows
             .iter()
             .map(|f| FlowRecord {
-                src: self.net.station_name(f.src as usize).to_string(),
-                dst: self.net.station_name(f.dst as usize).to_string(),
+                src: fabric.nodes[f.src as usize].name.clone(),
+                dst: fabric.nodes[f.dst as usize].name.clone(),
                 size_bytes: f.size,
                 start_ps: f.start,
                 finish_ps: f.finish,
-                ideal_fct_ps: self.ideal_fct(f),
+                ideal_fct_ps: fabric.ideal_fct(f, frame_bytes),
                 retransmitted: f.retransmitted,
                 timeouts: f.timeouts,
                 hops: f.hops,
@@ -568,7 +431,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
 }
 
 /// An exponential gap of mean `mean_ps` (ps), at least 1.
-fn exp_gap(mean_ps: f64, rng: &mut Stream) -> Time {
+pub(crate) fn exp_gap(mean_ps: f64, rng: &mut Stream) -> Time {
     let u = 1.0 - rng.gen::<f64>(); // (0, 1]
     let x = -u.ln() * mean_ps;
     if x >= 1e18 {
@@ -583,6 +446,7 @@ mod tests {
     use super::*;
     use crate::bench::star_config;
     use crate::config::{ArrivalConfig, FlowConfig};
+    use crate::engine::time::serialization_ps;
     use crate::engine::{PS_PER_MS, PS_PER_US};
     use crate::net::sim::Sim;
     use crate::stats::RunResult;

@@ -1,63 +1,70 @@
-//! The simulator's side of the rate limiters (net/rl.rs): creating and
-//! releasing RLs, pacing their frames onto the station's link, their
-//! timers and wake-ups. Kept apart from rl.rs, which holds the RL itself,
-//! so that the RL sits below the simulator and the simulator above it.
+//! The stations' reaction points at work (the RL itself is rl.rs's):
+//! creating and releasing RLs, pacing their frames onto the station's link,
+//! their timers and wake-ups, notifications reaching them.
 
-use super::port::PortId;
+use super::ctx::{Ctx, EV_RL_TIMER, EV_WAKE};
+use super::fabric::Fabric;
+use super::hosts::{station_site, Hosts};
+use super::port::{Port, PortId};
 use super::rl::*;
-use super::sim::{NetSim, EV_RL_TIMER, EV_WAKE};
 use crate::config::RlScope;
 use crate::engine::Time;
 use crate::frame::{Frame, NO_FLOW, NO_NODE};
 use crate::scheme::{RlCore, Scheme, NO_CPID};
 use crate::stats::QueueTrace;
-use crate::trace::{Kind, Reason, RlKey, RlView, Site, Tracer};
+use crate::trace::{Kind, Reason, RlKey, RlView, Tracer};
 
-impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
+impl<S: Scheme> Hosts<S> {
     #[inline]
-    fn rl(&mut self, id: u32) -> &mut RateLimiter<S::Rl, S::Ext> {
+    pub(crate) fn rl(&mut self, id: u32) -> &mut RateLimiter<S::Rl, S::Ext> {
         self.rls[id as usize].as_mut().expect("live RL ids point at RLs")
     }
 
     /// Queues a generated frame in RL `id`, or drops it (an RP drop) when the
     /// RLQ is full. Returns whether it was queued.
-    pub(crate) fn rl_enqueue(&mut self, id: u32, frame: Frame<S::Ext>) -> bool {
-        let now = self.now;
+    pub(crate) fn rl_enqueue<T: Tracer<S>>(&mut self, id: u32, frame: Frame<S::Ext>, ctx: &mut Ctx<S, T>) -> bool {
+        let now = ctx.now;
         let rl = self.rls[id as usize].as_mut().expect("live");
         let s = rl.station as usize;
-        if rl.bytes + frame.len as u64 > self.net.stations[s].rlq_bytes {
+        if rl.bytes + frame.len as u64 > self.stations[s].rlq_bytes {
             if T::ON {
-                let site = station_site!(self, s);
-                self.tracer
-                    .frame(&self.scheme, site, Kind::Drop, Reason::RlqFull, &frame, Some(rl.bytes));
+                let site = station_site!(self, ctx, s);
+                ctx.tracer
+                    .frame(&ctx.scheme, site, Kind::Drop, Reason::RlqFull, &frame, Some(rl.bytes));
             }
-            self.net.stations[s].dropped_rl += 1;
-            self.stats.count(now, crate::stats::DROPPED_RL);
+            self.stations[s].dropped_rl += 1;
+            ctx.stats.count(now, crate::stats::DROPPED_RL);
             return false;
         }
         rl.bytes += frame.len as u64;
         if T::ON {
-            let site = station_site!(self, s);
-            self.tracer
-                .frame(&self.scheme, site, Kind::Enqueue, Reason::Rlq, &frame, Some(rl.bytes));
+            let site = station_site!(self, ctx, s);
+            ctx.tracer
+                .frame(&ctx.scheme, site, Kind::Enqueue, Reason::Rlq, &frame, Some(rl.bytes));
         }
         rl.queue.push_back(frame);
         let (tr, bytes) = (rl.trace, rl.bytes);
         self.rps[s].queued += 1;
-        self.trace_rl_bytes(tr, bytes);
+        self.trace_rl_bytes(tr, bytes, ctx);
         true
     }
 
     /// Picks the next data frame of station `s` round-robin over the NIC FIFO
-    /// and the RLs whose head may leave now; schedules a wake-up for the
-    /// earliest RL that may leave later.
-    pub(crate) fn station_next_data(&mut self, s: usize, port: PortId) -> Option<Frame<S::Ext>> {
+    /// (of its port `port`, `p`) and the RLs whose head may leave now;
+    /// schedules a wake-up for the earliest RL that may leave later.
+    pub(crate) fn station_next_data<T: Tracer<S>>(
+        &mut self,
+        s: usize,
+        port: PortId,
+        p: &mut Port<S::Ext>,
+        ctx: &mut Ctx<S, T>,
+    ) -> Option<Frame<S::Ext>> {
         let mut earliest = Time::MAX;
-        let fifo_empty = self.net.ports[port as usize].data.is_empty();
+        let fifo_empty = p.data.is_empty();
         let order = self.rps[s].live.order(self.rps[s].rr);
         for (i, &(mut lo, hi)) in order.iter().enumerate() {
             if i == 1 {
-                if let Some(f) = self.net.ports[port as usize].data.pop_front() {
+                if let Some(f) = p.data.pop_front() {
                     self.rps[s].rr = RrPos::From(0);
                     if self.rps[s].in_order {
                         // One of the frames an RL of its flow waits for has left.
@@ -71,7 +78,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             }
             while let Some((q, id)) = self.rps[s].live.next_ready(lo, hi) {
                 lo = q + 1;
-                match self.rl_next_data(s, q, id, port, fifo_empty) {
+                match self.rl_next_data(s, q, id, p, fifo_empty, ctx) {
                     Pick::Frame(f) => return Some(f),
                     Pick::At(t) => earliest = earliest.min(t),
                     Pick::Nothing => {}
@@ -79,16 +86,24 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             }
         }
         if earliest != Time::MAX {
-            self.wake_port_at(port, earliest);
+            wake_port_at(port, p, earliest, ctx);
         }
         None
     }
 
     /// RL `id` (ring number `q`) of station `s` offers its next frame.
-    fn rl_next_data(&mut self, s: usize, q: u64, id: u32, port: PortId, fifo_empty: bool) -> Pick<S::Ext> {
-        let now = self.now;
+    fn rl_next_data<T: Tracer<S>>(
+        &mut self,
+        s: usize,
+        q: u64,
+        id: u32,
+        p: &mut Port<S::Ext>,
+        fifo_empty: bool,
+        ctx: &mut Ctx<S, T>,
+    ) -> Pick<S::Ext> {
+        let now = ctx.now;
         if self.rls[id as usize].as_ref().expect("live").flow != NO_FLOW {
-            return match self.flow_frame(s, id, port) {
+            return match self.flow_frame(s, id, p, ctx) {
                 FlowPick::Frame(f) => {
                     self.rps[s].rr = self.rps[s].live.after(q);
                     Pick::Frame(f)
@@ -127,38 +142,30 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         rl.last_release = now;
         rl.last_len = f.len;
         let rate_before = rl.core.rate_bps;
-        let timer = self.scheme.rp_on_send(&mut rl.core, &mut rl.state, &mut f, now, &mut rp.rng);
+        let timer = ctx.scheme.rp_on_send(&mut rl.core, &mut rl.state, &mut f, now, &mut rp.rng);
         rl.next_release = now + pace_ps(f.len, rl.core.rate_bps);
         let rate_changed = rl.core.rate_bps != rate_before;
         rp.rr = rp.live.after(q);
         let (tr, bytes, rate) = (rl.trace, rl.bytes, rl.core.rate_bps);
         // The frame now occupies the NIC like any frame being sent.
-        self.net.ports[port as usize].data_bytes += f.len as u64;
-        self.trace_rl_bytes(tr, bytes);
-        self.set_rl_timer(id, timer);
+        p.data_bytes += f.len as u64;
+        self.trace_rl_bytes(tr, bytes, ctx);
+        self.set_rl_timer(id, timer, ctx);
         if rate_changed {
-            self.trace_rl_rate(tr, rate);
+            self.trace_rl_rate(tr, rate, ctx);
         }
         if T::ON {
-            self.trace_rl(id, Reason::None);
+            self.trace_rl(id, Reason::None, ctx);
         }
-        self.maybe_release(id);
+        self.maybe_release(id, ctx);
         Pick::Frame(f)
     }
 
-    pub(crate) fn wake_port_at(&mut self, port: PortId, at: Time) {
-        let p = &mut self.net.ports[port as usize];
-        if p.wake_at <= self.now || at < p.wake_at {
-            p.wake_at = at;
-            self.q.push(at, EV_WAKE, port);
-        }
-    }
-
     /// A notification reached station `s` (after its processing time).
-    pub(crate) fn rp_receive(&mut self, s: usize, note: &Frame<S::Ext>) {
+    pub(crate) fn rp_receive<T: Tracer<S>>(&mut self, s: usize, note: &Frame<S::Ext>, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>) {
         let cpid = note.cpid;
-        let slows = self.scheme.slows(&note.ext);
-        let now = self.now;
+        let slows = ctx.scheme.slows(&note.ext);
+        let now = ctx.now;
         self.rps[s].notifications += 1;
         let id = if note.flow != NO_FLOW {
             // About a transport flow: its own RL, while its sender runs.
@@ -167,7 +174,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 id => id,
             }
         } else {
-            match self.open_loop_rl(s, note) {
+            match self.open_loop_rl(s, note, ctx, fabric) {
                 Some(id) => id,
                 None => return,
             }
@@ -182,15 +189,15 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         }
         let rp = &mut self.rps[s];
         let rl = self.rls[id as usize].as_mut().expect("live");
-        let timer = self
+        let timer = ctx
             .scheme
             .rp_on_note(&mut rl.core, &mut rl.state, &note.ext, cpid, now, &mut rp.rng);
-        self.after_rate_change(id, timer);
+        self.after_rate_change(id, timer, ctx, fabric);
     }
 
     /// The RL an open-loop notification acts on (`station.rl_scope`),
     /// created if the notification asks for one; `None`: nothing to act on.
-    fn open_loop_rl(&mut self, s: usize, note: &Frame<S::Ext>) -> Option<u32> {
+    fn open_loop_rl<T: Tracer<S>>(&mut self, s: usize, note: &Frame<S::Ext>, ctx: &mut Ctx<S, T>, fabric: &Fabric<S>) -> Option<u32> {
         let cpid = note.cpid;
         let key = match self.rps[s].scope {
             RlScope::Flow if note.about == NO_NODE => return None, // names no flow: nothing to act on
@@ -200,37 +207,37 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         if let Some(id) = self.rps[s].by_key.get(key) {
             return Some(id);
         }
-        if !self.scheme.creates_rl(&note.ext) {
+        if !ctx.scheme.creates_rl(&note.ext) {
             return None;
         }
         if self.free_rls.is_empty() && self.rls.len() > crate::engine::queue::MAX_INDEX as usize {
             // RL ids index timer events; the run fails in `finish`
             // rather than go on without this RL.
-            self.rl_overflow = true;
+            ctx.overflow = true;
             return None;
         }
-        Some(self.create_rl(s, key, cpid))
+        Some(self.create_rl(s, key, cpid, ctx, fabric))
     }
 
-    fn create_rl(&mut self, s: usize, key: u16, cpid: u16) -> u32 {
-        let now = self.now;
-        let port = self.net.stations[s].port;
-        let line = self.net.ports[port as usize].nominal_rate_bps as f64;
+    fn create_rl<T: Tracer<S>>(&mut self, s: usize, key: u16, cpid: u16, ctx: &mut Ctx<S, T>, fabric: &Fabric<S>) -> u32 {
+        let now = ctx.now;
+        let port = self.stations[s].port;
+        let line = fabric.ports[port as usize].nominal_rate_bps as f64;
         let mut core = RlCore::at_line_rate(line);
-        let (state, timer) = self.scheme.new_rl(&mut core, now);
-        let trace = self.rl_trace_for(s, key);
+        let (state, timer) = ctx.scheme.new_rl(&mut core, now);
+        let trace = self.rl_trace_for(s, key, ctx, fabric);
         let mut rl = RateLimiter::new(s, key, cpid, NO_FLOW, core, state, now, trace);
         if self.rps[s].in_order {
-            rl.ahead = self.net.ports[port as usize].data.iter().filter(|f| f.dst == key).count() as u32;
+            rl.ahead = fabric.ports[port as usize].data.iter().filter(|f| f.dst == key).count() as u32;
         }
         let id = self.insert_rl(rl);
         let rp = &mut self.rps[s];
         let q = rp.live.push(id);
         rp.by_key.insert(key, id);
         self.rl(id).seq = q;
-        self.set_rl_timer(id, timer);
+        self.set_rl_timer(id, timer, ctx);
         if T::ON {
-            self.trace_rl(id, Reason::Created);
+            self.trace_rl(id, Reason::Created, ctx);
         }
         id
     }
@@ -249,18 +256,18 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         }
     }
 
-    fn rl_trace_for(&mut self, s: usize, key: u16) -> Option<usize> {
+    fn rl_trace_for<T: Tracer<S>>(&mut self, s: usize, key: u16, ctx: &Ctx<S, T>, fabric: &Fabric<S>) -> Option<usize> {
         let target = match self.rps[s].scope {
-            RlScope::Flow => self.net.station_name(key as usize).to_string(),
+            RlScope::Flow => fabric.nodes[key as usize].name.clone(),
             RlScope::Cp if key == NO_CPID => "-".to_string(),
-            RlScope::Cp => self.net.ports[key as usize - 1].name.clone(),
+            RlScope::Cp => fabric.ports[key as usize - 1].name.clone(),
         };
-        self.rl_trace_named(s, target)
+        self.rl_trace_named(s, target, ctx, fabric)
     }
 
     /// The trace of the RLs of station `s` named `STATION|target`, if traced.
-    pub(crate) fn rl_trace_named(&mut self, s: usize, target: String) -> Option<usize> {
-        let key = format!("{}|{}", self.net.station_name(s), target);
+    pub(crate) fn rl_trace_named<T: Tracer<S>>(&mut self, s: usize, target: String, ctx: &Ctx<S, T>, fabric: &Fabric<S>) -> Option<usize> {
+        let key = format!("{}|{}", fabric.nodes[s].name, target);
         if let Some(&i) = self.rl_trace_index.get(&key) {
             return Some(i);
         }
@@ -274,9 +281,9 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         }
         let mut rate = QueueTrace::new(0);
         // Before the RL exists its flows are unlimited: line rate.
-        let line = self.net.ports[self.net.stations[s].port as usize].nominal_rate_bps;
+        let line = fabric.ports[self.stations[s].port as usize].nominal_rate_bps;
         rate.update(0, line);
-        rate.update(self.stats.bin_now(), line);
+        rate.update(ctx.stats.bin_now(), line);
         self.rl_traces.push(RlTrace {
             key: key.clone(),
             rate,
@@ -289,46 +296,46 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
 
     /// A traced RL's rate changed.
     #[inline]
-    pub(crate) fn trace_rl_rate(&mut self, trace: Option<usize>, rate_bps: f64) {
+    pub(crate) fn trace_rl_rate<T: Tracer<S>>(&mut self, trace: Option<usize>, rate_bps: f64, ctx: &Ctx<S, T>) {
         if let Some(t) = trace {
-            let b = self.stats.bin_now();
+            let b = ctx.stats.bin_now();
             self.rl_traces[t].rate.update(b, rate_bps as u64);
         }
     }
 
     #[inline]
-    fn trace_rl_bytes(&mut self, trace: Option<usize>, bytes: u64) {
+    fn trace_rl_bytes<T: Tracer<S>>(&mut self, trace: Option<usize>, bytes: u64, ctx: &Ctx<S, T>) {
         if let Some(t) = trace {
-            let b = self.stats.bin_now();
+            let b = ctx.stats.bin_now();
             self.rl_traces[t].bytes.update(b, bytes);
         }
     }
 
-    pub(crate) fn set_rl_timer(&mut self, id: u32, timer: Option<Time>) {
+    pub(crate) fn set_rl_timer<T: Tracer<S>>(&mut self, id: u32, timer: Option<Time>, ctx: &mut Ctx<S, T>) {
         let Some(at) = timer else { return };
         self.rl(id).timer_at = at;
         if at != Time::MAX {
-            self.q.push(at, EV_RL_TIMER, id);
+            ctx.schedule(at, EV_RL_TIMER, id);
         }
     }
 
-    pub(crate) fn on_rl_timer(&mut self, id: u32) {
-        let now = self.now;
+    pub(crate) fn on_rl_timer<T: Tracer<S>>(&mut self, id: u32, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>) {
+        let now = ctx.now;
         let Some(rl) = self.rls[id as usize].as_mut() else { return };
         if rl.timer_at != now {
             return; // stale: superseded, cancelled, or the RL was released
         }
         rl.timer_at = Time::MAX;
         let rp = &mut self.rps[rl.station as usize];
-        let timer = self.scheme.rp_on_timer(&mut rl.core, &mut rl.state, now, &mut rp.rng);
-        self.after_rate_change(id, timer);
+        let timer = ctx.scheme.rp_on_timer(&mut rl.core, &mut rl.state, now, &mut rp.rng);
+        self.after_rate_change(id, timer, ctx, fabric);
     }
 
     /// The scheme changed RL `id`: re-pace its head frame, record the rate,
     /// release it if it is back at line rate and empty, and let the link pick
     /// up whatever is now eligible.
-    pub(crate) fn after_rate_change(&mut self, id: u32, timer: Option<Time>) {
-        self.set_rl_timer(id, timer);
+    pub(crate) fn after_rate_change<T: Tracer<S>>(&mut self, id: u32, timer: Option<Time>, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>) {
+        self.set_rl_timer(id, timer, ctx);
         let rl = self.rl(id);
         rl.next_release = rl.last_release + pace_ps(rl.last_len, rl.core.rate_bps);
         let (tr, rate, s) = (rl.trace, rl.core.rate_bps, rl.station as usize);
@@ -337,17 +344,17 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             let q = rl.seq;
             self.rps[s].live.unpark(q, id);
         }
-        self.trace_rl_rate(tr, rate);
+        self.trace_rl_rate(tr, rate, ctx);
         if T::ON {
-            self.trace_rl(id, Reason::None);
+            self.trace_rl(id, Reason::None, ctx);
         }
-        self.maybe_release(id);
-        let port = self.net.stations[s].port;
-        self.try_start(port);
+        self.maybe_release(id, ctx);
+        let port = self.stations[s].port;
+        fabric.try_start(port, ctx, self);
     }
 
-    fn maybe_release(&mut self, id: u32) {
-        let now = self.now;
+    fn maybe_release<T: Tracer<S>>(&mut self, id: u32, ctx: &mut Ctx<S, T>) {
+        let now = ctx.now;
         let rl = self.rl(id);
         if rl.flow != NO_FLOW // a flow's RL lives until its last acknowledgement
             || rl.core.rate_bps < rl.core.line_rate_bps
@@ -358,13 +365,13 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             return;
         }
         let s = rl.station as usize;
-        self.remove_rl(s, id);
+        self.remove_rl(s, id, ctx);
     }
 
     /// Frees RL `id` of station `s` (its pending timer becomes stale).
-    pub(crate) fn remove_rl(&mut self, s: usize, id: u32) {
+    pub(crate) fn remove_rl<T: Tracer<S>>(&mut self, s: usize, id: u32, ctx: &mut Ctx<S, T>) {
         if T::ON {
-            self.trace_rl(id, Reason::Released);
+            self.trace_rl(id, Reason::Released, ctx);
         }
         let rl = self.rl(id);
         let (tr, line, q, flow) = (rl.trace, rl.core.line_rate_bps, rl.seq, rl.flow);
@@ -379,20 +386,15 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             rp.flow_map.remove_id(id);
         }
         if let Some(t) = tr {
-            let b = self.stats.bin_now();
+            let b = ctx.stats.bin_now();
             self.rl_traces[t].rate.update(b, line as u64);
             self.rl_traces[t].bytes.update(b, 0);
         }
     }
 
-    /// Where station `s`'s events happen now (its node and its NIC port).
-    pub(crate) fn station_site(&self, s: usize) -> Site {
-        station_site!(self, s)
-    }
-
     /// RL `id` as it is now, to the trace (which keeps the changes; a
     /// released RL is at line rate).
-    pub(crate) fn trace_rl(&mut self, id: u32, reason: Reason) {
+    pub(crate) fn trace_rl<T: Tracer<S>>(&mut self, id: u32, reason: Reason, ctx: &mut Ctx<S, T>) {
         let rl = self.rls[id as usize].as_ref().expect("live");
         let s = rl.station as usize;
         let src = s as u16;
@@ -409,13 +411,16 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             rate_bps: if released { rl.core.line_rate_bps } else { rl.core.rate_bps },
             window_bytes: if released { u64::MAX } else { rl.core.window_bytes },
         };
-        let site = self.station_site(s);
-        self.tracer.rl_state(site, view, reason);
+        let site = station_site!(self, ctx, s);
+        ctx.tracer.rl_state(site, view, reason);
     }
+}
 
-    /// Frames waiting in every RLQ.
-    pub(crate) fn rl_frames_queued(&self) -> u64 {
-        self.rls.iter().flatten().map(|rl| rl.queue.len() as u64).sum()
+/// Wakes `port` (`p`) at `at` unless a wake-up at or before it is pending.
+pub(crate) fn wake_port_at<S: Scheme, T: Tracer<S>>(port: PortId, p: &mut Port<S::Ext>, at: Time, ctx: &mut Ctx<S, T>) {
+    if p.wake_at <= ctx.now || at < p.wake_at {
+        p.wake_at = at;
+        ctx.schedule(at, EV_WAKE, port);
     }
 }
 
@@ -424,6 +429,7 @@ mod tests {
     use super::*;
     use crate::bench::star_config;
     use crate::engine::{PS_PER_MS, PS_PER_US};
+    use crate::net::sim::NetSim;
     use crate::scheme::bcn::{Bcn, BcnExt, BcnMsg, BcnParams};
 
     fn sim(scope: RlScope) -> NetSim<Bcn> {
@@ -435,18 +441,26 @@ mod tests {
         NetSim::new(&cfg, 0, Bcn::new(BcnParams::default()).unwrap()).unwrap()
     }
 
+    /// Station 0's next data frame on its port.
+    fn next(s: &mut NetSim<Bcn>, port: PortId) -> Option<Frame<BcnExt>> {
+        let mut p = std::mem::replace(&mut s.fabric.ports[port as usize], Port::new(String::new(), 0, 0, 0, 1, 0, 1500));
+        let f = s.hosts.station_next_data(0, port, &mut p, &mut s.ctx);
+        s.fabric.ports[port as usize] = p;
+        f
+    }
+
     fn cnm(msg: BcnMsg, fb: f32, cpid: u16, flow_dst: u16) -> Frame<BcnExt> {
         Frame::note(0, flow_dst, 0, flow_dst, cpid, 64, BcnExt::new(msg, fb))
     }
 
     fn rl_of(s: &NetSim<Bcn>, st: usize, dst: u16) -> &RateLimiter<<Bcn as Scheme>::Rl, BcnExt> {
-        let id = s.rps[st].rl_of(dst).expect("the flow is rate limited");
-        s.rls[id as usize].as_ref().unwrap()
+        let id = s.hosts.rps[st].rl_of(dst).expect("the flow is rate limited");
+        s.hosts.rls[id as usize].as_ref().unwrap()
     }
 
     fn admit(s: &mut NetSim<Bcn>, st: usize, f: Frame<BcnExt>) -> bool {
-        match s.rps[st].rl_of(f.dst) {
-            Some(id) => s.rl_enqueue(id, f),
+        match s.hosts.rps[st].rl_of(f.dst) {
+            Some(id) => s.hosts.rl_enqueue(id, f, &mut s.ctx),
             None => false,
         }
     }
@@ -457,44 +471,49 @@ mod tests {
         let d = 3u16; // stations S1, S2, S3, D
         let cpid = 9;
         // Positive feedback for a flow without an RL does nothing.
-        s.rp_receive(0, &cnm(BcnMsg::Positive, 100.0, cpid, d));
-        assert!(!s.rps[0].active());
-        s.rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, cpid, d));
-        assert_eq!(s.rps[0].live.len(), 1);
+        s.hosts
+            .rp_receive(0, &cnm(BcnMsg::Positive, 100.0, cpid, d), &mut s.ctx, &mut s.fabric);
+        assert!(!s.hosts.rps[0].active());
+        s.hosts
+            .rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, cpid, d), &mut s.ctx, &mut s.fabric);
+        assert_eq!(s.hosts.rps[0].live.len(), 1);
         let rl = rl_of(&s, 0, d);
         assert_eq!((rl.key, rl.tag), (d, cpid));
         assert!((rl.core.rate_bps - 0.5125 * 10e9).abs() < 1.0);
-        assert!(s.rps[0].rl_of(1).is_none(), "other flows stay unlimited");
+        assert!(s.hosts.rps[0].rl_of(1).is_none(), "other flows stay unlimited");
         // Frames of the flow queue in the RLQ...
         for i in 0..3 {
             assert!(admit(&mut s, 0, Frame::data(i, 0, d, 1500)));
         }
         assert_eq!(rl_of(&s, 0, d).bytes, 4500);
-        assert_eq!(s.rps[0].queued, 3);
+        assert_eq!(s.hosts.rps[0].queued, 3);
         // ... and leave tagged with the CPID, one per 8 x 1500 / R.
-        let port = s.net.stations[0].port;
-        let f = s.station_next_data(0, port).unwrap();
+        let port = s.hosts.stations[0].port;
+        let f = next(&mut s, port).unwrap();
         assert_eq!(f.cpid, cpid);
-        assert!(s.station_next_data(0, port).is_none(), "the next frame waits for its pacing time");
-        let gap = rl_of(&s, 0, d).next_release - s.now;
+        assert!(next(&mut s, port).is_none(), "the next frame waits for its pacing time");
+        let gap = rl_of(&s, 0, d).next_release - s.ctx.now;
         assert_eq!(gap, (1500.0f64 * 8e12 / (0.5125 * 10e9)).ceil() as Time);
-        s.now += gap;
-        assert_eq!(s.station_next_data(0, port).unwrap().cpid, cpid);
+        s.ctx.now += gap;
+        assert_eq!(next(&mut s, port).unwrap().cpid, cpid);
     }
 
     #[test]
     fn every_cp_on_a_flows_path_acts_on_its_one_rl() {
         let mut s = sim(RlScope::Flow);
         let d = 3u16;
-        s.rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 5, d));
+        s.hosts
+            .rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 5, d), &mut s.ctx, &mut s.fabric);
         let r1 = rl_of(&s, 0, d).core.rate_bps;
-        s.rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 6, d));
-        assert_eq!(s.rps[0].live.len(), 1, "a second CP does not create a second RL for the flow");
+        s.hosts
+            .rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 6, d), &mut s.ctx, &mut s.fabric);
+        assert_eq!(s.hosts.rps[0].live.len(), 1, "a second CP does not create a second RL for the flow");
         let rl = rl_of(&s, 0, d);
         assert!((rl.core.rate_bps - r1 * 0.5125).abs() < 1.0, "both decreases compound");
         assert_eq!(rl.tag, 6, "the last CP to slow the flow tags its frames");
         // Positive feedback from either CP raises it (the tag test is the CP's, rule 4).
-        s.rp_receive(0, &cnm(BcnMsg::Positive, 100.0, 5, d));
+        s.hosts
+            .rp_receive(0, &cnm(BcnMsg::Positive, 100.0, 5, d), &mut s.ctx, &mut s.fabric);
         assert!(rl_of(&s, 0, d).core.rate_bps > r1 * 0.5125);
     }
 
@@ -503,14 +522,16 @@ mod tests {
         for scope in [RlScope::Flow, RlScope::Cp] {
             let mut s = sim(scope);
             let d = 3u16;
-            s.rp_receive(1, &cnm(BcnMsg::Negative, -100.0, 5, d));
-            assert!(s.rps[1].active());
+            s.hosts
+                .rp_receive(1, &cnm(BcnMsg::Negative, -100.0, 5, d), &mut s.ctx, &mut s.fabric);
+            assert!(s.hosts.rps[1].active());
             for _ in 0..20 {
-                s.rp_receive(1, &cnm(BcnMsg::Positive, 1875.0, 5, d));
+                s.hosts
+                    .rp_receive(1, &cnm(BcnMsg::Positive, 1875.0, 5, d), &mut s.ctx, &mut s.fabric);
             }
-            assert!(!s.rps[1].active(), "{scope:?}");
-            assert!(s.rps[1].rl_of(d).is_none());
-            assert_eq!(s.free_rls.len(), 1, "the slot is free for the next RL");
+            assert!(!s.hosts.rps[1].active(), "{scope:?}");
+            assert!(s.hosts.rps[1].rl_of(d).is_none());
+            assert_eq!(s.hosts.free_rls.len(), 1, "the slot is free for the next RL");
         }
     }
 
@@ -518,132 +539,40 @@ mod tests {
     fn cp_scope_maps_flows_to_the_newest_cp_and_the_rlq_drops_when_full() {
         let mut s = sim(RlScope::Cp);
         let d = 3u16;
-        s.rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 5, d));
-        let first = s.rps[0].rl_of(d).unwrap();
-        s.rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 6, d));
-        let second = s.rps[0].rl_of(d).unwrap();
+        s.hosts
+            .rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 5, d), &mut s.ctx, &mut s.fabric);
+        let first = s.hosts.rps[0].rl_of(d).unwrap();
+        s.hosts
+            .rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 6, d), &mut s.ctx, &mut s.fabric);
+        let second = s.hosts.rps[0].rl_of(d).unwrap();
         assert_ne!(first, second);
-        assert_eq!(s.rps[0].live.len(), 2);
-        assert_eq!(s.rls[second as usize].as_ref().unwrap().key, 6);
+        assert_eq!(s.hosts.rps[0].live.len(), 2);
+        assert_eq!(s.hosts.rls[second as usize].as_ref().unwrap().key, 6);
         // The RL of CP 5 limits another flow it slows, not this one any more.
-        s.rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 5, 1));
-        assert_eq!(s.rps[0].rl_of(1), Some(first));
-        let cap = s.net.stations[0].rlq_bytes / 1500;
+        s.hosts
+            .rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 5, 1), &mut s.ctx, &mut s.fabric);
+        assert_eq!(s.hosts.rps[0].rl_of(1), Some(first));
+        let cap = s.hosts.stations[0].rlq_bytes / 1500;
         for i in 0..cap + 5 {
             admit(&mut s, 0, Frame::data(i, 0, d, 1500));
         }
-        assert_eq!(s.stats.counts.dropped_rp(), 5);
-        assert_eq!(s.net.stations[0].dropped_rl, 5);
-    }
-
-    /// The ring with parking against the plain ring it replaces (a vector
-    /// in creation order and an index, every RL visited on each pick): the
-    /// same frames leave in the same order whatever RLs come, go, fill and
-    /// empty.
-    #[test]
-    fn the_ring_with_parked_rls_picks_as_the_plain_ring() {
-        use proptest::prelude::*;
-        #[derive(Clone, Debug)]
-        enum Op {
-            Push,
-            Remove(usize),
-            Pick(bool),
-            Ready(usize, bool),
-        }
-        let op = prop_oneof![
-            2 => Just(Op::Push),
-            1 => any::<usize>().prop_map(Op::Remove),
-            4 => any::<bool>().prop_map(Op::Pick),
-            3 => (any::<usize>(), any::<bool>()).prop_map(|(i, r)| Op::Ready(i, r)),
-        ];
-        proptest!(ProptestConfig::with_cases(400), |(ops in proptest::collection::vec(op, 1..200))| {
-            // Plain: ids in creation order, rr = 0 (FIFO) or 1 + index.
-            let (mut plain, mut rr) = (Vec::<u32>::new(), 0usize);
-            let mut ring = RlRing::default();
-            let mut pos = RrPos::Fifo;
-            let mut seq = std::collections::HashMap::new();
-            let mut ready = std::collections::HashMap::new();
-            let mut next_id = 0u32;
-            for op in ops {
-                match op {
-                    Op::Push => {
-                        plain.push(next_id);
-                        seq.insert(next_id, ring.push(next_id));
-                        ready.insert(next_id, true);
-                        next_id += 1;
-                    }
-                    Op::Remove(k) if !plain.is_empty() => {
-                        let at = k % plain.len();
-                        let id = plain.remove(at);
-                        if rr > at + 1 {
-                            rr -= 1;
-                        }
-                        ring.remove(seq[&id]);
-                    }
-                    Op::Ready(k, r) if !plain.is_empty() => {
-                        let id = plain[k % plain.len()];
-                        if r && !ready[&id] {
-                            ring.unpark(seq[&id], id);
-                        }
-                        ready.insert(id, r);
-                    }
-                    Op::Pick(fifo) => {
-                        let n = plain.len() + 1;
-                        let start = rr % n;
-                        let mut want = None;
-                        for i in 0..n {
-                            let idx = (start + i) % n;
-                            if idx == 0 {
-                                if fifo {
-                                    rr = 1;
-                                    want = Some(u32::MAX);
-                                    break;
-                                }
-                            } else if ready[&plain[idx - 1]] {
-                                rr = (idx + 1) % n;
-                                want = Some(plain[idx - 1]);
-                                break;
-                            }
-                        }
-                        let mut got = None;
-                        'pick: for (i, &(mut lo, hi)) in ring.order(pos).iter().enumerate() {
-                            if i == 1 && fifo {
-                                pos = RrPos::From(0);
-                                got = Some(u32::MAX);
-                                break;
-                            }
-                            while let Some((q, id)) = ring.next_ready(lo, hi) {
-                                lo = q + 1;
-                                if ready[&id] {
-                                    pos = ring.after(q);
-                                    got = Some(id);
-                                    break 'pick;
-                                }
-                                ring.park(q);
-                            }
-                        }
-                        prop_assert_eq!(got, want);
-                        prop_assert_eq!(ring.len(), plain.len());
-                    }
-                    _ => {}
-                }
-            }
-        });
+        assert_eq!(s.ctx.stats.counts.dropped_rp(), 5);
+        assert_eq!(s.hosts.stations[0].dropped_rl, 5);
     }
 
     #[test]
     fn bcn00_stop_holds_the_rl_until_its_random_restart() {
         let mut s = sim(RlScope::Flow);
         let d = 3u16;
-        s.rp_receive(0, &cnm(BcnMsg::Stop, 0.0, 5, d));
+        s.hosts.rp_receive(0, &cnm(BcnMsg::Stop, 0.0, 5, d), &mut s.ctx, &mut s.fabric);
         let until = rl_of(&s, 0, d).core.stopped_until;
         assert!(until <= 100 * PS_PER_US);
         admit(&mut s, 0, Frame::data(0, 0, d, 1500));
-        let port = s.net.stations[0].port;
+        let port = s.hosts.stations[0].port;
         if until > 0 {
-            assert!(s.station_next_data(0, port).is_none());
+            assert!(next(&mut s, port).is_none());
         }
-        s.now = until;
-        assert!(s.station_next_data(0, port).is_some());
+        s.ctx.now = until;
+        assert!(next(&mut s, port).is_some());
     }
 }
