@@ -32,12 +32,13 @@ pub struct Bridge {
 
 impl Bridge {
     /// Whether a data frame of `len` bytes may join an output queue that
-    /// holds `queue` bytes, `partition` of them from the frame's ingress.
+    /// holds `queue` bytes, `partition()` of them from the frame's ingress
+    /// (read only by the buffer mode that needs it).
     #[inline(always)]
-    pub fn admits(&self, len: u64, queue: u64, partition: u64) -> bool {
+    pub fn admits(&self, len: u64, queue: u64, partition: impl FnOnce() -> u64) -> bool {
         match self.buffer_mode {
             BufferMode::PerOutput => queue + len <= self.buffer_bytes,
-            BufferMode::PerInput => partition + len <= self.buffer_bytes,
+            BufferMode::PerInput => partition() + len <= self.buffer_bytes,
             BufferMode::Shared => self.total_bytes + len <= self.buffer_bytes,
             BufferMode::Dynamic => {
                 let free = self.buffer_bytes.saturating_sub(self.total_bytes);
@@ -125,7 +126,7 @@ impl<S: Scheme> Fabric<S> {
         let ports = &mut self.ports;
         let in_local = in_local as usize;
         let o = &ports[out as usize];
-        if !bridge.admits(len, o.data_bytes, o.bytes_by_ingress[in_local]) {
+        if !bridge.admits(len, o.data_bytes, || o.bytes_by_ingress[in_local]) {
             bridge.dropped_cp += 1;
             ctx.stats.count(ctx.now, stats::DROPPED_CP);
             if T::ON {
@@ -339,21 +340,21 @@ mod tests {
         // the output queue, 1,000 of those from the frame's ingress.
         let (queue, part) = (4_000, 1_000);
         let b = bridge(BufferMode::PerOutput, 10_000, 6_000);
-        assert!(b.admits(6_000, queue, part) && !b.admits(6_001, queue, part));
+        assert!(b.admits(6_000, queue, || part) && !b.admits(6_001, queue, || part));
         assert_eq!(b.refusal(6_001, queue, part), (Reason::OutputBufferFull, queue));
         let b = bridge(BufferMode::PerInput, 10_000, 6_000);
-        assert!(b.admits(9_000, queue, part) && !b.admits(9_001, queue, part));
+        assert!(b.admits(9_000, queue, || part) && !b.admits(9_001, queue, || part));
         assert_eq!(b.refusal(9_001, queue, part), (Reason::InputPartitionFull, part));
         let b = bridge(BufferMode::Shared, 10_000, 6_000);
-        assert!(b.admits(4_000, queue, part) && !b.admits(4_001, queue, part));
+        assert!(b.admits(4_000, queue, || part) && !b.admits(4_001, queue, || part));
         assert_eq!(b.refusal(4_001, queue, part), (Reason::SharedBufferFull, 6_000));
         // Dynamic threshold: the queue may grow to alpha x the free buffer
         // (0.5 x 4,000 = 2,000 < 4,000 queued): refused though the buffer has room.
         let b = bridge(BufferMode::Dynamic, 10_000, 6_000);
-        assert!(!b.admits(100, queue, part));
+        assert!(!b.admits(100, queue, || part));
         assert_eq!(b.refusal(100, queue, part), (Reason::DynamicThreshold, queue));
-        assert!(b.admits(100, 1_000, part), "1,100 <= 0.5 x 4,000");
+        assert!(b.admits(100, 1_000, || part), "1,100 <= 0.5 x 4,000");
         assert_eq!(b.refusal(4_001, 0, 0).0, Reason::SharedBufferFull);
-        assert!(bridge(BufferMode::Infinite, 0, u64::MAX / 2).admits(u64::MAX / 4, u64::MAX / 4, 0));
+        assert!(bridge(BufferMode::Infinite, 0, u64::MAX / 2).admits(u64::MAX / 4, u64::MAX / 4, || 0));
     }
 }

@@ -275,7 +275,7 @@ impl<S: Scheme> Fabric<S> {
     }
 
     /// Brings a lazily finishing port up to date before its queue is read.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn settle<T: Tracer<S>, N: Nic<S>>(&mut self, port: PortId, ctx: &mut Ctx<S, T>, nic: &mut N) {
         let p = &self.ports[port as usize];
         if p.busy && !p.done_pending && ctx.now >= p.done_at {
@@ -291,6 +291,7 @@ impl<S: Scheme> Fabric<S> {
     /// (frames ending at `t` included when `inclusive`): each frame that
     /// ended frees its buffer and the next starts at that instant, as the
     /// TxDone events would have had it.
+    #[inline]
     pub(crate) fn drain_until<T: Tracer<S>, N: Nic<S>>(
         &mut self,
         port: PortId,
@@ -335,7 +336,7 @@ impl<S: Scheme> Fabric<S> {
     }
 
     /// The data queue of `port` changed: its trace, if traced, records it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn queue_changed<T: Tracer<S>>(&self, port: PortId, ctx: &mut Ctx<S, T>) {
         let p = &self.ports[port as usize];
         if p.trace != NO_TRACE {

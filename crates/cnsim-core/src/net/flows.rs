@@ -78,10 +78,37 @@ impl<S: Scheme> Hosts<S> {
         let ctrl = ctx.run.ctrl_bytes;
         // Every pair that may carry a flow must be routable.
         let mut paths = BTreeMap::new();
-        for g in &gens {
-            for &d in g.dests.iter().filter(|&&d| d != g.station) {
-                let (hops, rtt) = fabric.path_info(g.station, d, frame_bytes, ctrl)?;
-                paths.entry((rtt, hops)).or_insert((g.station, d));
+        if fabric.router.source_free() {
+            // Paths from a station depend on its link and its first hop, not
+            // on the station itself: one pair per (class, class) of stations
+            // that share them (a fabric of 6,144 hosts on 384 leaves asks
+            // 147,456 pairs, not 37.7 million). A class's first member stands
+            // for it, so the pair named is the first one in station order.
+            for a in &t.arrivals {
+                let members: Vec<u16> = a.stations.iter().map(|n| station("workload".into(), n)).collect::<Result<_, _>>()?;
+                let classes = station_classes(fabric, &members);
+                for src in &classes {
+                    for dst in &classes {
+                        let (s, d) = (src[0], dst[0]);
+                        let d = if s != d {
+                            d
+                        } else if let Some(&other) = dst.get(1) {
+                            other
+                        } else {
+                            continue; // a class of one station: no flow to itself
+                        };
+                        let (hops, rtt) = fabric.path_info(s, d, frame_bytes, ctrl)?;
+                        paths.entry((rtt, hops)).or_insert((s, d));
+                    }
+                }
+            }
+        } else {
+            // Explicit routes may depend on the source: every pair.
+            for g in &gens {
+                for &d in g.dests.iter().filter(|&&d| d != g.station) {
+                    let (hops, rtt) = fabric.path_info(g.station, d, frame_bytes, ctrl)?;
+                    paths.entry((rtt, hops)).or_insert((g.station, d));
+                }
             }
         }
         let mut pending = 0;
@@ -428,6 +455,36 @@ impl<S: Scheme> Hosts<S> {
             })
             .collect()
     }
+}
+
+/// `members` (stations) grouped by what a path's hops and base RTT depend
+/// on at either end where routes do not depend on the source: the node at
+/// the far end of the station's link and the link's parameters both ways
+/// (rates, delays, the latency and processing time at each end). Classes in
+/// order of their first member, members in order.
+fn station_classes<S: Scheme>(fabric: &Fabric<S>, members: &[u16]) -> Vec<Vec<u16>> {
+    type Key = (u32, u64, Time, [Time; 3], u64, Time, [Time; 3]);
+    let mut index: BTreeMap<Key, usize> = BTreeMap::new();
+    let mut classes: Vec<Vec<u16>> = Vec::new();
+    for &s in members {
+        let out = &fabric.ports[fabric.nodes[s as usize].ports[0] as usize];
+        let back = &fabric.ports[out.reverse as usize];
+        let key = (
+            out.peer,
+            out.nominal_rate_bps,
+            out.delay_ps,
+            out.rx_extra_ps,
+            back.nominal_rate_bps,
+            back.delay_ps,
+            back.rx_extra_ps,
+        );
+        let i = *index.entry(key).or_insert_with(|| {
+            classes.push(Vec::new());
+            classes.len() - 1
+        });
+        classes[i].push(s);
+    }
+    classes
 }
 
 /// An exponential gap of mean `mean_ps` (ps), at least 1.

@@ -75,7 +75,7 @@ impl Station {
     }
 
     /// The destination of the frame station `me` (of `n_st`) generates now.
-    #[inline]
+    #[inline(always)]
     pub fn draw_dest(&mut self, me: u16, n_st: usize) -> u16 {
         let uniform = |rng: &mut Stream| {
             let r = rng.gen_range(0..n_st as u16 - 1);

@@ -423,3 +423,105 @@ pub fn pipeline_ps(hops: &[(u64, Time)], n: u32, full: u64, last: u64) -> Time {
     }
     delays + best
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FB: u32 = 1500;
+    const RTO: Time = 1_000;
+
+    /// A flow of `n` full frames whose sender has its RL (so that its
+    /// retransmission timer counts).
+    fn flow(n: u32) -> Flow {
+        let mut f = Flow::new(0, 1, n as u64 * FB as u64, 0, FB);
+        f.rl = 0;
+        f
+    }
+
+    /// A frame lost in the network: the receiver discards what follows and
+    /// NACKs the gap once; the sender goes back to it and sends every frame
+    /// from there again (go-back-N), counting them as retransmissions.
+    #[test]
+    fn a_gap_is_nacked_once_and_the_sender_goes_back_n() {
+        let (mut tx, mut rx) = (flow(6), flow(6));
+        let sent: Vec<u32> = (0..5).map(|t| tx.take_next(t, RTO).seq).collect();
+        assert_eq!(sent, vec![0, 1, 2, 3, 4]);
+        // Frame 1 is lost.
+        assert_eq!(rx.receive(0, 10, 1).reply, Some(Reply::Ack(1)));
+        let r = rx.receive(2, 11, 1);
+        assert!(r.discarded);
+        assert_eq!(r.reply, Some(Reply::Nack(1)));
+        let r = rx.receive(3, 12, 1);
+        assert!(r.discarded && r.reply.is_none(), "one NACK per gap");
+        // The sender hears ACK 1, then NACK 1: it goes back to frame 1.
+        assert_eq!(tx.on_ack(1, false, 20, RTO).old_una, 0);
+        tx.on_ack(1, true, 21, RTO);
+        assert_eq!((tx.snd_una, tx.snd_nxt), (1, 1));
+        let again: Vec<u32> = (0..5).map(|t| tx.take_next(30 + t, RTO).seq).collect();
+        assert_eq!(again, vec![1, 2, 3, 4, 5]);
+        assert_eq!(tx.retransmitted, 4, "frames 1-4 went twice");
+        for seq in 1..6 {
+            let r = rx.receive(seq, 40 + seq as Time, 1);
+            assert_eq!(r.reply, Some(Reply::Ack(seq + 1)));
+            assert_eq!(r.finished, seq == 5);
+        }
+        assert_eq!(rx.finish, 45);
+        // A frame received before is acknowledged again, not taken.
+        assert_eq!(rx.receive(2, 50, 1).reply, Some(Reply::Duplicate(6)));
+    }
+
+    /// ACKs every `ack_every` frames, and always for the last.
+    #[test]
+    fn the_receiver_acks_every_n_frames_and_the_last() {
+        let mut rx = flow(5);
+        let acks: Vec<Option<Reply>> = (0..5).map(|s| rx.receive(s, s as Time, 2).reply).collect();
+        assert_eq!(
+            acks,
+            vec![None, Some(Reply::Ack(2)), None, Some(Reply::Ack(4)), Some(Reply::Ack(5))]
+        );
+    }
+
+    /// The retransmission timer: armed by the first frame in flight, moved
+    /// (not rescheduled) by progress, disarmed when nothing is in flight; on
+    /// expiry the sender goes back to its first unacknowledged frame.
+    #[test]
+    fn the_timeout_fires_only_after_an_rto_without_progress() {
+        let mut tx = flow(4);
+        let first = tx.take_next(0, RTO);
+        assert_eq!(first.arm_rto, Some(RTO));
+        assert_eq!(tx.take_next(5, RTO).arm_rto, None, "already armed");
+        tx.take_next(6, RTO);
+        // Progress at 500 moves the deadline to 1,500: the event at 1,000 waits again.
+        tx.on_ack(1, false, 500, RTO);
+        assert_eq!(tx.on_rto(RTO), Rto::Rearm(1_500));
+        assert_eq!(tx.on_rto(1_200), Rto::Stale, "not the pending event");
+        let fired = tx.on_rto(1_500);
+        assert_eq!(fired, Rto::Fired { pending_again: false });
+        assert_eq!((tx.snd_una, tx.snd_nxt, tx.timeouts), (1, 1, 1));
+        // Everything acknowledged: no deadline, the timer event is stale.
+        for t in 0..3 {
+            tx.take_next(2_000 + t, RTO);
+        }
+        assert_eq!(tx.on_ack(4, false, 2_100, RTO).pending, 0);
+        assert_eq!(tx.rto_deadline, Time::MAX);
+        assert_eq!(tx.on_rto(2_000 + RTO), Rto::Stale);
+    }
+
+    /// The sender's "frames left to send" count moves with every way of
+    /// reaching and leaving the end of the flow.
+    #[test]
+    fn the_pending_count_follows_the_sending_position() {
+        let mut tx = flow(2);
+        tx.take_next(0, RTO);
+        let last = tx.take_next(1, RTO);
+        assert!(last.all_sent);
+        assert_eq!(tx.on_ack(1, true, 2, RTO).pending, 1, "a NACK reopens the flow");
+        assert!(tx.take_next(3, RTO).all_sent);
+        assert_eq!(tx.on_ack(2, false, 4, RTO).pending, 0);
+        let mut tx = flow(2);
+        tx.take_next(0, RTO);
+        tx.take_next(1, RTO);
+        assert_eq!(tx.on_rto(RTO), Rto::Fired { pending_again: true });
+    }
+}
