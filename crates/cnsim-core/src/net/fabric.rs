@@ -34,13 +34,11 @@ pub trait Nic<S: Scheme> {
     /// The next data frame of station `s` on its port `port` (`p`), if one
     /// may leave now; otherwise the station arranges to wake the port.
     fn next_data<T: Tracer<S>>(&mut self, s: usize, port: PortId, p: &mut Port<S::Ext>, ctx: &mut Ctx<S, T>) -> Option<Frame<S::Ext>>;
-}
-
-/// A frame fully received by a station (after its processing time, for
-/// control frames), for the station to act on.
-pub(crate) struct Received<E> {
-    pub station: u32,
-    pub frame: Frame<E>,
+    /// Station `s` received `f` (a data frame, counted as delivered, or a
+    /// control frame after the station's processing time): its transport,
+    /// notification point or reaction point acts on it, and may put frames
+    /// on its link through `fabric`.
+    fn receive<T: Tracer<S>>(&mut self, s: usize, f: &Frame<S::Ext>, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>);
 }
 
 pub struct Fabric<S: Scheme> {
@@ -347,15 +345,8 @@ impl<S: Scheme> Fabric<S> {
     }
 
     /// The frame at the head of `port`'s wire ring `class` is received by
-    /// the peer: a bridge or a receiving MAC acts on it here; a frame for a
-    /// station is returned, for the station to act on.
-    pub(crate) fn on_arrive<T: Tracer<S>, N: Nic<S>>(
-        &mut self,
-        port: PortId,
-        class: usize,
-        ctx: &mut Ctx<S, T>,
-        nic: &mut N,
-    ) -> Option<Received<S::Ext>> {
+    /// the peer: a bridge, a receiving MAC, or a station (through `nic`).
+    pub(crate) fn on_arrive<T: Tracer<S>, N: Nic<S>>(&mut self, port: PortId, class: usize, ctx: &mut Ctx<S, T>, nic: &mut N) {
         let p = &mut self.ports[port as usize];
         let f = p.wire_mut(class).pop_front().expect("arrival without a frame on the wire");
         let peer = p.peer;
@@ -364,12 +355,12 @@ impl<S: Scheme> Fabric<S> {
         let peer_bridge = p.peer_bridge;
         if class == WIRE_MAC {
             self.receive_pause(ingress, f.quanta(), ctx, nic);
-            return None;
+            return;
         }
         if peer_bridge != NO_PEER_BRIDGE {
             let out = if f.in_port == NO_ROUTE_U16 { NO_ROUTE } else { f.in_port as PortId };
             self.bridge_receive(peer_bridge, ingress, in_local, out, f, ctx, nic);
-            return None;
+            return;
         }
         let NodeKind::Station(s) = self.nodes[peer as usize].kind else {
             unreachable!("a bridge peer is handled above")
@@ -395,7 +386,7 @@ impl<S: Scheme> Fabric<S> {
             ctx.stats
                 .deliver(ctx.now, f.src as usize, f.dst as usize, f.len as u64, ctx.now - f.born);
         }
-        Some(Received { station: s, frame: f })
+        nic.receive(s as usize, &f, ctx, self);
     }
 
     /// Queues control frame `f` (a notification, an acknowledgement) on

@@ -7,7 +7,7 @@
 
 use super::bridge::NoteFrom;
 use super::ctx::{Ctx, EV_GENERATE};
-use super::fabric::{Fabric, Nic, Received};
+use super::fabric::{Fabric, Nic};
 use super::port::{Port, PortId};
 use super::rl::{RateLimiter, RlTrace, StationRp};
 use super::station::Station;
@@ -64,6 +64,27 @@ impl<S: Scheme> Nic<S> for Hosts<S> {
     #[inline]
     fn next_data<T: Tracer<S>>(&mut self, s: usize, port: PortId, p: &mut Port<S::Ext>, ctx: &mut Ctx<S, T>) -> Option<Frame<S::Ext>> {
         self.station_next_data(s, port, p, ctx)
+    }
+
+    /// A frame reached station `s` (data counted as delivered by the
+    /// fabric): the transport, the notification point or the reaction point
+    /// acts on it.
+    #[inline]
+    fn receive<T: Tracer<S>>(&mut self, s: usize, f: &Frame<S::Ext>, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>) {
+        if f.is_data() {
+            if f.flow != NO_FLOW {
+                self.transport_receive(s, f, ctx, fabric);
+            }
+            if S::NP_EVENTS {
+                self.np_receive(s, f, ctx, fabric);
+            }
+            return;
+        }
+        match f.kind {
+            FrameKind::Note => self.rp_receive(s, f, ctx, fabric),
+            FrameKind::Ack | FrameKind::Nack => self.transport_ack(f, ctx, fabric),
+            FrameKind::Data | FrameKind::Pause => {}
+        }
     }
 }
 
@@ -164,28 +185,6 @@ impl<S: Scheme> Hosts<S> {
         ctx.stats.count(ctx.now, stats::GENERATED);
         if ctx.stats.per_flow {
             ctx.stats.flow_generated[s as usize * n_st + dst as usize] += 1;
-        }
-    }
-
-    /// A frame reached station `r.station` (data counted as delivered by
-    /// the fabric): the transport, the notification point or the reaction
-    /// point acts on it.
-    pub(crate) fn receive<T: Tracer<S>>(&mut self, r: Received<S::Ext>, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>) {
-        let s = r.station as usize;
-        let f = &r.frame;
-        if f.is_data() {
-            if f.flow != NO_FLOW {
-                self.transport_receive(s, f, ctx, fabric);
-            }
-            if S::NP_EVENTS {
-                self.np_receive(s, f, ctx, fabric);
-            }
-            return;
-        }
-        match f.kind {
-            FrameKind::Note => self.rp_receive(s, f, ctx, fabric),
-            FrameKind::Ack | FrameKind::Nack => self.transport_ack(f, ctx, fabric),
-            FrameKind::Data | FrameKind::Pause => {}
         }
     }
 

@@ -12,20 +12,20 @@ use crate::engine::Time;
 use crate::scheme::Scheme;
 
 impl<S: Scheme> Fabric<S> {
-    /// The ports a frame from station `src` to station `dst` leaves by, in order.
-    pub(crate) fn path_of(&self, src: u16, dst: u16) -> Result<Vec<PortId>, ConfigError> {
-        let mut path = vec![self.nodes[src as usize].ports[0]];
-        loop {
-            let last = &self.ports[*path.last().expect("non-empty") as usize];
-            match self.nodes[last.peer as usize].kind {
-                NodeKind::Station(s) if s as u16 == dst => return Ok(path),
+    /// Walks the ports a frame from station `src` to station `dst` leaves
+    /// by, in order, handing each to `hop`; an error if it never arrives.
+    fn walk(&self, src: u16, dst: u16, mut hop: impl FnMut(PortId)) -> Result<(), ConfigError> {
+        let mut port = self.nodes[src as usize].ports[0];
+        for _ in 0..=self.ports.len() {
+            hop(port);
+            match self.nodes[self.ports[port as usize].peer as usize].kind {
+                NodeKind::Station(s) if s as u16 == dst => return Ok(()),
                 NodeKind::Station(_) => break,
                 NodeKind::Bridge(b) => {
-                    let out = self.router.next_hop(b, src, dst);
-                    if out == NO_ROUTE || path.len() > self.ports.len() {
+                    port = self.router.next_hop(b, src, dst);
+                    if port == NO_ROUTE {
                         break;
                     }
-                    path.push(out);
                 }
             }
         }
@@ -38,19 +38,26 @@ impl<S: Scheme> Fabric<S> {
         )
     }
 
+    /// The ports a frame from station `src` to station `dst` leaves by, in order.
+    pub(crate) fn path_of(&self, src: u16, dst: u16) -> Result<Vec<PortId>, ConfigError> {
+        let mut path = Vec::new();
+        self.walk(src, dst, |p| path.push(p))?;
+        Ok(path)
+    }
+
     /// Links from `src` to `dst`, and the base RTT: a full data frame
     /// there (`frame_bytes`) and a control frame (its ACK, `ctrl_bytes`)
     /// back, each hop's serialisation, propagation and receiving-node latency.
     pub(crate) fn path_info(&self, src: u16, dst: u16, frame_bytes: u32, ctrl_bytes: u16) -> Result<(u32, Time), ConfigError> {
-        let path = self.path_of(src, dst)?;
-        let mut rtt = 0;
-        for &p in &path {
+        let (mut hops, mut rtt) = (0, 0);
+        self.walk(src, dst, |p| {
             let there = &self.ports[p as usize];
             let back = &self.ports[there.reverse as usize];
             rtt += serialization_ps(frame_bytes as u64, there.nominal_rate_bps) + there.delay_ps + there.rx_extra_ps[WIRE_DATA];
             rtt += serialization_ps(ctrl_bytes as u64, back.nominal_rate_bps) + back.delay_ps + back.rx_extra_ps[WIRE_NOTE];
-        }
-        Ok((path.len() as u32, rtt))
+            hops += 1;
+        })?;
+        Ok((hops, rtt))
     }
 
     /// The flow alone on the empty network: store and forward of its frames

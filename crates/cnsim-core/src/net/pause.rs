@@ -49,7 +49,7 @@ pub fn headroom_bytes(rate_bps: u64, delay_ps: Time, latency_ps: Time, frame_byt
 
 /// PAUSE state of a bridge's port as an ingress: the bytes in the bridge
 /// that arrived through it, and whether its upstream is held paused.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IngressPause {
     /// Bytes in the owner bridge that arrived through this port.
     pub in_bytes: u64,
@@ -191,6 +191,7 @@ impl<S: Scheme> Fabric<S> {
     }
 
     /// A data frame from `ingress` joined output queue `out` of bridge `b`.
+    #[inline(always)]
     pub(crate) fn pause_on_enqueue<T: Tracer<S>, N: Nic<S>>(
         &mut self,
         b: u32,
@@ -201,21 +202,17 @@ impl<S: Scheme> Fabric<S> {
     ) {
         let th = self.thresholds();
         let trigger = self.bridges[b as usize].trigger;
-        let local = self.ports[ingress as usize].local as usize;
-        let (ing, o) = pair_mut(&mut self.ports, ingress, out);
-        let decision = on_enqueue(
-            trigger,
-            th,
-            &ing.pause_in,
-            &mut o.holds,
-            o.data_bytes,
-            o.bytes_by_ingress[local],
-            local,
-        );
-        self.carry_out(decision, b, out, ingress, ctx, nic);
+        let ing = &self.ports[ingress as usize];
+        let (local, state) = (ing.local as usize, ing.pause_in);
+        let o = &mut self.ports[out as usize];
+        let decision = on_enqueue(trigger, th, &state, &mut o.holds, o.data_bytes, o.bytes_by_ingress[local], local);
+        if decision != Decision::Nothing {
+            self.carry_out(decision, b, out, ingress, ctx, nic);
+        }
     }
 
     /// A data frame that came through `ingress` left output queue `out` of bridge `b`.
+    #[inline(always)]
     pub(crate) fn pause_on_dequeue<T: Tracer<S>, N: Nic<S>>(
         &mut self,
         b: u32,
@@ -226,18 +223,13 @@ impl<S: Scheme> Fabric<S> {
     ) {
         let th = self.thresholds();
         let trigger = self.bridges[b as usize].trigger;
-        let local = self.ports[ingress as usize].local as usize;
-        let (ing, o) = pair_mut(&mut self.ports, ingress, out);
-        let decision = on_dequeue(
-            trigger,
-            th,
-            &ing.pause_in,
-            &mut o.holds,
-            o.data_bytes,
-            o.bytes_by_ingress[local],
-            local,
-        );
-        self.carry_out(decision, b, out, ingress, ctx, nic);
+        let ing = &self.ports[ingress as usize];
+        let (local, state) = (ing.local as usize, ing.pause_in);
+        let o = &mut self.ports[out as usize];
+        let decision = on_dequeue(trigger, th, &state, &mut o.holds, o.data_bytes, o.bytes_by_ingress[local], local);
+        if decision != Decision::Nothing {
+            self.carry_out(decision, b, out, ingress, ctx, nic);
+        }
     }
 
     fn carry_out<T: Tracer<S>, N: Nic<S>>(&mut self, d: Decision, b: u32, out: PortId, ingress: PortId, ctx: &mut Ctx<S, T>, nic: &mut N) {
@@ -391,19 +383,6 @@ impl<S: Scheme> Fabric<S> {
             }
             self.account_pause_interval(port, ctx);
         }
-    }
-}
-
-/// Two distinct elements of a slice, mutably.
-fn pair_mut<P>(v: &mut [P], a: PortId, b: PortId) -> (&mut P, &mut P) {
-    let (a, b) = (a as usize, b as usize);
-    assert_ne!(a, b, "an ingress is never its own output");
-    if a < b {
-        let (lo, hi) = v.split_at_mut(b);
-        (&mut lo[a], &mut hi[0])
-    } else {
-        let (lo, hi) = v.split_at_mut(a);
-        (&mut hi[0], &mut lo[b])
     }
 }
 

@@ -143,11 +143,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             match ev.kind {
                 EV_GENERATE => hosts.on_generate(ev.index, ctx, fabric),
                 EV_TX_DONE => fabric.on_tx_done(ev.index, ctx, hosts),
-                k if (EV_ARRIVE..EV_ARRIVE + 3).contains(&k) => {
-                    if let Some(r) = fabric.on_arrive(ev.index, (k - EV_ARRIVE) as usize, ctx, hosts) {
-                        hosts.receive(r, ctx, fabric);
-                    }
-                }
+                k if (EV_ARRIVE..EV_ARRIVE + 3).contains(&k) => fabric.on_arrive(ev.index, (k - EV_ARRIVE) as usize, ctx, hosts),
                 EV_WAKE => fabric.on_wake(ev.index, ctx, hosts),
                 EV_PAUSE_REFRESH => fabric.on_pause_refresh(ev.index, ctx, hosts),
                 EV_SCENARIO => match self.actions[ev.index as usize] {
