@@ -21,6 +21,24 @@ def declarations() -> dict[str, Any]:
     return json.loads(PATH.read_text())
 
 
+def limits() -> dict[str, float]:
+    """The engine's limits on the user's values (`params::limits`: max_ms,
+    max_us, max_bytes, min_gbps, max_gbps, max_u32), declared once there."""
+    return declarations()["limits"]  # type: ignore[no-any-return]
+
+
+def unit_of(name: str) -> str:
+    """A parameter's unit symbol from its name's suffix (`xoff_bytes`:
+    bytes), by the engine's rule (`params::Unit::suffixes`); "" for a plain
+    number."""
+    return next((u["symbol"] for u in declarations()["units"] if name.endswith(u["suffix"])), "")
+
+
+def quantity_of(name: str) -> str:
+    """`time`, `rate`, `size` or "" for a parameter named `name` (the engine's rule)."""
+    return next((u["quantity"] for u in declarations()["units"] if name.endswith(u["suffix"])), "")
+
+
 def scheme_names() -> list[str]:
     return [s["name"] for s in declarations()["schemes"]]
 

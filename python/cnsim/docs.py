@@ -1,6 +1,6 @@
 """The parameter tables of docs/scenario-format.md, generated from the
 declarations (the scenario's sections, the topology generators' and the
-schemes' tables: `cnsim.records` classes over the engine's declaration
+schemes' tables: `cnsim.parameters` classes over the engine's declaration
 format), so the docs cannot drift from what is validated; and
 `cnsim/declarations.json`, the engine's scheme declarations as data.
 
@@ -20,20 +20,7 @@ BEGIN = (
 )
 END = "<!-- END parameter tables -->"
 
-_UNITS = {
-    "_ms": "ms",
-    "_us": "us",
-    "_gbps": "Gbit/s",
-    "_mbps": "Mbit/s",
-    "_bytes": "bytes",
-    "_pages": "64-byte pages",
-    "_qeq": "x Qeq",
-}
-
-
-def unit_of(name: str) -> str:
-    """A parameter's unit, from its name's suffix (`xoff_bytes`: bytes)."""
-    return next((u for suffix, u in _UNITS.items() if name.endswith(suffix)), "")
+from .declarations import unit_of  # noqa: E402  (the engine's unit-from-name rule)
 
 
 #: A declared type as the tables name it.

@@ -132,7 +132,7 @@ class Results:
 
     def engine(self) -> dict[str, Any]:
         """Engine figures summed over seeds (wall time is the sum of the runs)."""
-        import cnsim._core as _core
+        from ._version import engine_version
 
         ev = sum(r.engine["events"] for r in self.runs)
         wall = sum(r.engine["wall_s"] for r in self.runs)
@@ -145,7 +145,7 @@ class Results:
             "wall_s": wall,
             "events_per_s": ev / wall if wall > 0 else None,
             "frames_delivered_per_s": delivered / wall if wall > 0 else None,
-            "version": _core.version(),
+            "version": engine_version(),
         }
 
     def transient(self) -> dict[str, Any] | None:

@@ -168,9 +168,6 @@ class Table:
                 data[n] = pl.Series(n, list(c), strict=False)
         return pl.DataFrame(data)
 
-    def equals(self, other: Table) -> bool:
-        return self.columns == other.columns and all(list(self[n]) == list(other[n]) for n in self.columns)
-
     def __repr__(self) -> str:
         return f"<Table {len(self)} rows: {', '.join(self._cols)}>"
 

@@ -4,6 +4,8 @@
 //! Layout (data flows one way):
 //! - [`engine`]: time, the event queue and random-number streams; knows
 //!   nothing of networks.
+//! - [`compile`]: the scenario as the user wrote it (the front end's
+//!   reading) resolved into the engine configuration, once per run.
 //! - [`config`]: the resolved engine configuration (engine units: integer
 //!   picoseconds, bit/s, bytes), validated once when a [`Sim`] is built.
 //! - [`frame`]: the frame every layer moves (the scheme's extension opaque).
@@ -19,6 +21,7 @@
 //! - [`bench`]: the reference workloads of `cnsim bench` and criterion.
 
 pub mod bench;
+pub mod compile;
 pub mod config;
 pub mod engine;
 pub mod error;
