@@ -237,6 +237,7 @@ RUST_LAYERS: list[tuple[str, ...]] = [
     ("engine/", "error.rs"),  # time, event queue, random streams; the config error
     (
         "params.rs",
+        "outputs.rs",
         "frame.rs",
         "io/mod.rs",
         "io/parquet.rs",

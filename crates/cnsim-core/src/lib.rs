@@ -17,7 +17,8 @@
 //!   and the recording tracer; [`io`]: the files it writes (events.parquet,
 //!   pcapng captures with the frames' headers).
 //! - [`fluid`]: mean-field fluid models of BCN and QCN on one bottleneck.
-//! - [`io`]: result tables and time series written as Parquet.
+//! - [`io`]: result tables and time series written as Parquet; [`outputs`]:
+//!   the results directory's files, columns and series, declared once.
 //! - [`bench`]: the reference workloads of `cnsim bench` and criterion.
 
 pub mod bench;
@@ -29,6 +30,7 @@ pub mod fluid;
 pub mod frame;
 pub mod io;
 pub mod net;
+pub mod outputs;
 pub mod params;
 pub mod scheme;
 pub mod sections;

@@ -619,6 +619,10 @@ fn scheme_declarations() -> String {
     // The engine's limits and the unit-from-name rule, stated once, here.
     d["limits"] = cnsim_core::params::limits();
     d["units"] = cnsim_core::params::Unit::suffixes();
+    // The results' files, columns and series (docs/results.md is generated from them).
+    d["outputs"] = cnsim_core::outputs::to_json();
+    // The results' files, columns and series (docs/results.md is generated from them).
+    d["outputs"] = cnsim_core::outputs::to_json();
     // Each scheme also says whether the fluid model integrates it.
     if let Some(schemes) = d["schemes"].as_array_mut() {
         for s in schemes {
