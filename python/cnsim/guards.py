@@ -112,9 +112,11 @@ def series_count(sc: Any) -> int:
     cap = m.stats.max_series_keys
     stations = sum(1 for n in m.nodes if n.kind == "station")
     directions = 2 * len(m.links)
-    from .scenario.resolve import traced_ports
-
-    traced = len(traced_ports(m))
+    # The traced ports (the engine's choice, compile.rs), bounded without
+    # resolving the scenario: those named, else at most one per direction
+    # and at most the cap.
+    t = m.trace.ports if m.trace.ports is not None else (m.cp_ports or None)
+    traced = len(t) if t is not None else min(cap, directions)
     loaded = [n for n in m.nodes if n.kind == "station" and n.load > 0]
     flows = sum(
         len(n.dest)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .declarations import output_file, series_unit
 from .engine import SeedRun
 from .errors import ScenarioError, ScenarioWarning
 from .metrics import (
@@ -132,7 +133,7 @@ class Results:
 
     def engine(self) -> dict[str, Any]:
         """Engine figures summed over seeds (wall time is the sum of the runs)."""
-        import cnsim._core as _core
+        from ._version import engine_version
 
         ev = sum(r.engine["events"] for r in self.runs)
         wall = sum(r.engine["wall_s"] for r in self.runs)
@@ -145,7 +146,7 @@ class Results:
             "wall_s": wall,
             "events_per_s": ev / wall if wall > 0 else None,
             "frames_delivered_per_s": delivered / wall if wall > 0 else None,
-            "version": _core.version(),
+            "version": engine_version(),
         }
 
     def transient(self) -> dict[str, Any] | None:
@@ -391,7 +392,7 @@ class Results:
                 cube,
                 dims=("seed", key_dim, "time_ms"),
                 coords={"seed": self.seeds, key_dim: keys, "time_ms": times},
-                attrs={"units": _SERIES_UNITS.get(name, "")},
+                attrs={"units": series_unit(name)},
             )
         return xr.Dataset(out, attrs={"scenario": self.scenario.name, "scheme": self.scenario.scheme})
 
@@ -501,15 +502,14 @@ class Results:
         atomic_write(out / "scenario.toml", toml)
         meta = list(self.identity().items())
 
-        def parquet(
-            name: str, parts: list[tuple[int, Table]], schema: tuple[tuple[str, str], ...] = ()
-        ) -> None:
+        def parquet(declared: str, parts: list[tuple[int, Table]]) -> None:
+            """File `declared` (outputs.rs: its name and columns) from per-seed tables."""
             write_parquet(
-                out / name,
+                out / output_file(declared),
                 [t for _, t in parts],
                 seed_column=[s for s, _ in parts],
                 metadata=meta,
-                schema=schema,
+                declared=declared,
             )
 
         # The time series are the largest file: the engine encodes them with the GIL
@@ -521,14 +521,14 @@ class Results:
             meta,
         )
         try:
-            parquet("flows.parquet", self._flows())
+            parquet("flows_transport" if self.transport else "flows", self._flows())
             if self.transport:
-                parquet("pairs.parquet", self._pairs())
-            parquet("queues.parquet", self._queues(), QUEUE_COLUMNS)
-            parquet("links.parquet", self._links())
-            parquet("nodes.parquet", self._nodes())
-            parquet("windows.parquet", self._windows())
-            write_parquet(out / "runs.parquet", [_runs_table(self.runs)], metadata=meta)
+                parquet("pairs", self._pairs())
+            parquet("queues", self._queues())
+            parquet("links", self._links())
+            parquet("nodes", self._nodes())
+            parquet("windows", self._windows())
+            write_parquet(out / output_file("runs"), [_runs_table(self.runs)], metadata=meta, declared="runs")
             if while_writing is not None:
                 while_writing()
         finally:
@@ -546,7 +546,7 @@ class Results:
         if tr is not None:
             n = len(tr["rc"])
             write_parquet(
-                out / "transient.parquet",
+                out / output_file("transient"),
                 [
                     Table(
                         {
@@ -559,6 +559,7 @@ class Results:
                     )
                 ],
                 metadata=meta,
+                declared="transient",
             )
         if report:
             from .report import write_report
@@ -570,28 +571,6 @@ class Results:
         atomic_write(out / "summary.json", json.dumps(self.summary_dict(), indent=2) + "\n")
         return out
 
-
-_SERIES_UNITS = {
-    "aggregate_throughput": "Gbit/s",
-    "delivered_throughput": "Gbit/s",
-    "flow_throughput": "Gbit/s",
-    "link_throughput": "Gbit/s",
-    "queue_bytes": "bytes",
-    "queue_bytes_max": "bytes",
-    "rl_rate": "Gbit/s",
-    "rlq_bytes": "bytes",
-    "rl_window_bytes": "bytes",
-    "paused_fraction": "fraction of the bin",
-}
-
-#: queues.parquet's columns (after `seed`), written even when no port is traced.
-QUEUE_COLUMNS = (
-    ("port", "str"),
-    ("lower_bytes", "<u8"),
-    ("time_ps", "<u8"),
-    ("fraction", "f64"),
-    ("cdf", "f64"),
-)
 
 #: Run-wide counters kept per seed in runs.parquet.
 _RUN_FIELDS = ("bin_ps", "end_ps", "n_bins")

@@ -54,7 +54,7 @@ def run(
     from .guards import check_run_memory
 
     check_run_memory(scenario)
-    config = scenario.engine_config_checked()
+    config = scenario.compiled()  # checked once; every seed runs from it
     for w in scenario.engine_warnings():  # legal, almost certainly unintended: said once per run
         warnings.warn(w, ScenarioWarning, stacklevel=2)
     from .trace import records
@@ -98,8 +98,7 @@ def run(
     res = Results(scenario, runs)
     if tdir is not None:
         res.trace = _trace_files(tdir, runs, owned)
-        from .trace import TraceCapWarning
-        from .trace import warnings as cap_warnings
+        from .trace import TraceCapWarning, cap_warnings
 
         for line in cap_warnings(res.trace.per_seed):
             warnings.warn(line, TraceCapWarning, stacklevel=2)

@@ -245,7 +245,7 @@ def unintended(scenario: Any) -> list[str]:
     return out
 
 
-def warnings(per_seed: dict[int, dict[str, Any]]) -> list[str]:
+def cap_warnings(per_seed: dict[int, dict[str, Any]]) -> list[str]:
     """One line per seed whose event trace stopped at its row cap."""
     out = []
     for seed, t in sorted(per_seed.items()):

@@ -241,10 +241,10 @@ pub const MAX_BINS: u64 = crate::sections::MAX_BINS as u64;
 /// Longest run, and longest delay of any kind: 1e9 ms (11.6 simulated
 /// days), so that sums of times stay far inside the u64 clock.
 pub const MAX_TIME_PS: u64 = 1_000_000_000_000_000_000;
-/// Largest buffer or threshold: 1 TiB.
-pub const MAX_BYTES: u64 = 1 << 40;
-/// Fastest link: 1 Pbit/s.
-pub const MAX_RATE_BPS: u64 = 1_000_000_000_000_000;
+/// Largest buffer or threshold: 1 TiB (declared once, `crate::params`).
+pub use crate::params::MAX_BYTES;
+/// Fastest link: 1 Pbit/s (`params::MAX_GBPS` in bit/s).
+pub const MAX_RATE_BPS: u64 = (crate::params::MAX_GBPS * 1e9) as u64;
 
 /// At `bridge`, frames for station `dst` leave towards neighbour `via`.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -59,7 +59,9 @@ impl PcapWriter {
         if !comment.is_empty() {
             option(&mut shb, OPT_COMMENT, comment.as_bytes());
         }
-        option(&mut shb, SHB_USERAPPL, format!("cnsim {}", crate::VERSION).as_bytes());
+        // The crate's version (lib.rs's VERSION is the same Cargo value), read
+        // here without a use of the crate's root from a layer below it.
+        option(&mut shb, SHB_USERAPPL, format!("cnsim {}", env!("CARGO_PKG_VERSION")).as_bytes());
         option(&mut shb, OPT_END, &[]);
         out.write_all(&block(SHB, &shb))?;
         let mut idb = Vec::new();

@@ -21,7 +21,7 @@ import cnsim
 import pytest
 from cnsim import _core
 from cnsim.errors import ScenarioError
-from test_issue28 import FSMALL, cli, refused
+from test_hostile_input import FSMALL, cli, refused
 
 
 def _fsmall(tmp_path: Path) -> Path:
