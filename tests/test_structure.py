@@ -159,13 +159,23 @@ def rust_graph(src: Path, with_tests: bool = True) -> dict[str, set[str]]:
         for m in re.finditer(r"#\[macro_export\]\s*macro_rules!\s*(\w+)", path.read_text()):
             macros[m.group(1) + "!"] = rel
 
+    # A test module kept in its own file (`#[cfg(test)] mod tests;` in
+    # sim.rs is sim/tests.rs): all of that file is test code.
+    test_files = set()
+    for rel, path in files.items():
+        for m in re.finditer(r"#\[cfg\(test\)\]\s*mod\s+(\w+)\s*;", _code(path.read_text())):
+            stem = rel[:-3] if not rel.endswith(("mod.rs", "lib.rs")) else rel.rsplit("/", 1)[0] if "/" in rel else ""
+            for cand in (f"{stem}/{m.group(1)}.rs".lstrip("/"), f"{stem}/{m.group(1)}/mod.rs".lstrip("/")):
+                if cand in files:
+                    test_files.add(cand)
+
     graph: dict[str, set[str]] = {rel: set() for rel in files}
     for rel, path in files.items():
         if rel == "lib.rs":  # the crate's face: its modules and re-exports, no use of its own
             continue
         text = _code(path.read_text())
         tests = _TESTS.search(text)
-        cut = tests.start() if tests else len(text)
+        cut = 0 if rel in test_files else tests.start() if tests else len(text)
         here = module_of(rel)
         for m in [*_USE.finditer(text), *_PATH.finditer(text)]:
             in_tests = m.start() >= cut

@@ -59,8 +59,8 @@ pub const FCS_BYTES: u32 = 4;
 pub const MIN_FRAME: u32 = 64;
 
 /// MAC address of station `s` (locally administered, synthetic).
-pub fn station_mac(s: u16) -> [u8; 6] {
-    [0x02, 0x00, 0x00, 0x00, (s >> 8) as u8, s as u8]
+pub fn station_mac(s: u32) -> [u8; 6] {
+    [0x02, 0x00, (s >> 24) as u8, (s >> 16) as u8, (s >> 8) as u8, s as u8]
 }
 
 /// MAC address of port `p`'s transmitter (a bridge port's, for PAUSE
@@ -70,24 +70,24 @@ pub fn port_mac(p: u32) -> [u8; 6] {
 }
 
 /// IPv4 address of station `s`: 10.0.0.0 + s + 1.
-pub fn station_ip(s: u16) -> [u8; 4] {
-    (0x0A00_0000u32 + s as u32 + 1).to_be_bytes()
+pub fn station_ip(s: u32) -> [u8; 4] {
+    (0x0A00_0000u32.wrapping_add(s).wrapping_add(1)).to_be_bytes()
 }
 
 /// InfiniBand queue pair of a transport flow (both ends use the number), or
 /// of an open-loop pair (source, destination).
-pub fn queue_pair(flow: u32, src: u16, dst: u16) -> u32 {
+pub fn queue_pair(flow: u32, src: u32, dst: u32) -> u32 {
     if flow != NO_FLOW {
         0x100 + (flow % 0x7F_FF00)
     } else {
-        0x80_0000 | ((((src as u32) << 12) ^ dst as u32) & 0x7F_FFFF)
+        0x80_0000 | (((src << 12) ^ dst) & 0x7F_FFFF)
     }
 }
 
 /// The CN-TAG's flow id of data frames to station `dst` (the RP's
 /// per-flow RL is keyed by the destination).
-pub fn cn_flow_id(dst: u16) -> u16 {
-    dst.wrapping_add(1)
+pub fn cn_flow_id(dst: u32) -> u16 {
+    (dst as u16).wrapping_add(1)
 }
 
 /// A notification's own fields, known where it was sent.
@@ -108,12 +108,12 @@ pub struct WireFrame {
     pub kind: FrameKind,
     /// Simulated length on the wire (bytes, FCS included).
     pub len: u16,
-    pub src: u16,
-    pub dst: u16,
-    pub about: u16,
+    pub src: u32,
+    pub dst: u32,
+    pub about: u32,
     pub flow: u32,
     pub seq: u32,
-    pub cpid: u16,
+    pub cpid: u32,
     pub fields: ExtFields,
     /// The port sending it.
     pub port: u32,
@@ -195,8 +195,8 @@ fn note_source(f: &WireFrame) -> [u8; 6] {
 fn cpid_bytes(f: &WireFrame) -> [u8; 8] {
     let mut c = [0u8; 8];
     if f.cpid != 0 {
-        c[..6].copy_from_slice(&port_mac(f.cpid as u32 - 1));
-        c[6..].copy_from_slice(&f.cpid.to_be_bytes());
+        c[..6].copy_from_slice(&port_mac(f.cpid - 1));
+        c[6..].copy_from_slice(&(f.cpid as u16).to_be_bytes());
     }
     c
 }

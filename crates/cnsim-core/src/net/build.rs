@@ -3,12 +3,11 @@
 //! scheme chosen once per run (`build`: schemes are type parameters, so the
 //! per-frame path has no dynamic dispatch).
 
-use super::ctx::{Ctx, RunSpec, EV_SCENARIO};
+use super::ctx::{Action, Ctx, RunSpec, EV_SCENARIO};
 use super::fabric::{Fabric, NO_EXPRESS};
 use super::hosts::Hosts;
 use super::port::{Port, PortId, NO_PEER_BRIDGE, NO_TRACE};
 use super::rl::StationRp;
-use super::sim::*;
 use super::station::Dest;
 use super::topology::{Network, NodeKind};
 use super::transport::{FlowPaths, Transport};
@@ -16,24 +15,16 @@ use crate::config::{fail, BufferMode, ConfigError, EventConfig, RoutingConfig, S
 use crate::engine::queue::EventQueue;
 use crate::engine::rng::stream;
 use crate::engine::Time;
-use crate::scheme::{AnyScheme, NetView, PathView, Scheme};
+use crate::scheme::{NetView, PathView, Scheme};
 use crate::stats::{QueueHist, QueueTrace, Stats, TransportCounters};
 use crate::trace::record::{TraceNet, TracePlan};
-use crate::trace::{NoTrace, Recorder, TraceOutput, Tracer};
+use crate::trace::Tracer;
 use std::collections::BTreeMap;
 
-/// The simulation of `cfg` for run `seed`, with the scheme it names; with
-/// `out`, recording the trace the config asks for there (one more
-/// instantiation per scheme: the untraced one has no hook at all).
-pub(crate) fn build(cfg: &SimConfig, seed: u64, out: Option<&TraceOutput>) -> Result<Box<dyn Run>, ConfigError> {
-    let scheme = AnyScheme::from_config(&cfg.scheme)?;
-    Ok(match out.filter(|_| cfg.trace.records()) {
-        Some(out) => crate::with_scheme!(scheme, s => Box::new(assemble(cfg, seed, s, |plan, net| {
-            Recorder::new(plan, net, out, seed)
-        })?) as Box<dyn Run>),
-        None => crate::with_scheme!(scheme, s => Box::new(assemble(cfg, seed, s, |_, _| Ok(NoTrace))?) as Box<dyn Run>),
-    })
-}
+/// Bytes of port state above which the event loop prefetches (half the L2
+/// cache of this project's machines: below it the ports stay cached and the
+/// hints cost more than they save, about 5% at 64 hosts).
+pub(crate) const PREFETCH_MIN_BYTES: usize = 1 << 20;
 
 /// For each port, the output of the bridge at its far end when that bridge
 /// forwards every data frame the moment it arrives, so that the arrival can
@@ -82,6 +73,19 @@ pub(crate) fn express_ports<E: Copy + Default>(net: &Network<E>, has_cp: &[bool]
         .collect()
 }
 
+/// The elements of one run, built and checked: what [`NetSim`] is made of
+/// (`NetSim::new` / `with_tracer` take it over).
+///
+/// [`NetSim`]: super::sim::NetSim
+pub(crate) struct Assembled<S: Scheme, T: Tracer<S>> {
+    pub ctx: Ctx<S, T>,
+    pub fabric: Fabric<S>,
+    pub hosts: Hosts<S>,
+    pub actions: Vec<Action>,
+    pub warnings: Vec<String>,
+    pub prefetch: bool,
+}
+
 /// Builds the network of `cfg` for run `seed` with `scheme`, traced by
 /// the tracer `tracer` makes from the checked trace config and the
 /// network's names; every configuration error is reported here.
@@ -90,7 +94,7 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
     seed: u64,
     scheme: S,
     tracer: impl FnOnce(TracePlan, TraceNet) -> Result<T, ConfigError>,
-) -> Result<NetSim<S, T>, ConfigError> {
+) -> Result<Assembled<S, T>, ConfigError> {
     {
         let mut net = Network::<S::Ext>::build(cfg, seed)?;
         let n_st = net.n_stations();
@@ -125,12 +129,6 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
                 StationRp::new(st.rl_scope, st.rl_order, stream(seed, &format!("{}/rp", net.station_name(s))))
             })
             .collect();
-        if net.ports.len() >= u16::MAX as usize {
-            return fail(
-                "nodes",
-                format!("{n_st} stations / {} ports is more than the engine indexes", net.ports.len()),
-            );
-        }
         for p in 0..net.ports.len() {
             let owner = net.ports[p].owner as usize;
             let peer = net.ports[p].peer as usize;
@@ -351,16 +349,13 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
         let paths = hosts.transport_init(cfg, &mut ctx, &fabric)?;
         let view = network_view(&fabric, &hosts, paths);
         let warnings = ctx.scheme.check_network(&view)?;
-        Ok(NetSim {
+        Ok(Assembled {
             ctx,
             fabric,
             hosts,
             actions,
-            window_names: cfg.windows.iter().map(|w| w.name.clone()).collect(),
             warnings,
             prefetch,
-            wall_s: 0.0,
-            finished: false,
         })
     }
 }
@@ -375,7 +370,7 @@ fn network_view<S: Scheme>(fabric: &Fabric<S>, hosts: &Hosts<S>, paths: FlowPath
         .into_iter()
         .map(|s| (fabric.ports[hosts.stations[s].port as usize].nominal_rate_bps, s))
         .min();
-    let name = |s: u16| fabric.nodes[s as usize].name.clone();
+    let name = |s: u32| fabric.nodes[s as usize].name.clone();
     let cp_queue_bytes = (0..fabric.ports.len())
         .filter(|&p| fabric.cps[p].is_some())
         .filter_map(|p| match fabric.nodes[fabric.ports[p].owner as usize].kind {
@@ -395,7 +390,7 @@ fn network_view<S: Scheme>(fabric: &Fabric<S>, hosts: &Hosts<S>, paths: FlowPath
         .fold(0.0, f64::max);
     NetView {
         min_line_rate_bps: slowest.map_or(0.0, |(r, _)| r as f64),
-        slowest_sender: slowest.map_or_else(String::new, |(_, s)| name(s as u16)),
+        slowest_sender: slowest.map_or_else(String::new, |(_, s)| name(s as u32)),
         cp_queue_bytes,
         paths: paths
             .into_iter()
@@ -405,20 +400,5 @@ fn network_view<S: Scheme>(fabric: &Fabric<S>, hosts: &Hosts<S>, paths: FlowPath
                 hops,
             })
             .collect(),
-    }
-}
-
-impl Sim {
-    /// Builds the network and scheme of `cfg` for run `seed`; every
-    /// configuration error is reported here, before anything runs.
-    pub fn new(cfg: &SimConfig, seed: u64) -> Result<Sim, ConfigError> {
-        Ok(Sim::from_run(build(cfg, seed, None)?))
-    }
-
-    /// As `new`, recording the trace the config asks for (`cfg.trace`:
-    /// events.parquet, pcapng captures) into `out`; a config that asks for
-    /// none builds the untraced simulation.
-    pub fn with_trace(cfg: &SimConfig, seed: u64, out: &TraceOutput) -> Result<Sim, ConfigError> {
-        Ok(Sim::from_run(build(cfg, seed, Some(out))?))
     }
 }

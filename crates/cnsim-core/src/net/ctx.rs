@@ -7,6 +7,7 @@
 //! event is for. An element reaches another element's state only when the
 //! simulator passes it that element.
 
+use super::port::PortId;
 use crate::engine::queue::EventQueue;
 use crate::engine::Time;
 use crate::scheme::Scheme;
@@ -83,4 +84,12 @@ impl<S: Scheme, T: Tracer<S>> Ctx<S, T> {
     pub fn in_measure(&self) -> bool {
         self.now >= self.run.measure.0 && self.now < self.run.measure.1
     }
+}
+
+/// A resolved timed scenario event.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Action {
+    Start(u32),
+    Stop(u32),
+    LinkRate(PortId, u64),
 }

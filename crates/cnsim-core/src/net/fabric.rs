@@ -12,13 +12,10 @@ use super::port::{Port, PortId, TxFrame, NO_PEER_BRIDGE, NO_TRACE, WIRE_DATA, WI
 use super::routing::{Router, NO_ROUTE};
 use crate::config::PauseConfig;
 use crate::engine::Time;
-use crate::frame::{Frame, FrameKind};
+use crate::frame::{Frame, FrameKind, NO_PORT_IN};
 use crate::scheme::{QueueView, Scheme};
 use crate::trace::{Kind, Reason, Site, Tracer};
 use std::collections::BTreeMap;
-
-/// `Frame::in_port` of a frame on the wire to a bridge that has no route for it.
-pub(crate) const NO_ROUTE_U16: u16 = u16::MAX;
 
 /// `Fabric::express` of a port that does not end at a pass-through bridge.
 pub(crate) const NO_EXPRESS: PortId = PortId::MAX;
@@ -120,7 +117,7 @@ impl<S: Scheme> Fabric<S> {
                 };
                 if let Some(cp) = self.cps[port as usize].as_mut() {
                     let before = if T::ON { Some(ctx.scheme.ext_fields(&f.ext)) } else { None };
-                    ctx.scheme.cp_on_dequeue(cp, &mut f, q, port as u16 + 1);
+                    ctx.scheme.cp_on_dequeue(cp, &mut f, q, port + 1);
                     if T::ON {
                         self.trace_mark(port, &f, before, q.bytes, ctx);
                     }
@@ -220,7 +217,7 @@ impl<S: Scheme> Fabric<S> {
                 // the next bridge forwards the frame on (the bridge sets the
                 // field to the frame's ingress when it accepts it).
                 let out = self.router.next_hop(p.peer_bridge, frame.src, frame.dst);
-                frame.in_port = if out == NO_ROUTE { NO_ROUTE_U16 } else { out as u16 };
+                frame.in_port = if out == NO_ROUTE { NO_PORT_IN } else { out };
             }
             p.wire_mut(class).push_back(frame);
             ctx.schedule(arrive, EV_ARRIVE + class as u8, port);
@@ -358,7 +355,7 @@ impl<S: Scheme> Fabric<S> {
             return;
         }
         if peer_bridge != NO_PEER_BRIDGE {
-            let out = if f.in_port == NO_ROUTE_U16 { NO_ROUTE } else { f.in_port as PortId };
+            let out = if f.in_port == NO_PORT_IN { NO_ROUTE } else { f.in_port as PortId };
             self.bridge_receive(peer_bridge, ingress, in_local, out, f, ctx, nic);
             return;
         }
@@ -381,7 +378,7 @@ impl<S: Scheme> Fabric<S> {
             ctx.tracer.frame(&ctx.scheme, site, kind, Reason::None, &f, None);
         }
         if f.is_data() {
-            debug_assert_eq!(f.dst as u32, s, "frame delivered to the wrong station");
+            debug_assert_eq!(f.dst, s, "frame delivered to the wrong station");
             self.ports[port as usize].frames_delivered += 1;
             ctx.stats
                 .deliver(ctx.now, f.src as usize, f.dst as usize, f.len as u64, ctx.now - f.born);

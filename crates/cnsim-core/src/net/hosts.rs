@@ -5,9 +5,9 @@
 //! puts its frames on its link through the [`Fabric`] it is handed, and its
 //! link pulls rate-limited frames from it through [`Nic`].
 
-use super::bridge::NoteFrom;
 use super::ctx::{Ctx, EV_GENERATE};
 use super::fabric::{Fabric, Nic};
+use super::forwarding::NoteFrom;
 use super::port::{Port, PortId};
 use super::rl::{RateLimiter, RlTrace, StationRp};
 use super::station::Station;
@@ -28,7 +28,7 @@ pub struct Hosts<S: Scheme> {
     pub free_rls: Vec<u32>,
     /// Notification-point state per destination station: its memory of each
     /// source that reached it, sorted by source (only pairs that met).
-    pub nps: Vec<Vec<(u16, S::Np)>>,
+    pub nps: Vec<Vec<(u32, S::Np)>>,
     pub rl_traces: Vec<RlTrace>,
     pub rl_trace_index: BTreeMap<String, usize>,
     pub trace_rls: Option<Vec<String>>,
@@ -110,14 +110,14 @@ impl<S: Scheme> Hosts<S> {
         if !st.active || st.next_gen != now {
             return; // stale (the source was stopped or restarted)
         }
-        let dst = st.draw_dest(s as u16, n_st);
+        let dst = st.draw_dest(s, n_st);
         let next = st.next_after(now);
         let port = st.port;
         let cap = st.nic_buffer_bytes;
         let nic_full = st.nic_full;
         ctx.schedule(next, EV_GENERATE, s);
 
-        let frame = Frame::data(now, s as u16, dst, ctx.run.frame_bytes as u16);
+        let frame = Frame::data(now, s, dst, ctx.run.frame_bytes as u16);
         if let Some(id) = self.rps[s as usize].rl_of(dst) {
             // A rate-limited flow: into its RLQ, or dropped there when full.
             self.count_generated(s, dst, ctx);
@@ -179,7 +179,7 @@ impl<S: Scheme> Hosts<S> {
     }
 
     #[inline(always)]
-    pub(crate) fn count_generated<T: Tracer<S>>(&mut self, s: u32, dst: u16, ctx: &mut Ctx<S, T>) {
+    pub(crate) fn count_generated<T: Tracer<S>>(&mut self, s: u32, dst: u32, ctx: &mut Ctx<S, T>) {
         let n_st = self.stations.len();
         self.stations[s as usize].generated += 1;
         ctx.stats.count(ctx.now, stats::GENERATED);

@@ -14,12 +14,12 @@ use crate::scheme::Scheme;
 impl<S: Scheme> Fabric<S> {
     /// Walks the ports a frame from station `src` to station `dst` leaves
     /// by, in order, handing each to `hop`; an error if it never arrives.
-    fn walk(&self, src: u16, dst: u16, mut hop: impl FnMut(PortId)) -> Result<(), ConfigError> {
+    fn walk(&self, src: u32, dst: u32, mut hop: impl FnMut(PortId)) -> Result<(), ConfigError> {
         let mut port = self.nodes[src as usize].ports[0];
         for _ in 0..=self.ports.len() {
             hop(port);
             match self.nodes[self.ports[port as usize].peer as usize].kind {
-                NodeKind::Station(s) if s as u16 == dst => return Ok(()),
+                NodeKind::Station(s) if s == dst => return Ok(()),
                 NodeKind::Station(_) => break,
                 NodeKind::Bridge(b) => {
                     port = self.router.next_hop(b, src, dst);
@@ -39,7 +39,7 @@ impl<S: Scheme> Fabric<S> {
     }
 
     /// The ports a frame from station `src` to station `dst` leaves by, in order.
-    pub(crate) fn path_of(&self, src: u16, dst: u16) -> Result<Vec<PortId>, ConfigError> {
+    pub(crate) fn path_of(&self, src: u32, dst: u32) -> Result<Vec<PortId>, ConfigError> {
         let mut path = Vec::new();
         self.walk(src, dst, |p| path.push(p))?;
         Ok(path)
@@ -48,7 +48,7 @@ impl<S: Scheme> Fabric<S> {
     /// Links from `src` to `dst`, and the base RTT: a full data frame
     /// there (`frame_bytes`) and a control frame (its ACK, `ctrl_bytes`)
     /// back, each hop's serialisation, propagation and receiving-node latency.
-    pub(crate) fn path_info(&self, src: u16, dst: u16, frame_bytes: u32, ctrl_bytes: u16) -> Result<(u32, Time), ConfigError> {
+    pub(crate) fn path_info(&self, src: u32, dst: u32, frame_bytes: u32, ctrl_bytes: u16) -> Result<(u32, Time), ConfigError> {
         let (mut hops, mut rtt) = (0, 0);
         self.walk(src, dst, |p| {
             let there = &self.ports[p as usize];

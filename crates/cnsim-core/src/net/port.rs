@@ -130,9 +130,9 @@ pub struct Port<E> {
 /// What the transmitter keeps of the frame it is sending.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TxFrame {
-    pub len: u16,
     /// At a bridge: the frame's ingress port and its local index there.
-    pub in_port: u16,
+    pub in_port: u32,
+    pub len: u16,
     pub in_local: u16,
     pub data: bool,
 }

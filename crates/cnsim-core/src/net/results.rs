@@ -3,32 +3,53 @@
 //! derived here beyond the binned series' units: throughput, time paused,
 //! overhead and every other metric are `cnsim.metrics`'s.
 
+use super::ctx::Ctx;
+use super::fabric::Fabric;
+use super::hosts::Hosts;
 use super::node::NodeKind;
-use super::sim::NetSim;
 use crate::engine::Time;
 use crate::scheme::Scheme;
 use crate::stats::{self, FrameCounts, RunResult, Stats};
 use crate::trace::Tracer;
 
-/// The results of `sim`, whose statistics are closed and whose frames are
-/// counted (`frames`).
-pub(crate) fn build_result<S: Scheme, T: Tracer<S>>(sim: &NetSim<S, T>, frames: FrameCounts) -> RunResult {
-    Results { sim }.build(frames)
+/// The results of a run whose statistics (in `ctx`) are closed and whose
+/// frames are counted (`frames`), after `wall_s` seconds of wall time;
+/// `window_names` name the statistics' windows in order.
+pub(crate) fn build_result<S: Scheme, T: Tracer<S>>(
+    ctx: &Ctx<S, T>,
+    fabric: &Fabric<S>,
+    hosts: &Hosts<S>,
+    window_names: &[String],
+    wall_s: f64,
+    frames: FrameCounts,
+) -> RunResult {
+    Results {
+        ctx,
+        fabric,
+        hosts,
+        window_names,
+        wall_s,
+    }
+    .build(frames)
 }
 
 struct Results<'a, S: Scheme, T: Tracer<S>> {
-    sim: &'a NetSim<S, T>,
+    ctx: &'a Ctx<S, T>,
+    fabric: &'a Fabric<S>,
+    hosts: &'a Hosts<S>,
+    window_names: &'a [String],
+    wall_s: f64,
 }
 
 impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
     fn station_name(&self, s: usize) -> &str {
-        &self.sim.fabric.nodes[s].name
+        &self.fabric.nodes[s].name
     }
 
     fn build(&self, frames: FrameCounts) -> RunResult {
-        let s = &self.sim.ctx.stats;
-        let net = &self.sim.fabric;
-        let hosts = &self.sim.hosts;
+        let s = &self.ctx.stats;
+        let net = &self.fabric;
+        let hosts = &self.hosts;
         let n_st = net.n_stations;
         let nw = s.windows.len();
 
@@ -120,16 +141,16 @@ impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
             })
             .collect();
 
-        let end = self.sim.ctx.run.duration;
+        let end = self.ctx.run.duration;
         RunResult {
-            seed: self.sim.ctx.run.seed,
+            seed: self.ctx.run.seed,
             end_ps: end,
             bin_ps: s.bin_ps,
             n_bins: s.bins_reached(end),
             frames,
             engine: stats::EngineFigures {
-                events: self.sim.ctx.q.popped(),
-                wall_s: self.sim.wall_s,
+                events: self.ctx.q.popped(),
+                wall_s: self.wall_s,
             },
             windows: self.window_results(),
             flows,
@@ -141,7 +162,7 @@ impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
                 .map(|h| (net.ports[h.port as usize].name.clone(), h.width, h.time_ps.clone()))
                 .collect(),
             transport: stats::TransportResult {
-                flows: hosts.flow_records(net, self.sim.ctx.run.frame_bytes),
+                flows: hosts.flow_records(net, self.ctx.run.frame_bytes),
                 counts: hosts.tp.counts,
             },
             series: self.build_series(),
@@ -150,10 +171,9 @@ impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
     }
 
     fn window_results(&self) -> Vec<stats::WindowResult> {
-        let stats = &self.sim.ctx.stats;
-        let end = self.sim.ctx.run.duration;
-        self.sim
-            .window_names
+        let stats = &self.ctx.stats;
+        let end = self.ctx.run.duration;
+        self.window_names
             .iter()
             .zip(&stats.windows)
             .zip(&stats.win_counts)
@@ -174,9 +194,9 @@ impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
     }
 
     fn build_series(&self) -> Vec<stats::Series> {
-        let s = &self.sim.ctx.stats;
-        let net = &self.sim.fabric;
-        let end = self.sim.ctx.run.duration;
+        let s = &self.ctx.stats;
+        let net = &self.fabric;
+        let end = self.ctx.run.duration;
         let nb = s.bins_reached(end);
         // Bin widths (the last bin may be short).
         let widths: Vec<Time> = (0..nb).map(|b| (end - b as Time * s.bin_ps).min(s.bin_ps)).collect();
@@ -233,7 +253,7 @@ impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
                 values: t.max.clone(),
             });
         }
-        for t in &self.sim.hosts.rl_traces {
+        for t in &self.hosts.rl_traces {
             out.push(stats::Series {
                 series: "rl_rate".into(),
                 key: t.key.clone(),

@@ -43,9 +43,9 @@ pub const MAX_RL_TRACES: usize = 256;
 pub struct RateLimiter<R, E> {
     pub station: u32,
     /// What the RL is keyed by: the flow's destination (`flow` scope) or a CPID (`cp` scope).
-    pub key: u16,
+    pub key: u32,
     /// CPID carried by the frames leaving this RL.
-    pub tag: u16,
+    pub tag: u32,
     /// The transport flow this RL sends (`NO_FLOW`: an RL of open-loop
     /// traffic, holding its frames in its RLQ).
     pub flow: u32,
@@ -70,7 +70,7 @@ pub struct RateLimiter<R, E> {
 impl<R, E> RateLimiter<R, E> {
     /// A new RL of station `station`, empty, created at `now` (no timer yet).
     #[allow(clippy::too_many_arguments)]
-    pub fn new(station: usize, key: u16, tag: u16, flow: u32, core: RlCore, state: R, now: Time, trace: Option<usize>) -> Self {
+    pub fn new(station: usize, key: u32, tag: u32, flow: u32, core: RlCore, state: R, now: Time, trace: Option<usize>) -> Self {
         RateLimiter {
             station: station as u32,
             key,
@@ -94,15 +94,15 @@ impl<R, E> RateLimiter<R, E> {
 /// A small map from a 16-bit key to an RL id, sorted by key: the few RLs a
 /// station has make a binary search over a flat vector the cheapest lookup.
 #[derive(Default)]
-pub struct RlMap(Vec<(u16, u32)>);
+pub struct RlMap(Vec<(u32, u32)>);
 
 impl RlMap {
     #[inline]
-    pub fn get(&self, key: u16) -> Option<u32> {
+    pub fn get(&self, key: u32) -> Option<u32> {
         self.0.binary_search_by_key(&key, |e| e.0).ok().map(|i| self.0[i].1)
     }
 
-    pub fn insert(&mut self, key: u16, id: u32) {
+    pub fn insert(&mut self, key: u32, id: u32) {
         match self.0.binary_search_by_key(&key, |e| e.0) {
             Ok(i) => self.0[i].1 = id,
             Err(i) => self.0.insert(i, (key, id)),
@@ -274,7 +274,7 @@ impl StationRp {
 
     /// The RL that limits the flow to `dst`, if any.
     #[inline]
-    pub fn rl_of(&self, dst: u16) -> Option<u32> {
+    pub fn rl_of(&self, dst: u32) -> Option<u32> {
         if self.live.is_empty() {
             return None;
         }

@@ -68,7 +68,7 @@ pub struct Router {
     dense: Vec<PortId>,
     n_stations: usize,
     /// Explicit routes per bridge, sorted by destination.
-    overrides: Vec<Vec<(u16, PortId)>>,
+    overrides: Vec<Vec<(u32, PortId)>>,
     any_override: bool,
 }
 
@@ -228,13 +228,13 @@ impl Router {
             return;
         }
         let dense = (0..n_br * n_st)
-            .map(|i| self.next_hop((i / n_st) as u32, 0, (i % n_st) as u16))
+            .map(|i| self.next_hop((i / n_st) as u32, 0, (i % n_st) as u32))
             .collect();
         self.dense = dense;
     }
 
     /// At bridge `b`, frames for `dst` leave through `port`.
-    pub fn set_override(&mut self, b: u32, dst: u16, port: PortId) {
+    pub fn set_override(&mut self, b: u32, dst: u32, port: PortId) {
         let o = &mut self.overrides[b as usize];
         match o.binary_search_by_key(&dst, |e| e.0) {
             Ok(i) => o[i].1 = port,
@@ -245,7 +245,7 @@ impl Router {
 
     /// The port bridge `b` forwards a frame of flow (`src`, `dst`) on, or `NO_ROUTE`.
     #[inline(always)]
-    pub fn next_hop(&self, b: u32, src: u16, dst: u16) -> PortId {
+    pub fn next_hop(&self, b: u32, src: u32, dst: u32) -> PortId {
         if !self.dense.is_empty() {
             return self.dense[b as usize * self.n_stations + dst as usize];
         }
@@ -253,7 +253,7 @@ impl Router {
     }
 
     #[inline(never)]
-    fn lookup(&self, b: u32, src: u16, dst: u16) -> PortId {
+    fn lookup(&self, b: u32, src: u32, dst: u32) -> PortId {
         if self.any_override {
             let o = &self.overrides[b as usize];
             if let Ok(i) = o.binary_search_by_key(&dst, |e| e.0) {
@@ -279,7 +279,12 @@ impl Router {
         let i = match (len, self.pick) {
             (_, Pick::Lowest) => 0,
             (_, Pick::Ecmp) => {
-                let key = self.salt ^ ((b as u64) << 32) ^ ((src as u64) << 16) ^ dst as u64;
+                let mut key = self.salt ^ ((b as u64) << 32) ^ ((src as u64) << 16) ^ dst as u64;
+                if (src | dst) >> 16 != 0 {
+                    // Stations past 65,535: their high bits mixed in apart
+                    // (the key above is the 16-bit fabrics' own, unchanged).
+                    key ^= splitmix64(((src as u64) << 32) | dst as u64);
+                }
                 // Multiply-shift onto [0, len): unbiased enough and no division.
                 (((splitmix64(key) >> 32) * len as u64) >> 32) as u32
             }
@@ -300,7 +305,7 @@ impl Router {
     /// Whether frames for `dst` at bridge `b` reach it, when that follows
     /// from the tables alone (every hop of a group is one hop closer); None
     /// with explicit routes, which may lead anywhere.
-    pub fn reaches(&self, b: u32, dst: u16) -> Option<bool> {
+    pub fn reaches(&self, b: u32, dst: u32) -> Option<bool> {
         if self.any_override || !self.dense.is_empty() {
             return None;
         }

@@ -182,9 +182,9 @@ impl<S: Scheme> Hosts<S> {
         if slows {
             // The CP that last slowed the RL is the one that may raise it (BCN rule 4).
             self.rl(id).tag = cpid;
-            if note.flow == NO_FLOW && self.rps[s].scope == RlScope::Cp && note.about != NO_NODE {
+            if note.flow == NO_FLOW && self.rps[s].scope == RlScope::Cp && note.about() != NO_NODE {
                 // Map (or re-map to the newer CP) the flow the notification is about.
-                self.rps[s].flow_map.insert(note.about, id);
+                self.rps[s].flow_map.insert(note.about(), id);
             }
         }
         let rp = &mut self.rps[s];
@@ -200,8 +200,8 @@ impl<S: Scheme> Hosts<S> {
     fn open_loop_rl<T: Tracer<S>>(&mut self, s: usize, note: &Frame<S::Ext>, ctx: &mut Ctx<S, T>, fabric: &Fabric<S>) -> Option<u32> {
         let cpid = note.cpid;
         let key = match self.rps[s].scope {
-            RlScope::Flow if note.about == NO_NODE => return None, // names no flow: nothing to act on
-            RlScope::Flow => note.about,
+            RlScope::Flow if note.about() == NO_NODE => return None, // names no flow: nothing to act on
+            RlScope::Flow => note.about(),
             RlScope::Cp => cpid,
         };
         if let Some(id) = self.rps[s].by_key.get(key) {
@@ -219,7 +219,7 @@ impl<S: Scheme> Hosts<S> {
         Some(self.create_rl(s, key, cpid, ctx, fabric))
     }
 
-    fn create_rl<T: Tracer<S>>(&mut self, s: usize, key: u16, cpid: u16, ctx: &mut Ctx<S, T>, fabric: &Fabric<S>) -> u32 {
+    fn create_rl<T: Tracer<S>>(&mut self, s: usize, key: u32, cpid: u32, ctx: &mut Ctx<S, T>, fabric: &Fabric<S>) -> u32 {
         let now = ctx.now;
         let port = self.stations[s].port;
         let line = fabric.ports[port as usize].nominal_rate_bps as f64;
@@ -256,7 +256,7 @@ impl<S: Scheme> Hosts<S> {
         }
     }
 
-    fn rl_trace_for<T: Tracer<S>>(&mut self, s: usize, key: u16, ctx: &Ctx<S, T>, fabric: &Fabric<S>) -> Option<usize> {
+    fn rl_trace_for<T: Tracer<S>>(&mut self, s: usize, key: u32, ctx: &Ctx<S, T>, fabric: &Fabric<S>) -> Option<usize> {
         let target = match self.rps[s].scope {
             RlScope::Flow => fabric.nodes[key as usize].name.clone(),
             RlScope::Cp if key == NO_CPID => "-".to_string(),
@@ -397,7 +397,7 @@ impl<S: Scheme> Hosts<S> {
     pub(crate) fn trace_rl<T: Tracer<S>>(&mut self, id: u32, reason: Reason, ctx: &mut Ctx<S, T>) {
         let rl = self.rls[id as usize].as_ref().expect("live");
         let s = rl.station as usize;
-        let src = s as u16;
+        let src = s as u32;
         let key = if rl.flow != NO_FLOW || self.rps[s].scope == RlScope::Flow {
             RlKey::Flow { src, dst: rl.key }
         } else {
@@ -421,158 +421,5 @@ pub(crate) fn wake_port_at<S: Scheme, T: Tracer<S>>(port: PortId, p: &mut Port<S
     if p.wake_at <= ctx.now || at < p.wake_at {
         p.wake_at = at;
         ctx.schedule(at, EV_WAKE, port);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::bench::star_config;
-    use crate::engine::{PS_PER_MS, PS_PER_US};
-    use crate::net::sim::NetSim;
-    use crate::scheme::bcn::{Bcn, BcnExt, BcnMsg, BcnParams};
-
-    fn sim(scope: RlScope) -> NetSim<Bcn> {
-        let mut cfg = star_config(3, 0.5, 10 * PS_PER_MS, 0);
-        cfg.scheme = crate::config::SchemeConfig::of("bcn", &BcnParams::default());
-        for st in &mut cfg.stations {
-            st.rl_scope = scope;
-        }
-        NetSim::new(&cfg, 0, Bcn::new(BcnParams::default()).unwrap()).unwrap()
-    }
-
-    /// Station 0's next data frame on its port.
-    fn next(s: &mut NetSim<Bcn>, port: PortId) -> Option<Frame<BcnExt>> {
-        let mut p = std::mem::replace(&mut s.fabric.ports[port as usize], Port::new(String::new(), 0, 0, 0, 1, 0, 1500));
-        let f = s.hosts.station_next_data(0, port, &mut p, &mut s.ctx);
-        s.fabric.ports[port as usize] = p;
-        f
-    }
-
-    fn cnm(msg: BcnMsg, fb: f32, cpid: u16, flow_dst: u16) -> Frame<BcnExt> {
-        Frame::note(0, flow_dst, 0, flow_dst, cpid, 64, BcnExt::new(msg, fb))
-    }
-
-    fn rl_of(s: &NetSim<Bcn>, st: usize, dst: u16) -> &RateLimiter<<Bcn as Scheme>::Rl, BcnExt> {
-        let id = s.hosts.rps[st].rl_of(dst).expect("the flow is rate limited");
-        s.hosts.rls[id as usize].as_ref().unwrap()
-    }
-
-    fn admit(s: &mut NetSim<Bcn>, st: usize, f: Frame<BcnExt>) -> bool {
-        match s.hosts.rps[st].rl_of(f.dst) {
-            Some(id) => s.hosts.rl_enqueue(id, f, &mut s.ctx),
-            None => false,
-        }
-    }
-
-    #[test]
-    fn negative_feedback_creates_a_flow_rl_whose_frames_leave_tagged_and_paced() {
-        let mut s = sim(RlScope::Flow);
-        let d = 3u16; // stations S1, S2, S3, D
-        let cpid = 9;
-        // Positive feedback for a flow without an RL does nothing.
-        s.hosts
-            .rp_receive(0, &cnm(BcnMsg::Positive, 100.0, cpid, d), &mut s.ctx, &mut s.fabric);
-        assert!(!s.hosts.rps[0].active());
-        s.hosts
-            .rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, cpid, d), &mut s.ctx, &mut s.fabric);
-        assert_eq!(s.hosts.rps[0].live.len(), 1);
-        let rl = rl_of(&s, 0, d);
-        assert_eq!((rl.key, rl.tag), (d, cpid));
-        assert!((rl.core.rate_bps - 0.5125 * 10e9).abs() < 1.0);
-        assert!(s.hosts.rps[0].rl_of(1).is_none(), "other flows stay unlimited");
-        // Frames of the flow queue in the RLQ...
-        for i in 0..3 {
-            assert!(admit(&mut s, 0, Frame::data(i, 0, d, 1500)));
-        }
-        assert_eq!(rl_of(&s, 0, d).bytes, 4500);
-        assert_eq!(s.hosts.rps[0].queued, 3);
-        // ... and leave tagged with the CPID, one per 8 x 1500 / R.
-        let port = s.hosts.stations[0].port;
-        let f = next(&mut s, port).unwrap();
-        assert_eq!(f.cpid, cpid);
-        assert!(next(&mut s, port).is_none(), "the next frame waits for its pacing time");
-        let gap = rl_of(&s, 0, d).next_release - s.ctx.now;
-        assert_eq!(gap, (1500.0f64 * 8e12 / (0.5125 * 10e9)).ceil() as Time);
-        s.ctx.now += gap;
-        assert_eq!(next(&mut s, port).unwrap().cpid, cpid);
-    }
-
-    #[test]
-    fn every_cp_on_a_flows_path_acts_on_its_one_rl() {
-        let mut s = sim(RlScope::Flow);
-        let d = 3u16;
-        s.hosts
-            .rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 5, d), &mut s.ctx, &mut s.fabric);
-        let r1 = rl_of(&s, 0, d).core.rate_bps;
-        s.hosts
-            .rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 6, d), &mut s.ctx, &mut s.fabric);
-        assert_eq!(s.hosts.rps[0].live.len(), 1, "a second CP does not create a second RL for the flow");
-        let rl = rl_of(&s, 0, d);
-        assert!((rl.core.rate_bps - r1 * 0.5125).abs() < 1.0, "both decreases compound");
-        assert_eq!(rl.tag, 6, "the last CP to slow the flow tags its frames");
-        // Positive feedback from either CP raises it (the tag test is the CP's, rule 4).
-        s.hosts
-            .rp_receive(0, &cnm(BcnMsg::Positive, 100.0, 5, d), &mut s.ctx, &mut s.fabric);
-        assert!(rl_of(&s, 0, d).core.rate_bps > r1 * 0.5125);
-    }
-
-    #[test]
-    fn an_rl_back_at_line_rate_with_an_empty_queue_is_released() {
-        for scope in [RlScope::Flow, RlScope::Cp] {
-            let mut s = sim(scope);
-            let d = 3u16;
-            s.hosts
-                .rp_receive(1, &cnm(BcnMsg::Negative, -100.0, 5, d), &mut s.ctx, &mut s.fabric);
-            assert!(s.hosts.rps[1].active());
-            for _ in 0..20 {
-                s.hosts
-                    .rp_receive(1, &cnm(BcnMsg::Positive, 1875.0, 5, d), &mut s.ctx, &mut s.fabric);
-            }
-            assert!(!s.hosts.rps[1].active(), "{scope:?}");
-            assert!(s.hosts.rps[1].rl_of(d).is_none());
-            assert_eq!(s.hosts.free_rls.len(), 1, "the slot is free for the next RL");
-        }
-    }
-
-    #[test]
-    fn cp_scope_maps_flows_to_the_newest_cp_and_the_rlq_drops_when_full() {
-        let mut s = sim(RlScope::Cp);
-        let d = 3u16;
-        s.hosts
-            .rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 5, d), &mut s.ctx, &mut s.fabric);
-        let first = s.hosts.rps[0].rl_of(d).unwrap();
-        s.hosts
-            .rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 6, d), &mut s.ctx, &mut s.fabric);
-        let second = s.hosts.rps[0].rl_of(d).unwrap();
-        assert_ne!(first, second);
-        assert_eq!(s.hosts.rps[0].live.len(), 2);
-        assert_eq!(s.hosts.rls[second as usize].as_ref().unwrap().key, 6);
-        // The RL of CP 5 limits another flow it slows, not this one any more.
-        s.hosts
-            .rp_receive(0, &cnm(BcnMsg::Negative, -1875.0, 5, 1), &mut s.ctx, &mut s.fabric);
-        assert_eq!(s.hosts.rps[0].rl_of(1), Some(first));
-        let cap = s.hosts.stations[0].rlq_bytes / 1500;
-        for i in 0..cap + 5 {
-            admit(&mut s, 0, Frame::data(i, 0, d, 1500));
-        }
-        assert_eq!(s.ctx.stats.counts.dropped_rp(), 5);
-        assert_eq!(s.hosts.stations[0].dropped_rl, 5);
-    }
-
-    #[test]
-    fn bcn00_stop_holds_the_rl_until_its_random_restart() {
-        let mut s = sim(RlScope::Flow);
-        let d = 3u16;
-        s.hosts.rp_receive(0, &cnm(BcnMsg::Stop, 0.0, 5, d), &mut s.ctx, &mut s.fabric);
-        let until = rl_of(&s, 0, d).core.stopped_until;
-        assert!(until <= 100 * PS_PER_US);
-        admit(&mut s, 0, Frame::data(0, 0, d, 1500));
-        let port = s.hosts.stations[0].port;
-        if until > 0 {
-            assert!(next(&mut s, port).is_none());
-        }
-        s.ctx.now = until;
-        assert!(next(&mut s, port).is_some());
     }
 }

@@ -4,28 +4,25 @@
 //! element it is for. Built by build.rs; results assembled by results.rs
 //! when the run ends.
 
+use super::build::{assemble, Assembled};
 use super::ctx::*;
-use super::fabric::{Fabric, NO_ROUTE_U16};
+use super::fabric::Fabric;
 use super::hosts::Hosts;
 use super::port::{Port, PortId, NO_PEER_BRIDGE, WIRE_DATA};
 use super::station::Station;
 use crate::config::{ConfigError, SimConfig};
 use crate::engine::Time;
-use crate::frame::Frame;
-use crate::scheme::Scheme;
+use crate::frame::{Frame, NO_PORT_IN};
+use crate::scheme::{AnyScheme, Scheme};
 use crate::stats::{FrameCounts, RunResult};
 use crate::trace::record::{TraceNet, TracePlan};
-use crate::trace::{NoTrace, Tracer};
+use crate::trace::{NoTrace, Recorder, TraceOutput, Tracer};
 use std::time::Instant;
 
 /// Events between two looks at the clock in a run with a wall-time
 /// deadline (`run_for`): ~0.1-0.5 ms of work, a read of the clock per step.
 const DEADLINE_EVERY: u32 = 4096;
 
-/// Bytes of port state above which the event loop prefetches (half the L2
-/// cache of this project's machines: below it the ports stay cached and the
-/// hints cost more than they save, about 5% at 64 hosts).
-pub(crate) const PREFETCH_MIN_BYTES: usize = 1 << 20;
 /// How many events ahead the loop prefetches the next event's port or station.
 const PREFETCH_AHEAD: usize = 8;
 
@@ -40,14 +37,6 @@ fn prefetch_line(addr: *const u8) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = addr;
-}
-
-/// A resolved timed scenario event.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Action {
-    Start(u32),
-    Stop(u32),
-    LinkRate(PortId, u64),
 }
 
 /// One run of one scenario with scheme `S`, traced by `T` (by default
@@ -76,7 +65,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     where
         T: Default,
     {
-        super::build::assemble(cfg, seed, scheme, |_, _| Ok(T::default()))
+        Self::with_tracer(cfg, seed, scheme, |_, _| Ok(T::default()))
     }
 
     /// Builds the network of `cfg` for run `seed`, traced by the tracer
@@ -87,7 +76,25 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         scheme: S,
         tracer: impl FnOnce(TracePlan, TraceNet) -> Result<T, ConfigError>,
     ) -> Result<Self, ConfigError> {
-        super::build::assemble(cfg, seed, scheme, tracer)
+        let Assembled {
+            ctx,
+            fabric,
+            hosts,
+            actions,
+            warnings,
+            prefetch,
+        } = assemble(cfg, seed, scheme, tracer)?;
+        Ok(NetSim {
+            ctx,
+            fabric,
+            hosts,
+            actions,
+            window_names: cfg.windows.iter().map(|w| w.name.clone()).collect(),
+            warnings,
+            prefetch,
+            wall_s: 0.0,
+            finished: false,
+        })
     }
 
     fn run_until_deadline(&mut self, t: Time, deadline: Option<Instant>) -> bool {
@@ -240,7 +247,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             return None;
         }
         let f = p.wire_data.front()?;
-        (f.in_port != NO_ROUTE_U16).then_some((f.in_port as PortId, p.reverse_local))
+        (f.in_port != NO_PORT_IN).then_some((f.in_port as PortId, p.reverse_local))
     }
 
     /// Closes the statistics, checks frame conservation and builds the results.
@@ -287,7 +294,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         frames
             .check_conservation()
             .map_err(|books| format!("frame conservation violated (seed {}): {books}", ctx.run.seed))?;
-        let mut result = super::results::build_result(self, frames);
+        let mut result = super::results::build_result(&self.ctx, &self.fabric, &self.hosts, &self.window_names, self.wall_s, frames);
         result.trace = trace;
         Ok(result)
     }
@@ -344,8 +351,8 @@ pub struct Sim {
 }
 
 impl Sim {
-    /// A built simulation (`Sim::new`, in build.rs, makes it).
-    pub(super) fn from_run(inner: Box<dyn Run>) -> Sim {
+    /// A built simulation (`Sim::new` makes it).
+    fn from_run(inner: Box<dyn Run>) -> Sim {
         Sim { inner }
     }
 
@@ -386,4 +393,36 @@ impl Sim {
 }
 
 #[cfg(test)]
+mod rp_tests;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod transport_tests;
+
+/// The simulation of `cfg` for run `seed`, with the scheme it names; with
+/// `out`, recording the trace the config asks for there (one more
+/// instantiation per scheme: the untraced one has no hook at all).
+pub(crate) fn build(cfg: &SimConfig, seed: u64, out: Option<&TraceOutput>) -> Result<Box<dyn Run>, ConfigError> {
+    let scheme = AnyScheme::from_config(&cfg.scheme)?;
+    Ok(match out.filter(|_| cfg.trace.records()) {
+        Some(out) => crate::with_scheme!(scheme, s => Box::new(NetSim::with_tracer(cfg, seed, s, |plan, net| {
+            Recorder::new(plan, net, out, seed)
+        })?) as Box<dyn Run>),
+        None => crate::with_scheme!(scheme, s => Box::new(NetSim::with_tracer(cfg, seed, s, |_, _| Ok(NoTrace))?) as Box<dyn Run>),
+    })
+}
+
+impl Sim {
+    /// Builds the network and scheme of `cfg` for run `seed`; every
+    /// configuration error is reported here, before anything runs.
+    pub fn new(cfg: &SimConfig, seed: u64) -> Result<Sim, ConfigError> {
+        Ok(Sim::from_run(build(cfg, seed, None)?))
+    }
+
+    /// As `new`, recording the trace the config asks for (`cfg.trace`:
+    /// events.parquet, pcapng captures) into `out`; a config that asks for
+    /// none builds the untraced simulation.
+    pub fn with_trace(cfg: &SimConfig, seed: u64, out: &TraceOutput) -> Result<Sim, ConfigError> {
+        Ok(Sim::from_run(build(cfg, seed, Some(out))?))
+    }
+}

@@ -13,17 +13,17 @@ use rand::Rng;
 
 /// How a source draws destinations (station indices).
 pub enum Dest {
-    Fixed(u16),
+    Fixed(u32),
     /// Uniform over all stations but the source itself.
     Uniform,
     /// Cumulative weights over station indices.
     Weighted {
-        stations: Vec<u16>,
+        stations: Vec<u32>,
         cumulative: Vec<f64>,
     },
     /// `fraction` of the frames to `hot`, the others uniform.
     Hotspot {
-        hot: u16,
+        hot: u32,
         fraction: f64,
     },
 }
@@ -76,9 +76,9 @@ impl Station {
 
     /// The destination of the frame station `me` (of `n_st`) generates now.
     #[inline(always)]
-    pub fn draw_dest(&mut self, me: u16, n_st: usize) -> u16 {
+    pub fn draw_dest(&mut self, me: u32, n_st: usize) -> u32 {
         let uniform = |rng: &mut Stream| {
-            let r = rng.gen_range(0..n_st as u16 - 1);
+            let r = below(rng, n_st - 1);
             if r >= me {
                 r + 1
             } else {
@@ -110,6 +110,18 @@ impl Station {
         let gap = geometric_gap(self.load, self.inv_ln_q, &self.q_pow, &mut self.rng);
         self.next_gen = now.saturating_add((gap + 1).saturating_mul(self.slot_ps));
         self.next_gen
+    }
+}
+
+/// A uniform draw in `0..n`: a 16-bit draw where `n` fits one (the draws
+/// a run of fewer than 65,536 stations has always made, bit for bit: rand
+/// rejects differently for 16- and 32-bit ranges), a 32-bit one above.
+#[inline(always)]
+pub(crate) fn below(rng: &mut Stream, n: usize) -> u32 {
+    if n <= u16::MAX as usize {
+        rng.gen_range(0..n as u16) as u32
+    } else {
+        rng.gen_range(0..n as u32)
     }
 }
 

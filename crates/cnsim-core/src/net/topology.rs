@@ -60,10 +60,11 @@ impl<E: Copy + Default> Network<E> {
                 ports: vec![],
             });
         }
-        if cfg.stations.len() >= u16::MAX as usize {
+        if cfg.stations.len() > MAX_INDEX as usize {
+            // Stations name events (their sources') by index.
             return fail(
                 "nodes",
-                format!("{} stations is too many (at most {})", cfg.stations.len(), u16::MAX - 1),
+                format!("{} stations is too many (at most {MAX_INDEX})", cfg.stations.len()),
             );
         }
         for (i, b) in cfg.bridges.iter().enumerate() {
@@ -112,8 +113,12 @@ impl<E: Copy + Default> Network<E> {
             }
             let pa = ports.len() as PortId;
             let pb = pa + 1;
-            let la = nodes[a as usize].ports.len() as u16;
-            let lb = nodes[b as usize].ports.len() as u16;
+            let (na, nb) = (nodes[a as usize].ports.len(), nodes[b as usize].ports.len());
+            if na.max(nb) >= u16::MAX as usize {
+                let n = if na >= nb { &l.a } else { &l.b };
+                return fail(format!("nodes.{n}"), format!("more than {} links at one node", u16::MAX - 1));
+            }
+            let (la, lb) = (na as u16, nb as u16);
             let mut p_ab = Port::new(format!("{}->{}", l.a, l.b), a, b, la, l.rate_bps, l.delay_ps, cfg.frame_bytes);
             let mut p_ba = Port::new(format!("{}->{}", l.b, l.a), b, a, lb, l.rate_bps, l.delay_ps, cfg.frame_bytes);
             p_ab.reverse = pb;
@@ -183,7 +188,7 @@ impl<E: Copy + Default> Network<E> {
                         return fail(format!("nodes.{}.dest", s.name), "a hotspot needs at least one other station");
                     }
                     let hot = match node_by_name.get(node).map(|&i| nodes[i as usize].kind) {
-                        Some(NodeKind::Station(h)) => h as u16,
+                        Some(NodeKind::Station(h)) => h,
                         _ => return fail(format!("nodes.{}.dest.hotspot", s.name), format!("'{node}' is not a station")),
                     };
                     Dest::Hotspot { hot, fraction: *fraction }
@@ -290,7 +295,7 @@ impl<E: Copy + Default> Network<E> {
             let p = net
                 .port_by_name(&r.bridge, &r.via)
                 .ok_or_else(|| bad("no link from the bridge to 'via'"))?;
-            net.router.set_override(bi, di as u16, p);
+            net.router.set_override(bi, di, p);
         }
         net.router.densify();
 
@@ -351,7 +356,7 @@ impl<E: Copy + Default> Network<E> {
             match self.nodes[node].kind {
                 NodeKind::Station(_) => return None,
                 NodeKind::Bridge(b) => {
-                    let p = self.router.next_hop(b, s as u16, d as u16);
+                    let p = self.router.next_hop(b, s as u32, d as u32);
                     if p == NO_ROUTE {
                         return None;
                     }
@@ -366,7 +371,7 @@ impl<E: Copy + Default> Network<E> {
     pub fn reachable(&self, s: usize, d: usize) -> bool {
         let mut node = self.ports[self.stations[s].port as usize].peer as usize;
         if let NodeKind::Bridge(b) = self.nodes[node].kind {
-            if let Some(r) = self.router.reaches(b, d as u16) {
+            if let Some(r) = self.router.reaches(b, d as u32) {
                 return r;
             }
         }
@@ -377,7 +382,7 @@ impl<E: Copy + Default> Network<E> {
             match self.nodes[node].kind {
                 NodeKind::Station(_) => return false,
                 NodeKind::Bridge(b) => {
-                    let p = self.router.next_hop(b, s as u16, d as u16);
+                    let p = self.router.next_hop(b, s as u32, d as u32);
                     if p == NO_ROUTE {
                         return false;
                     }
@@ -412,14 +417,14 @@ pub fn paths(cfg: &SimConfig, seed: u64, flows: &[(String, String)]) -> Result<V
         .collect()
 }
 
-fn station_index(by_name: &BTreeMap<String, u32>, nodes: &[Node], name: &str, src: &str) -> Result<u16, ConfigError> {
+fn station_index(by_name: &BTreeMap<String, u32>, nodes: &[Node], name: &str, src: &str) -> Result<u32, ConfigError> {
     match by_name.get(name) {
         None => fail(format!("nodes.{src}.dest"), format!("unknown node '{name}'")),
         Some(&i) => match nodes[i as usize].kind {
             NodeKind::Station(s) if s as usize == by_name[src] as usize => {
                 fail(format!("nodes.{src}.dest"), "a station cannot send to itself")
             }
-            NodeKind::Station(s) => Ok(s as u16),
+            NodeKind::Station(s) => Ok(s),
             NodeKind::Bridge(_) => fail(format!("nodes.{src}.dest"), format!("'{name}' is a bridge, not a station")),
         },
     }

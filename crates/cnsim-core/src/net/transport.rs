@@ -33,13 +33,13 @@ use std::sync::Arc;
 
 /// The distinct paths flows may take, (base RTT, hops) -> the first (source,
 /// destination) found on it.
-pub(crate) type FlowPaths = BTreeMap<(Time, u32), (u16, u16)>;
+pub(crate) type FlowPaths = BTreeMap<(Time, u32), (u32, u32)>;
 
 /// One flow: its identity, its sender's and its receiver's state.
 #[derive(Clone, Debug)]
 pub struct Flow {
-    pub src: u16,
-    pub dst: u16,
+    pub src: u32,
+    pub dst: u32,
     pub size: u64,
     pub n_frames: u32,
     /// Wire length of the last frame (the others are full).
@@ -72,7 +72,7 @@ pub struct Flow {
 }
 
 impl Flow {
-    pub(super) fn new(src: u16, dst: u16, size: u64, start: Time, frame_bytes: u32) -> Flow {
+    pub(super) fn new(src: u32, dst: u32, size: u64, start: Time, frame_bytes: u32) -> Flow {
         let fb = frame_bytes as u64;
         let n_frames = size.div_ceil(fb) as u32;
         let last_len = (size - (n_frames as u64 - 1) * fb) as u16;
@@ -328,11 +328,11 @@ pub enum Rto {
 
 /// A Poisson arrival process of flows at one station.
 pub struct FlowGen {
-    pub station: u16,
+    pub station: u32,
     /// Mean gap between arrivals (ps).
     pub mean_gap_ps: f64,
     /// Destinations, drawn uniformly (the station itself excluded).
-    pub dests: Arc<[u16]>,
+    pub dests: Arc<[u32]>,
     /// The station's own place in `dests`, if it is one.
     pub me: Option<usize>,
     pub cdf: Arc<[(f64, f64)]>,

@@ -41,7 +41,7 @@ use params::SchemeConfig;
 use serde_json::{json, Map, Value};
 
 /// CPID of a notification that names no congestion point.
-pub const NO_CPID: u16 = 0;
+pub const NO_CPID: u32 = 0;
 
 /// The part of a rate limiter a scheme may change.
 #[derive(Clone, Debug)]
@@ -231,7 +231,7 @@ pub trait Scheme: Send + 'static {
 
     /// A data frame joined a CP's queue. Returning a notification sends it
     /// to the frame's source (about the frame's flow, from CP `cpid`).
-    fn cp_on_enqueue(&self, _cp: &mut Self::Cp, _frame: &mut Frame<Self::Ext>, _q: QueueView, _cpid: u16) -> Option<Self::Ext> {
+    fn cp_on_enqueue(&self, _cp: &mut Self::Cp, _frame: &mut Frame<Self::Ext>, _q: QueueView, _cpid: u32) -> Option<Self::Ext> {
         None
     }
 
@@ -243,12 +243,12 @@ pub trait Scheme: Send + 'static {
 
     /// A data frame leaves a CP's queue (only with `CP_ON_DEQUEUE`): the CP
     /// may mark it or stamp it.
-    fn cp_on_dequeue(&self, _cp: &mut Self::Cp, _frame: &mut Frame<Self::Ext>, _q: QueueView, _cpid: u16) {}
+    fn cp_on_dequeue(&self, _cp: &mut Self::Cp, _frame: &mut Frame<Self::Ext>, _q: QueueView, _cpid: u32) {}
 
     /// A data frame reached its destination (only with `NP_EVENTS`), whose
     /// memory of that source is `np`. Returning `(payload, cpid)` sends a
     /// notification to the frame's source about its flow.
-    fn np_on_data(&self, _np: &mut Self::Np, _frame: &Frame<Self::Ext>, _now: Time, _rng: &mut Stream) -> Option<(Self::Ext, u16)> {
+    fn np_on_data(&self, _np: &mut Self::Np, _frame: &Frame<Self::Ext>, _now: Time, _rng: &mut Stream) -> Option<(Self::Ext, u32)> {
         None
     }
 
@@ -275,7 +275,7 @@ pub trait Scheme: Send + 'static {
         _core: &mut RlCore,
         _rl: &mut Self::Rl,
         _note: &Self::Ext,
-        _cpid: u16,
+        _cpid: u32,
         _now: Time,
         _rng: &mut Stream,
     ) -> Option<Time> {
@@ -392,7 +392,7 @@ pub struct ExtFields {
     pub ce: bool,
     /// A data frame's mark for reflection at its destination (QCN
     /// three-point): the marking CP's CPID (0: none), its feedback in `fb`.
-    pub marked_by: u16,
+    pub marked_by: u32,
 }
 
 /// The queue a CP sampled ([`Scheme::cp_fields`]), in the scheme's units

@@ -50,9 +50,9 @@ pub struct NoteOrigin {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RlKey {
     /// One flow's RL (`rl_scope = flow`, transport flows): station to destination.
-    Flow { src: u16, dst: u16 },
+    Flow { src: u32, dst: u32 },
     /// One CP's RL (`rl_scope = cp`).
-    Cp { src: u16, cpid: u16 },
+    Cp { src: u32, cpid: u32 },
 }
 
 /// A rate limiter as it is now.
@@ -71,8 +71,8 @@ pub struct RlView {
 #[derive(Clone, Copy, Debug)]
 pub struct FlowView {
     pub id: u32,
-    pub src: u16,
-    pub dst: u16,
+    pub src: u32,
+    pub dst: u32,
     pub size: u64,
     pub n_frames: u32,
     /// Rto: the first frame not acknowledged.

@@ -71,7 +71,7 @@ pub struct TracePlan {
     kinds: u64,
     nodes: Option<Vec<bool>>,
     ports: Option<Vec<bool>>,
-    flows: Option<HashSet<(u16, u16)>>,
+    flows: Option<HashSet<(u32, u32)>>,
     from: Time,
     to: Time,
     max_rows: u64,
@@ -141,7 +141,7 @@ impl TracePlan {
                 let (a, b) = pair.ok_or_else(|| {
                     ConfigError::new("trace.event_flows", format!("'{f}' is not allowed; expected SRC|DST, two stations"))
                 })?;
-                set.insert((a as u16, b as u16));
+                set.insert((a, b));
             }
             Some(set)
         };
@@ -240,7 +240,7 @@ pub struct Recorder {
     /// Per RL id: the rate and window last recorded.
     rl_last: Vec<Option<(f64, u64)>>,
     /// Notifications in flight, by (sent at, destination, CPID).
-    notes: HashMap<(Time, u16, u16), NoteInfo>,
+    notes: HashMap<(Time, u32, u32), NoteInfo>,
     /// Per transport flow: its frames.
     flow_frames: Vec<u32>,
     error: Option<String>,
@@ -342,7 +342,7 @@ impl Recorder {
             }
             FrameKind::Note => {
                 r.frame = Some(FrameCol::Note);
-                r.flow = (f.about != NO_NODE && f.dst != NO_NODE).then_some((f.dst, f.about));
+                r.flow = (f.about() != NO_NODE && f.dst != NO_NODE).then_some((f.dst, f.about()));
                 r.priority = Some(CONTROL_PRIORITY);
                 r.note = fields.note.name();
                 r.fb = fields.fb;
@@ -377,7 +377,7 @@ impl Recorder {
             len: f.len,
             src: f.src,
             dst: f.dst,
-            about: f.about,
+            about: if f.kind == FrameKind::Note { f.about() } else { NO_NODE },
             flow: f.flow,
             seq: f.seq,
             cpid: f.cpid,
@@ -416,7 +416,7 @@ impl<S: Scheme> Tracer<S> for Recorder {
             r.queue_bytes = queue_bytes;
             if kind == Kind::Mark {
                 // The CP that marked it, and what it marked.
-                r.cpid = Some(site.port as u16 + 1);
+                r.cpid = Some(site.port + 1);
                 let fields = s.ext_fields(&f.ext);
                 r.fb = if fields.marked_by != 0 { fields.fb } else { None };
             }
