@@ -221,6 +221,7 @@ def trace_config(m: Any) -> dict[str, Any] | None:
         "max_rows": t.max_rows,
         "pcap": list(t.pcap),
         "snaplen": t.snaplen,
+        "pcap_max_bytes": t.pcap_max_bytes,
     }
     if t.to_ms is not None:
         out["to_ps"] = _ps(t.to_ms)
