@@ -27,6 +27,26 @@ from .errors import ScenarioError, ScenarioWarning
 from .runid import RUN_SEEDS, RUN_SHA256, mismatch, sha256
 
 
+#: summary.json's own CRC-32: of its text with this key null (`sealed_summary`).
+SUMMARY_CRC = "crc32"
+
+
+def sealed_summary(summary: dict[str, Any]) -> str:
+    """summary.json's text: `summary` with its own CRC-32 (of the same text
+    with `crc32` null), so that a value changed by hand or by damage is
+    found before it is believed (`open_results` reads the seeds, the file
+    list and the trace's record from it)."""
+    import zlib
+
+    body = {k: v for k, v in summary.items() if k != SUMMARY_CRC}
+    crc = zlib.crc32(_summary_text({**body, SUMMARY_CRC: None}).encode())
+    return _summary_text({**body, SUMMARY_CRC: crc})
+
+
+def _summary_text(summary: dict[str, Any]) -> str:
+    return json.dumps(summary, indent=2) + "\n"
+
+
 def crc32(path: str | Path) -> int:
     """The CRC-32 of a file's bytes (zlib's), read 1 MB at a time."""
     import zlib
@@ -86,6 +106,8 @@ class DirCheck:
     #: Whether the trace's files (events.parquet, the captures) are read whole
     #: for their CRC-32 too (`cnsim check`); the tables' always are.
     full: bool = True
+    #: The Results the full check reopened (to compare summary.json with), if any.
+    results: Any = None
 
     @property
     def problems(self) -> list[str]:
@@ -137,6 +159,41 @@ def _read_summary(d: DirCheck) -> dict[str, Any] | None:
             f"{path}: not a cnsim summary (a JSON object); the results directory is damaged",
         )
         return None
+    if not isinstance(saved.get("metrics"), dict) or not isinstance(saved.get("engine"), dict):
+        d.add(
+            "summary.json",
+            "a cnsim summary",
+            "other JSON",
+            f"{path}: not a cnsim summary (no metrics and engine tables); the results directory is damaged",
+        )
+        return None
+    # What this cnsim writes, every field of it (an older summary.json has
+    # none of them: read with a note, checked for what it can be).
+    trace = saved.get("trace")
+    newer = [SUMMARY_CRC in saved, "files" in saved, isinstance(trace, dict) and "pcap_max_bytes" in trace]
+    if any(newer) and not all(newer[:2]):
+        d.add(
+            "summary.json",
+            "its CRC-32 and file list",
+            "one of them",
+            f"{path}: has no {'CRC-32' if SUMMARY_CRC not in saved else 'file list'}, which cnsim writes with "
+            "the rest of it; the results directory is damaged",
+        )
+        return None
+    if SUMMARY_CRC in saved:
+        import zlib
+
+        want = saved[SUMMARY_CRC]
+        got = zlib.crc32(_summary_text({**saved, SUMMARY_CRC: None}).encode())
+        if want != got:
+            d.add(
+                "summary.json",
+                f"CRC-32 {want}",
+                f"CRC-32 {got:08x}",
+                f"{path}: changed since the run wrote it (its CRC-32 is not the one it records); "
+                "the results directory is damaged",
+            )
+            return None
     for key in ("seeds", "seeds_requested"):
         v = saved.get(key, [])
         if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
@@ -269,11 +326,12 @@ def _check_summary(d: DirCheck) -> None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            got = read_checked(d.path, d.summary or {}).summary_dict()
+            d.results = read_checked(d.path, d.summary or {})
+            got = d.results.summary_dict()
     except ScenarioError as e:
         d.add("summary.json", "its tables' summary", "unreadable", str(e))
         return
-    saved = d.summary or {}
+    saved = {k: v for k, v in (d.summary or {}).items() if k != SUMMARY_CRC}
     differ = _first_difference(saved, got)
     if differ is not None:
         d.add(
@@ -337,6 +395,19 @@ def _one_parquet(
     )
     if not path.is_file():
         d.add(name, expected, "missing", f"{out}: {name} is missing; not a complete results directory")
+        return
+    # The file summary.json lists, byte for byte (summary.json is sealed by its
+    # own CRC): nothing more to ask of it. Otherwise its footer says why not.
+    if (
+        listed
+        and whole
+        and listed.get("crc32") is not None
+        and listed.get("bytes") == path.stat().st_size
+        and crc32(path) == listed["crc32"]
+    ):
+        d.add(
+            name, expected, f"{_n(listed.get('rows'))} rows, {_n(listed.get('bytes'))} bytes, CRC-32 agrees"
+        )
         return
     try:
         rows, cols, kv = _parquet_facts(path)
@@ -632,6 +703,6 @@ def checked(path: str | Path) -> DirCheck:
     d = check_results(path, full=False)
     d.raise_first()
     for note in d.notes:
-        if note.startswith("written by an older cnsim"):
+        if "older cnsim" in note:
             warnings.warn(f"{d.path}: {note}", ScenarioWarning, stacklevel=3)
     return d

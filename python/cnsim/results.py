@@ -685,7 +685,9 @@ class Results:
         # summary.json lists every data file with its rows and bytes (cnsim.check).
         self._files = files
         # Last: a directory with summary.json has every other file.
-        atomic_write(out / "summary.json", json.dumps(self.summary_dict(), indent=2) + "\n")
+        from .check import sealed_summary
+
+        atomic_write(out / "summary.json", sealed_summary(self.summary_dict()))
         return out
 
 
