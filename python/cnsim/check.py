@@ -26,7 +26,6 @@ from typing import Any
 from .errors import ScenarioError, ScenarioWarning
 from .runid import RUN_SEEDS, RUN_SHA256, mismatch, sha256
 
-
 #: summary.json's own CRC-32: of its text with this key null (`sealed_summary`).
 SUMMARY_CRC = "crc32"
 
