@@ -10,11 +10,22 @@ accepted flow scenario is run by the engine to its end (a hang of more than
 + in flight) and every finished flow's slowdown must be >= 1; any other
 exception, a multi-line message, a panic or an abort is a failure.
 
-Run by tests/test_fuzz.py within a budget on every CI run; for a long
-campaign (issue 28), one property at a time:
+Issue 37 adds three properties over what a run leaves on disk: traced
+runs (`traces`: oddly named nodes, every [trace] key and filter, capture
+port lists, caps; saved, checked by `cnsim check`, reopened to the same
+summary, events and captures), seed lists of every length (`seeds`:
+zero-flow seeds, 19-digit seeds, a count or a list, duplicates; a campaign
+also draws 100, 1,000 and 3,400 seeds) and results directories tampered
+with file by file (`tamper`: each must be refused naming a file, or read
+back exactly).
 
+Run by tests/test_fuzz.py within a budget on every CI run; a campaign of
+every property (README.md: 15,000 inputs each, 105,000 in all), or one
+property at a time:
+
+    nice -n 19 python tests/fuzz.py --examples 15000 --escapes escapes.json > campaign.log 2>&1
     python tests/fuzz.py --only flows --examples 100000 --escapes esc.json
-    python tests/fuzz.py --only scenarios --examples 25000   # and sets, toml
+    python tests/fuzz.py --only scenarios --examples 25000   # and sets, toml, traces, seeds, tamper
 
 The campaign of 2026-11-26 (main at 7b0a83f): 100,000 flow scenarios
 (53,963 accepted and run to their end, frames conserved), 25,000 scenario
@@ -730,7 +741,7 @@ def saved_back(res: Any, out: Any) -> None:
     directory is whole (`cnsim check`), reopens as the same summary, every
     capture is listed once under a name of its own with its port and seed
     in its headers, the event trace reads back whole."""
-    from cnsim.check import check_results
+    from cnsim.reopen import check_run as check_results
     from cnsim.trace import pcap_header
 
     res.save(out, report=False)
@@ -1006,7 +1017,7 @@ def property_tamper(case: tuple[str, list[tuple[Any, ...]]]) -> None:
     import tempfile
     from pathlib import Path
 
-    from cnsim.check import check_results
+    from cnsim.reopen import check_run as check_results
 
     STATS["tampered"] += 1
     name, ops = case

@@ -17,8 +17,8 @@ from pathlib import Path
 import cnsim
 import polars as pl
 import pytest
-from cnsim.check import check_results
 from cnsim.errors import ScenarioError, ScenarioWarning
+from cnsim.reopen import check_run as check_results
 from cnsim.trace import TraceCapWarning, TraceMemoryWarning, pcap_header
 
 DATA = Path(__file__).parent / "data"
@@ -400,10 +400,17 @@ def _limited(limit: int):
     return pre
 
 
-def test_a_trace_write_error_exits_2_naming_out(tmp_path):
+@pytest.mark.parametrize(
+    "what, args, file",
+    [
+        ("a capture", ["--pcap", "B->D"], "B-to-D.seed0.pcapng"),
+        ("the event trace", ["--set", 'trace.events=["all"]', "--duration", "20"], "events.seed0.parquet"),
+    ],
+)
+def test_a_trace_write_error_exits_2_naming_out(tmp_path, what, args, file):
     out = tmp_path / "x"
     r = subprocess.run(
-        [sys.executable, "-m", "cnsim", "run", str(TWO), "--pcap", "B->D", "--no-report", "--out", str(out)],
+        [sys.executable, "-m", "cnsim", "run", str(TWO), *args, "--no-report", "--out", str(out)],
         capture_output=True,
         text=True,
         preexec_fn=_limited(200_000),
@@ -411,9 +418,7 @@ def test_a_trace_write_error_exits_2_naming_out(tmp_path):
     )
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(
-        f"error: --out {out}: cannot be written (B-to-D.seed0.pcapng: "
-    )
+    assert len(lines) == 1 and lines[0].startswith(f"error: --out {out}: cannot be written ({file}: "), lines
     assert "file size limit" in lines[0] and lines[0].endswith("nothing was saved")
     assert not out.exists()
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ScenarioError, ScenarioWarning
-from .runid import RUN_SEEDS, RUN_SHA256, mismatch, sha256
+from .runid import RUN_SEEDS, RUN_SHA256, crc32, mismatch, sha256
 
 #: summary.json's own CRC-32: of its text with this key null (`sealed_summary`).
 SUMMARY_CRC = "crc32"
@@ -44,17 +44,6 @@ def sealed_summary(summary: dict[str, Any]) -> str:
 
 def _summary_text(summary: dict[str, Any]) -> str:
     return json.dumps(summary, indent=2) + "\n"
-
-
-def crc32(path: str | Path) -> int:
-    """The CRC-32 of a file's bytes (zlib's), read 1 MB at a time."""
-    import zlib
-
-    crc = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            crc = zlib.crc32(chunk, crc)
-    return crc
 
 
 #: Parquet files every run's directory has, and the columns each must have to be read back.
@@ -248,11 +237,14 @@ def _seeds_text(seeds: Any) -> str:
     return str(seeds)
 
 
-def check_results(path: str | Path, full: bool = True) -> DirCheck:
-    """Checks the run's results directory `path` file by file (a sweep's:
-    `check_sweep`). Never raises for what it finds: see `DirCheck.problems`.
-    `full`: also read the trace's files whole for their CRC-32 (the tables'
-    are always read: `open_results` reads them anyway)."""
+def check_results(path: str | Path, full: bool = True, reopen: Any = None) -> DirCheck:
+    """Checks the run's results directory `path` file by file. Never raises
+    for what it finds: see `DirCheck.problems`. `full`: also read the
+    trace's files whole for their CRC-32 (the tables' are always read:
+    `open_results` reads them anyway). `reopen(path, summary)`: the Results
+    of a checked directory (cnsim.saved.read_checked), to compare
+    summary.json's values with what the files give (`cnsim check`:
+    cnsim.reopen.check)."""
     out = Path(path)
     d = DirCheck(out, full=full)
     if not out.is_dir():
@@ -310,22 +302,20 @@ def check_results(path: str | Path, full: bool = True) -> DirCheck:
     _check_timing(d)
     _check_trace(d, files)
     _check_others(d, files)
-    if d.full and d.ok and files:
-        _check_summary(d)
+    if reopen is not None and d.ok and files:
+        _check_summary(d, reopen)
     return d
 
 
-def _check_summary(d: DirCheck) -> None:
+def _check_summary(d: DirCheck, reopen: Any) -> None:
     """summary.json against what its tables give: the run reopened, its
     summary computed again, field by field (every value but the report's
     is derived from the files, to the last bit)."""
-    from .results import read_checked
-
     path = d.path / "summary.json"
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            d.results = read_checked(d.path, d.summary or {})
+            d.results = reopen(d.path, d.summary or {})
             got = d.results.summary_dict()
     except ScenarioError as e:
         d.add("summary.json", "its tables' summary", "unreadable", str(e))
@@ -663,35 +653,6 @@ def _check_others(d: DirCheck, files: dict[str, Any]) -> None:
             d.add(p.name, "the sweep point's values", "present")
         elif p.name not in RESULT_FILES:
             d.notes.append(f"{p.name}: not a file cnsim writes (left as it is)")
-
-
-def check_sweep(path: str | Path) -> list[DirCheck]:
-    """A sweep directory: sweep.json, and every point that finished (a point
-    not run yet is a note, not a problem: resuming the sweep runs it)."""
-    from .sweeps import read_meta
-    from .sweeps.store import damaged_points
-
-    out = Path(path)
-    meta = read_meta(out)  # a damaged sweep.json raises, naming it
-    head = DirCheck(out, title=f"sweep of {meta.get('scenario')}: {len(meta.get('points') or [])} points")
-    head.add("sweep.json", "the sweep's description", "readable")
-    checks = [head]
-    damaged = set(damaged_points(out, meta))
-    for p in meta.get("points") or []:
-        pdir = out / p["id"]
-        if not pdir.exists():
-            head.notes.append(f"{p['id']}: not run yet (resuming the sweep runs it)")
-            continue
-        if p["id"] in damaged:
-            head.add(
-                p["id"],
-                "a point's results",
-                "incomplete",
-                f"{pdir}: an incomplete point (resuming the sweep redoes it)",
-            )
-            continue
-        checks.append(check_results(pdir))
-    return checks
 
 
 def checked(path: str | Path) -> DirCheck:

@@ -453,7 +453,7 @@ def report_cmd(
     if (directory / SWEEP_JSON).is_file():
         import polars as pl
 
-        from .check import check_results
+        from .reopen import check_run
 
         meta = read_meta(directory)
         damaged = damaged_points(directory, meta)
@@ -465,7 +465,7 @@ def report_cmd(
         frame = sweep_frame(directory, meta)
         left_out = []
         for pid in frame["point"].unique(maintain_order=True).to_list() if len(frame) else []:
-            problems = check_results(directory / pid).problems
+            problems = check_run(directory / pid).problems
             if problems:
                 warn(f"{problems[0]}; the point is left out of the report (cnsim check {directory / pid})")
                 left_out.append(pid)
@@ -484,12 +484,11 @@ def check_cmd(
     """Check a results directory file by file against its summary.json: what is there, what
     the run wrote (rows, bytes, its identity, the trace and captures) and whether they agree.
     Exit 0 when whole, 2 (one line per problem, naming the file) when not."""
-    from .check import check_results, check_sweep
-    from .sweeps import SWEEP_JSON
+    from .reopen import check
 
     if not directory.is_dir():
         raise ScenarioError(f"check: {directory} is not a directory")
-    checks = check_sweep(directory) if (directory / SWEEP_JSON).is_file() else [check_results(directory)]
+    checks = check(directory)
     for d in checks:
         out.write(f"{d.path}" + (f": {d.title}" if d.title else "") + "\n")
         width = max((len(f.name) for f in d.files), default=0)

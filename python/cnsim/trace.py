@@ -119,26 +119,24 @@ def event_kinds() -> list[str]:
 
 
 def _time_window(time_ms: Any) -> tuple[int, int]:
-    """`time_ms=(t0, t1)` in ms as [t0, t1) in picoseconds (None: open end)."""
-    ok = isinstance(time_ms, tuple | list) and len(time_ms) == 2
-    vals = list(time_ms) if ok else []
-    if ok:
-        for v in vals:
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v != v):
-                ok = False
-    if not ok:
+    """`time_ms=(t0, t1)` in ms as [t0, t1) in picoseconds (None: an open end)."""
+
+    def ps(v: Any, open_end: int) -> int:
+        if v is None:
+            return open_end
+        if isinstance(v, bool) or not isinstance(v, int | float) or v != v:
+            raise ValueError
+        x = float(v) * 1e9
+        return 2**64 if x >= 2**64 else 0 if x <= 0 else int(round(x))
+
+    try:
+        if not isinstance(time_ms, tuple | list) or len(time_ms) != 2:
+            raise ValueError
+        return ps(time_ms[0], 0), ps(time_ms[1], 2**64)
+    except (ValueError, OverflowError):
         raise ScenarioError(
             f"events: time_ms={time_ms!r} is not allowed; expected (start_ms, end_ms), either None for open"
-        )
-    lo = (
-        0
-        if vals[0] is None
-        else max(0, int(round(float(vals[0]) * 1e9)))
-        if vals[0] != float("inf")
-        else 2**64
-    )
-    hi = 2**64 if vals[1] is None or vals[1] == float("inf") else max(0, int(round(float(vals[1]) * 1e9)))
-    return lo, hi
+        ) from None
 
 
 class TraceFiles:
@@ -301,7 +299,7 @@ class TraceFiles:
         """summary.json's `files` entries of the trace in results directory
         `out` (after `write`): events.parquet's rows and bytes, each
         capture's port, seed, frames and bytes."""
-        from .check import crc32
+        from .runid import crc32
 
         out = Path(out)
         files: dict[str, dict[str, Any]] = {}

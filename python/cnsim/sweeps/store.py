@@ -19,7 +19,8 @@ import polars as pl
 from ..engine import SeedRun
 from ..errors import ScenarioError
 from ..outdir import DirLock, atomic_write, lock
-from ..results import Results, read_results
+from ..results import Results
+from ..saved import read_results
 from ..scenario import Scenario
 from .grid import Point, _literal
 
