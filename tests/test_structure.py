@@ -164,7 +164,13 @@ def rust_graph(src: Path, with_tests: bool = True) -> dict[str, set[str]]:
     test_files = set()
     for rel, path in files.items():
         for m in re.finditer(r"#\[cfg\(test\)\]\s*mod\s+(\w+)\s*;", _code(path.read_text())):
-            stem = rel[:-3] if not rel.endswith(("mod.rs", "lib.rs")) else rel.rsplit("/", 1)[0] if "/" in rel else ""
+            stem = (
+                rel[:-3]
+                if not rel.endswith(("mod.rs", "lib.rs"))
+                else rel.rsplit("/", 1)[0]
+                if "/" in rel
+                else ""
+            )
             for cand in (f"{stem}/{m.group(1)}.rs".lstrip("/"), f"{stem}/{m.group(1)}/mod.rs".lstrip("/")):
                 if cand in files:
                     test_files.add(cand)

@@ -52,6 +52,7 @@ def _summary(pdir: Path) -> dict:
     s = json.loads((pdir / "summary.json").read_text())
     for k in WALL_CLOCK:
         s["engine"].pop(k, None)
+    s.pop("crc32", None)  # summary.json's own CRC-32 covers the wall-clock figures too
     return s
 
 

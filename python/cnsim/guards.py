@@ -202,3 +202,33 @@ def check_grid_size(points: int) -> None:
         raise ScenarioError(
             f"--grid: {points:,} points is not allowed; at most {MAX_GRID_POINTS:,} (split the sweep)"
         )
+
+
+def available_memory() -> int | None:
+    """Bytes this process may still take before the machine, its cgroup or
+    an address-space limit runs out: the least of MemAvailable
+    (/proc/meminfo), the cgroup's memory.max less its memory.current, and
+    what RLIMIT_AS leaves (or CNSIM_MEMORY_CAP when set); None when none
+    of them is known (not Linux)."""
+    env = os.environ.get("CNSIM_MEMORY_CAP")
+    found: list[int] = [_size(env)] if env else []
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+                    break
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+        if limit != "max":
+            with open("/sys/fs/cgroup/memory.current") as f:
+                found.append(max(0, int(limit) - int(f.read().strip())))
+    except (OSError, ValueError):
+        pass
+    left = address_space_left()
+    if left is not None:
+        found.append(left)
+    return min(found) if found else None

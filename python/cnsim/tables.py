@@ -108,6 +108,13 @@ class Table:
         keep = [i for i, m in enumerate(mask) if m]
         return self.take(keep)
 
+    def slice(self, start: int, stop: int) -> Table:
+        """Rows `start` to `stop` (typed columns: views of the same buffer, no copy)."""
+        out: dict[str, Column] = {}
+        for n, c in self._cols.items():
+            out[n] = c[start:stop]
+        return Table(out)
+
     def take(self, indices: Sequence[int]) -> Table:
         """The rows at `indices`, in that order (typed columns stay typed)."""
         out: dict[str, Column] = {}

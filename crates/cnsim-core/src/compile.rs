@@ -127,6 +127,7 @@ pub struct Trace {
     pub max_rows: u64,
     pub pcap: Vec<String>,
     pub snaplen: u32,
+    pub pcap_max_bytes: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -439,6 +440,7 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
             max_rows: t.max_rows,
             pcap: t.pcap.clone(),
             snaplen: t.snaplen,
+            pcap_max_bytes: t.pcap_max_bytes,
         }
     };
     Ok(SimConfig {

@@ -98,6 +98,9 @@ pub struct TraceConfig {
     /// Bytes of each frame a capture keeps (default: whole frames).
     #[serde(default = "default_snaplen")]
     pub snaplen: u32,
+    /// The captures of one seed stop at this many bytes, all ports together.
+    #[serde(default = "default_pcap_max_bytes")]
+    pub pcap_max_bytes: u64,
 }
 
 impl Default for TraceConfig {
@@ -112,6 +115,7 @@ impl Default for TraceConfig {
             max_rows: default_max_rows(),
             pcap: vec![],
             snaplen: default_snaplen(),
+            pcap_max_bytes: default_pcap_max_bytes(),
         }
     }
 }
@@ -129,6 +133,10 @@ fn default_max_rows() -> u64 {
 /// Whole frames (the simulated ones are at most 65,535 bytes).
 fn default_snaplen() -> u32 {
     65_535
+}
+/// 1 GB of captures per seed (a port at 10 Gbit/s fills about 1.3 MB per simulated ms).
+pub fn default_pcap_max_bytes() -> u64 {
+    1_000_000_000
 }
 
 /// Flows and their transport: flows given one by one and Poisson arrivals

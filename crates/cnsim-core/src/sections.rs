@@ -307,6 +307,12 @@ pub fn trace() -> Table {
         Range::ge(64.0).le(65535.0),
         "bytes of each frame a capture keeps (default: whole frames; payloads are zero); Wireshark labels a RoCEv2 data frame cut short 'Invalid Packet Length'",
     )
+    .int(
+        "pcap_max_bytes",
+        1_000_000_000,
+        Range::ge(1.0).le(4.611_686_018_427_388e18),
+        "bytes the captures of one seed may take, all ports together (the first frames; a warning says when the cap was reached)",
+    )
     .rule(&["from_ms", "to_ms"], "from_ms < to_ms", |v| {
         v.get("to_ms").is_none_or(|t| v.f("from_ms") < t)
     })

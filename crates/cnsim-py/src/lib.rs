@@ -37,6 +37,11 @@ create_exception!(
 );
 
 fn config_error(py: Python<'_>, e: ConfigError) -> PyErr {
+    if e.path == "trace" {
+        if let Some(os) = trace_os_error(&e.message) {
+            return os;
+        }
+    }
     let err = EngineConfigError::new_err(e.line());
     let value = err.value_bound(py);
     let _ = value.setattr("path", e.path.as_str());
@@ -161,6 +166,22 @@ fn shared_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Arc<SimC
         Ok(c) => Ok(Arc::clone(&c.get().cfg)),
         Err(_) => read_config(py, config).map(Arc::new),
     }
+}
+
+/// A trace file the engine could not write (`[trace: ]cannot write PATH:
+/// ... (os error N)`, from crate::trace and crate::io) as Python's
+/// `OSError(errno, strerror, filename)`, as other write errors are (see
+/// `write_error`): the caller names its output directory and the cause, as
+/// for a full disk or `ulimit -f` while saving. None for another error.
+fn trace_os_error(message: &str) -> Option<PyErr> {
+    let rest = message.strip_prefix("trace: ").unwrap_or(message);
+    let rest = rest.strip_prefix("cannot write ")?;
+    let code_at = rest.rfind(" (os error ")?;
+    let code: i32 = rest[code_at + 11..].strip_suffix(')')?.parse().ok()?;
+    let path = rest.split_once(": ").map_or(rest, |(p, _)| p);
+    let text = std::io::Error::from_raw_os_error(code).to_string();
+    let strerror = text.split(" (os error").next().unwrap_or(&text).to_string();
+    Some(PyOSError::new_err((code, strerror, path.to_string())))
 }
 
 /// A config given as a dict (the resolver's) or as JSON text.
@@ -386,7 +407,9 @@ impl Simulation {
     fn finish_if(&mut self, py: Python<'_>, done: bool) -> PyResult<bool> {
         if done {
             let mut sim = self.sim.take().expect("present");
-            let res = py.allow_threads(|| sim.finish()).map_err(PyRuntimeError::new_err)?;
+            let res = py
+                .allow_threads(|| sim.finish())
+                .map_err(|e| trace_os_error(&e).unwrap_or_else(|| PyRuntimeError::new_err(e)))?;
             self.result = Some(res);
         }
         Ok(done)

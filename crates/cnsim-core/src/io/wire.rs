@@ -325,6 +325,10 @@ fn roce(f: &WireFrame, snaplen: u32, opcode: u8, psn: u32, priority: u8, ecn: Ec
     let extra: usize = match (f.kind, opcode) {
         (_, OP_ACKNOWLEDGE) => 4, // AETH
         (_, OP_CNP) => 16,        // reserved
+        // At least 16 bytes of payload: Wireshark's RPC-over-RDMA heuristic
+        // reads the first 16 bytes of a SEND Last / Only and calls a shorter
+        // one (a flow's last frame of a few simulated bytes) malformed.
+        (FrameKind::Data, _) => 16,
         _ => 0,
     };
     // IPv4 20 + UDP 8 + BTH 12 + extra + ICRC 4, FCS 4.
@@ -470,6 +474,24 @@ mod tests {
         assert_eq!(b[18 + 28], OP_ACKNOWLEDGE);
         assert_eq!(&b[18 + 28 + 9..18 + 28 + 12], &[0, 0, 9], "PSN of the last frame received");
         assert_eq!(b[18 + 40], AETH_ACK);
+    }
+
+    /// Issue 37 item 12: a RoCEv2 data frame shorter than its headers (a
+    /// flow's last few bytes) is captured at 82 bytes, 16 bytes of payload
+    /// after the BTH (a shorter SEND Last reads as malformed in Wireshark).
+    #[test]
+    fn a_short_roce_data_frame_keeps_a_word_of_payload() {
+        let mut f = frame(FrameKind::Data);
+        f.flow = 5;
+        f.len = 16;
+        f.seq = 9;
+        f.n_frames = Some(10);
+        let (b, wire) = encode(&f, 65535);
+        assert_eq!(wire, 82);
+        assert_eq!(b.len(), 78);
+        assert_eq!(b[18 + 28], OP_SEND_LAST);
+        assert_eq!(u16::from_be_bytes([b[20], b[21]]), 60, "IPv4 length: 20 + 8 + 12 + 16 + 4");
+        assert_eq!(ipv4_checksum(&b[18..38]), 0);
     }
 
     /// The ICRC of a RoCEv2 packet whose value scapy computes the same way

@@ -295,6 +295,15 @@ impl<E: Copy + Default> Network<E> {
             let p = net
                 .port_by_name(&r.bridge, &r.via)
                 .ok_or_else(|| bad("no link from the bridge to 'via'"))?;
+            // A station forwards nothing: a next hop that is a station other
+            // than the destination would strand the frames there.
+            let v = net.ports[p as usize].peer;
+            if v != d && matches!(net.nodes[v as usize].kind, NodeKind::Station(_)) {
+                return Err(bad(&format!(
+                    "'via' is the station {}, which forwards nothing; a route goes via a bridge, or to its destination itself",
+                    r.via
+                )));
+            }
             net.router.set_override(bi, di, p);
         }
         net.router.densify();
