@@ -341,7 +341,7 @@ def test_a_lock_whose_file_was_removed_is_taken_again(tmp_path):
 
 def test_bench_scale_refuses_a_size_before_saying_it_runs():
     p = cli("bench", "--workload", "scale", "--hosts", "5")
-    refused(p, "error: --hosts: 5 is not allowed; expected one of 64, 512, 1000, 1024, 4096")
+    refused(p, "error: --hosts: 5 is not allowed; expected fat-tree sizes (64, 512, 1000, 1024, 4096)")
     assert "running" not in p.stdout + p.stderr
     refused(cli("bench", "--workload", "bogus"), "error: --workload: 'bogus' is not allowed")
     assert "scale" in cli("bench", "--workload", "bogus").stderr

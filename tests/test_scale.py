@@ -188,6 +188,29 @@ def test_bench_repeat_reports_the_fastest_of_its_runs():
     assert (fig["events"], fig["frames"]) == (once["events"], once["frames"])
 
 
+def test_bench_scale_runs_the_web_search_leaf_spines():
+    p = _cnsim("bench", "--workload", "scale", "--hosts", "128", "--duration-ms", "0.3", "--json")
+    assert p.returncode == 0, p.stderr
+    (row,) = json.loads(p.stdout)["sizes"]
+    assert row["fabric"] == "8 x 16 / 4 spines" and row["scheme"] == "dctcp + PAUSE"
+    assert row["build_s"] > 0 and row["events_per_frame"] > 1 and row["frames_delivered"] > 0
+    mixed = _cnsim("bench", "--workload", "scale", "--hosts", "64,128")
+    assert mixed.returncode == 2 and "--hosts: give sizes of one family" in mixed.stderr
+
+
+def test_a_fabric_of_more_than_65534_link_directions_runs():
+    """The port index is 32 bits: 300 leaves of one host each under 120
+    spines is 72,600 link directions (the 16-bit index stopped at 65,534),
+    and its flows are delivered and conserved."""
+    raw = fabric(leaves=300, spines=120, hosts_per_leaf=1, load=0.2)
+    raw["duration_ms"] = 0.05
+    sc = Scenario(raw)
+    assert len(sc.engine_config()["links"]) * 2 > 65534
+    res = cnsim.run(sc, progress=False)
+    (run,) = res.runs
+    assert run.frames["delivered"] > 0
+
+
 def test_best_of_keeps_each_sizes_fastest_run_and_the_largest_memory():
     from cnsim.benchscale import best_of
 
@@ -214,3 +237,23 @@ def test_explicit_routes_override_the_routing_function():
     raw["routes"] = [{"bridge": "L0", "dst": "H5", "via": "L3"}]
     with pytest.raises(ScenarioError, match=r"routes\[0\]: no link from the bridge to 'via'"):
         Scenario(raw).paths([("H0", "H5")])
+
+
+def test_a_long_step_says_what_it_does_and_a_short_one_nothing():
+    """The build of a large fabric is not silent: a Status line appears once
+    the step has taken its delay, and never for a step shorter than that."""
+    import time
+
+    from cnsim.executor import Status
+
+    with Status(True, "building", after_s=0.05) as long_step:
+        time.sleep(0.3)
+        assert long_step._live is not None
+    assert long_step._ended and not long_step._live.live.is_started
+    with Status(True, "building", after_s=5.0) as short_step:
+        pass
+    time.sleep(0.05)
+    assert short_step._live is None
+    with Status(False, "building", after_s=0.0) as hidden:
+        time.sleep(0.05)
+    assert hidden._live is None

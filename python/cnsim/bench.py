@@ -46,13 +46,15 @@ def bench(
         str,
         typer.Option(
             help="incast (performance.md); a built-in benchmark: singlehop, multihop, fattree; or scale "
-            "(fat trees of 64 to 4096 hosts, 10 ms at 85% uniform load, each in its own process)"
+            "(fat trees of 64 to 4096 hosts, 10 ms at 85% uniform load; or, by --hosts, web-search "
+            "leaf-spines of 128 to 65536 hosts, 2 ms; each size in its own process)"
         ),
     ] = "incast",
     hosts: Annotated[
         str | None,
         typer.Option(
-            help="scale: fabric sizes, comma-separated, of 64, 512, 1000, 1024, 4096 (default: 64,512,1024,4096)"
+            help="scale: fabric sizes, comma-separated: fat trees of 64, 512, 1000, 1024, 4096 (default: "
+            "64,512,1024,4096) or web-search leaf-spines of 128, 1536, 6144, 16384, 65536"
         ),
     ] = None,
     scheme: Annotated[
@@ -72,7 +74,7 @@ def bench(
 ) -> None:
     """Engine speed, one seed on one core: by default the 1-second 4-to-1 incast of
     performance.md (nocm); `--workload singlehop|multihop|fattree` times a 1 s benchmark scenario;
-    `--workload scale` fabrics of 64 to 4096 hosts; `--whole FILE...` whole `cnsim run` processes."""
+    `--workload scale` fabrics of 64 to 65,536 hosts; `--whole FILE...` whole `cnsim run` processes."""
     if whole or files:
         if not whole:
             raise ScenarioError(f"{files[0] if files else 'FILE'}: scenario files are timed with --whole")
@@ -102,7 +104,7 @@ def bench(
     if hosts is not None and workload != "scale":
         raise ScenarioError("--hosts: only the scale workload has fabric sizes")
     if workload == "scale":
-        _bench_scale(hosts, duration_ms or 10.0, scheme, pause, as_json, repeat)
+        _bench_scale(hosts, duration_ms, scheme, pause, as_json, repeat)
         return
     if workload == "incast":
         if scheme is not None or pause is not None:
@@ -230,9 +232,14 @@ def _bench_whole(files: list[str], repeat: int, as_json: bool) -> None:
 
 
 def _bench_scale(
-    hosts: str | None, ms: float, scheme: str | None, pause: bool | None, as_json: bool, repeat: int = 1
+    hosts: str | None,
+    ms: float | None,
+    scheme: str | None,
+    pause: bool | None,
+    as_json: bool,
+    repeat: int = 1,
 ) -> None:
-    from .benchscale import DEFAULT_HOSTS, best_of, check_sizes, run_sizes
+    from .benchscale import DEFAULT_HOSTS, DEFAULT_MS, best_of, family, run_sizes
 
     try:
         sizes = [int(h) for h in hosts.split(",")] if hosts else list(DEFAULT_HOSTS)
@@ -240,7 +247,9 @@ def _bench_scale(
         raise ScenarioError(
             f"--hosts: {hosts!r} is not allowed; expected sizes such as 64,512,4096"
         ) from None
-    check_sizes(sizes)  # before anything is said to run
+    kind = family(sizes)  # refused before anything is said to run
+    if ms is None:
+        ms = DEFAULT_MS[kind]
     rounds = []
     for _ in range(repeat):
         if as_json:
@@ -262,24 +271,29 @@ def _bench_scale(
         )
         return
     smallest = rows[0]["hosts"]
+    load = "85% uniform load" if kind == "fattree" else "web-search flows at 50% load"
     t = Table(
         "hosts",
-        "k, n",
+        "fabric",
+        "build",
         "events/s",
         f"vs {smallest:,} hosts",
+        "events/frame",
         "delivered frames/s",
         "engine wall",
         "wall with results",
         "peak memory",
-        title=f"cnsim bench: scale, {rows[0]['scheme']}, {ms:g} simulated ms at 85% uniform load, seed 0"
+        title=f"cnsim bench: scale, {rows[0]['scheme']}, {ms:g} simulated ms, {load}, seed 0"
         + (f", best of {repeat}" if repeat > 1 else ""),
     )
     for f in rows:
         t.add_row(
             f"{f['hosts']:,}",
-            f"{f['k']}, {f['n']}",
+            f["fabric"],
+            f"{f['build_s']:.2f} s",
             f"{f['events_per_s'] / 1e6:.2f} M",
             f"{f['events_per_s_vs_smallest']:.0%}",
+            f"{f['events_per_frame']:.1f}",
             f"{f['frames_delivered_per_s'] / 1e6:.2f} M",
             f"{f['engine_wall_s']:.2f} s",
             f"{f['wall_s_with_results']:.2f} s",

@@ -1,11 +1,22 @@
-"""`cnsim bench --workload scale`: the engine on fabrics of 64 to 4096 hosts.
+"""`cnsim bench --workload scale`: the engine on fabrics of 64 to 65,536 hosts.
 
-Each size is a k-ary n-tree with the bridges, stations and links of
-`fattree_hotspot` (scenarios.md section 7), every host at 85% load to
-uniform destinations, QCN-2pt without PAUSE, 10 simulated ms, seed 0, no
-hotspot and no traced ports. Each size runs in a process of its own, so the
-peak memory reported is that of a whole cnsim process: the scenario, the
-engine, the results (tables, series, metrics) as `cnsim.run` returns them.
+Two families of fabrics, chosen by the sizes asked for:
+
+- fat trees of 64, 512, 1,000, 1,024 and 4,096 hosts (the default): k-ary
+  n-trees with the bridges, stations and links of `fattree_hotspot`
+  (scenarios.md section 7), every host at 85% load to uniform
+  destinations, QCN-2pt without PAUSE, 10 simulated ms;
+- leaf-spines of 128, 1,536, 6,144, 16,384 and 65,536 hosts with the
+  web-search workload of `flows_websearch` (DCTCP with PFC, Poisson flow
+  arrivals at 50% of each host link, the DCTCP paper's flow sizes), 2
+  simulated ms: the 128-host fabric is the built-in scenario's.
+
+Seed 0, no hotspot and no traced ports. Each size runs in a process of its
+own, so the peak memory reported is that of a whole cnsim process: the
+scenario, the engine, the results (tables, series, metrics) as `cnsim.run`
+returns them. Each size reports the time from its scenario to the first
+event (`build_s`: the network built and checked by the engine), events per
+second, events per delivered frame and peak memory.
 
     python -m cnsim.benchscale HOSTS DURATION_MS [SCHEME] [PAUSE]   # one size, one JSON line
 """
@@ -28,15 +39,50 @@ from .errors import ScenarioError
 
 #: Hosts -> (k, n) of the fat tree.
 SIZES: dict[int, tuple[int, int]] = {64: (4, 3), 512: (8, 3), 1000: (10, 3), 1024: (32, 2), 4096: (16, 3)}
+#: Hosts -> (leaves, spines, hosts per leaf) of the web-search leaf-spine.
+LEAFSPINES: dict[int, tuple[int, int, int]] = {
+    128: (8, 4, 16),
+    1536: (96, 16, 16),
+    6144: (384, 48, 16),
+    16384: (512, 16, 32),
+    65536: (1024, 64, 64),
+}
 DEFAULT_HOSTS = (64, 512, 1024, 4096)
 LOAD = 0.85
+#: Simulated ms of each family when --duration is not given.
+DEFAULT_MS = {"fattree": 10.0, "leafspine": 2.0}
+
+
+def family(hosts: list[int]) -> str:
+    """The fabric family of `hosts` (fattree or leafspine), refusing a size
+    the scale workload does not have or sizes of both families together."""
+    for h in hosts:
+        if h not in SIZES and h not in LEAFSPINES:
+            raise ScenarioError(
+                f"--hosts: {h} is not allowed; expected fat-tree sizes ({', '.join(map(str, SIZES))}) "
+                f"or web-search leaf-spine sizes ({', '.join(map(str, LEAFSPINES))})"
+            )
+    kinds = {"fattree" if h in SIZES else "leafspine" for h in hosts}
+    if len(kinds) > 1:
+        raise ScenarioError(
+            "--hosts: give sizes of one family: fat trees "
+            f"({', '.join(map(str, SIZES))}) or web-search leaf-spines ({', '.join(map(str, LEAFSPINES))})"
+        )
+    return kinds.pop() if kinds else "fattree"
 
 
 def check_sizes(hosts: list[int]) -> None:
     """Refuses a fabric size the scale workload does not have."""
-    for h in hosts:
-        if h not in SIZES:
-            raise ScenarioError(f"--hosts: {h} is not allowed; expected one of {', '.join(map(str, SIZES))}")
+    family(hosts)
+
+
+def shape(hosts: int) -> str:
+    """How the fabric of `hosts` is built, for the table: "k, n" or leaves x hosts / spines."""
+    if hosts in SIZES:
+        k, n = SIZES[hosts]
+        return f"fat tree k={k}, n={n}"
+    leaves, spines, per_leaf = LEAFSPINES[hosts]
+    return f"{leaves} x {per_leaf} / {spines} spines"
 
 
 def scale_scenario(
@@ -45,7 +91,8 @@ def scale_scenario(
     """The scale workload's scenario for a fabric of `hosts` hosts."""
     from .scenario import Scenario
 
-    check_sizes([hosts])
+    if family([hosts]) == "leafspine":
+        return _websearch_scenario(hosts, duration_ms, scheme, pause)
     k, n = SIZES[hosts]
     raw = tomllib.loads((resources.files("cnsim") / "scenarios" / "fattree_hotspot.toml").read_text())
     raw.pop("hotspot")
@@ -58,6 +105,18 @@ def scale_scenario(
     if pause is not None:
         raw.setdefault("pause", {})["enabled"] = pause
     return Scenario(raw, source=f"<scale {hosts}>")
+
+
+def _websearch_scenario(hosts: int, duration_ms: float, scheme: str | None, pause: bool | None) -> Any:
+    from .scenario import Scenario
+
+    leaves, spines, per_leaf = LEAFSPINES[hosts]
+    raw = tomllib.loads((resources.files("cnsim") / "scenarios" / "flows_websearch.toml").read_text())
+    raw.update(name=f"scale_websearch_{hosts}", duration_ms=duration_ms, seeds=[0], scheme=scheme or "dctcp")
+    raw["topology"].update(leaves=leaves, spines=spines, hosts_per_leaf=per_leaf)
+    if pause is not None:
+        raw.setdefault("pause", {})["enabled"] = pause
+    return Scenario(raw, source=f"<scale websearch {hosts}>")
 
 
 def measure(
@@ -76,14 +135,15 @@ def measure(
     wall = max(r.engine["wall_s"], 1e-9)
     return {
         "hosts": hosts,
-        "k": SIZES[hosts][0],
-        "n": SIZES[hosts][1],
+        "fabric": shape(hosts),
         "scheme": sc.scheme + (" + PAUSE" if sc.pause else ""),
         "simulated_ms": duration_ms,
         "events": r.engine["events"],
         "events_per_s": r.engine["events"] / wall,
         "frames_delivered": r.frames["delivered"],
         "frames_delivered_per_s": r.frames["delivered"] / wall,
+        "events_per_frame": r.engine["events"] / max(r.frames["delivered"], 1),
+        "build_s": r.engine["build_s"],
         "engine_wall_s": r.engine["wall_s"],
         "wall_s_with_results": wall_total,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,

@@ -165,9 +165,11 @@ def run(
     from .runner import run as run_scenario
 
     backend = check_backend(backend, jobs, address)
+    from .executor import Status, show_progress
     from .outdir import RunDir, default_dir
 
-    sc = _scenario(scenario, scheme, pause, set_, seeds, seed, duration)
+    with Status(show_progress(None) and not as_json, f"reading {scenario}"):
+        sc = _scenario(scenario, scheme, pause, set_, seeds, seed, duration)
     if pcap:
         sc = sc.replace(
             **{"trace.pcap": [*sc.model.trace.pcap, *(p for p in pcap if p not in sc.model.trace.pcap)]}
@@ -213,7 +215,8 @@ def run(
         # and printed once the results are in place.
         shown: list[str] = []
         render = None if as_json else lambda: shown.append(_summary_text(sc, res, target, report))
-        rd.save(lambda tmp: res.write(tmp, report=report, while_writing=render))
+        with Status(show_progress(None) and not as_json, f"writing the results to {target}"):
+            rd.save(lambda tmp: res.write(tmp, report=report, while_writing=render))
     except BaseException:
         rd.abort()
         raise

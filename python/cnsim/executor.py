@@ -102,6 +102,53 @@ class ProgressBar:
             self.progress.update(self.task, count=self._count())
 
 
+class Status:
+    """A line on stderr saying what a long step is doing ("building the
+    network ..."), with a spinner and the seconds so far; it appears only
+    once the step has taken `after_s` (a small scenario shows nothing) and
+    disappears when the step ends. With `show` false it does nothing."""
+
+    def __init__(self, show: bool, text: str, after_s: float = 0.5):
+        self.show, self.text, self.after_s = show, text, after_s
+        self._timer: threading.Timer | None = None
+        self._live: Any = None
+        self._lock = threading.Lock()
+        self._ended = False
+
+    def _start(self) -> None:
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        with self._lock:
+            if self._ended:
+                return
+            live = Progress(
+                SpinnerColumn(),
+                TextColumn(self.text, markup=False),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            live.add_task(self.text, total=None)
+            live.start()
+            self._live = live
+
+    def __enter__(self) -> Status:
+        if self.show:
+            self._timer = threading.Timer(self.after_s, self._start)
+            self._timer.daemon = True
+            self._timer.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        with self._lock:
+            self._ended = True
+            if self._live is not None:
+                self._live.stop()
+
+
 def show_progress(progress: bool | None) -> bool:
     """`progress` None: show a bar when stderr is a terminal."""
     return sys.stderr.isatty() if progress is None else progress

@@ -31,7 +31,7 @@ from .scenario import Scenario
 from .tables import Table, write_parquet
 
 #: Engine fields that depend on the machine, not on (scenario, seed).
-WALL_CLOCK_FIELDS = ("wall_s", "events_per_s", "frames_delivered_per_s", "sim_speed")
+WALL_CLOCK_FIELDS = ("wall_s", "build_s", "events_per_s", "frames_delivered_per_s", "sim_speed")
 
 #: The engine's wall time per seed (the one file that differs between two runs).
 TIMING_JSON = "timing.json"

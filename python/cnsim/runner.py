@@ -60,7 +60,10 @@ def run(
     from .guards import check_run_memory
 
     check_run_memory(scenario)
-    config = scenario.compiled()  # checked once; every seed runs from it
+    from .executor import Status, show_progress
+
+    with Status(show_progress(progress), f"{scenario.name}: building and checking the network"):
+        config = scenario.compiled()  # checked once; every seed runs from it
     for w in [
         *scenario.engine_warnings(),
         *unintended(scenario),

@@ -41,10 +41,11 @@ from .declarations import declarations, limits
 from .errors import ScenarioError
 from .parameters import READERS, Record, TableError, record, shown
 
-#: Most hosts a generated fabric may have.
-MAX_HOSTS = 16384
-#: Most link directions (ports) the engine indexes.
-MAX_DIRECTIONS = 65534
+#: Most stations, and most link directions (ports), the engine indexes: an
+#: event names either by a 22-bit index (`engine::queue::MAX_INDEX`).
+#: Memory sets the practical size first (docs/performance.md: bytes per
+#: port and per host); `guards.check_run_memory` refuses what will not fit.
+MAX_HOSTS = MAX_DIRECTIONS = int(limits()["max_index"])
 
 # The engine's limits of a rate (its integer bit/s; `params::limits`).
 MAX_GBPS = limits()["max_gbps"]

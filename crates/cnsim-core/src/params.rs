@@ -45,6 +45,8 @@ pub fn limits() -> Value {
         "min_gbps": MIN_GBPS,
         "max_gbps": MAX_GBPS,
         "max_u32": MAX_U32,
+        // Stations and link directions are named by an event's index.
+        "max_index": crate::engine::queue::MAX_INDEX,
     })
 }
 

@@ -622,7 +622,10 @@ pub struct RunCounters<'a> {
 #[derive(Debug, Clone, Serialize)]
 pub struct EngineFigures {
     pub events: u64,
+    /// Wall seconds running events.
     pub wall_s: f64,
+    /// Wall seconds building and checking the network before the first event.
+    pub build_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]

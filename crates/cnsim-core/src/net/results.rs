@@ -7,20 +7,21 @@ use super::ctx::Ctx;
 use super::fabric::Fabric;
 use super::hosts::Hosts;
 use super::node::NodeKind;
+use super::sim::Wall;
 use crate::engine::Time;
 use crate::scheme::Scheme;
 use crate::stats::{self, FrameCounts, RunResult, Stats};
 use crate::trace::Tracer;
 
 /// The results of a run whose statistics (in `ctx`) are closed and whose
-/// frames are counted (`frames`), after `wall_s` seconds of wall time;
+/// frames are counted (`frames`), with its wall times (`wall`);
 /// `window_names` name the statistics' windows in order.
 pub(crate) fn build_result<S: Scheme, T: Tracer<S>>(
     ctx: &Ctx<S, T>,
     fabric: &Fabric<S>,
     hosts: &Hosts<S>,
     window_names: &[String],
-    wall_s: f64,
+    wall: Wall,
     frames: FrameCounts,
 ) -> RunResult {
     Results {
@@ -28,7 +29,7 @@ pub(crate) fn build_result<S: Scheme, T: Tracer<S>>(
         fabric,
         hosts,
         window_names,
-        wall_s,
+        wall,
     }
     .build(frames)
 }
@@ -38,7 +39,7 @@ struct Results<'a, S: Scheme, T: Tracer<S>> {
     fabric: &'a Fabric<S>,
     hosts: &'a Hosts<S>,
     window_names: &'a [String],
-    wall_s: f64,
+    wall: Wall,
 }
 
 impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
@@ -150,7 +151,8 @@ impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
             frames,
             engine: stats::EngineFigures {
                 events: self.ctx.q.popped(),
-                wall_s: self.wall_s,
+                wall_s: self.wall.run_s,
+                build_s: self.wall.build_s,
             },
             windows: self.window_results(),
             flows,

@@ -39,6 +39,15 @@ fn prefetch_line(addr: *const u8) {
     let _ = addr;
 }
 
+/// Wall-clock seconds of a run, for the engine's figures.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Wall {
+    /// Building and checking the network (`NetSim::new`).
+    pub build_s: f64,
+    /// Running events.
+    pub run_s: f64,
+}
+
 /// One run of one scenario with scheme `S`, traced by `T` (by default
 /// [`NoTrace`]: no trace, every hook compiled away).
 pub struct NetSim<S: Scheme, T: Tracer<S> = NoTrace> {
@@ -53,7 +62,9 @@ pub struct NetSim<S: Scheme, T: Tracer<S> = NoTrace> {
     pub(crate) warnings: Vec<String>,
     /// The event loop prefetches (a large network in a calendar-queue run).
     pub(crate) prefetch: bool,
-    pub(crate) wall_s: f64,
+    /// Wall time spent building the network and running events (engine
+    /// figures only: never part of a result).
+    pub(crate) wall: Wall,
     pub(crate) finished: bool,
 }
 
@@ -76,6 +87,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         scheme: S,
         tracer: impl FnOnce(TracePlan, TraceNet) -> Result<T, ConfigError>,
     ) -> Result<Self, ConfigError> {
+        let started = Instant::now();
         let Assembled {
             ctx,
             fabric,
@@ -92,7 +104,10 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             window_names: cfg.windows.iter().map(|w| w.name.clone()).collect(),
             warnings,
             prefetch,
-            wall_s: 0.0,
+            wall: Wall {
+                build_s: started.elapsed().as_secs_f64(),
+                run_s: 0.0,
+            },
             finished: false,
         })
     }
@@ -118,7 +133,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         } else {
             self.ctx.now = self.ctx.now.max(t);
         }
-        self.wall_s += started.elapsed().as_secs_f64();
+        self.wall.run_s += started.elapsed().as_secs_f64();
         self.ctx.now >= self.ctx.run.duration
     }
 
@@ -294,7 +309,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         frames
             .check_conservation()
             .map_err(|books| format!("frame conservation violated (seed {}): {books}", ctx.run.seed))?;
-        let mut result = super::results::build_result(&self.ctx, &self.fabric, &self.hosts, &self.window_names, self.wall_s, frames);
+        let mut result = super::results::build_result(&self.ctx, &self.fabric, &self.hosts, &self.window_names, self.wall, frames);
         result.trace = trace;
         Ok(result)
     }
