@@ -5,13 +5,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
-echo "== cargo fmt / clippy"
+echo "== cargo fmt / clippy (${SECONDS} s so far)"
 cargo fmt --all -- --check
 cargo clippy --release --workspace --all-targets -q -- -D warnings
-echo "== cargo test (engine)"
+echo "== cargo test (engine) (${SECONDS} s so far)"
 cargo test --profile test-release -p cnsim-core -q
 echo "== ruff"
 ruff check python tests scripts
 ruff format --check python tests scripts
-echo "== pytest"
-python -m pytest -q "$@"
+echo "== pytest (${SECONDS} s so far)"
+# Two workers on a two-core machine (pytest-xdist; CNSIM_TEST_WORKERS=0 runs
+# in one process): tests are independent (each its own tmp_path), and
+# worksteal keeps both busy while the longest ones run.
+python -m pytest -q -n "${CNSIM_TEST_WORKERS:-auto}" --dist worksteal "$@"
+echo "== done in ${SECONDS} s"
