@@ -525,8 +525,9 @@ pub fn node() -> Table {
     })
 }
 
-/// Most hosts a generated fabric may have.
-pub const MAX_HOSTS: f64 = 16384.0;
+/// Most hosts a generated fabric may have: as many stations as the engine
+/// indexes (`params::MAX_STATIONS`).
+pub const MAX_HOSTS: f64 = crate::params::MAX_STATIONS as f64;
 
 /// The traffic of a generated fabric's hosts (fattree, leafspine).
 fn traffic(t: Table) -> Table {
@@ -590,7 +591,7 @@ pub fn topology_fattree() -> Table {
         true,
     )
     .int("k", 4, Range::ge(2.0).le(64.0), "arity: each switch has k ports down and k up")
-    .int("n", 3, Range::ge(2.0).le(12.0), "levels of switches; k**n hosts, at most 16384")
+    .int("n", 3, Range::ge(2.0).le(12.0), "levels of switches; k**n hosts (at most as many stations as the engine indexes)")
 }
 
 /// `[topology] generator = "leafspine"`.
