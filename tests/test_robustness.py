@@ -324,7 +324,7 @@ def test_a_second_ctrl_c_exits_at_once(tmp_path):
             "error: --set trace.rate_limiters: 'S1|X'",
         ),
         (
-            ["run", "fattree_hotspot", "--set", "topology.n=12", "--set", "topology.k=2"],
+            ["run", "fattree_hotspot", "--set", "topology.n=4", "--set", "topology.k=64"],
             "error: --set topology.k / topology.n:",
         ),
         (
