@@ -40,6 +40,30 @@ def test_fattree_shape_and_up_port_routing():
     assert hops == {2: 64 * 3, 4: 64 * 12, 6: 64 * 48}
 
 
+def test_a_fabric_beyond_what_the_engine_indexes_is_refused_before_it_is_generated():
+    """The host and link-direction limits are the engine's (`params::MAX_STATIONS`,
+    `MAX_PORTS`: its event index), read from declarations.json, not written
+    in Python; a fabric past them is refused naming the generator's keys."""
+    from cnsim.declarations import limits
+    from cnsim.scenario import ScenarioError
+
+    top = int(limits()["max_stations"])
+    assert top == int(limits()["max_ports"]) == 2**22 - 1
+    with pytest.raises(ScenarioError) as e:
+        fattree(64, 4)  # 16,777,216 hosts
+    assert e.value.param == "topology.k / topology.n"
+    assert f"at most {top:,}" in str(e.value)
+    with pytest.raises(ScenarioError) as e:
+        load("baseline").replace(
+            topology={"generator": "leafspine", "leaves": 4096, "hosts_per_leaf": 1025, "spines": 2}
+        )
+    assert e.value.param == "topology.leaves / topology.hosts_per_leaf"
+    # Past the old 16-bit caps (16,384 hosts, 65,534 directions): allowed.
+    nodes, links = fattree(16, 4)  # 65,536 hosts
+    assert sum(n["kind"] == "station" for n in nodes) == 65_536
+    assert 2 * len(links) > 65_534
+
+
 @pytest.mark.slow
 def test_fattree_uniform_traffic_loads_the_up_links_evenly():
     sc = load("fattree_hotspot", scheme="nocm", seeds=[0]).replace(

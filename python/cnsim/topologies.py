@@ -41,13 +41,11 @@ from .declarations import declarations, limits
 from .errors import ScenarioError
 from .parameters import READERS, Record, TableError, record, shown
 
-#: Most stations, and most link directions (ports), the engine indexes: an
-#: event names either by a 22-bit index (`engine::queue::MAX_INDEX`).
-#: Memory sets the practical size first (docs/performance.md: bytes per
-#: port and per host); `guards.check_run_memory` refuses what will not fit.
-MAX_HOSTS = MAX_DIRECTIONS = int(limits()["max_index"])
-
-# The engine's limits of a rate (its integer bit/s; `params::limits`).
+# The engine's limits (`params::limits`, declared once there): stations and
+# link directions it indexes (a fabric beyond them is refused before it is
+# generated), and a rate's (its integer bit/s).
+MAX_HOSTS = int(limits()["max_stations"])
+MAX_DIRECTIONS = int(limits()["max_ports"])
 MAX_GBPS = limits()["max_gbps"]
 MIN_GBPS = limits()["min_gbps"]
 
@@ -134,7 +132,7 @@ def fattree(k: int, n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
         raise ScenarioError.at("topology", f"a fat tree needs k >= 2 and n >= 2 (got k = {k}, n = {n})")
     if k**n > MAX_HOSTS:
         raise ScenarioError.at(
-            "topology.k / topology.n", f"k = {k}, n = {n} gives {k**n} hosts; at most {MAX_HOSTS}"
+            "topology.k / topology.n", f"k = {k}, n = {n} gives {k**n:,} hosts; at most {MAX_HOSTS:,}"
         )
     directions = 2 * (k**n + (n - 1) * k ** (n - 1) * k)
     if directions > MAX_DIRECTIONS:
@@ -167,7 +165,7 @@ def leafspine(t: Any, default_gbps: float) -> tuple[list[dict[str, Any]], list[d
     if hosts > MAX_HOSTS:
         raise ScenarioError.at(
             "topology.leaves / topology.hosts_per_leaf",
-            f"{t.leaves} x {t.hosts_per_leaf} = {hosts} hosts; at most {MAX_HOSTS}",
+            f"{t.leaves} x {t.hosts_per_leaf} = {hosts:,} hosts; at most {MAX_HOSTS:,}",
         )
     if t.spine_gbps is not None and t.oversubscription is not None:
         raise ScenarioError.at(

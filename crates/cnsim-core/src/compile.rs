@@ -23,8 +23,7 @@ use std::fmt;
 
 /// Stations up to which `stats.per_flow = "auto"` keeps per-flow counters.
 pub const PER_FLOW_AUTO_STATIONS: usize = 256;
-/// Per-flow time series only when the scenario has at most this many flows.
-pub const MAX_TRACED_FLOWS: usize = 64;
+pub use crate::config::MAX_TRACED_FLOWS;
 
 /// What the front end hands the compiler: the scenario as read (its
 /// sections in the user's units; keys the compiler does not read are

@@ -127,16 +127,25 @@ impl TraceConfig {
     }
 }
 
+/// A declared default (`table`'s `key`), as a whole number: serde's
+/// defaults read the declaration, so each default is written once.
+fn declared(table: crate::params::Table, key: &str) -> u64 {
+    table.defaults()[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{}.{key} is declared a whole number", table.name))
+}
+
+/// The declared default (`sections::trace`).
 fn default_max_rows() -> u64 {
-    10_000_000
+    declared(crate::sections::trace(), "max_rows")
 }
-/// Whole frames (the simulated ones are at most 65,535 bytes).
+/// The declared default (`sections::trace`): whole frames.
 fn default_snaplen() -> u32 {
-    65_535
+    declared(crate::sections::trace(), "snaplen") as u32
 }
-/// 1 GB of captures per seed (a port at 10 Gbit/s fills about 1.3 MB per simulated ms).
+/// The declared default (`sections::trace`): captures per seed.
 pub fn default_pcap_max_bytes() -> u64 {
-    1_000_000_000
+    declared(crate::sections::trace(), "pcap_max_bytes")
 }
 
 /// Flows and their transport: flows given one by one and Poisson arrivals
@@ -174,11 +183,16 @@ impl Default for TransportConfig {
     }
 }
 
+/// The declared default (`sections::workload`).
 fn default_ack_every() -> u32 {
-    1
+    declared(crate::sections::workload(), "ack_every") as u32
 }
+/// The declared default (`sections::workload`'s `rto_us`), in picoseconds.
 fn default_rto_ps() -> Time {
-    4_000_000_000 // 4 ms
+    let us = crate::sections::workload().defaults()["rto_us"]
+        .as_f64()
+        .expect("rto_us is declared a number");
+    (us * PS_PER_US as f64).round_ties_even() as Time
 }
 
 /// One flow: `size_bytes` from `src` to `dst`, starting at `start_ps`.
@@ -212,14 +226,18 @@ fn max_time() -> Time {
     Time::MAX
 }
 
+/// The declared default (`sections::defaults`).
 fn default_frame_bytes() -> u32 {
-    1500
+    declared(crate::sections::defaults(), "frame_bytes") as u32
 }
+/// The declared default (`sections::defaults`).
 fn default_control_frame_bytes() -> u32 {
-    64
+    declared(crate::sections::defaults(), "control_frame_bytes") as u32
 }
+/// Per-flow time series only when the scenario has at most this many flows.
+pub const MAX_TRACED_FLOWS: usize = 64;
 fn default_max_traced_flows() -> usize {
-    64
+    MAX_TRACED_FLOWS
 }
 fn default_true() -> bool {
     true
@@ -391,8 +409,11 @@ pub struct BridgeConfig {
     pub dt_alpha: f64,
 }
 
+/// The declared default (`sections::bridge`).
 fn default_dt_alpha() -> f64 {
-    1.0
+    crate::sections::bridge().defaults()["dt_alpha"]
+        .as_f64()
+        .expect("dt_alpha is declared a number")
 }
 
 /// A full-duplex link; both directions start at `rate_bps`.
@@ -457,8 +478,9 @@ pub struct PauseConfig {
     pub quanta: u16,
 }
 
+/// The declared default (`sections::pause`).
 fn default_quanta() -> u16 {
-    65535
+    declared(crate::sections::pause(), "quanta") as u16
 }
 
 impl Default for PauseConfig {

@@ -35,18 +35,25 @@ pub const MAX_GBPS: f64 = 1e6;
 /// A whole number's largest value unless its range says otherwise (u32).
 pub const MAX_U32: f64 = u32::MAX as f64;
 
+/// Most stations a network may hold, and most link directions (ports): an
+/// event names the station or port it is for by its key's index field
+/// (`engine::queue::MAX_INDEX`, 22 bits); frames and ports hold 32-bit ids.
+pub const MAX_STATIONS: u64 = crate::engine::queue::MAX_INDEX as u64;
+/// See [`MAX_STATIONS`].
+pub const MAX_PORTS: u64 = crate::engine::queue::MAX_INDEX as u64;
+
 /// The engine's limits on the user's values, as data (declarations.json:
 /// the Python layer's one source of them).
 pub fn limits() -> Value {
     json!({
+        "max_stations": MAX_STATIONS,
+        "max_ports": MAX_PORTS,
         "max_ms": MAX_MS,
         "max_us": MAX_US,
         "max_bytes": MAX_BYTES,
         "min_gbps": MIN_GBPS,
         "max_gbps": MAX_GBPS,
         "max_u32": MAX_U32,
-        // Stations and link directions are named by an event's index.
-        "max_index": crate::engine::queue::MAX_INDEX,
     })
 }
 

@@ -526,9 +526,8 @@ pub fn node() -> Table {
 }
 
 /// Most hosts a generated fabric may have: as many stations as the engine
-/// indexes (an event names a station by a 22-bit index); memory sets the
-/// practical size first (docs/performance.md).
-pub const MAX_HOSTS: f64 = crate::engine::queue::MAX_INDEX as f64;
+/// indexes (`params::MAX_STATIONS`).
+pub const MAX_HOSTS: f64 = crate::params::MAX_STATIONS as f64;
 
 /// The traffic of a generated fabric's hosts (fattree, leafspine).
 fn traffic(t: Table) -> Table {
@@ -592,7 +591,7 @@ pub fn topology_fattree() -> Table {
         true,
     )
     .int("k", 4, Range::ge(2.0).le(64.0), "arity: each switch has k ports down and k up")
-    .int("n", 3, Range::ge(2.0).le(12.0), "levels of switches; k**n hosts")
+    .int("n", 3, Range::ge(2.0).le(12.0), "levels of switches; k**n hosts (at most as many stations as the engine indexes)")
 }
 
 /// `[topology] generator = "leafspine"`.

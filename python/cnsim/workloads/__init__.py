@@ -25,7 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..declarations import declarations
+from ..declarations import declarations, limits
 from ..errors import ScenarioError
 
 BUILTIN_CDFS = ("websearch", "hadoop")
@@ -75,13 +75,14 @@ def parse_cdf(text: str, source: str) -> list[tuple[float, float]]:
 
 
 def check_points(points: list[tuple[float, float]], source: str) -> None:
-    """The rules of a CDF: at least two points, sizes in 0..2^40 bytes and
+    """The rules of a CDF: at least two points, sizes in 0..max_bytes (the
+    engine's limit, `params::MAX_BYTES`: 2^40) and
     probabilities in 0..1, both non-decreasing, the last probability 1, and
     some size of at least 1 byte."""
     if len(points) < 2:
         raise ScenarioError.at("workload.cdf", f"{source}: at least two points are needed")
     for i, (s, p) in enumerate(points):
-        if not (0 <= s <= 2**40) or not (0 <= p <= 1):
+        if not (0 <= s <= limits()["max_bytes"]) or not (0 <= p <= 1):
             raise ScenarioError.at(
                 "workload.cdf", f"{source} point {i}: size {s} or probability {p} out of range"
             )
@@ -349,7 +350,11 @@ def transport(w: Any, hosts: list[str], rate_bps: dict[str, float], duration_ms:
             }
         )
         return out
-    size = w.size_bytes if w.size_bytes is not None else (1 << 40 if w.kind == "long_lived" else 500_000)
+    size = (
+        w.size_bytes
+        if w.size_bytes is not None
+        else (int(limits()["max_bytes"]) if w.kind == "long_lived" else 500_000)
+    )
     if w.kind == "permutation":
         n = len(hosts)
         shift = max(n // 2, 1)

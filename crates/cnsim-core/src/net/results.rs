@@ -7,11 +7,19 @@ use super::ctx::Ctx;
 use super::fabric::Fabric;
 use super::hosts::Hosts;
 use super::node::NodeKind;
-use super::sim::Wall;
 use crate::engine::Time;
 use crate::scheme::Scheme;
 use crate::stats::{self, FrameCounts, RunResult, Stats};
 use crate::trace::Tracer;
+
+/// Wall-clock seconds of a run, for the engine's figures.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Wall {
+    /// Building and checking the network (`NetSim::new`).
+    pub build_s: f64,
+    /// Running events.
+    pub run_s: f64,
+}
 
 /// The results of a run whose statistics (in `ctx`) are closed and whose
 /// frames are counted (`frames`), with its wall times (`wall`);

@@ -9,6 +9,7 @@ use super::ctx::*;
 use super::fabric::Fabric;
 use super::hosts::Hosts;
 use super::port::{Port, PortId, NO_PEER_BRIDGE, WIRE_DATA};
+use super::results::Wall;
 use super::station::Station;
 use crate::config::{ConfigError, SimConfig};
 use crate::engine::Time;
@@ -37,15 +38,6 @@ fn prefetch_line(addr: *const u8) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = addr;
-}
-
-/// Wall-clock seconds of a run, for the engine's figures.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Wall {
-    /// Building and checking the network (`NetSim::new`).
-    pub build_s: f64,
-    /// Running events.
-    pub run_s: f64,
 }
 
 /// One run of one scenario with scheme `S`, traced by `T` (by default

@@ -8,10 +8,10 @@ use super::port::{Port, PortId, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
 use super::routing::Router;
 use super::station::{gap_table, Dest, Station};
 use crate::config::{fail, BufferMode, ConfigError, DestConfig, PauseTrigger, SimConfig};
-use crate::engine::queue::MAX_INDEX;
 use crate::engine::rng::stream;
 use crate::engine::time::serialization_ps;
 use crate::engine::Time;
+use crate::params::{MAX_PORTS, MAX_STATIONS};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub struct Network<E> {
@@ -60,11 +60,11 @@ impl<E: Copy + Default> Network<E> {
                 ports: vec![],
             });
         }
-        if cfg.stations.len() > MAX_INDEX as usize {
+        if cfg.stations.len() as u64 > MAX_STATIONS {
             // Stations name events (their sources') by index.
             return fail(
                 "nodes",
-                format!("{} stations is too many (at most {MAX_INDEX})", cfg.stations.len()),
+                format!("{} stations is too many (at most {MAX_STATIONS})", cfg.stations.len()),
             );
         }
         for (i, b) in cfg.bridges.iter().enumerate() {
@@ -130,10 +130,10 @@ impl<E: Copy + Default> Network<E> {
             nodes[a as usize].ports.push(pa);
             nodes[b as usize].ports.push(pb);
         }
-        if ports.len() > MAX_INDEX as usize {
+        if ports.len() as u64 > MAX_PORTS {
             return fail(
                 "links",
-                format!("{} link directions is too many (at most {MAX_INDEX})", ports.len()),
+                format!("{} link directions is too many (at most {MAX_PORTS})", ports.len()),
             );
         }
 
