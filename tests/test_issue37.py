@@ -570,3 +570,19 @@ def test_a_sweep_report_with_no_finished_flow_is_written(cli, tmp_path):
         "no flow finished" in (out / "report.html").read_text()
         or (out / "sweep-slowdown-by-size.png").is_file()
     )
+
+
+def test_a_changed_wall_time_in_timing_json_is_refused_not_read_back(tmp_path):
+    """timing.json is outside summary.json's CRC-sealed file list (its figures
+    differ between runs): a changed digit in it must not be reopened as the
+    run's engine.wall_s (found by the fuzz campaign's tamper property)."""
+    sc = cnsim.load(str(DATA / "two_to_one.toml"), seeds=[0, 1]).replace(duration_ms=1.0)
+    out = tmp_path / "r"
+    _quiet(cnsim.run, sc, progress=False).save(out, report=False)
+    timing = json.loads((out / "timing.json").read_text())
+    timing["wall_s"][1] += 1.0
+    (out / "timing.json").write_text(json.dumps(timing))
+    c = check_results(out)
+    assert not c.ok and any("timing.json: its wall times do not add up" in p for p in c.problems), c.problems
+    with pytest.raises(ScenarioError, match="timing.json: its wall times do not add up"):
+        _quiet(cnsim.open_results, out)

@@ -18,6 +18,7 @@ checked for what it can be: presence, identity, readability."""
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -514,6 +515,20 @@ def _check_timing(d: DirCheck) -> None:
             "another run's",
             f"{path}: from another run (scenario SHA-256 or seeds differ from summary.json's); "
             "the results directory is mixed",
+        )
+        return
+    # timing.json is the one file outside summary.json's CRC-sealed list (its
+    # figures differ between two runs of the same seeds): its wall times must
+    # add up to the engine.wall_s summary.json records, or a changed byte in
+    # it would be read back as the run's.
+    recorded = ((d.summary or {}).get("engine") or {}).get("wall_s")
+    total = sum(x for x in t["wall_s"] if x is not None)
+    if isinstance(recorded, int | float) and not math.isclose(total, recorded, rel_tol=1e-9, abs_tol=1e-12):
+        d.add(
+            "timing.json",
+            f"wall times adding up to {recorded} s",
+            f"{total} s",
+            f"{path}: its wall times do not add up to summary.json's engine.wall_s; the results directory is damaged",
         )
         return
     d.add("timing.json", f"{len(seeds)} wall times", "agrees")
