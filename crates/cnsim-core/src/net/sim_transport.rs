@@ -10,17 +10,14 @@ use super::topology::{NodeKind, NO_ROUTE};
 use super::transport::*;
 use crate::config::{fail, BufferMode, ConfigError, SimConfig};
 use crate::engine::queue::MAX_INDEX;
-use crate::engine::rng::{stream, Stream};
 use crate::engine::time::serialization_ps;
-use crate::engine::{Time, PS_PER_S};
+use crate::engine::Time;
 use crate::frame::{Frame, FrameKind};
 use crate::scheme::{AckKind, NetView, PathView, RlCore, Scheme};
 use crate::stats::QueueTrace;
 use crate::stats::{FlowRecord, TransportCounters};
 use crate::trace::{Kind, Reason, Site, Tracer};
-use rand::Rng;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     /// Resolves the configuration's flows and arrival processes; schedules
@@ -52,21 +49,8 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 .iter()
                 .map(|n| station(format!("workload: arrivals[{i}]"), n))
                 .collect::<Result<_, _>>()?;
-            let cdf: Arc<[(f64, f64)]> = a.cdf.clone().into();
-            let dests: Arc<[u16]> = members.clone().into();
-            for &s in &members {
-                let name = self.net.station_name(s as usize).to_string();
-                gens.push(FlowGen {
-                    station: s,
-                    mean_gap_ps: PS_PER_S as f64 / a.rate_per_s,
-                    me: dests.iter().position(|&d| d == s),
-                    dests: dests.clone(),
-                    cdf: cdf.clone(),
-                    start: a.start_ps,
-                    end: a.end_ps.min(self.duration),
-                    rng: stream(self.seed, &format!("{name}/flows/{i}")),
-                });
-            }
+            let name = |s: u16| self.net.station_name(s as usize).to_string();
+            gens.extend(FlowGen::for_arrivals(a, i, &members, name, self.seed, self.duration));
         }
         if flows.len() > MAX_INDEX as usize || gens.len() > MAX_INDEX as usize {
             return fail("flows", format!("more than {MAX_INDEX} flows or arrival processes"));
@@ -90,8 +74,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         }
         let mut live = 0;
         for (g, gen) in gens.iter_mut().enumerate() {
-            let first = gen.start.saturating_add(exp_gap(gen.mean_gap_ps, &mut gen.rng));
-            if first < gen.end {
+            if let Some(first) = gen.first_arrival() {
                 self.q.push(first, EV_FLOW_ARRIVAL, g as u32);
                 live += 1;
             }
@@ -221,17 +204,8 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     pub(crate) fn on_flow_arrival(&mut self, g: u32) {
         let now = self.now;
         let gen = &mut self.tp.gens[g as usize];
-        let size = sample_cdf(&gen.cdf, gen.rng.gen::<f64>());
-        let n = gen.dests.len();
-        let dst = match gen.me {
-            Some(m) => {
-                let r = gen.rng.gen_range(0..n - 1);
-                gen.dests[if r >= m { r + 1 } else { r }]
-            }
-            None => gen.dests[gen.rng.gen_range(0..n)],
-        };
-        let next = now.saturating_add(exp_gap(gen.mean_gap_ps, &mut gen.rng));
-        let (src, end) = (gen.station, gen.end);
+        let (dst, size, next) = gen.next_flow(now);
+        let src = gen.station;
         if self.tp.flows.len() >= MAX_INDEX as usize {
             // Flow ids index events: more cannot be named. The run fails in
             // `finish`; this process stops rather than go on drawing flows.
@@ -239,10 +213,9 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             self.tp.gens_live -= 1;
             return;
         }
-        if next < end {
-            self.q.push(next, EV_FLOW_ARRIVAL, g);
-        } else {
-            self.tp.gens_live -= 1;
+        match next {
+            Some(next) => self.q.push(next, EV_FLOW_ARRIVAL, g),
+            None => self.tp.gens_live -= 1,
         }
         let mut f = Flow::new(src, dst, size, now, self.frame_bytes);
         (f.hops, f.base_rtt_ps) = self.path_info(src, dst).unwrap_or((0, 0));
@@ -567,17 +540,6 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     }
 }
 
-/// An exponential gap of mean `mean_ps` (ps), at least 1.
-fn exp_gap(mean_ps: f64, rng: &mut Stream) -> Time {
-    let u = 1.0 - rng.gen::<f64>(); // (0, 1]
-    let x = -u.ln() * mean_ps;
-    if x >= 1e18 {
-        Time::MAX / 4
-    } else {
-        (x as Time).max(1)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -586,6 +548,7 @@ mod tests {
     use crate::engine::{PS_PER_MS, PS_PER_US};
     use crate::net::sim::Sim;
     use crate::stats::RunResult;
+    use rand::Rng;
 
     /// `n` senders S1..Sn and the sink D of the star, every source silent;
     /// flows of `size` bytes from each sender to D at `start`.
