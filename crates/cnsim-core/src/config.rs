@@ -68,6 +68,12 @@ pub struct SimConfig {
     #[serde(default)]
     pub transport: TransportConfig,
     pub scheme: SchemeConfig,
+    /// Which model answers the scenario: every frame, or the flow-level
+    /// model (flow/mod.rs), which runs `flow`'s settings.
+    #[serde(default)]
+    pub fidelity: crate::flow::Fidelity,
+    #[serde(default)]
+    pub flow: crate::flow::FlowParams,
 }
 
 /// The event trace and the packet captures (docs/looking-at-frames.md).
@@ -497,6 +503,8 @@ impl SimConfig {
             cp_ports: vec![],
             transport: TransportConfig::default(),
             scheme: SchemeConfig::nocm(),
+            fidelity: Default::default(),
+            flow: Default::default(),
         }
     }
 

@@ -349,6 +349,9 @@ impl Sim {
     /// Builds the network and scheme of `cfg` for run `seed`; every
     /// configuration error is reported here, before anything runs.
     pub fn new(cfg: &SimConfig, seed: u64) -> Result<Sim, ConfigError> {
+        if cfg.fidelity == crate::flow::Fidelity::Flow {
+            return Ok(Sim::from_run(Box::new(crate::flow::FlowSim::new(cfg, seed)?)));
+        }
         Ok(Sim::from_run(build(cfg, seed, None)?))
     }
 
@@ -356,6 +359,10 @@ impl Sim {
     /// events.parquet, pcapng captures) into `out`; a config that asks for
     /// none builds the untraced simulation.
     pub fn with_trace(cfg: &SimConfig, seed: u64, out: &TraceOutput) -> Result<Sim, ConfigError> {
+        if cfg.fidelity == crate::flow::Fidelity::Flow {
+            // No frames to trace: the flow-level model says so in its warnings.
+            return Sim::new(cfg, seed);
+        }
         Ok(Sim::from_run(build(cfg, seed, Some(out))?))
     }
 }
