@@ -199,6 +199,12 @@ pub fn top() -> Table {
         )
         .float("bin_us", 100.0, Range::ge(1e-6), "time-series bin width (at least 1 ps)")
         .string("scheme", "nocm", "congestion-management scheme (cnsim list; pause = nocm with PAUSE on)")
+        .choice(
+            "fidelity",
+            &["packet", "flow"],
+            "packet",
+            "which model answers: packet (every frame) or flow (the flow-level model of docs/flow-level.md: the same flows, topology, routing and seeds, each flow's FCT from per-link fluid shares corrected by per-link packet runs; transport flows only, approximate, with its error stated there)",
+        )
         .strings(
             "cp_ports",
             "CP detection on exactly these ports FROM->TO (default: cp = true bridges)",
@@ -623,6 +629,35 @@ pub fn topology_leafspine() -> Table {
     .optional("oversubscription", "host_gbps")
 }
 
+/// `[topology] generator = "pods"`: a three-tier fabric of pods.
+pub fn topology_pods() -> Table {
+    generator(
+        "topology_pods",
+        &["pods"],
+        "`generator = \"pods\"`: three tiers, as a data-center fabric of pods\n(Meta's, as Parsimon simulates it). `pods` pods of `racks_per_pod` racks\n`T0..` with `hosts_per_rack` hosts `H0..` each (host h in rack h //\nhosts_per_rack); each pod has `fabric_per_pod` fabric switches `F<pod>_<i>`,\neach rack one link to every fabric switch of its pod; fabric switch i of\nevery pod links to each of the `spines_per_plane` spines `S<i>_<j>` of\nspine plane i. Routing defaults to `ecmp`.",
+        true,
+    )
+    .int("pods", 8, Range::ge(1.0).le(MAX_HOSTS), "pods")
+    .int("racks_per_pod", 48, Range::ge(1.0).le(MAX_HOSTS), "racks (top-of-rack switches) per pod")
+    .int("hosts_per_rack", 16, Range::ge(1.0).le(MAX_HOSTS), "hosts per rack")
+    .int("fabric_per_pod", 4, Range::ge(1.0).le(1024.0), "fabric switches per pod (and spine planes)")
+    .int("spines_per_plane", 48, Range::ge(1.0).le(1024.0), "spine switches per plane")
+    .float(
+        "host_gbps",
+        0.0,
+        Range::ge(MIN_GBPS).le(MAX_GBPS),
+        "host-rack link rate (none: [defaults] link_rate_gbps)",
+    )
+    .optional("host_gbps", "[defaults] link_rate_gbps")
+    .float(
+        "fabric_gbps",
+        0.0,
+        Range::ge(MIN_GBPS).le(MAX_GBPS),
+        "rack-fabric and fabric-spine link rate (none: host_gbps)",
+    )
+    .optional("fabric_gbps", "host_gbps")
+}
+
 /// `[topology] generator = "innocent"`.
 pub fn topology_innocent() -> Table {
     generator(
@@ -654,6 +689,7 @@ pub fn topology(generator: &str) -> Option<Table> {
         "fattree" => Some(topology_fattree()),
         "leafspine" => Some(topology_leafspine()),
         "innocent" => Some(topology_innocent()),
+        "pods" => Some(topology_pods()),
         _ => None,
     }
 }
@@ -679,6 +715,7 @@ pub fn tables() -> Vec<Table> {
         topology_fattree(),
         topology_leafspine(),
         topology_innocent(),
+        topology_pods(),
     ]
 }
 
@@ -702,7 +739,7 @@ pub fn check_written(written: &Map<String, Value>) -> Result<(), ConfigError> {
                     return Err(ConfigError::new(
                         "topology.generator",
                         format!(
-                            "{} is not allowed; expected one of fattree, leafspine, innocent",
+                            "{} is not allowed; expected one of fattree, leafspine, innocent, pods",
                             shown(values.get("generator").unwrap_or(&Value::Null))
                         ),
                     ));
@@ -903,7 +940,7 @@ mod tests {
         );
         assert_eq!(
             check(json!({"topology": {"generator": "mesh"}})).unwrap_err(),
-            "topology.generator: \"mesh\" is not allowed; expected one of fattree, leafspine, innocent"
+            "topology.generator: \"mesh\" is not allowed; expected one of fattree, leafspine, innocent, pods"
         );
         assert!(check(json!({"topology": {"generator": "innocent", "variant": "C", "degree": 10}})).is_ok());
         // The declared kinds are the trace's.

@@ -200,6 +200,8 @@ def resolve(scenario: Any, scheme: str | None = None, pause: bool | None = None)
     }
     if transport is not None:
         cfg["transport"] = transport
+    if m.fidelity != "packet":  # a packet run's config stays as it was
+        cfg["fidelity"] = m.fidelity
     events = trace_config(m)
     if events is not None:
         cfg["trace"] = events
