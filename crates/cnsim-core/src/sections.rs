@@ -399,10 +399,12 @@ pub fn event() -> Table {
     )
 }
 
-/// Most flows `workload.max_flows` may allow: flow ids index the engine's
-/// events (engine/queue.rs MAX_INDEX = 2^22 - 1 = 4,194,303), less room for
-/// a Poisson count above its mean (2,000 = 1 standard deviation at 4 M).
-pub const MAX_FLOWS: f64 = 4e6;
+/// Most flows `workload.max_flows` may allow: the flow-level model's
+/// (fidelity = "flow"); the packet model's flow ids index its events
+/// (engine/queue.rs MAX_INDEX = 2^22 - 1 = 4,194,303), so with it at most
+/// 4 M (less room for a Poisson count above its mean: 2,000 = 1 standard
+/// deviation at 4 M), which the Python layer checks against `fidelity`.
+pub const MAX_FLOWS: f64 = 1e9;
 /// Flows one run may start by default (`workload.max_flows`).
 pub const DEFAULT_MAX_FLOWS: i64 = 1_000_000;
 
@@ -480,7 +482,7 @@ pub fn workload() -> Table {
         "max_flows",
         DEFAULT_MAX_FLOWS,
         Range::ge(1.0).le(MAX_FLOWS),
-        "most flows a run may start: a workload expected to start more (poisson: load x hosts x link rate x arrival window / mean size; incast: fan_in x incasts) is refused before anything runs",
+        "most flows a run may start: a workload expected to start more (poisson: load x hosts x link rate x arrival window / mean size; incast: fan_in x incasts) is refused before anything runs; at most 4000000 with fidelity = packet (the packet model indexes no more)",
     )
     .rule(&["start_ms", "end_ms"], "start_ms < end_ms", |v| {
         v.get("end_ms").is_none_or(|e| v.f("start_ms") < e)

@@ -71,17 +71,27 @@ pub enum FlowModel {
 pub struct FlowParams {
     #[serde(default)]
     pub model: FlowModel,
-    /// Share of the bytes crossing all links that the packet runs of
-    /// representative links may carry (their number per cluster follows).
-    #[serde(default = "default_link_sim_share")]
-    pub link_sim_share: f64,
+    /// Flows each tier of links (same ends' distance from the hosts, same
+    /// rate) should have in its representatives' packet runs: the sample its
+    /// corrections are drawn from (more representatives: a finer tail, a
+    /// slower run).
+    #[serde(default = "default_samples")]
+    pub samples: u32,
     /// Representative links per tier at least (when the tier has that many).
     #[serde(default = "default_min_reps")]
     pub min_reps_per_tier: u32,
+    /// Host links' shares from one fluid of every flow over its two host
+    /// links (else from each host link's own fluid).
+    #[serde(default = "default_true")]
+    pub joint_host_links: bool,
 }
 
-fn default_link_sim_share() -> f64 {
-    0.01
+fn default_true() -> bool {
+    true
+}
+
+fn default_samples() -> u32 {
+    2000
 }
 fn default_min_reps() -> u32 {
     4
@@ -91,8 +101,9 @@ impl Default for FlowParams {
     fn default() -> Self {
         FlowParams {
             model: FlowModel::default(),
-            link_sim_share: default_link_sim_share(),
+            samples: default_samples(),
             min_reps_per_tier: default_min_reps(),
+            joint_host_links: true,
         }
     }
 }
