@@ -26,7 +26,7 @@ import warnings
 import cnsim
 import numpy as np
 import polars as pl
-from cnsim.scenario.resolve import pause_headroom_bytes
+from cnsim.scenario.engine_config import pause_headroom_bytes
 
 CASES: dict[str, dict[str, object]] = {
     "2%": {},

@@ -10,11 +10,22 @@ accepted flow scenario is run by the engine to its end (a hang of more than
 + in flight) and every finished flow's slowdown must be >= 1; any other
 exception, a multi-line message, a panic or an abort is a failure.
 
-Run by tests/test_fuzz.py within a budget on every CI run; for a long
-campaign (issue 28), one property at a time:
+Issue 37 adds three properties over what a run leaves on disk: traced
+runs (`traces`: oddly named nodes, every [trace] key and filter, capture
+port lists, caps; saved, checked by `cnsim check`, reopened to the same
+summary, events and captures), seed lists of every length (`seeds`:
+zero-flow seeds, 19-digit seeds, a count or a list, duplicates; a campaign
+also draws 100, 1,000 and 3,400 seeds) and results directories tampered
+with file by file (`tamper`: each must be refused naming a file, or read
+back exactly).
 
+Run by tests/test_fuzz.py within a budget on every CI run; a campaign of
+every property (README.md: 15,000 inputs each, 105,000 in all), or one
+property at a time:
+
+    nice -n 19 python tests/fuzz.py --examples 15000 --escapes escapes.json > campaign.log 2>&1
     python tests/fuzz.py --only flows --examples 100000 --escapes esc.json
-    python tests/fuzz.py --only scenarios --examples 25000   # and sets, toml
+    python tests/fuzz.py --only scenarios --examples 25000   # and sets, toml, traces, seeds, tamper
 
 The campaign of 2026-11-26 (main at 7b0a83f): 100,000 flow scenarios
 (53,963 accepted and run to their end, frames conserved), 25,000 scenario
@@ -508,8 +519,20 @@ def run_flows(sc: Any) -> None:
 
 
 BASE = cnsim.load("baseline", seeds=[0])
-STATS = {"scenarios": 0, "accepted": 0, "sets": 0, "toml": 0, "flows": 0, "flows_run": 0}
-
+STATS = {
+    "scenarios": 0,
+    "accepted": 0,
+    "sets": 0,
+    "toml": 0,
+    "flows": 0,
+    "flows_run": 0,
+    "traces": 0,
+    "traces_run": 0,
+    "seeds": 0,
+    "seeds_run": 0,
+    "tampered": 0,
+    "tampered_refused": 0,
+}
 
 #: A long campaign (`main`) records escapes and goes on; a test fails at the first.
 COLLECT = [False]
@@ -575,8 +598,473 @@ def property_flows(raw: dict[str, Any]) -> None:
     run_flows(sc)
 
 
+# ------------------------------------------------------ results (issue 37)
+
+#: Node names people give: the separators of capture file names, non-ASCII
+#: ones, names that differ only in case or in a combining accent, long ones.
+ODD_NAMES = [
+    "A",
+    "a",
+    "B-to-C",
+    "A-to-B",
+    "-to-",
+    "to",
+    "Ä",
+    "ä",
+    "ß",
+    "Ö",
+    "名前",
+    "x y",
+    "%41",
+    "~1",
+    ".dot",
+    "x.seed3",
+    "é",
+    "e\u0301",
+    "n" * 120,
+    "N" * 120,
+    "n" * 121,
+    "S1",
+    "D",
+    "B",
+    "",
+    "a\tb",
+]
+TRACE_KINDS = [k for k in M.TRACE["params"] if k["name"] == "events"][0]["choices"]
+
+
+@st.composite
+def traced_scenarios(draw: Any) -> dict[str, Any]:
+    """A small network of oddly named nodes with a random [trace]: event
+    kinds and filters, capture port lists (duplicates, unknown ports), caps,
+    windows and frame sizes at and beyond their bounds (a quarter of the
+    scenarios take bad values); open-loop sources or RoCE flows."""
+    bad = draw(st.integers(0, 3)) == 0
+
+    def pick(good: list[Any], wrong: list[Any]) -> Any:
+        return draw(st.sampled_from(good + wrong if bad else good))
+
+    pool = ODD_NAMES if bad else [n for n in ODD_NAMES if n and "\t" not in n]
+    names = draw(st.lists(st.sampled_from(pool), min_size=3, max_size=5, unique=True))
+    n_bridges = draw(st.integers(1, 2)) if len(names) > 3 else 1
+    bridges, stations = names[:n_bridges], names[n_bridges:]
+    dst = stations[-1]
+    nodes: list[dict[str, Any]] = [{"name": b, "kind": "bridge", "cp": draw(st.booleans())} for b in bridges]
+    for s in stations:
+        if s == dst:
+            nodes.append({"name": s, "kind": "station"})
+        else:
+            load = draw(st.sampled_from([0.0, 1e-17, 0.0005, 0.3, 0.9]))
+            nodes.append({"name": s, "kind": "station", "load": load, "dest": dst})
+    links = [{"a": bridges[i], "b": bridges[i + 1]} for i in range(len(bridges) - 1)]
+    links += [{"a": s, "b": draw(st.sampled_from(bridges))} for s in stations]
+    ports = [f"{x['a']}->{x['b']}" for x in links] + [f"{x['b']}->{x['a']}" for x in links]
+    trace: dict[str, Any] = {}
+    if draw(st.integers(0, 3)):
+        trace["events"] = draw(
+            st.one_of(
+                st.just(["all"]),
+                st.lists(st.sampled_from(TRACE_KINDS), min_size=1, max_size=4, unique=True),
+                *(
+                    [st.lists(st.sampled_from(["drops", "", "ALL", "enqueue "]), min_size=1, max_size=2)]
+                    if bad
+                    else []
+                ),
+            )
+        )
+    if draw(st.integers(0, 3)):
+        wrong = ["X->Y", f"{dst}->{dst}", ""] if bad else []
+        trace["pcap"] = draw(st.lists(st.sampled_from([*ports, *wrong]), max_size=6))
+    if draw(st.integers(0, 3)) == 0:
+        trace["event_nodes"] = draw(
+            st.lists(st.sampled_from(names + (["nosuch"] if bad else [])), max_size=2)
+        )
+    if draw(st.integers(0, 3)) == 0:
+        trace["event_ports"] = draw(
+            st.lists(st.sampled_from(ports + (["nosuch->x"] if bad else [])), max_size=2)
+        )
+    if draw(st.integers(0, 3)) == 0:
+        pairs = [f"{a}|{b}" for a in stations for b in stations]
+        trace["event_flows"] = draw(
+            st.lists(st.sampled_from(pairs + (["x|y", "|"] if bad else [])), max_size=2)
+        )
+    for key, good, wrong in (
+        ("from_ms", [0.0, 0.01, 0.2, 5.0], [-1.0]),
+        ("to_ms", [0.02, 0.1, 1.0, 1e9], [0.0]),
+        ("max_rows", [1, 3, 100, 10_000_000], [0, -1]),
+        ("snaplen", [64, 65, 100, 65535], [63, 65536]),
+        ("pcap_max_bytes", [1, 200, 5_000, 10**9], [0]),
+    ):
+        if draw(st.integers(0, 3)) == 0:
+            trace[key] = pick(good, wrong)
+    raw: dict[str, Any] = {
+        "name": "fuzztrace",
+        "duration_ms": draw(st.sampled_from([0.02, 0.05, 0.2])),
+        "bin_us": 10.0,
+        "scheme": draw(st.sampled_from(["nocm", "qcn", "bcn", "ecm", "qcn3pt"])),
+        "seeds": draw(st.sampled_from([1, 2, [0, 7], [2**63 - 1]])),
+        "pause": {"enabled": draw(st.booleans())},
+        "nodes": nodes,
+        "links": links,
+        "trace": trace,
+    }
+    if draw(st.integers(0, 3)) == 0:
+        raw["defaults"] = {
+            "frame_bytes": pick([64, 65, 66, 1500], [63]),
+            "control_frame_bytes": pick([1, 63, 64], [0]),
+        }
+    if draw(st.integers(0, 3)) == 0 and len(stations) >= 2:  # RoCE flows: captures of RoCEv2 frames
+        raw["scheme"] = draw(st.sampled_from(["dcqcn", "dctcp", "nocm"]))
+        for n in nodes:
+            n.pop("load", None)
+            n.pop("dest", None)
+        raw["workload"] = {
+            "kind": "incast",
+            "fan_in": len(stations) - 1,
+            "receiver": dst,
+            "hosts": stations,
+            "size_bytes": draw(st.sampled_from([1, 1501, 50_000])),
+        }
+    return raw
+
+
+def _quiet_run(sc: Any, **kw: Any) -> Any:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cnsim.run(sc, progress=False, jobs=1, **kw)
+
+
+def saved_back(res: Any, out: Any) -> None:
+    """Saves `res` into `out` and checks what issue 37 asks of it: the
+    directory is whole (`cnsim check`), reopens as the same summary, every
+    capture is listed once under a name of its own with its port and seed
+    in its headers, the event trace reads back whole."""
+    from cnsim.reopen import check_run as check_results
+    from cnsim.trace import pcap_header
+
+    res.save(out, report=False)
+    d = check_results(out)  # what `cnsim check` does: the run reopened, its summary computed again
+    assert d.ok, d.problems
+    back = d.results
+    assert back.summary_dict() == res.summary_dict()
+    caps = back.trace.captures() if back.trace is not None else []
+    assert len({c["file"].lower() for c in caps}) == len(caps), [c["file"] for c in caps]
+    assert len(caps) == len(set(res.scenario.model.trace.pcap)) * len(res.seeds), caps
+    for c in caps:
+        h = pcap_header(out / c["file"])
+        assert h["whole"] and h["interface"] == c["port"] and h["comment"]["cnsim.seed"] == str(c["seed"]), (
+            c,
+            h,
+        )
+    t = res.summary_dict().get("trace") or {}
+    if t.get("events"):
+        ev = back.events()
+        assert len(ev) == sum(t["rows"].values())
+        assert ev.equals(res.events())
+
+
+@_guarded
+def property_trace(raw: dict[str, Any]) -> None:
+    import tempfile
+    from pathlib import Path
+
+    STATS["traces"] += 1
+    try:
+        sc = cnsim.Scenario(raw)
+        sc.engine_json()
+    except cnsim.ScenarioError as e:
+        _one_line(e)
+        return
+    with tempfile.TemporaryDirectory(prefix="cnsim-fuzz-") as tmp:
+        try:
+            res = _quiet_run(sc, trace_dir=Path(tmp) / "trace")
+        except cnsim.ScenarioError as e:
+            _one_line(e)
+            return
+        STATS["traces_run"] += 1
+        saved_back(res, Path(tmp) / "out")
+
+
+#: Seed-list lengths drawn; a campaign (`main`) also draws the long ones
+#: (100 as often as the others; 1,000 and 3,400, half a minute each, one
+#: draw in 200).
+SEED_LENGTHS = [0, 1, 2, 3, 5, 10, 33]
+LONG_SEED_LENGTHS = [1_000, 3_400]
+LONG_SEEDS = [False]
+
+
+@st.composite
+def seed_lists(draw: Any) -> Any:
+    """A seed count or a list of every length: 19-digit seeds (a long list of
+    them overflows a pcapng option: item 5), negatives, duplicates, bools."""
+    if draw(st.integers(0, 5)) == 0:
+        return draw(st.sampled_from([-1, 0, 1, 2, 7, True, 2.5, "3"]))
+    # The long lists (a campaign's) are one draw in 200: each takes half a minute.
+    long = LONG_SEED_LENGTHS if LONG_SEEDS[0] and draw(st.integers(0, 199)) == 0 else []
+    n = draw(st.sampled_from(long or SEED_LENGTHS))
+    start = draw(st.sampled_from([0, 1, 10**18, 2**63 - 2 * n - 1, 2**64 - n, -5]))
+    step = draw(st.sampled_from([1, 2]))
+    seeds: list[Any] = [start + i * step for i in range(n)]
+    if seeds and draw(st.integers(0, 7)) == 0:
+        seeds.append(seeds[0])  # a duplicate
+    return seeds
+
+
+@st.composite
+def seed_scenarios(draw: Any) -> tuple[dict[str, Any], Any]:
+    """Two sources into one sink for a few microseconds: loads that make no
+    frame at all in some seeds (zero-flow seeds), a capture or none."""
+    raw = tomllib.loads(TWO_TOML)
+    raw["duration_ms"] = draw(st.sampled_from([0.001, 0.005, 0.02]))
+    raw["measure"] = {"start_ms": 0.0, "end_ms": raw["duration_ms"]}
+    for n in raw["nodes"][:2]:
+        n["load"] = draw(st.sampled_from([0.0, 1e-17, 0.0005, 0.01, 0.6]))
+    if draw(st.booleans()):
+        raw["trace"] = {"pcap": ["B->D"]}
+    return raw, draw(seed_lists())
+
+
+TWO_TOML = """
+name = "two"
+duration_ms = 5.0
+seeds = 1
+bin_us = 100.0
+scheme = "nocm"
+[[nodes]]
+name = "S1"
+kind = "station"
+load = 0.6
+dest = "D"
+[[nodes]]
+name = "S2"
+kind = "station"
+load = 0.6
+dest = "D"
+[[nodes]]
+name = "D"
+kind = "station"
+[[nodes]]
+name = "B"
+kind = "bridge"
+cp = true
+[[links]]
+a = "S1"
+b = "B"
+[[links]]
+a = "S2"
+b = "B"
+[[links]]
+a = "B"
+b = "D"
+"""
+
+
+@_guarded
+def property_seeds(case: tuple[dict[str, Any], Any]) -> None:
+    import tempfile
+    from pathlib import Path
+
+    raw, seeds = case
+    STATS["seeds"] += 1
+    try:
+        sc = cnsim.Scenario(raw).replace(seeds=seeds)
+        sc.engine_json()
+    except cnsim.ScenarioError as e:
+        _one_line(e)
+        return
+    with tempfile.TemporaryDirectory(prefix="cnsim-fuzz-") as tmp:
+        try:
+            res = _quiet_run(sc, trace_dir=Path(tmp) / "trace")
+        except cnsim.ScenarioError as e:
+            _one_line(e)
+            return
+        STATS["seeds_run"] += 1
+        saved_back(res, Path(tmp) / "out")
+
+
+#: Directories tampered with: built once per process (name -> (dir, what it reads back as)).
+_TAMPER: dict[str, Any] = {}
+
+
+def _tamper_bases() -> dict[str, Any]:
+    """Three results directories and a run of other seeds for each: a plain
+    run with its report, a traced run (events.parquet, two captures a seed),
+    a run of transport flows (pairs.parquet)."""
+    if _TAMPER:
+        return _TAMPER
+    import tempfile
+    from pathlib import Path
+
+    root = Path(tempfile.mkdtemp(prefix="cnsim-fuzz-tamper-"))
+    two = cnsim.Scenario(tomllib.loads(TWO_TOML)).replace(duration_ms=1.0)
+    traced = two.replace(
+        duration_ms=0.3, **{"trace.events": ["all"], "trace.max_rows": 3000, "trace.pcap": ["B->D", "S1->B"]}
+    )
+    flows = cnsim.load("flows_incast").replace(duration_ms=0.3)
+    for name, sc, report in (("plain", two, True), ("traced", traced, False), ("flows", flows, False)):
+        for tag, seeds in (("", [0, 1]), ("-other", [0, 2])):
+            res = _quiet_run(sc.replace(seeds=seeds))
+            out = root / f"{name}{tag}"
+            res.save(out, report=report)
+            if not tag:
+                _TAMPER[name] = {
+                    "dir": out,
+                    "other": root / f"{name}-other",
+                    "summary": cnsim.open_results(out).summary_dict(),
+                    "json": (out / "summary.json").read_text(),
+                    "events": res.events() if name == "traced" else None,
+                    "pcap": {p.name: p.read_bytes() for p in res.pcap_files()},
+                }
+    return _TAMPER
+
+
+@st.composite
+def tamperings(draw: Any) -> tuple[str, list[tuple[Any, ...]]]:
+    """A base directory and 1 to 3 operations on its files: delete, cut,
+    extend, flip a byte near either end, replace with the other run's file,
+    move one file over another, swap two, add a stray copy, change or
+    delete a value of summary.json."""
+    base = draw(st.sampled_from(["plain", "traced", "flows"]))
+    ops = []
+    for _ in range(draw(st.integers(1, 3))):
+        op = draw(
+            st.sampled_from(
+                ["delete", "cut", "append", "flip", "other", "move", "swap", "stray", "json", "json"]
+            )
+        )
+        i, j = draw(st.integers(0, 10**6)), draw(st.integers(0, 10**6))
+        if op == "cut":
+            ops.append((op, i, draw(st.floats(0, 1))))
+        elif op == "append":
+            ops.append((op, i, draw(st.binary(min_size=1, max_size=16))))
+        elif op == "flip":
+            ops.append((op, i, draw(st.integers(-64, 63)), draw(st.integers(1, 255))))
+        elif op == "json":
+            ops.append((op, i, draw(values), draw(st.booleans())))
+        else:
+            ops.append((op, i, j))
+    return base, ops
+
+
+def _apply(d: Any, other: Any, op: tuple[Any, ...]) -> None:
+    import json
+    import shutil
+
+    files = sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.is_file())
+    if not files:
+        return
+    kind, i = op[0], op[1]
+    f = d / files[i % len(files)]
+    if kind == "delete":
+        f.unlink()
+    elif kind == "cut":
+        data = f.read_bytes()
+        f.write_bytes(data[: int(len(data) * op[2])])
+    elif kind == "append":
+        with open(f, "ab") as h:
+            h.write(op[2])
+    elif kind == "flip":
+        data = bytearray(f.read_bytes())
+        if data:
+            k = op[2] % len(data)
+            data[k] ^= op[3]
+            f.write_bytes(bytes(data))
+    elif kind == "other":
+        src = other / f.relative_to(d)
+        if src.is_file():
+            shutil.copy(src, f)
+    elif kind in ("move", "swap"):
+        g = d / files[op[2] % len(files)]
+        if f == g:
+            return
+        if kind == "move":
+            f.replace(g)
+        else:
+            tmp = f.with_name(f.name + ".swap")
+            f.replace(tmp)
+            g.replace(f)
+            tmp.replace(g)
+    elif kind == "stray":
+        name = f.name.replace("seed0", "seed9").replace("seed1", "seed8")
+        shutil.copy(f, f.with_name(name if name != f.name else "x" + name))
+    elif kind == "json":
+        s = d / "summary.json"
+        if not s.is_file():
+            return
+        try:
+            data = json.loads(s.read_text())
+        except ValueError:
+            return
+        leaves = _leaves(data)
+        if leaves:
+            path = leaves[i % len(leaves)]
+            try:
+                _set(data, path, copy.deepcopy(op[2]), delete=op[3])
+            except (KeyError, IndexError, TypeError):
+                return
+            s.write_text(json.dumps(data, default=str))
+
+
+@_guarded
+def property_tamper(case: tuple[str, list[tuple[Any, ...]]]) -> None:
+    """A results directory tampered with file by file: `cnsim check` says
+    what is wrong (each problem one line naming a file) and never raises;
+    `open_results` refuses it (one line) or reads back exactly what the run
+    saved; whatever `cnsim check` finds whole reads back exactly."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from cnsim.reopen import check_run as check_results
+
+    STATS["tampered"] += 1
+    name, ops = case
+    b = _tamper_bases()[name]
+    with tempfile.TemporaryDirectory(prefix="cnsim-fuzz-") as tmp:
+        d = Path(tmp) / "d"
+        shutil.copytree(b["dir"], d)
+        for op in ops:
+            _apply(d, b["other"], op)
+        c = check_results(d)
+        for p in c.problems:
+            assert p and "\n" not in p and (str(d) in p), p
+        try:
+            back = _quiet_open(d)
+        except cnsim.ScenarioError as e:
+            _one_line(e)
+            assert not c.ok, f"open_results refused a directory cnsim check finds whole: {e}"
+            STATS["tampered_refused"] += 1
+            return
+        if c.ok:
+            # A summary.json without its file list is an older cnsim's: read with a note, its data the same.
+            older = "files" not in (c.summary or {})
+            assert not older or any("older cnsim" in n for n in c.notes), c.notes
+            got, want = back.summary_dict(), b["summary"]
+            if older:
+                got, want = ({k: v for k, v in x.items() if k != "files"} for x in (got, want))
+            assert got == want, ops
+            if b["events"] is not None:
+                assert back.events().equals(b["events"]), ops
+            assert {p.name: p.read_bytes() for p in back.pcap_files()} == b["pcap"], ops
+        else:  # opened: only a trace file read lazily may be wrong, and check named it
+            got = {k: v for k, v in back.summary_dict().items() if k != "files"}
+            assert got == {k: v for k, v in b["summary"].items() if k != "files"}, (ops, c.problems)
+            assert all("events.parquet" in p or "/pcap/" in p for p in c.problems), c.problems
+            STATS["tampered_refused"] += 1
+
+
+def _quiet_open(d: Any) -> Any:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cnsim.open_results(d)
+
+
 def make_tests(examples: int) -> list[Any]:
-    """The four properties with `examples` inputs each (hypothesis)."""
+    """The seven properties with `examples` inputs each (hypothesis)."""
     s = settings(
         max_examples=examples,
         deadline=None,
@@ -588,31 +1076,54 @@ def make_tests(examples: int) -> list[Any]:
         s(given(text=set_strings)(property_set)),
         s(given(text=damaged_toml())(property_toml)),
         s(given(raw=flow_scenarios())(property_flows)),
+        s(given(raw=traced_scenarios())(property_trace)),
+        s(given(case=seed_scenarios())(property_seeds)),
+        s(given(case=tamperings())(property_tamper)),
     ]
 
 
+#: The properties, in make_tests' order (`--only NAME`).
+PROPERTIES = ["scenarios", "sets", "toml", "flows", "traces", "seeds", "tamper"]
+
+
 def main(argv: list[str]) -> int:
-    """A campaign: `--examples N` inputs per property (`--only flows` for one
-    property: scenarios, sets, toml, flows); escapes are recorded, not
-    raised, counted by kind at the end and written with their inputs to
-    `--escapes FILE` (JSON); exit status 1 if any."""
+    """A campaign: `--examples N` inputs per property (`--only NAME` for one
+    property: scenarios, sets, toml, flows, traces, seeds, tamper); escapes
+    are recorded, not raised, counted by kind at the end and written with
+    their inputs to `--escapes FILE` (JSON); exit status 1 if any. A
+    campaign also draws the long seed lists (1,000 and 3,400 seeds)."""
     import json
     import os
+    import time
     from collections import Counter
 
     os.environ["RUST_BACKTRACE"] = "0"  # a panic is one line in the log, not a backtrace
     examples = int(argv[argv.index("--examples") + 1]) if "--examples" in argv else 1000
     only = argv[argv.index("--only") + 1] if "--only" in argv else None
+    if only is not None and only not in PROPERTIES:
+        print(f"--only: {only!r} is not a property; properties: {', '.join(PROPERTIES)}", file=sys.stderr)
+        return 2
     COLLECT[0] = True
-    names = ["scenarios", "sets", "toml", "flows"]
-    for name, test in zip(names, make_tests(examples), strict=True):
+    LONG_SEEDS[0] = True
+    SEED_LENGTHS.append(100)
+    t0 = time.monotonic()
+    for name, test in zip(PROPERTIES, make_tests(examples), strict=True):
         if only in (None, name):
+            t = time.monotonic()
             test()
-    total = STATS["scenarios"] + STATS["sets"] + STATS["toml"] + STATS["flows"]
+            print(
+                f"fuzz: {name}: done in {time.monotonic() - t:,.0f} s ({len(ESCAPES):,} escapes so far)",
+                flush=True,
+            )
+    total = sum(STATS[k] for k in ("scenarios", "sets", "toml", "flows", "traces", "seeds", "tampered"))
     print(
-        f"fuzz: {total:,} inputs, {len(ESCAPES):,} escaped: {STATS['scenarios']:,} scenarios "
-        f"({STATS['accepted']:,} accepted), {STATS['sets']:,} --set strings, {STATS['toml']:,} damaged TOML files, "
-        f"{STATS['flows']:,} flow scenarios ({STATS['flows_run']:,} run to the end, frames conserved)"
+        f"fuzz: {total:,} inputs, {len(ESCAPES):,} escaped, {time.monotonic() - t0:,.0f} s: "
+        f"{STATS['scenarios']:,} scenarios ({STATS['accepted']:,} accepted), {STATS['sets']:,} --set strings, "
+        f"{STATS['toml']:,} damaged TOML files, {STATS['flows']:,} flow scenarios ({STATS['flows_run']:,} run to "
+        f"the end, frames conserved), {STATS['traces']:,} traced scenarios ({STATS['traces_run']:,} run, saved, "
+        f"checked and reopened), {STATS['seeds']:,} seed lists ({STATS['seeds_run']:,} run, saved and reopened), "
+        f"{STATS['tampered']:,} tampered results directories ({STATS['tampered_refused']:,} refused, the others "
+        "read back exactly)"
     )
     kinds = Counter((k, re.sub(r"-?\d[\d.e+-]*", "N", m)) for k, m, _ in ESCAPES)
     for (kind, msg), n in kinds.most_common():

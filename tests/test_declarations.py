@@ -2,7 +2,7 @@
 
 The sections the engine declares (crates/cnsim-core/src/sections.rs, and the
 schemes' tables) reach Python only through declarations.json: their record
-classes are generated (cnsim.records), no Python source declares their
+classes are generated (cnsim.parameters), no Python source declares their
 fields again, and the engine checks them (one validator). STILL_IN_PYTHON
 lists the sections still declared in Python (none since issue 26); the test
 fails when that list goes stale in either direction.
@@ -18,14 +18,14 @@ import cnsim
 import pytest
 from cnsim import topologies
 from cnsim.declarations import declarations
-from cnsim.scenario import analysis
+from cnsim.scenario import analysis_sections as analysis
 from cnsim.scenario import model as M
 
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Declared by the engine: table name -> its declaration.
 ENGINE = {t["name"]: t for t in [*declarations()["sections"], *declarations()["tables"]]}
-#: Declared in Python alone, in the engine's format (cnsim.scenario.analysis):
+#: Declared in Python alone, in the engine's format (cnsim.scenario.analysis_sections):
 #: sections only the metrics read, never the engine.
 ANALYSIS = analysis.SECTIONS
 #: A node's keys the engine declares (its station's / bridge's per_node keys).

@@ -51,7 +51,8 @@ def test_scenario_format_example_is_valid():
 
 
 def test_results_doc_names_every_metric():
-    pytest.importorskip("cnsim._core")
+    import cnsim._core  # noqa: F401  (a broken engine fails here, not skips)
+
     text = (DOCS / "results.md").read_text()
     names: set[str] = set()
     for name, scheme in (("baseline", "bcn"), ("singlehop_hotspot", "qcn2pt")):

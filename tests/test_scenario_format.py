@@ -387,8 +387,10 @@ def test_resolve_shape_and_units():
         "per_flow",
         "max_series_keys",
         "trace_rls",
+        "trace",
+        "transport",
         "scheme",
-    }
+    }  # every field of the engine's config, its defaults explicit (compile.rs)
     assert cfg["duration_ps"] == 12_500_000_000 and cfg["bin_ps"] == 250_000_000
     assert cfg["windows"] == [
         {"name": "measure", "start_ps": 250_000_000, "end_ps": 12_500_000_000},
@@ -415,6 +417,7 @@ def test_resolve_shape_and_units():
             "latency_ps": 750_000,
             "cp": True,
             "ports": None,
+            "dt_alpha": 1.0,
         }
     ]
     assert cfg["links"] == [
@@ -671,7 +674,7 @@ def test_scenario_dict_is_not_modified():
 
 
 def test_engine_accepts_every_resolved_builtin_scenario():
-    core = pytest.importorskip("cnsim._core")
+    import cnsim._core as core
     from cnsim.schemes import SCHEMES
 
     for name in builtin_names():
@@ -702,6 +705,7 @@ def test_baseline_resolves_to_engine_units():
         "latency_ps": 1_000_000,
         "cp": True,
         "ports": None,
+        "dt_alpha": 1.0,
     }
     assert all(link["rate_bps"] == 10**10 and link["delay_ps"] == 500_000 for link in cfg["links"])
     starts = sorted(e["node"] for e in cfg["events"] if e["action"] == "start")

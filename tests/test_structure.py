@@ -122,14 +122,15 @@ def _code(text: str) -> str:
     return re.sub(r"//[^\n]*", "", text)
 
 
-def rust_graph(src: Path) -> dict[str, set[str]]:
+def rust_graph(src: Path, with_tests: bool = True) -> dict[str, set[str]]:
     """File -> the crate's files it uses. `crate::a::b::X` is the file of the
     longest module path (a/b.rs, a/b/mod.rs, a.rs, a/mod.rs), lib.rs for an
     item of the root (a root re-export is its target's file); `super::` is
     the parent module, or the file itself inside its `#[cfg(test)]` module
     (ignored); a `#[macro_export]` macro is the file that defines it. A
     parent's own paths into its children (`bcn::table()` in scheme/mod.rs)
-    are how Rust lays out a module, not read."""
+    are how Rust lays out a module, not read. `with_tests=False`: without the
+    test modules' uses."""
     files = {p.relative_to(src).as_posix(): p for p in src.rglob("*.rs")}
 
     def module_of(rel: str) -> list[str]:
@@ -158,16 +159,34 @@ def rust_graph(src: Path) -> dict[str, set[str]]:
         for m in re.finditer(r"#\[macro_export\]\s*macro_rules!\s*(\w+)", path.read_text()):
             macros[m.group(1) + "!"] = rel
 
+    # A test module kept in its own file (`#[cfg(test)] mod tests;` in
+    # sim.rs is sim/tests.rs): all of that file is test code.
+    test_files = set()
+    for rel, path in files.items():
+        for m in re.finditer(r"#\[cfg\(test\)\]\s*mod\s+(\w+)\s*;", _code(path.read_text())):
+            stem = (
+                rel[:-3]
+                if not rel.endswith(("mod.rs", "lib.rs"))
+                else rel.rsplit("/", 1)[0]
+                if "/" in rel
+                else ""
+            )
+            for cand in (f"{stem}/{m.group(1)}.rs".lstrip("/"), f"{stem}/{m.group(1)}/mod.rs".lstrip("/")):
+                if cand in files:
+                    test_files.add(cand)
+
     graph: dict[str, set[str]] = {rel: set() for rel in files}
     for rel, path in files.items():
         if rel == "lib.rs":  # the crate's face: its modules and re-exports, no use of its own
             continue
         text = _code(path.read_text())
         tests = _TESTS.search(text)
-        cut = tests.start() if tests else len(text)
+        cut = 0 if rel in test_files else tests.start() if tests else len(text)
         here = module_of(rel)
         for m in [*_USE.finditer(text), *_PATH.finditer(text)]:
             in_tests = m.start() >= cut
+            if in_tests and not with_tests:
+                continue
             kind = m.group(1)
             if kind == "super" and in_tests:
                 continue  # the file itself
@@ -217,13 +236,57 @@ def test_the_readers_find_what_they_should() -> None:
     assert {"scheme/params.rs", "error.rs", "scheme/mod.rs"} <= rust["scheme/bcn.rs"]
     assert "scheme/mod.rs" in rust["net/build.rs"]
     assert "config.rs" in rust["net/build.rs"]
-    assert "lib.rs" in rust["io/pcap.rs"]  # crate::VERSION
+    assert "io/events.rs" in rust["sections.rs"]  # crate::io::events::Kind
+    assert "frame.rs" in rust["io/wire.rs"]
     py = python_graph(PACKAGE)
     assert "cnsim.scenario" in py["cnsim.runner"] or "cnsim.scenario.core" in py["cnsim.runner"]
     assert "cnsim._core" in py["cnsim.engine"]
-    assert "cnsim.scenario.analysis" in py["cnsim.scenario.model"]  # from . import analysis
+    assert "cnsim.scenario.analysis_sections" in py["cnsim.scenario.model"]  # from . import analysis_sections
     assert "cnsim" not in py["cnsim.fluid"]  # the engine's module, not a name of cnsim's __init__
     assert "cnsim.fluid" in py["cnsim"]  # under TYPE_CHECKING
+
+
+#: The engine crate's layers, lowest first: a file uses files of its own
+#: layer or below, never above (test modules may: a fixture builds a whole
+#: network). Within a layer the circle test keeps the order.
+RUST_LAYERS: list[tuple[str, ...]] = [
+    ("engine/", "error.rs"),  # time, event queue, random streams; the config error
+    (
+        "params.rs",
+        "outputs.rs",
+        "frame.rs",
+        "io/mod.rs",
+        "io/parquet.rs",
+        "io/pcap.rs",
+        "io/events.rs",
+    ),  # vocabularies, files
+    ("sections.rs", "scheme/"),  # the declarations and the schemes
+    # the resolved configuration and its compiler; frames' headers; the flow-level model's settings
+    ("config.rs", "compile.rs", "io/wire.rs", "flow/params.rs"),
+    ("trace/", "stats.rs"),  # the event hook and recorder; the run's statistics
+    # the network model at either fidelity: Sim::new (net/sim.rs) chooses the flow-level
+    # model, which runs the packet engine on its links (handed net::run::PacketRuns)
+    ("net/", "flow/"),
+    ("bench.rs", "fluid.rs"),  # workloads and the fluid models, over the config
+    ("lib.rs",),  # the crate's face
+]
+
+
+def _layer(rel: str) -> int:
+    for i, layer in enumerate(RUST_LAYERS):
+        if any(rel == p or (p.endswith("/") and rel.startswith(p)) for p in layer):
+            return i
+    raise AssertionError(f"{rel}: in no layer of RUST_LAYERS")
+
+
+def test_the_engine_crate_uses_no_layer_above() -> None:
+    up = sorted(
+        f"{a} -> {b}"
+        for a, targets in rust_graph(CRATE, with_tests=False).items()
+        for b in targets
+        if _layer(b) > _layer(a)
+    )
+    assert not up, f"uses of a higher layer: {up}"
 
 
 def test_a_planted_circle_is_found(tmp_path: Path) -> None:

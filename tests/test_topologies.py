@@ -239,7 +239,7 @@ def test_per_ingress_pause_bounds_the_hot_queue_below_the_shared_memory():
     (1.77 MB), never ST0's whole 2.4 MB; BCN-Max holds N8 and N9 under XOFF
     while PAUSE stops CS->ST0 (docs/calibration.md, "BCN-Max's transient
     beyond the headline")."""
-    from cnsim.scenario.resolve import pause_headroom_bytes
+    from cnsim.scenario.engine_config import pause_headroom_bytes
 
     sc = load("multihop_transient", seeds=[0]).replace(
         scheme="bcnmax",
@@ -330,7 +330,7 @@ def test_every_builtin_scenario_runs_with_every_scheme(name):
     for scheme in SCHEMES:
         for pause in (False, True):
             if scheme == "pause" and not pause:
-                continue  # a contradiction, refused (test_issue28.py)
+                continue  # a contradiction, refused (test_hostile_input.py)
             res = cnsim.run(base.replace(scheme=scheme, pause=pause), progress=False)
             f = res.runs[0].frames
             assert f["generated"] > 0, (name, scheme)

@@ -15,12 +15,9 @@ from pathlib import Path
 import cnsim
 import polars as pl
 import pytest
-
-scapy_all = pytest.importorskip("scapy.all")
-roce = pytest.importorskip("scapy.contrib.roce")
-mac_control = pytest.importorskip("scapy.contrib.mac_control")
-from scapy.all import IP, UDP, Dot1Q, Ether, rdpcap  # noqa: E402
-from scapy.contrib.roce import AETH, BTH, CNPPadding  # noqa: E402
+import scapy.contrib.mac_control as mac_control
+from scapy.all import IP, UDP, Dot1Q, Ether, rdpcap
+from scapy.contrib.roce import AETH, BTH, CNPPadding
 
 TSHARK = shutil.which("tshark")
 DISSECTOR = Path(__file__).resolve().parents[1] / "docs" / "wireshark" / "cnsim.lua"

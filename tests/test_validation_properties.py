@@ -217,7 +217,7 @@ def test_a_key_of_a_scheme_that_does_not_run_is_refused_by_name(key, scheme, val
 _PAUSE_VALUES = st.one_of(
     st.integers(min_value=-2, max_value=2**41),
     # Not an integral float (2.0): Python reads it as the integer declared
-    # (cnsim.records), an engine config must hold integers typed (serde): the one
+    # (cnsim.parameters), an engine config must hold integers typed (serde): the one
     # difference left, in what a hand-written engine config may hold.
     st.sampled_from([0, 1, 65535, 65536, 2**40, 2**40 + 1, 2**64, 1.5, True, "auto", "ingress", "x"]),
 )

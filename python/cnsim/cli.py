@@ -127,8 +127,11 @@ def _scenario(
             raise ScenarioError(
                 f"--duration: {duration} is not allowed; expected a number > 0 and <= 1000000000 (ms)"
             )
-        changes["duration_ms"] = duration
-    return apply_sets(load(scenario, **changes), sets or [])
+    # The duration is applied with the --set values, in one step, so that the
+    # windows are fitted to it against the values that run (a hotspot moved
+    # by --set is not warned about where it was in the file).
+    first = {"duration_ms": duration} if duration is not None else {}
+    return apply_sets(load(scenario, **changes), sets or [], first=first)
 
 
 @app.command()
@@ -175,10 +178,8 @@ def run(
             **{"trace.pcap": [*sc.model.trace.pcap, *(p for p in pcap if p not in sc.model.trace.pcap)]}
         )
     from .guards import check_run_memory
-    from .trace import TraceCapWarning, records, unintended
+    from .trace import TraceCapWarning, records
 
-    for line in unintended(sc):
-        warn(line)
     check_run_memory(sc)
     target = out_dir or default_dir(sc.name)
     rd = RunDir(target, force=force)  # checked and locked before anything runs
@@ -196,6 +197,12 @@ def run(
                 trace_dir=rd.tmp if records(sc) else None,
                 while_running=lambda: _while_running(sc, as_json, report),
             )
+        except OSError as e:  # a trace file the engine could not write: as any file of --out
+            from .outdir import os_cause
+
+            raise ScenarioError(
+                f"--out {target}: cannot be written ({os_cause(e)}); nothing was saved"
+            ) from None
         except Interrupted as e:
             part = getattr(e, "results", None)
             if part is None:
@@ -289,7 +296,7 @@ def _print_trace(res: Any, target: Path) -> None:
     """Where the event trace and the captures are, and whether a trace hit its row cap."""
     if res.trace is None:
         return
-    from .trace import warnings as cap_warnings
+    from .trace import cap_warnings
 
     t = res.trace.summary()
     if t["events"]:
@@ -452,16 +459,60 @@ def report_cmd(
     if not directory.is_dir():
         raise ScenarioError(f"report: {directory} is not a directory")
     if (directory / SWEEP_JSON).is_file():
+        import polars as pl
+
+        from .reopen import check_run
+
         meta = read_meta(directory)
-        for pid in damaged_points(directory, meta):
+        damaged = damaged_points(directory, meta)
+        for pid in damaged:
             warn(
                 f"{directory / pid}/summary.json is missing or damaged; "
                 "the point is left out of the report (resuming the sweep redoes it)"
             )
-        path = write_sweep_report(directory, meta, sweep_frame(directory, meta))
+        frame = sweep_frame(directory, meta)
+        left_out = []
+        for pid in frame["point"].unique(maintain_order=True).to_list() if len(frame) else []:
+            problems = check_run(directory / pid).problems
+            if problems:
+                warn(f"{problems[0]}; the point is left out of the report (cnsim check {directory / pid})")
+                left_out.append(pid)
+        if left_out:
+            frame = frame.filter(~pl.col("point").is_in(left_out))
+        path = write_sweep_report(directory, meta, frame)
     else:
         path = rebuild_report(directory)
     out.print(f"report: {path}")
+
+
+@app.command("check")
+def check_cmd(
+    directory: Annotated[Path, typer.Argument(help="a run's results directory or a sweep directory")],
+) -> None:
+    """Check a results directory file by file against its summary.json: what is there, what
+    the run wrote (rows, bytes, its identity, the trace and captures) and whether they agree.
+    Exit 0 when whole, 2 (one line per problem, naming the file) when not."""
+    from .reopen import check
+
+    if not directory.is_dir():
+        raise ScenarioError(f"check: {directory} is not a directory")
+    checks = check(directory)
+    for d in checks:
+        out.write(f"{d.path}" + (f": {d.title}" if d.title else "") + "\n")
+        width = max((len(f.name) for f in d.files), default=0)
+        for f in d.files:
+            state = "ok" if f.problem is None else "PROBLEM"
+            out.write(f"  {state:<7}  {f.name:<{width}}  summary.json: {f.expected}; found: {f.found}\n")
+        for note in d.notes:
+            out.write(f"  note: {note}\n")
+    problems = [p for d in checks for p in d.problems]
+    if problems:
+        for p in problems:
+            print_error(p)
+        raise typer.Exit(2)
+    out.write(
+        f"check: {directory}: whole ({sum(len(d.files) for d in checks):,} files agree with summary.json)\n"
+    )
 
 
 app.command()(bench)

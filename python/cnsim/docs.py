@@ -1,6 +1,7 @@
-"""The parameter tables of docs/scenario-format.md, generated from the
+"""The parameter tables of docs/scenario-format.md and the results' tables
+of docs/results.md (outputs.rs), generated from the
 declarations (the scenario's sections, the topology generators' and the
-schemes' tables: `cnsim.records` classes over the engine's declaration
+schemes' tables: `cnsim.parameters` classes over the engine's declaration
 format), so the docs cannot drift from what is validated; and
 `cnsim/declarations.json`, the engine's scheme declarations as data.
 
@@ -11,6 +12,7 @@ format), so the docs cannot drift from what is validated; and
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,21 +22,7 @@ BEGIN = (
 )
 END = "<!-- END parameter tables -->"
 
-_UNITS = {
-    "_ms": "ms",
-    "_us": "us",
-    "_gbps": "Gbit/s",
-    "_mbps": "Mbit/s",
-    "_bytes": "bytes",
-    "_pages": "64-byte pages",
-    "_qeq": "x Qeq",
-}
-
-
-def unit_of(name: str) -> str:
-    """A parameter's unit, from its name's suffix (`xoff_bytes`: bytes)."""
-    return next((u for suffix, u in _UNITS.items() if name.endswith(suffix)), "")
-
+from .declarations import unit_of  # noqa: E402  (the engine's unit-from-name rule)
 
 #: A declared type as the tables name it.
 _TYPES = {
@@ -223,6 +211,33 @@ def parameter_tables() -> str:
 
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "scenario-format.md"
+RESULTS_DOC = DOC.with_name("results.md")
+#: A generated table of docs/results.md: `<!-- BEGIN outputs NAME: ... -->`
+#: to `<!-- END outputs NAME -->`, NAME a declared file or `series`.
+_OUTPUT_BLOCK = re.compile(r"(<!-- BEGIN outputs (\w+):[^\n]*-->\n)(.*?)(<!-- END outputs \2 -->)", re.S)
+
+
+def output_table(name: str) -> str:
+    """The table of declared file `name` (its columns), or of the binned
+    series (`series`), from the engine's declarations (outputs.rs)."""
+    from .declarations import outputs
+
+    if name == "series":
+        rows = ["| series | key | unit | value |", "|---|---|---|---|"]
+        for s in outputs()["series"]:
+            key = s["key"].replace("|", "\\|")  # a table cell's bar
+            rows.append(f"| `{s['name']}` | {key} | {s['unit']} | {s['help']} |")
+        return "\n".join(rows) + "\n"
+    f = next(f for f in outputs()["files"] if f["name"] == name)
+    rows = ["| column | type | unit | meaning |", "|---|---|---|---|"]
+    for c in f["columns"]:
+        rows.append(f"| `{c['name']}` | {c['type']} | {c['unit']} | {c['help']} |")
+    return "\n".join(rows) + "\n"
+
+
+def render_results(text: str) -> str:
+    """docs/results.md with its generated tables replaced by the current ones."""
+    return _OUTPUT_BLOCK.sub(lambda m: m.group(1) + output_table(m.group(2)) + m.group(4), text)
 
 
 def render(text: str) -> str:
@@ -245,12 +260,19 @@ def main(argv: list[str]) -> int:
         declarations.cache_clear()
     text = DOC.read_text()
     new = render(text)
+    results_text = RESULTS_DOC.read_text()
+    new_results = render_results(results_text)
     if "--check" in argv:
-        stale = [p for p, bad in ((PATH, stale_decl), (DOC, new != text)) if bad]
+        stale = [
+            p
+            for p, bad in ((PATH, stale_decl), (DOC, new != text), (RESULTS_DOC, new_results != results_text))
+            if bad
+        ]
         for p in stale:
             print(f"{p} is out of date: run `python -m cnsim.docs`", file=sys.stderr)
         return 1 if stale else 0
     DOC.write_text(new)
+    RESULTS_DOC.write_text(new_results)
     return 0
 
 

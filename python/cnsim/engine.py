@@ -7,7 +7,6 @@ dataframe library or numpy: a `cnsim run` needs neither."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -109,10 +108,15 @@ class SeedRun:
 
     @classmethod
     def from_engine(cls, sim: Any, seed: int) -> SeedRun:
-        raw = sim.results()
-        index, values = sim.series_buffer()
+        """The finished `_core.Simulation`'s output, read in one call."""
+        raw, index, values, trace = sim.output()
         tables = {name: Table.from_engine(cols) for name, cols in raw["tables"].items()}
-        return cls(seed, raw, tables, index, values)
+        run = cls(seed, raw, tables, index, values)
+        if trace is not None:
+            import json
+
+            run.trace = json.loads(trace)
+        return run
 
     def table(self, name: str) -> Table:
         try:
@@ -205,16 +209,4 @@ def run_seed(
             break
     run = SeedRun.from_engine(sim, seed)
     run.warnings = list(sim.warnings)
-    if trace_dir is not None:
-        import json
-
-        summary = sim.trace_summary()
-        run.trace = json.loads(summary) if summary is not None else None
     return run
-
-
-def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
-    """(fn(), wall seconds)."""
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0

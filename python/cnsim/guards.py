@@ -112,9 +112,11 @@ def series_count(sc: Any) -> int:
     cap = m.stats.max_series_keys
     stations = sum(1 for n in m.nodes if n.kind == "station")
     directions = 2 * len(m.links)
-    from .scenario.resolve import traced_ports
-
-    traced = len(traced_ports(m))
+    # The traced ports (the engine's choice, compile.rs), bounded without
+    # resolving the scenario: those named, else at most one per direction
+    # and at most the cap.
+    t = m.trace.ports if m.trace.ports is not None else (m.cp_ports or None)
+    traced = len(t) if t is not None else min(cap, directions)
     loaded = [n for n in m.nodes if n.kind == "station" and n.load > 0]
     flows = sum(
         len(n.dest)
@@ -200,3 +202,33 @@ def check_grid_size(points: int) -> None:
         raise ScenarioError(
             f"--grid: {points:,} points is not allowed; at most {MAX_GRID_POINTS:,} (split the sweep)"
         )
+
+
+def available_memory() -> int | None:
+    """Bytes this process may still take before the machine, its cgroup or
+    an address-space limit runs out: the least of MemAvailable
+    (/proc/meminfo), the cgroup's memory.max less its memory.current, and
+    what RLIMIT_AS leaves (or CNSIM_MEMORY_CAP when set); None when none
+    of them is known (not Linux)."""
+    env = os.environ.get("CNSIM_MEMORY_CAP")
+    found: list[int] = [_size(env)] if env else []
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+                    break
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+        if limit != "max":
+            with open("/sys/fs/cgroup/memory.current") as f:
+                found.append(max(0, int(limit) - int(f.read().strip())))
+    except (OSError, ValueError):
+        pass
+    left = address_space_left()
+    if left is not None:
+        found.append(left)
+    return min(found) if found else None

@@ -20,18 +20,6 @@ from typing import Any
 
 from .tables import Table, percentile, seq_mean, seq_sum
 
-#: Metrics whose value is a count (reported as integers).
-COUNTS = {
-    "dropped_cp",
-    "dropped_rp",
-    "dropped_rl",
-    "dropped_nic",
-    "frames_deferred",
-    "pause_frames",
-    "frames",
-    "frames_delivered",
-}
-
 PS_PER_S = 1e12
 #: Picoseconds to microseconds as a multiplication by the reciprocal: the
 #: form these columns were always computed in (a dataframe's division by a
@@ -252,13 +240,11 @@ def fairness(rates: list[float], target: float) -> dict[str, float]:
 def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
     """Every scalar metric of one run: those of every run, then the
     scenario's own (stability, innocent flows, fairness, utilisation, hotspot)."""
-    from .scenario.resolve import per_flow
-
     m: dict[str, float | int | None] = run_metrics(run)
     model = scenario.model
     names = run.window_names
     flows = flow_table(run)
-    by_flow = per_flow(model)
+    by_flow = scenario.per_flow()
     nodes = None if by_flow else node_table(run)
     m["frames_reordered"] = run.frames.get("reordered") if by_flow else None
 

@@ -1,19 +1,19 @@
 """Results of a set of replications: per-seed metrics, statistics over
 seeds (mean, standard deviation, 95% confidence interval), the per-flow,
 per-link, per-node and per-window tables, the time series, and the on-disk
-layout of docs/results.md, which `read_results` (`cnsim.open_results`) reads back into the same type."""
+layout of docs/results.md, which `cnsim.saved.read_results` (`cnsim.open_results`) reads back into the same type."""
 
 from __future__ import annotations
 
 import json
 import math
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .declarations import output_file, series_unit
 from .engine import SeedRun
-from .errors import ScenarioError, ScenarioWarning
+from .errors import ScenarioError
 from .metrics import (
     SIZE_BUCKETS,
     ci_text,
@@ -26,7 +26,7 @@ from .metrics import (
     summarize,
 )
 from .outdir import atomic_write
-from .runid import RUN_SEEDS, RUN_SHA256, mismatch, sha256
+from .runid import RUN_SEEDS, RUN_SHA256, crc32, sha256
 from .scenario import Scenario
 from .tables import Table, write_parquet
 
@@ -132,7 +132,7 @@ class Results:
 
     def engine(self) -> dict[str, Any]:
         """Engine figures summed over seeds (wall time is the sum of the runs)."""
-        import cnsim._core as _core
+        from ._version import engine_version
 
         ev = sum(r.engine["events"] for r in self.runs)
         wall = sum(r.engine["wall_s"] for r in self.runs)
@@ -145,7 +145,7 @@ class Results:
             "wall_s": wall,
             "events_per_s": ev / wall if wall > 0 else None,
             "frames_delivered_per_s": delivered / wall if wall > 0 else None,
-            "version": _core.version(),
+            "version": engine_version(),
         }
 
     def transient(self) -> dict[str, Any] | None:
@@ -331,18 +331,116 @@ class Results:
             )
         return pl.concat(frames)
 
-    def events(self, seed: int | None = None) -> Any:
+    def events(
+        self,
+        seed: int | list[int] | None = None,
+        *,
+        kinds: str | list[str] | None = None,
+        nodes: str | list[str] | None = None,
+        ports: str | list[str] | None = None,
+        flows: str | list[str] | None = None,
+        time_ms: tuple[float | None, float | None] | None = None,
+        columns: list[str] | None = None,
+    ) -> Any:
         """The event trace (`[trace] events`, docs/looking-at-frames.md): one
         row per event, sorted by seed and time, as a polars DataFrame; empty
-        when none was recorded."""
+        when none was recorded. Read filtered, only the rows and columns
+        asked for: `seed` (one or a list), `kinds` (event kinds), `nodes`,
+        `ports` (FROM->TO), `flows` (SRC|DST), `time_ms=(t0, t1)` ([t0, t1)
+        in ms, None for an open end), `columns` (seed and time_ps are always
+        kept). A read that will probably not fit in the memory left warns
+        first (cnsim.trace.TraceMemoryWarning); `scan_events` is the lazy
+        frame, for any other query."""
+        filters = self._event_filters(seed, kinds, nodes, ports, flows, time_ms, columns)
         if self.trace is not None:
-            return self.trace.events(seed)
+            return self.trace.events(seed, **filters)
         import polars as pl
 
         return pl.DataFrame()
 
+    def scan_events(
+        self,
+        seed: int | list[int] | None = None,
+        *,
+        kinds: str | list[str] | None = None,
+        nodes: str | list[str] | None = None,
+        ports: str | list[str] | None = None,
+        flows: str | list[str] | None = None,
+        time_ms: tuple[float | None, float | None] | None = None,
+        columns: list[str] | None = None,
+    ) -> Any:
+        """The event trace as a polars LazyFrame (rows in the order the engine
+        recorded them, each seed's after the previous seed's), with the
+        filters of `events` pushed down into the Parquet scan; nothing is
+        read until it is collected (`.collect()`, or `.sink_parquet(...)` for
+        a result larger than memory). An empty LazyFrame when none was recorded."""
+        filters = self._event_filters(seed, kinds, nodes, ports, flows, time_ms, columns)
+        lf = self.trace.scan_events(seed, **filters) if self.trace is not None else None
+        if lf is None:
+            import polars as pl
+
+            return pl.LazyFrame()
+        return lf
+
+    def _event_filters(
+        self, seed: Any, kinds: Any, nodes: Any, ports: Any, flows: Any, time_ms: Any, columns: Any
+    ) -> dict[str, Any]:
+        """The filters of `events` / `scan_events`, checked (a ScenarioError
+        naming the argument: never a silently empty frame for a typo)."""
+        from .trace import _names, _time_window, event_kinds
+
+        self._check_seed("events", seed, many=True)
+        out: dict[str, Any] = {}
+        if kinds is not None:
+            out["kinds"] = _names("kinds", kinds, event_kinds())
+        for what, v in (("nodes", nodes), ("ports", ports), ("flows", flows)):
+            if v is not None:
+                out[what] = _names(what, v)
+        if time_ms is not None:
+            _time_window(time_ms)
+            out["time_ms"] = tuple(time_ms)
+        if columns is not None:
+            cols = [columns] if isinstance(columns, str) else columns
+            if not isinstance(cols, list | tuple) or not all(isinstance(c, str) for c in cols):
+                raise ScenarioError(
+                    f"events: columns={columns!r} is not allowed; expected a list of column names"
+                )
+            lf = self.trace.scan_events() if self.trace is not None else None
+            if lf is not None:
+                known = list(lf.collect_schema())
+                bad = [c for c in cols if c not in known]
+                if bad:
+                    raise ScenarioError(
+                        f"events: columns: {bad[0]!r} is not allowed; allowed: {', '.join(known)}"
+                    )
+            out["columns"] = list(dict.fromkeys(cols))
+        return out
+
+    def _check_seed(self, what: str, seed: Any, many: bool = False) -> None:
+        """`seed`: None, one of this run's seeds, or (`many`) a list of them."""
+        items = seed if many and isinstance(seed, list | tuple) else [seed]
+        if seed is None:
+            return
+        for s in items:
+            if isinstance(s, bool) or not isinstance(s, int):
+                raise ScenarioError(
+                    f"{what}: seed {s!r} is not allowed; expected one of this run's seeds "
+                    f"({_seed_list(self.seeds)}){' or a list of them' if many else ''}"
+                )
+            if s not in self._seed_set():
+                raise ScenarioError(
+                    f"{what}: seed {s} is not one of this run's seeds ({_seed_list(self.seeds)})"
+                )
+
+    def _seed_set(self) -> set[int]:
+        if getattr(self, "_seeds_cache", None) is None or len(self._seeds_cache) != len(self.runs):
+            self._seeds_cache = set(self.seeds)
+        return self._seeds_cache
+
     def pcap_files(self, seed: int | None = None) -> list[Path]:
-        """The packet captures (`[trace] pcap`): one pcapng file per port and seed."""
+        """The packet captures (`[trace] pcap`): one pcapng file per port and
+        seed, as the run listed them (summary.json's trace.pcap)."""
+        self._check_seed("pcap_files", seed)
         return self.trace.pcap_files(seed) if self.trace is not None else []
 
     def to_polars(self, table: str = "summary") -> Any:
@@ -391,7 +489,7 @@ class Results:
                 cube,
                 dims=("seed", key_dim, "time_ms"),
                 coords={"seed": self.seeds, key_dim: keys, "time_ms": times},
-                attrs={"units": _SERIES_UNITS.get(name, "")},
+                attrs={"units": series_unit(name)},
             )
         return xr.Dataset(out, attrs={"scenario": self.scenario.name, "scheme": self.scenario.scheme})
 
@@ -458,8 +556,14 @@ class Results:
                 )
             },
             "engine": _clean(self.engine()),
-            **({"trace": self.trace.summary()} if self.trace is not None and self.trace.per_seed else {}),
+            **({"trace": trace} if (trace := self._trace_summary()) else {}),
+            **({"files": self._files} if getattr(self, "_files", None) else {}),
         }
+
+    def _trace_summary(self) -> dict[str, Any] | None:
+        if self.trace is None:
+            return None
+        return self.trace.summary() or None
 
     @property
     def scenario_sha256(self) -> str:
@@ -502,16 +606,18 @@ class Results:
         atomic_write(out / "scenario.toml", toml)
         meta = list(self.identity().items())
 
-        def parquet(
-            name: str, parts: list[tuple[int, Table]], schema: tuple[tuple[str, str], ...] = ()
-        ) -> None:
+        rows: dict[str, int] = {}
+
+        def parquet(declared: str, parts: list[tuple[int, Table]]) -> None:
+            """File `declared` (outputs.rs: its name and columns) from per-seed tables."""
             write_parquet(
-                out / name,
+                out / output_file(declared),
                 [t for _, t in parts],
                 seed_column=[s for s, _ in parts],
                 metadata=meta,
-                schema=schema,
+                declared=declared,
             )
+            rows[output_file(declared)] = sum(len(t) for _, t in parts)
 
         # The time series are the largest file: the engine encodes them with the GIL
         # released, in a thread, while this one writes the others.
@@ -522,14 +628,16 @@ class Results:
             meta,
         )
         try:
-            parquet("flows.parquet", self._flows())
+            parquet("flows_transport" if self.transport else "flows", self._flows())
             if self.transport:
-                parquet("pairs.parquet", self._pairs())
-            parquet("queues.parquet", self._queues(), QUEUE_COLUMNS)
-            parquet("links.parquet", self._links())
-            parquet("nodes.parquet", self._nodes())
-            parquet("windows.parquet", self._windows())
-            write_parquet(out / "runs.parquet", [_runs_table(self.runs)], metadata=meta)
+                parquet("pairs", self._pairs())
+            parquet("queues", self._queues())
+            parquet("links", self._links())
+            parquet("nodes", self._nodes())
+            parquet("windows", self._windows())
+            write_parquet(out / output_file("runs"), [_runs_table(self.runs)], metadata=meta, declared="runs")
+            rows[output_file("runs")] = len(self.runs)
+            rows["timeseries.parquet"] = sum(n for r in self.runs for *_, n in r.series_buffer()[0])
             if while_writing is not None:
                 while_writing()
         finally:
@@ -547,7 +655,7 @@ class Results:
         if tr is not None:
             n = len(tr["rc"])
             write_parquet(
-                out / "transient.parquet",
+                out / output_file("transient"),
                 [
                     Table(
                         {
@@ -560,39 +668,28 @@ class Results:
                     )
                 ],
                 metadata=meta,
+                declared="transient",
             )
+            rows["transient.parquet"] = n
         if report:
             from .report import write_report
 
             write_report(self, out)
+        files = {
+            name: {"rows": n, "bytes": (out / name).stat().st_size, "crc32": crc32(out / name)}
+            for name, n in sorted(rows.items())
+        }
         if self.trace is not None:
             self.trace.write(out, self.seeds, self.identity())
+            files.update(self.trace.manifest(out))
+        # summary.json lists every data file with its rows and bytes (cnsim.check).
+        self._files = files
         # Last: a directory with summary.json has every other file.
-        atomic_write(out / "summary.json", json.dumps(self.summary_dict(), indent=2) + "\n")
+        from .check import sealed_summary
+
+        atomic_write(out / "summary.json", sealed_summary(self.summary_dict()))
         return out
 
-
-_SERIES_UNITS = {
-    "aggregate_throughput": "Gbit/s",
-    "delivered_throughput": "Gbit/s",
-    "flow_throughput": "Gbit/s",
-    "link_throughput": "Gbit/s",
-    "queue_bytes": "bytes",
-    "queue_bytes_max": "bytes",
-    "rl_rate": "Gbit/s",
-    "rlq_bytes": "bytes",
-    "rl_window_bytes": "bytes",
-    "paused_fraction": "fraction of the bin",
-}
-
-#: queues.parquet's columns (after `seed`), written even when no port is traced.
-QUEUE_COLUMNS = (
-    ("port", "str"),
-    ("lower_bytes", "<u8"),
-    ("time_ps", "<u8"),
-    ("fraction", "f64"),
-    ("cdf", "f64"),
-)
 
 #: Run-wide counters kept per seed in runs.parquet.
 _RUN_FIELDS = ("bin_ps", "end_ps", "n_bins")
@@ -625,192 +722,11 @@ FLOW_RECORD_COLUMNS = (
 )
 
 
-#: Columns each Parquet file must have to be read back.
-_NEED = {
-    "runs": ("seed", *_RUN_FIELDS),
-    "windows": ("seed",),
-    "flows": ("seed",),
-    "pairs": ("seed",),
-    "links": ("seed",),
-    "nodes": ("seed",),
-    "queues": ("seed", "port", "lower_bytes", "time_ps"),
-    "timeseries": ("seed", "series", "key", "value"),
-}
-
-
-def _saved_runs(out: Path, transport: bool, ident: dict[str, str] | None) -> list[SeedRun]:
-    """The SeedRuns of a results directory, rebuilt from its Parquet files
-    (each checked to be of the run `ident` names, when given)."""
-    import numpy as np
-    import polars as pl
-
-    def read(name: str) -> Any:
-        return _read_parquet(out / f"{name}.parquet", ident, _NEED.get(name, ()))
-
-    runs_t = read("runs")
-    tables = {n: read(n) for n in ("windows", "flows", "links", "nodes")}
-    if (out / "queues.parquet").exists():
-        q = read("queues")
-        if len(q):
-            tables["queue_hist"] = q.select("seed", "port", "lower_bytes", "time_ps")
-    if transport:
-        # A run with transport flows: flows.parquet holds the flow records.
-        records = tables["flows"]
-        missing = [c for c in FLOW_RECORD_COLUMNS if c not in records.columns]
-        if missing:
-            raise ScenarioError(
-                f"{out / 'flows.parquet'}: has no column {missing[0]}, so it holds no flow records "
-                "(the scenario has a [workload]); the results directory is damaged"
-            )
-        tables["flows"] = read("pairs")
-        tables["flow_records"] = records.select(["seed", *FLOW_RECORD_COLUMNS])
-    if (out / "transient.parquet").exists():
-        read("transient")  # checked: it is rebuilt from the series, not read
-    ts = read("timeseries")
-    walls = _wall_times(out, ident, runs_t)
-    # flows and links were saved with their derived columns: keep the raw counters.
-    derived = ("throughput_gbps_", "time_paused_pct")
-    runs = []
-    for row in runs_t.iter_rows(named=True):
-        seed = row["seed"]
-        header = {
-            **{k: row[k] for k in _RUN_FIELDS},
-            "frames": {k[7:]: v for k, v in row.items() if k.startswith("frames.")},
-            "engine": {k[7:]: v for k, v in row.items() if k.startswith("engine.")},
-        }
-        header["engine"].setdefault("wall_s", walls.get(seed, 0.0))
-        per = {}
-        for name, t in tables.items():
-            part = t.filter(pl.col("seed") == seed).drop("seed")
-            per[name] = Table.from_polars(part.select([c for c in part.columns if not c.startswith(derived)]))
-        part = ts.filter(pl.col("seed") == seed)
-        index, chunks, off = [], [], 0
-        for g in part.partition_by(["series", "key"], maintain_order=True):
-            v = g["value"].to_numpy().astype("<f8")
-            index.append((g["series"][0], g["key"][0], off, len(v)))
-            chunks.append(v)
-            off += len(v)
-        values = np.concatenate(chunks).tobytes() if chunks else b""
-        runs.append(SeedRun(seed, header, per, index, values))
-    return runs
-
-
-def _wall_times(out: Path, ident: dict[str, str] | None, runs_t: Any) -> dict[int, float]:
-    """Each seed's engine wall time from timing.json (checked to be of the
-    same run); {} without it (directories written before it existed keep
-    engine.wall_s in runs.parquet)."""
-    path = out / TIMING_JSON
-    if not path.is_file():
-        return {}
-    try:
-        t = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError) as e:
-        raise ScenarioError(f"{path}: cannot be read ({e}); the results directory is damaged") from None
-    seeds = runs_t["seed"].to_list()
-    if (
-        not isinstance(t, dict)
-        or not isinstance(t.get("wall_s"), list)
-        or len(t["wall_s"]) != len(seeds)
-        or not all(x is None or isinstance(x, int | float) for x in t["wall_s"])
-    ):
-        raise ScenarioError(f"{path}: not a wall time per seed; the results directory is damaged")
-    if ident is not None and (
-        t.get("scenario_sha256") != ident[RUN_SHA256] or json.dumps(t.get("seeds")) != ident[RUN_SEEDS]
-    ):
-        raise ScenarioError(
-            f"{path}: from another run (scenario SHA-256 or seeds differ from summary.json's); "
-            "the results directory is mixed"
-        )
-    return {s: float(w or 0.0) for s, w in zip(seeds, t["wall_s"], strict=True)}
-
-
-def _read_parquet(path: Path, ident: dict[str, str] | None = None, need: tuple[str, ...] = ()) -> Any:
-    """A Parquet file of a results directory, checked: present, readable,
-    with the columns `need`, and (with `ident`) written by that run."""
-    import polars as pl
-
-    try:
-        df = pl.read_parquet(path)
-        kv = pl.read_parquet_metadata(path) if ident is not None else {}
-    except FileNotFoundError:
-        raise ScenarioError(
-            f"{path.parent}: {path.name} is missing; not a complete results directory"
-        ) from None
-    except Exception as e:  # a damaged file: name it
-        raise ScenarioError(
-            f"{path}: cannot be read ({type(e).__name__}); the results directory is damaged"
-        ) from None
-    if ident is not None:
-        why = mismatch(path, {k: kv.get(k) for k in ident}, ident)
-        if why is not None:
-            raise ScenarioError(why)
-    missing = [c for c in need if c not in df.columns]
-    if missing:
-        raise ScenarioError(f"{path}: has no column {missing[0]}; the results directory is damaged")
-    return df
-
-
-def read_results(path: str | Path) -> Results:
-    """A run's results directory (written by `Results.save` or `cnsim run
-    --out`) read back as the Results it was (`cnsim.open_results` also
-    opens sweep directories). Every file is checked to be of the run that
-    summary.json describes (its scenario's SHA-256 and seeds): a file of
-    another run, or a damaged one, is refused naming it."""
-    out = Path(path)
-    if not (out / "summary.json").is_file() or not (out / "scenario.toml").is_file():
-        raise ScenarioError(f"{out}: not a results directory (no summary.json and scenario.toml)")
-    from .scenario import load
-
-    summary = out / "summary.json"
-    try:
-        saved = json.loads(summary.read_text())
-        toml = (out / "scenario.toml").read_bytes()
-    except (OSError, ValueError, RecursionError) as e:
-        raise ScenarioError(f"{summary}: cannot be read ({e}); the results directory is damaged") from None
-    if not isinstance(saved, dict):
-        raise ScenarioError(
-            f"{summary}: not a cnsim summary (a JSON object); the results directory is damaged"
-        )
-    for key in ("seeds", "seeds_requested"):
-        v = saved.get(key, [])
-        if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
-            raise ScenarioError(
-                f"{summary}: '{key}' is not a list of seeds; the results directory is damaged"
-            )
-    sha = saved.get("scenario_sha256")
-    ident: dict[str, str] | None = None
-    if sha is None:
-        warnings.warn(
-            f"{out}: written by an older cnsim (summary.json has no scenario_sha256): its files "
-            "cannot be checked to be of one run",
-            ScenarioWarning,
-            stacklevel=2,
-        )
-    elif _sha256(toml) != sha:
-        raise ScenarioError(
-            f"{out / 'scenario.toml'}: not the scenario these results were run with (its SHA-256 is not "
-            "summary.json's scenario_sha256); the results directory is mixed"
-        )
-    else:
-        ident = {RUN_SHA256: sha, RUN_SEEDS: json.dumps(saved.get("seeds"))}
-    scenario = load(out / "scenario.toml")
-    runs = _saved_runs(out, scenario.model.workload is not None, ident)
-    if ident is not None and [r.seed for r in runs] != saved.get("seeds"):
-        raise ScenarioError(
-            f"{out / 'runs.parquet'}: seeds {[r.seed for r in runs]} are not summary.json's "
-            f"{saved.get('seeds')}; the results directory is damaged"
-        )
-    scenario = scenario.replace(seeds=saved.get("seeds_requested") or saved.get("seeds") or scenario.seeds)
-    res = Results(scenario, runs)
-    if sha is not None:
-        res._scenario_sha256 = sha
-    if (out / "events.parquet").is_file() or (out / "pcap").is_dir():
-        from .trace import TraceFiles, check_identity
-
-        if ident is not None:
-            check_identity(out, ident)
-        res.trace = TraceFiles(out, None)
-    return res
+def _seed_list(seeds: list[int]) -> str:
+    """A run's seeds for a message: all of a few, the ends of many."""
+    if len(seeds) > 6:
+        return f"{seeds[0]}, {seeds[1]}, ..., {seeds[-1]}: {len(seeds):,} seeds"
+    return ", ".join(map(str, seeds))
 
 
 _sha256 = sha256

@@ -5,6 +5,8 @@ checks them, and cnsim.trace, whose files carry them too."""
 
 from __future__ import annotations
 
+from typing import Any
+
 #: The SHA-256 of the scenario.toml the run was saved with.
 RUN_SHA256 = "cnsim.scenario_sha256"
 #: The run's seeds, a JSON list.
@@ -33,3 +35,14 @@ def mismatch(path: object, got: dict[str, str | None], ident: dict[str, str]) ->
         f"{got.get(RUN_SEEDS)}), not this directory's ({ident[RUN_SHA256][:12]}..., seeds "
         f"{ident[RUN_SEEDS]}); the results directory is mixed"
     )
+
+
+def crc32(path: Any) -> int:
+    """The CRC-32 of a file's bytes (zlib's), read 1 MB at a time."""
+    import zlib
+
+    crc = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            crc = zlib.crc32(chunk, crc)
+    return crc

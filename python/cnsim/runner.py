@@ -38,9 +38,11 @@ def run(
     about a second, whose `results` holds the seeds that finished (None if
     none did; `Results.complete` is false).
     A scenario with `[trace] events` or `pcap` writes its trace into
-    `trace_dir` (default: a temporary directory removed with the Results;
-    `Results.save` keeps it), read by `Results.events()` and
-    `Results.pcap_files()` (cnsim.trace).
+    `trace_dir` (a new or empty directory; default: a temporary directory
+    removed with the Results; `Results.save` keeps it), read by
+    `Results.events()` and `Results.pcap_files()` (cnsim.trace). A trace
+    file that cannot be written (a full disk, `ulimit -f`) stops the run
+    with an OSError naming it.
     `while_running()`: called once in this thread while the engine runs (it
     releases the GIL), for work that does not need the results; `cnsim run`
     imports its printing and renders the scenario's TOML there."""
@@ -51,13 +53,19 @@ def run(
     check_backend(backend, jobs, address, client)  # before anything is built
     if seeds is not None:
         scenario = scenario.replace(seeds=seeds)
+    from .trace import records, trace_dir_checked, unintended
+
+    if trace_dir is not None:
+        trace_dir = trace_dir_checked(trace_dir)
     from .guards import check_run_memory
 
     check_run_memory(scenario)
-    config = scenario.engine_config_checked()
-    for w in scenario.engine_warnings():  # legal, almost certainly unintended: said once per run
+    config = scenario.compiled()  # checked once; every seed runs from it
+    for w in [
+        *scenario.engine_warnings(),
+        *unintended(scenario),
+    ]:  # legal, almost certainly unintended: said once per run
         warnings.warn(w, ScenarioWarning, stacklevel=2)
-    from .trace import records
 
     tdir: Path | None = None
     owned = False
@@ -95,6 +103,10 @@ def run(
             elif owned:
                 shutil.rmtree(tdir, ignore_errors=True)
         raise
+    except BaseException:
+        if owned and tdir is not None:
+            shutil.rmtree(tdir, ignore_errors=True)
+        raise
     res = Results(scenario, runs)
     if scenario.model.fidelity == "flow":
         # What the flow-level model found while it ran (PAUSE, losses in its
@@ -105,8 +117,7 @@ def run(
                 warnings.warn(line, ScenarioWarning, stacklevel=2)
     if tdir is not None:
         res.trace = _trace_files(tdir, runs, owned)
-        from .trace import TraceCapWarning
-        from .trace import warnings as cap_warnings
+        from .trace import TraceCapWarning, cap_warnings
 
         for line in cap_warnings(res.trace.per_seed):
             warnings.warn(line, TraceCapWarning, stacklevel=2)

@@ -4,7 +4,7 @@ tables (`[bcn]`, `[qcn2pt]`, ...).
 Each scheme declares its parameters once, in its engine module
 (`crates/cnsim-core/src/scheme/`, e.g. `qcn::table`): name (the unit is in
 the name), type, default, range, cross-parameter rules and help. This module
-reads that declaration as record classes (`cnsim.records`), so scenario validation,
+reads that declaration as record classes (`cnsim.parameters`), so scenario validation,
 `cnsim show`'s comments and the tables of docs/scenario-format.md
 (`cnsim.docs`) cannot drift from what the engine checks and uses. Rules
 that tie parameters together are checked by the engine when a scenario is
@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from .declarations import declarations
-from .records import Record, record
+from .parameters import Record, record
 
 #: Parameter tables by name, as they appear in scenario files (`[bcn]`, ...).
 TABLES: dict[str, type[Record]] = {t["name"]: record(t) for t in declarations()["tables"]}

@@ -25,19 +25,9 @@ _TAGS = {"Q": "<u8", "q": "<i8", "d": "<f8", "?": "|b1"}
 Column = Sequence[Any]
 
 
-class StrColumn(list):  # type: ignore[type-arg]
-    """A column of strings: its type is known even when it has no rows (an
-    empty plain list says nothing), so a seed that made no row writes the
-    same Parquet schema as any other."""
-
-    __slots__ = ()
-
-
 def column(value: Any) -> Column:
     """A column as the engine gives it: `(dtype, bytes)` becomes a typed
-    memoryview over the bytes (no copy); a list of strings a StrColumn."""
-    if isinstance(value, list):
-        return StrColumn(value)
+    memoryview over the bytes (no copy); a list of strings stays a list."""
     if isinstance(value, tuple):
         dtype, buf = value
         fmt = _FORMATS[dtype]
@@ -62,18 +52,13 @@ class Table:
     def __getstate__(self) -> dict[str, Any]:
         # Typed buffers travel as (format, bytes): a memoryview does not pickle.
         return {
-            n: ("buffer", c.format, c.tobytes())
-            if isinstance(c, memoryview)
-            else ("str" if isinstance(c, StrColumn) else "list", list(c))
+            n: ("buffer", c.format, c.tobytes()) if isinstance(c, memoryview) else ("list", list(c))
             for n, c in self._cols.items()
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._cols = {
-            n: memoryview(v[2]).cast("B").cast(v[1])
-            if v[0] == "buffer"
-            else (StrColumn(v[1]) if v[0] == "str" else v[1])
-            for n, v in state.items()
+            n: memoryview(v[2]).cast("B").cast(v[1]) if v[0] == "buffer" else v[1] for n, v in state.items()
         }
 
     @classmethod
@@ -123,14 +108,19 @@ class Table:
         keep = [i for i, m in enumerate(mask) if m]
         return self.take(keep)
 
+    def slice(self, start: int, stop: int) -> Table:
+        """Rows `start` to `stop` (typed columns: views of the same buffer, no copy)."""
+        out: dict[str, Column] = {}
+        for n, c in self._cols.items():
+            out[n] = c[start:stop]
+        return Table(out)
+
     def take(self, indices: Sequence[int]) -> Table:
         """The rows at `indices`, in that order (typed columns stay typed)."""
         out: dict[str, Column] = {}
         for n, c in self._cols.items():
             if isinstance(c, memoryview):
                 out[n] = memoryview(array.array(c.format, [c[i] for i in indices]))
-            elif isinstance(c, StrColumn):
-                out[n] = StrColumn(c[i] for i in indices)
             else:
                 out[n] = [c[i] for i in indices]
         return Table(out)
@@ -149,8 +139,6 @@ class Table:
             if fmt is not None and s.null_count() == 0:
                 arr = s.to_numpy()
                 cols[name] = memoryview(arr.tobytes()).cast("B").cast(fmt)
-            elif s.dtype == pl.Utf8:
-                cols[name] = StrColumn(s.to_list())
             else:
                 cols[name] = s.to_list()
         return cls(cols)
@@ -167,9 +155,6 @@ class Table:
             else:
                 data[n] = pl.Series(n, list(c), strict=False)
         return pl.DataFrame(data)
-
-    def equals(self, other: Table) -> bool:
-        return self.columns == other.columns and all(list(self[n]) == list(other[n]) for n in self.columns)
 
     def __repr__(self) -> str:
         return f"<Table {len(self)} rows: {', '.join(self._cols)}>"
@@ -208,11 +193,9 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 
 
 def _list_kind(values: Sequence[Any]) -> str | None:
-    """The Parquet type of a column of Python values: "str" for a
-    StrColumn, else by its first value that is not None; None when it has
-    no such value (no rows, or nulls only: the type is another chunk's)."""
-    if isinstance(values, StrColumn):
-        return "str"
+    """The Parquet type of a column of Python values by its first value
+    that is not None; None when it has no such value (no rows, or nulls
+    only: the type is another chunk's, or the declaration's)."""
     first = next((v for v in values if v is not None), None)
     if first is None:
         return None
@@ -225,34 +208,42 @@ def _list_kind(values: Sequence[Any]) -> str | None:
     return "f64"
 
 
+#: A declared column type (crates/cnsim-core/src/outputs.rs) -> the kind the
+#: engine's writer takes for it: a list of values, or (u64) a typed buffer.
+_DECLARED_KINDS = {"str": "str", "i64": "i64", "f64": "f64", "bool": "bool", "u64": "<u8"}
+
+
 def write_parquet(
     path: Any,
     chunks: Sequence[Table],
     *,
     seed_column: Sequence[int] | None = None,
     metadata: Sequence[tuple[str, str]] = (),
-    schema: Sequence[tuple[str, str]] = (),
+    declared: str | None = None,
 ) -> None:
     """Writes tables of one schema, one after the other, as one Parquet file
     (through the engine's writer: no DataFrame is built). With
     `seed_column`, each chunk gets a first column `seed` (Int64) holding its
-    seed. A column of Python values (a list) is written by its values' type
-    (str, int, float; None is null). `metadata`: key-value pairs for the
-    file's footer (the run that wrote it). A column of Python values takes
-    its type from the first chunk that has a value in it, so a chunk
-    without rows (a seed that made none) writes the same schema; with no
-    value in any chunk it is a float column of nulls. `schema`: the
-    columns (name, kind) written when there is no chunk at all, so that
-    an empty file still has the columns its readers look for."""
+    seed. `declared`: the file's declaration (outputs.rs, by name: `flows`,
+    `queues`, ...), which gives a column of Python values its type even when
+    no chunk has a value in it (a seed without rows writes the schema of any
+    other), and the columns of a file with no chunk at all; a column it does
+    not declare is typed by its values (str, int, float; None is null),
+    taken from the first chunk that has one, else a float column of nulls.
+    `metadata`: key-value pairs for the file's footer (the run that wrote it)."""
     import cnsim._core as _core
+
+    from .declarations import output_type
 
     kinds: dict[str, str] = {}
     for t in chunks:
         for n, c in t._cols.items():
-            if n not in kinds and not isinstance(c, memoryview):
-                k = _list_kind(c)
-                if k is not None:
-                    kinds[n] = k
+            if n in kinds or isinstance(c, memoryview):
+                continue
+            d = output_type(declared, n) if declared is not None else None
+            k = _DECLARED_KINDS[d] if d is not None and d != "u64" else _list_kind(c)
+            if k is not None:
+                kinds[n] = k
     out = []
     for i, t in enumerate(chunks):
         cols: list[tuple[str, str, Any]] = []
@@ -264,9 +255,14 @@ def write_parquet(
             else:
                 cols.append((n, kinds.get(n, "f64"), list(c)))
         out.append(cols)
-    if not out and schema:
+    if not out and declared is not None:
+        from .declarations import output_columns
+
         cols = [("seed", "seed", (0, 0))] if seed_column is not None else []
-        for n, k in schema:
+        for n, d in output_columns(declared):
+            if n == "seed" or "<" in n:  # the seed is the writer's; a per-window column needs the windows
+                continue
+            k = _DECLARED_KINDS[d]
             fmt = {v: f for f, v in _TAGS.items()}.get(k)
             cols.append((n, k, [] if fmt is None else memoryview(array.array("B" if fmt == "?" else fmt))))
         out.append(cols)

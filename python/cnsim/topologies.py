@@ -42,18 +42,18 @@ import math
 import random
 from typing import Any
 
-from .declarations import declarations
+from .declarations import declarations, limits
 from .errors import ScenarioError
-from .records import READERS, Record, TableError, record, shown
+from .parameters import READERS, Record, TableError, record, shown
 
 #: Most hosts a generated fabric may have.
 MAX_HOSTS = 16384
 #: Most link directions (ports) the engine indexes.
 MAX_DIRECTIONS = 65534
 
-# As in cnsim.scenario.model (the engine's integer units).
-MAX_GBPS = 1e6
-MIN_GBPS = 1e-9
+# The engine's limits of a rate (its integer bit/s; `params::limits`).
+MAX_GBPS = limits()["max_gbps"]
+MIN_GBPS = limits()["min_gbps"]
 
 
 def _declared(name: str) -> dict[str, Any]:

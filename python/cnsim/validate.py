@@ -64,7 +64,7 @@ def run_many(
     """Every seed of every scenario as one batch on the executor, under one
     progress bar; the Results by key."""
     units = [
-        Unit(sc.engine_config_checked(), seed, sc.duration_ms, tag=key)
+        Unit(sc.compiled(), seed, sc.duration_ms, tag=key)
         for key, sc in scenarios.items()
         for seed in sorted(sc.seeds)
     ]

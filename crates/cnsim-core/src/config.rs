@@ -71,9 +71,9 @@ pub struct SimConfig {
     /// Which model answers the scenario: every frame, or the flow-level
     /// model (flow/mod.rs), which runs `flow`'s settings.
     #[serde(default)]
-    pub fidelity: crate::flow::Fidelity,
+    pub fidelity: crate::flow::params::Fidelity,
     #[serde(default)]
-    pub flow: crate::flow::FlowParams,
+    pub flow: crate::flow::params::FlowParams,
 }
 
 /// The event trace and the packet captures (docs/looking-at-frames.md).
@@ -104,6 +104,9 @@ pub struct TraceConfig {
     /// Bytes of each frame a capture keeps (default: whole frames).
     #[serde(default = "default_snaplen")]
     pub snaplen: u32,
+    /// The captures of one seed stop at this many bytes, all ports together.
+    #[serde(default = "default_pcap_max_bytes")]
+    pub pcap_max_bytes: u64,
 }
 
 impl Default for TraceConfig {
@@ -118,6 +121,7 @@ impl Default for TraceConfig {
             max_rows: default_max_rows(),
             pcap: vec![],
             snaplen: default_snaplen(),
+            pcap_max_bytes: default_pcap_max_bytes(),
         }
     }
 }
@@ -135,6 +139,10 @@ fn default_max_rows() -> u64 {
 /// Whole frames (the simulated ones are at most 65,535 bytes).
 fn default_snaplen() -> u32 {
     65_535
+}
+/// 1 GB of captures per seed (a port at 10 Gbit/s fills about 1.3 MB per simulated ms).
+pub fn default_pcap_max_bytes() -> u64 {
+    1_000_000_000
 }
 
 /// Flows and their transport: flows given one by one and Poisson arrivals
@@ -247,10 +255,10 @@ pub const MAX_BINS: u64 = crate::sections::MAX_BINS as u64;
 /// Longest run, and longest delay of any kind: 1e9 ms (11.6 simulated
 /// days), so that sums of times stay far inside the u64 clock.
 pub const MAX_TIME_PS: u64 = 1_000_000_000_000_000_000;
-/// Largest buffer or threshold: 1 TiB.
-pub const MAX_BYTES: u64 = 1 << 40;
-/// Fastest link: 1 Pbit/s.
-pub const MAX_RATE_BPS: u64 = 1_000_000_000_000_000;
+/// Largest buffer or threshold: 1 TiB (declared once, `crate::params`).
+pub use crate::params::MAX_BYTES;
+/// Fastest link: 1 Pbit/s (`params::MAX_GBPS` in bit/s).
+pub const MAX_RATE_BPS: u64 = (crate::params::MAX_GBPS * 1e9) as u64;
 
 /// At `bridge`, frames for station `dst` leave towards neighbour `via`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -664,8 +672,8 @@ impl SimConfig {
             // The packet model names flows by event index; the flow-level
             // model goes further (`sections::MAX_FLOWS`).
             let most = match self.fidelity {
-                crate::flow::Fidelity::Packet => crate::engine::queue::MAX_INDEX as f64,
-                crate::flow::Fidelity::Flow => crate::sections::MAX_FLOWS,
+                crate::flow::params::Fidelity::Packet => crate::engine::queue::MAX_INDEX as f64,
+                crate::flow::params::Fidelity::Flow => crate::sections::MAX_FLOWS,
             };
             if expected > most {
                 return fail("workload", format!("arrivals[{i}] would start about {expected:.3e} flows ({} flows/s at each of {} stations for {secs} s), more than the engine indexes ({most}); lower workload.load or the arrival window", a.rate_per_s, a.stations.len()));

@@ -27,56 +27,59 @@ pub enum FrameKind {
 }
 
 /// Node index of "no node".
-pub const NO_NODE: u16 = u16::MAX;
+pub const NO_NODE: u32 = u32::MAX;
 /// Flow id of a frame that belongs to no transport flow (open-loop sources).
 pub const NO_FLOW: u32 = u32::MAX;
+/// `Frame::in_port` of a frame on the wire to a bridge that has no route for it.
+pub const NO_PORT_IN: u32 = u32::MAX;
 
+/// Station and port indices are 32 bits (a fabric of a million link
+/// directions and of hundreds of thousands of hosts); the frame stays at 40
+/// bytes before the scheme's extension, its fields ordered by size.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Frame<E> {
     /// Time the frame was generated (data) or sent (control).
     pub born: Time,
     /// Source and destination station indices (data, notifications).
-    pub src: u16,
-    pub dst: u16,
-    /// Length on the wire, bytes.
-    pub len: u16,
-    pub kind: FrameKind,
-    /// Ingress port (global id; the engine refuses networks of 65,535 ports
-    /// or more) at the bridge currently holding the frame; set when a bridge
-    /// accepts it. On the wire to a bridge it carries instead the port that
-    /// bridge will forward the frame on, routed once when the frame was sent
-    /// (`u16::MAX`: no route), so neither the arrival nor its prefetch
-    /// looks the route up again.
-    pub in_port: u16,
-    /// At a bridge: the local index of `in_port` there (its `per_input` partition).
-    pub in_local: u16,
+    pub src: u32,
+    pub dst: u32,
+    /// Ingress port (global id) at the bridge currently holding the frame;
+    /// set when a bridge accepts it. On the wire to a bridge it carries
+    /// instead the port that bridge will forward the frame on, routed once
+    /// when the frame was sent ([`NO_PORT_IN`]: no route), so neither the
+    /// arrival nor its prefetch looks the route up again.
+    pub in_port: u32,
     /// Data: the CPID of the rate limiter the frame left (0: none).
     /// Notification: the CP that sent it (0: none, e.g. a destination).
-    pub cpid: u16,
-    /// Notification: the flow it is about, named by the flow's destination.
-    pub about: u16,
+    pub cpid: u32,
     /// Transport flow of a data frame, acknowledgement or notification
     /// ([`NO_FLOW`]: open-loop traffic).
     pub flow: u32,
     /// Data: the frame's index in its flow. Ack / Nack: the next frame
     /// expected. PAUSE: pause_time in quanta of 512 bit times (0 = XON).
+    /// Notification: the flow it is about, named by the flow's destination
+    /// ([`Frame::about`]).
     pub seq: u32,
+    /// Length on the wire, bytes.
+    pub len: u16,
+    /// At a bridge: the local index of `in_port` there (its `per_input` partition).
+    pub in_local: u16,
+    pub kind: FrameKind,
     /// The scheme's part of the frame.
     pub ext: E,
 }
 
 impl<E: Copy + Default> Frame<E> {
-    pub fn data(born: Time, src: u16, dst: u16, len: u16) -> Frame<E> {
+    pub fn data(born: Time, src: u32, dst: u32, len: u16) -> Frame<E> {
         Frame {
             born,
             src,
             dst,
             len,
             kind: FrameKind::Data,
-            in_port: u16::MAX,
+            in_port: NO_PORT_IN,
             in_local: 0,
             cpid: 0,
-            about: NO_NODE,
             flow: NO_FLOW,
             seq: 0,
             ext: E::default(),
@@ -90,10 +93,9 @@ impl<E: Copy + Default> Frame<E> {
             dst: NO_NODE,
             len,
             kind: FrameKind::Pause,
-            in_port: u16::MAX,
+            in_port: NO_PORT_IN,
             in_local: 0,
             cpid: 0,
-            about: NO_NODE,
             flow: NO_FLOW,
             seq: quanta as u32,
             ext: E::default(),
@@ -102,19 +104,18 @@ impl<E: Copy + Default> Frame<E> {
 
     /// A notification from `src` (a station, or `NO_NODE` for a bridge) to
     /// station `dst` about the flow to `about`, sent by CP `cpid`.
-    pub fn note(born: Time, src: u16, dst: u16, about: u16, cpid: u16, len: u16, ext: E) -> Frame<E> {
+    pub fn note(born: Time, src: u32, dst: u32, about: u32, cpid: u32, len: u16, ext: E) -> Frame<E> {
         Frame {
             born,
             src,
             dst,
             len,
             kind: FrameKind::Note,
-            in_port: u16::MAX,
+            in_port: NO_PORT_IN,
             in_local: 0,
             cpid,
-            about,
             flow: NO_FLOW,
-            seq: 0,
+            seq: about,
             ext,
         }
     }
@@ -124,6 +125,13 @@ impl<E> Frame<E> {
     #[inline]
     pub fn is_data(&self) -> bool {
         self.kind == FrameKind::Data
+    }
+
+    /// Notification: the flow it is about, named by its destination
+    /// ([`NO_NODE`]: none).
+    #[inline]
+    pub fn about(&self) -> u32 {
+        self.seq
     }
 
     /// PAUSE: the pause_time it carries (quanta of 512 bit times).
@@ -144,8 +152,9 @@ impl<E> Frame<E> {
 mod tests {
     #[test]
     fn frame_stays_small() {
-        // Without a scheme extension a frame is 32 bytes (flow and sequence
-        // number included); BCN's adds 8.
-        assert!(std::mem::size_of::<super::Frame<()>>() <= 32);
+        // Without a scheme extension a frame is 40 bytes (32-bit station and
+        // port indices, flow and sequence number included); a scheme's
+        // extension adds its own (BCN's 8: scheme/bcn.rs).
+        assert!(std::mem::size_of::<super::Frame<()>>() <= 40);
     }
 }

@@ -4,6 +4,8 @@
 //! Layout (data flows one way):
 //! - [`engine`]: time, the event queue and random-number streams; knows
 //!   nothing of networks.
+//! - [`compile`]: the scenario as the user wrote it (the front end's
+//!   reading) resolved into the engine configuration, once per run.
 //! - [`config`]: the resolved engine configuration (engine units: integer
 //!   picoseconds, bit/s, bytes), validated once when a [`Sim`] is built.
 //! - [`frame`]: the frame every layer moves (the scheme's extension opaque).
@@ -17,10 +19,12 @@
 //! - [`flow`]: the flow-level model (`fidelity = "flow"`): the same
 //!   scenario answered per flow, from per-link fluids and packet runs.
 //! - [`fluid`]: mean-field fluid models of BCN and QCN on one bottleneck.
-//! - [`io`]: result tables and time series written as Parquet.
+//! - [`io`]: result tables and time series written as Parquet; [`outputs`]:
+//!   the results directory's files, columns and series, declared once.
 //! - [`bench`]: the reference workloads of `cnsim bench` and criterion.
 
 pub mod bench;
+pub mod compile;
 pub mod config;
 pub mod engine;
 pub mod error;
@@ -29,6 +33,7 @@ pub mod fluid;
 pub mod frame;
 pub mod io;
 pub mod net;
+pub mod outputs;
 pub mod params;
 pub mod scheme;
 pub mod sections;

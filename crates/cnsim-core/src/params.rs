@@ -15,8 +15,8 @@
 //!   hence scenario-file validation, `cnsim show`'s comments, the CLI help
 //!   and the generated tables of docs/scenario-format.md.
 //!
-//! Parameters are in the user's units; [`Unit::to_engine`] converts a value
-//! to the engine's integer units (picoseconds, bit/s, bytes).
+//! Parameters are in the user's units; the configuration compiled from them
+//! (`crate::config`) holds the engine's (picoseconds, bit/s, bytes).
 
 use crate::error::{fail, ConfigError};
 use serde::de::DeserializeOwned;
@@ -24,6 +24,29 @@ use serde_json::{json, Map, Value};
 
 /// The largest time parameter (ms): 1e18 ps, well inside the u64 clock.
 pub const MAX_MS: f64 = 1e9;
+/// The largest time parameter in microseconds.
+pub const MAX_US: f64 = MAX_MS * 1e3;
+/// Largest buffer, threshold or flow: 1 TiB (the byte counters' room).
+pub const MAX_BYTES: u64 = 1 << 40;
+/// The slowest link: 1 bit/s (the engine counts whole bits per second).
+pub const MIN_GBPS: f64 = 1e-9;
+/// The fastest link: 1 Pbit/s.
+pub const MAX_GBPS: f64 = 1e6;
+/// A whole number's largest value unless its range says otherwise (u32).
+pub const MAX_U32: f64 = u32::MAX as f64;
+
+/// The engine's limits on the user's values, as data (declarations.json:
+/// the Python layer's one source of them).
+pub fn limits() -> Value {
+    json!({
+        "max_ms": MAX_MS,
+        "max_us": MAX_US,
+        "max_bytes": MAX_BYTES,
+        "min_gbps": MIN_GBPS,
+        "max_gbps": MAX_GBPS,
+        "max_u32": MAX_U32,
+    })
+}
 
 /// What a number measures, and in which of the user's units: the quantity
 /// decides the engine unit it converts to (a time to picoseconds, a rate to
@@ -39,6 +62,8 @@ pub enum Unit {
     Pages,
     Gbps,
     Mbps,
+    /// A multiple of the scheme's equilibrium queue Qeq (BCN's thresholds).
+    Qeq,
 }
 
 impl Unit {
@@ -51,14 +76,36 @@ impl Unit {
             Some("pages") => Unit::Pages,
             Some("gbps") => Unit::Gbps,
             Some("mbps") => Unit::Mbps,
+            Some("qeq") => Unit::Qeq,
             _ => Unit::One,
         }
+    }
+
+    /// Every unit a name can end in, with its suffix (`_us`), symbol and
+    /// quantity, as data: the one statement of the unit-from-name rule that
+    /// the Python layer and the docs read (declarations.json).
+    pub fn suffixes() -> Value {
+        let all = [
+            ("_ms", Unit::Ms),
+            ("_us", Unit::Us),
+            ("_bytes", Unit::Bytes),
+            ("_pages", Unit::Pages),
+            ("_gbps", Unit::Gbps),
+            ("_mbps", Unit::Mbps),
+            ("_qeq", Unit::Qeq),
+        ];
+        all.iter()
+            .map(|(suffix, u)| {
+                debug_assert_eq!(Unit::of_name(&format!("x{suffix}")), *u);
+                json!({"suffix": suffix, "symbol": u.symbol(), "quantity": u.quantity()})
+            })
+            .collect()
     }
 
     /// `time`, `rate`, `size` or `` (a plain number).
     pub fn quantity(self) -> &'static str {
         match self {
-            Unit::One => "",
+            Unit::One | Unit::Qeq => "",
             Unit::Ms | Unit::Us => "time",
             Unit::Bytes | Unit::Pages => "size",
             Unit::Gbps | Unit::Mbps => "rate",
@@ -75,22 +122,8 @@ impl Unit {
             Unit::Pages => "64-byte pages",
             Unit::Gbps => "Gbit/s",
             Unit::Mbps => "Mbit/s",
+            Unit::Qeq => "x Qeq",
         }
-    }
-
-    /// `v` in the engine's units: picoseconds, bit/s or bytes (rounded to
-    /// the nearest whole unit); a plain number unchanged.
-    pub fn to_engine(self, v: f64) -> f64 {
-        let scale = match self {
-            Unit::One => return v,
-            Unit::Ms => 1e9,
-            Unit::Us => 1e6,
-            Unit::Bytes => 1.0,
-            Unit::Pages => 64.0,
-            Unit::Gbps => 1e9,
-            Unit::Mbps => 1e6,
-        };
-        (v * scale).round()
     }
 }
 
@@ -276,6 +309,9 @@ pub struct Table {
     /// Parameters a `[[nodes]]` entry may set for itself (a station's or a
     /// bridge's table; empty elsewhere).
     pub per_node: &'static [&'static str],
+    /// The parameters only an entry of one kind holds (`[[nodes]]`: a
+    /// station's `load`, a bridge's `ports`), by kind; empty elsewhere.
+    pub kinds: &'static [(&'static str, &'static [&'static str])],
 }
 
 impl Table {
@@ -286,7 +322,13 @@ impl Table {
             params: Vec::new(),
             rules: Vec::new(),
             per_node: &[],
+            kinds: &[],
         }
+    }
+
+    /// Which parameters belong to entries of which kind only.
+    pub fn kinds(self, kinds: &'static [(&'static str, &'static [&'static str])]) -> Table {
+        Table { kinds, ..self }
     }
 
     /// `names` may also be set per node.
@@ -349,7 +391,7 @@ impl Table {
         let limit = if name.ends_with("_ms") {
             Some(MAX_MS)
         } else if name.ends_with("_us") {
-            Some(MAX_MS * 1e3)
+            Some(MAX_US)
         } else {
             None
         };
@@ -363,7 +405,7 @@ impl Table {
     /// otherwise (the parameter structs hold them as u32: a larger value
     /// must be refused here, naming the parameter, not by serde).
     pub fn int(self, name: &'static str, default: i64, range: Range, help: &'static str) -> Table {
-        let range = if range.max.is_none() { range.le(u32::MAX as f64) } else { range };
+        let range = if range.max.is_none() { range.le(MAX_U32) } else { range };
         self.push(name, Kind::Int(range), json!(default), help)
     }
     /// A switch.
@@ -607,7 +649,16 @@ impl Table {
             })
             .collect();
         let rules: Vec<Value> = self.rules.iter().map(|r| json!({"params": r.params, "text": r.text})).collect();
-        json!({"name": self.name, "doc": self.doc, "params": params, "rules": rules, "per_node": self.per_node})
+        let mut out = json!({"name": self.name, "doc": self.doc, "params": params, "rules": rules, "per_node": self.per_node});
+        if !self.kinds.is_empty() {
+            out["kinds"] = self
+                .kinds
+                .iter()
+                .map(|(k, names)| (k.to_string(), json!(names)))
+                .collect::<Map<String, Value>>()
+                .into();
+        }
+        out
     }
 }
 
@@ -734,14 +785,12 @@ mod tests {
     }
 
     #[test]
-    fn units_come_from_the_name_and_convert_to_engine_units() {
+    fn units_come_from_the_name() {
         assert_eq!(Unit::of_name("tmax_us"), Unit::Us);
         assert_eq!(Unit::of_name("us"), Unit::One);
         assert_eq!(Unit::of_name("xoff_bytes").quantity(), "size");
         assert_eq!(Unit::of_name("rai_mbps").quantity(), "rate");
-        assert_eq!(Unit::of_name("duration_ms").to_engine(1.5), 1.5e9);
-        assert_eq!(Unit::of_name("link_rate_gbps").to_engine(10.0), 1e10);
-        assert_eq!(Unit::of_name("qeq_pages").to_engine(2.0), 128.0);
+        assert_eq!(Unit::of_name("qeq_pages").symbol(), "64-byte pages");
         assert_eq!(t().get("a_bytes").map(|p| p.unit), Some(Unit::Bytes));
     }
 

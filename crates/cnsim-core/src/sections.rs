@@ -7,14 +7,11 @@
 //! `[[nodes]]` entry may override are listed in the table's `per_node`.
 
 use crate::error::{fail, ConfigError};
-use crate::params::{shown, Range, Table};
+use crate::params::{shown, Range, Table, MAX_GBPS, MIN_GBPS};
 use serde_json::{Map, Value};
 
-/// Largest buffer or threshold: 1 TiB (`config::MAX_BYTES`).
-const MAX_BYTES: f64 = (1u64 << 40) as f64;
-/// Slowest link 1 bit/s, fastest 1 Pbit/s (the engine counts whole bit/s).
-const MIN_GBPS: f64 = 1e-9;
-const MAX_GBPS: f64 = 1e6;
+/// The engine's limits, declared once (`crate::params`).
+const MAX_BYTES: f64 = crate::params::MAX_BYTES as f64;
 
 /// IEEE 802.3x PAUSE.
 pub fn pause() -> Table {
@@ -254,12 +251,12 @@ pub fn hotspot() -> Table {
     .rule(&["start_ms", "end_ms"], "start_ms < end_ms", |v| v.f("start_ms") < v.f("end_ms"))
 }
 
-/// The trace's event kinds, `all` first (`crate::trace::Kind`'s names).
+/// The trace's event kinds, `all` first (`crate::io::events::Kind`'s names).
 pub fn event_kinds() -> &'static [&'static str] {
     static KINDS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
     KINDS.get_or_init(|| {
         std::iter::once("all")
-            .chain(crate::trace::Kind::ALL.iter().map(|k| k.name()))
+            .chain(crate::io::events::Kind::ALL.iter().map(|k| k.name()))
             .collect()
     })
 }
@@ -315,6 +312,12 @@ pub fn trace() -> Table {
         65535,
         Range::ge(64.0).le(65535.0),
         "bytes of each frame a capture keeps (default: whole frames; payloads are zero); Wireshark labels a RoCEv2 data frame cut short 'Invalid Packet Length'",
+    )
+    .int(
+        "pcap_max_bytes",
+        1_000_000_000,
+        Range::ge(1.0).le(4.611_686_018_427_388e18),
+        "bytes the captures of one seed may take, all ports together (the first frames; a warning says when the cap was reached)",
     )
     .rule(&["from_ms", "to_ms"], "from_ms < to_ms", |v| {
         v.get("to_ms").is_none_or(|t| v.f("from_ms") < t)
@@ -524,6 +527,7 @@ pub fn node() -> Table {
     .flag("cp", false, "congestion-point detection on its output ports")
     .int("ports", 0, Range::ge(1.0), "number of ports; more links is an error (none: unlimited)")
     .optional("ports", "unlimited")
+    .kinds(&[("station", &["load", "dest", "start_ms", "stop_ms"]), ("bridge", &["cp", "ports"])])
     .rule(&["start_ms", "stop_ms"], "start_ms < stop_ms", |v| {
         v.get("stop_ms").is_none_or(|s| v.f("start_ms") < s)
     })
@@ -912,8 +916,8 @@ mod tests {
             "workload.start_ms / workload.end_ms: 2 / 2 not allowed; expected start_ms < end_ms"
         );
         assert_eq!(
-            w(json!({"max_flows": 4_000_001})).unwrap_err(),
-            "workload.max_flows: 4000001 is not allowed; expected an integer >= 1 and <= 4000000"
+            w(json!({"max_flows": 1_000_000_001})).unwrap_err(),
+            "workload.max_flows: 1000000001 is not allowed; expected an integer >= 1 and <= 1000000000"
         );
         assert_eq!(
             check(json!({"workload": {"load": 0.5}})).unwrap_err(),
@@ -946,6 +950,6 @@ mod tests {
         );
         assert!(check(json!({"topology": {"generator": "innocent", "variant": "C", "degree": 10}})).is_ok());
         // The declared kinds are the trace's.
-        assert_eq!(event_kinds().len(), crate::trace::Kind::ALL.len() + 1);
+        assert_eq!(event_kinds().len(), crate::io::events::Kind::ALL.len() + 1);
     }
 }

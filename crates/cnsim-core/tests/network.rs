@@ -577,3 +577,42 @@ fn a_disconnected_uniform_source_names_the_first_station_it_cannot_reach() {
         assert_eq!(e.message, "destination B0 is not reachable (disconnected topology)", "{routing:?}");
     }
 }
+
+/// Issue 37 item 14: a route whose next hop is a station other than its
+/// destination is refused as such, not as a disconnected topology (the
+/// topology is connected); a route to the destination itself stays legal.
+#[test]
+fn a_route_via_a_station_names_the_station_not_a_disconnected_topology() {
+    let build = |via: &str| {
+        let mut cfg = SimConfig::new(
+            PS_PER_MS,
+            vec![
+                station("S1", 0.5, DestConfig::Fixed { node: "D".into() }),
+                station("S2", 0.5, DestConfig::Fixed { node: "D".into() }),
+                station("D", 0.0, DestConfig::Uniform),
+            ],
+            vec![bridge("B", BufferMode::Infinite, 0)],
+            vec![
+                link("S1", "B", 10_000_000_000, 0),
+                link("S2", "B", 10_000_000_000, 0),
+                link("B", "D", 10_000_000_000, 0),
+            ],
+            vec![],
+        );
+        cfg.routes.push(RouteConfig {
+            bridge: "B".into(),
+            dst: "D".into(),
+            via: via.into(),
+        });
+        cfg
+    };
+    let e = Sim::new(&build("S1"), 0).err().expect("a route via a station is refused");
+    assert_eq!(e.path, "routes[0]");
+    assert!(
+        e.message.contains("'via' is the station S1, which forwards nothing"),
+        "{}",
+        e.message
+    );
+    assert!(!e.message.contains("disconnected"), "{}", e.message);
+    assert!(Sim::new(&build("D"), 0).is_ok(), "a route to the destination itself is legal");
+}

@@ -37,11 +37,151 @@ create_exception!(
 );
 
 fn config_error(py: Python<'_>, e: ConfigError) -> PyErr {
+    if e.path == "trace" {
+        if let Some(os) = trace_os_error(&e.message) {
+            return os;
+        }
+    }
     let err = EngineConfigError::new_err(e.line());
     let value = err.value_bound(py);
     let _ = value.setattr("path", e.path.as_str());
     let _ = value.setattr("message", e.message.as_str());
     err
+}
+
+/// A checked, resolved configuration (`compile`): what every seed of a run
+/// is built from, held by the engine so that no seed reads or checks it
+/// again. It pickles (as its JSON) for worker processes and Dask, and is
+/// read back unchecked: it was checked when it was compiled.
+#[pyclass(module = "cnsim._core", frozen)]
+struct Compiled {
+    cfg: Arc<SimConfig>,
+    warnings: Vec<String>,
+}
+
+#[pymethods]
+impl Compiled {
+    /// What the engine found while checking the network: legal but almost
+    /// certainly unintended parameters, one line each.
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    #[getter]
+    fn duration_ps(&self) -> u64 {
+        self.cfg.duration_ps
+    }
+
+    /// Whether the run keeps per-flow counters (`stats.per_flow` resolved).
+    #[getter]
+    fn per_flow(&self) -> bool {
+        self.cfg.per_flow
+    }
+
+    /// The configuration as JSON text (docs/engine-interface.md).
+    fn json(&self) -> String {
+        serde_json::to_string(&*self.cfg).expect("a config serialises")
+    }
+
+    /// The configuration as Python data (dicts and lists), as `json` reads.
+    fn data<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(pythonize::pythonize(py, &*self.cfg)?)
+    }
+
+    /// Pickled as Python data, not JSON text: serde_json reads a float from
+    /// text to within a unit in the last place, and a worker must run the
+    /// very configuration that was compiled.
+    fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<(PyObject, (PyObject, Vec<String>))> {
+        let py = slf.py();
+        let this = slf.get();
+        let rebuild = py.import_bound("cnsim._core")?.getattr("_compiled")?.unbind();
+        Ok((rebuild, (this.data(py)?.unbind(), this.warnings.clone())))
+    }
+}
+
+/// A `Compiled` from its pickle (its data and warnings), read without a check.
+#[pyfunction]
+fn _compiled(py: Python<'_>, config: &Bound<'_, PyAny>, warnings: Vec<String>) -> PyResult<Compiled> {
+    let cfg = read_config(py, config)?;
+    Ok(Compiled {
+        cfg: Arc::new(cfg),
+        warnings,
+    })
+}
+
+/// Compiles an engine config (a dict, JSON text) and the sections it holds
+/// only resolved, as the user wrote them (`written`:
+/// `cnsim_core::sections::check_written`), into a checked configuration:
+/// every value, every rule, the topology and its routes, in one crossing.
+/// Raises EngineConfigError (a ValueError) naming the first bad parameter
+/// in its `path`.
+#[pyfunction]
+#[pyo3(signature = (config, written = None))]
+fn compile(py: Python<'_>, config: &Bound<'_, PyAny>, written: Option<&Bound<'_, PyDict>>) -> PyResult<Compiled> {
+    if let Some(written) = written {
+        check_written(py, written)?;
+    }
+    let cfg = if is_input(config) {
+        resolve_input(py, config)?
+    } else {
+        read_config(py, config)?
+    };
+    let warnings = py
+        .allow_threads(|| Sim::new(&cfg, 0).map(|s| s.warnings().to_vec()))
+        .map_err(|e| config_error(py, e))?;
+    Ok(Compiled {
+        cfg: Arc::new(cfg),
+        warnings,
+    })
+}
+
+/// Whether `config` is what the front end hands the compiler (a dict with
+/// `scenario`: `cnsim_core::compile::Input`) rather than an engine config.
+fn is_input(config: &Bound<'_, PyAny>) -> bool {
+    config.downcast::<PyDict>().is_ok_and(|d| d.contains("scenario").unwrap_or(false))
+}
+
+/// The engine config of the front end's input (`cnsim_core::compile`),
+/// read in the dicts' own order (a node's weights), unchecked.
+fn resolve_input(py: Python<'_>, input: &Bound<'_, PyAny>) -> PyResult<SimConfig> {
+    let mut de = pythonize::Depythonizer::from_object(input);
+    let input: cnsim_core::compile::Input =
+        serde_path_to_error::deserialize(&mut de).map_err(|e| config_error(py, ConfigError::at("", e)))?;
+    cnsim_core::compile::resolve(input).map_err(|e| config_error(py, e))
+}
+
+/// The engine config (a dict, as `Compiled.data`) the front end's input
+/// resolves to, unchecked: `compile` checks.
+#[pyfunction]
+fn resolve<'py>(py: Python<'py>, input: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let cfg = resolve_input(py, input)?;
+    Ok(pythonize::pythonize(py, &cfg)?)
+}
+
+/// A config given as a `Compiled` (shared, not read again), or read as
+/// `read_config` reads it.
+fn shared_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Arc<SimConfig>> {
+    match config.downcast::<Compiled>() {
+        Ok(c) => Ok(Arc::clone(&c.get().cfg)),
+        Err(_) => read_config(py, config).map(Arc::new),
+    }
+}
+
+/// A trace file the engine could not write (`[trace: ]cannot write PATH:
+/// ... (os error N)`, from crate::trace and crate::io) as Python's
+/// `OSError(errno, strerror, filename)`, as other write errors are (see
+/// `write_error`): the caller names its output directory and the cause, as
+/// for a full disk or `ulimit -f` while saving. None for another error.
+fn trace_os_error(message: &str) -> Option<PyErr> {
+    let rest = message.strip_prefix("trace: ").unwrap_or(message);
+    let rest = rest.strip_prefix("cannot write ")?;
+    let code_at = rest.rfind(" (os error ")?;
+    let code: i32 = rest[code_at + 11..].strip_suffix(')')?.parse().ok()?;
+    let path = rest.split_once(": ").map_or(rest, |(p, _)| p);
+    let text = std::io::Error::from_raw_os_error(code).to_string();
+    let strerror = text.split(" (os error").next().unwrap_or(&text).to_string();
+    Some(PyOSError::new_err((code, strerror, path.to_string())))
 }
 
 /// A config given as a dict (the resolver's) or as JSON text.
@@ -109,7 +249,7 @@ impl Simulation {
         trace_dir: Option<std::path::PathBuf>,
         trace_run: Vec<(String, String)>,
     ) -> PyResult<Self> {
-        let cfg = read_config(py, config)?;
+        let cfg = shared_config(py, config)?;
         let sim = py
             .allow_threads(|| match trace_dir {
                 Some(dir) => Sim::with_trace(&cfg, seed, &TraceOutput { dir, run: trace_run }),
@@ -221,6 +361,14 @@ impl Simulation {
         Ok((index, bytes))
     }
 
+    /// Everything the finished run recorded, in one crossing: `(results(),
+    /// *series_buffer(), trace_summary())`.
+    #[allow(clippy::type_complexity)]
+    fn output<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyDict>, SeriesIndex, Bound<'py, PyBytes>, Option<String>)> {
+        let (index, values) = self.series_buffer(py)?;
+        Ok((self.results(py)?, index, values, self.trace_summary()?))
+    }
+
     /// `[(series, key, float64 little-endian bytes)]`, one value per bin.
     fn series<'py>(&self, py: Python<'py>) -> PyResult<Vec<(String, String, Bound<'py, PyBytes>)>> {
         let r = self.result()?;
@@ -261,7 +409,9 @@ impl Simulation {
             let mut sim = self.sim.take().expect("present");
             // What the run itself found (the flow-level model's link runs).
             self.warnings = sim.warnings().to_vec();
-            let res = py.allow_threads(|| sim.finish()).map_err(PyRuntimeError::new_err)?;
+            let res = py
+                .allow_threads(|| sim.finish())
+                .map_err(|e| trace_os_error(&e).unwrap_or_else(|| PyRuntimeError::new_err(e)))?;
             self.result = Some(res);
         }
         Ok(done)
@@ -438,7 +588,7 @@ fn write_timeseries(
 /// arrives.
 #[pyfunction]
 fn paths(py: Python<'_>, config: &Bound<'_, PyAny>, seed: u64, flows: Vec<(String, String)>) -> PyResult<Vec<Vec<String>>> {
-    let cfg = read_config(py, config)?;
+    let cfg = shared_config(py, config)?;
     py.allow_threads(|| cnsim_core::net::topology::paths(&cfg, seed, &flows))
         .map_err(|e| config_error(py, e))
 }
@@ -473,10 +623,9 @@ fn check_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Vec<Strin
 }
 
 /// Checks the scenario's sections that the engine config does not hold as
-/// the user wrote them (`[hotspot]`, `[trace]`: `cnsim_core::sections::check_written`)
-/// against their declarations; raises EngineConfigError as `check_config`.
-#[pyfunction]
-fn check_sections(py: Python<'_>, written: &Bound<'_, PyDict>) -> PyResult<()> {
+/// the user wrote them (`[hotspot]`, `[trace]`, ...:
+/// `cnsim_core::sections::check_written`) against their declarations.
+fn check_written(py: Python<'_>, written: &Bound<'_, PyDict>) -> PyResult<()> {
     let value: serde_json::Value = pythonize::depythonize(written).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let serde_json::Value::Object(map) = value else {
         return Err(PyValueError::new_err("check_sections: expected a dict of sections"));
@@ -492,6 +641,13 @@ fn check_sections(py: Python<'_>, written: &Bound<'_, PyDict>) -> PyResult<()> {
 fn scheme_declarations() -> String {
     let mut d = cnsim_core::scheme::declarations();
     d["sections"] = cnsim_core::sections::tables().iter().map(|t| t.to_json()).collect();
+    // The engine's limits and the unit-from-name rule, stated once, here.
+    d["limits"] = cnsim_core::params::limits();
+    d["units"] = cnsim_core::params::Unit::suffixes();
+    // The results' files, columns and series (docs/results.md is generated from them).
+    d["outputs"] = cnsim_core::outputs::to_json();
+    // The results' files, columns and series (docs/results.md is generated from them).
+    d["outputs"] = cnsim_core::outputs::to_json();
     // Each scheme also says whether the fluid model integrates it.
     if let Some(schemes) = d["schemes"].as_array_mut() {
         for s in schemes {
@@ -506,10 +662,27 @@ fn scheme_declarations() -> String {
     d.to_string()
 }
 
-/// PAUSE headroom above XOFF in bytes (`cnsim_core::net::pause::headroom_bytes`).
+/// PAUSE headroom above XOFF in bytes (`cnsim_core::net::pause::headroom_bytes`),
+/// for links of `link_rate_gbps` and `link_delay_us` and a bridge latency of
+/// `latency_us` (the scenario's units, converted as the compiler converts them).
 #[pyfunction]
-fn pause_headroom_bytes(rate_bps: u64, delay_ps: u64, latency_ps: u64, frame_bytes: u64, control_bytes: u64, ingress_ports: u64) -> u64 {
-    cnsim_core::net::pause::headroom_bytes(rate_bps, delay_ps, latency_ps, frame_bytes, control_bytes, ingress_ports)
+fn pause_headroom_bytes(
+    link_rate_gbps: f64,
+    link_delay_us: f64,
+    latency_us: f64,
+    frame_bytes: u64,
+    control_bytes: u64,
+    ingress_ports: u64,
+) -> u64 {
+    use cnsim_core::compile::{gbps_to_bps, us_to_ps};
+    cnsim_core::net::pause::headroom_bytes(
+        gbps_to_bps(link_rate_gbps),
+        us_to_ps(link_delay_us),
+        us_to_ps(latency_us),
+        frame_bytes,
+        control_bytes,
+        ingress_ports,
+    )
 }
 
 #[pyfunction]
@@ -520,13 +693,16 @@ fn version() -> &'static str {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
+    m.add_class::<Compiled>()?;
+    m.add_function(wrap_pyfunction!(compile, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve, m)?)?;
+    m.add_function(wrap_pyfunction!(_compiled, m)?)?;
     m.add("EngineConfigError", m.py().get_type_bound::<EngineConfigError>())?;
     m.add_function(wrap_pyfunction!(paths, m)?)?;
     m.add_function(wrap_pyfunction!(incast_config_json, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(fluid_json, m)?)?;
     m.add_function(wrap_pyfunction!(check_config, m)?)?;
-    m.add_function(wrap_pyfunction!(check_sections, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_declarations, m)?)?;
     m.add_function(wrap_pyfunction!(write_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(write_timeseries, m)?)?;

@@ -314,19 +314,29 @@ def sweep_slowdown_figure(curves: dict[Any, dict[Any, Any]], row_key: str, col_k
     cols = list(curves)
     fig = Figure(figsize=(4.2 * max(len(cols), 1), 3.8))
     axes = fig.subplots(1, max(len(cols), 1), squeeze=False)[0]
+    drawn = False
     for ax, c in zip(axes, cols, strict=False):
+        lines = 0
         for r, b in curves[c].items():
-            b = b.filter(b["finished"] > 0)
+            b = b.filter((b["finished"] > 0) & (b["slowdown_p99"] > 0))
+            if not len(b):  # no flow of this point finished: nothing to draw on a log scale
+                continue
             upper = np.minimum(b["upper_bytes"].fill_null(30_000_000).to_numpy(), 30_000_000)
             lower = np.maximum(b["lower_bytes"].to_numpy(), 1.0)
             ax.plot(np.sqrt(lower * upper), b["slowdown_p99"].to_numpy(), "o-", lw=1.3, label=f"{_label(r)}")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+            lines += 1
+        if lines:
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            drawn = True
+        else:
+            ax.text(0.5, 0.5, "no flow finished", ha="center", va="center", transform=ax.transAxes)
         ax.set_xlabel("flow size (bytes, bucket)")
         ax.set_title(f"{col_key} = {_label(c)}" if col_key else "p99 slowdown")
         ax.grid(alpha=0.3, which="both")
     axes[0].set_ylabel("p99 slowdown")
-    axes[0].legend(fontsize=8, title=row_key)
+    if drawn:
+        axes[0].legend(fontsize=8, title=row_key)
     fig.tight_layout()
     return fig
 

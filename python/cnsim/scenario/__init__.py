@@ -9,17 +9,18 @@ docs/scenario-format.md.
 
 The package, one concern per module: `model` (the parameters, declared once,
 and the reading of a file against them), `core` (the Scenario and the
-rules between parameters), `overrides` (changes by dotted name), `resolve`
-(the engine config), `show` (commented TOML), `files` (built-in scenarios and
+rules between parameters), `overrides` (changes by dotted name), `engine_config`
+(`resolve`: the engine config), `analysis_sections` (the sections only the
+metrics read), `show` (commented TOML), `files` (built-in scenarios and
 files).
 """
 
 from ..errors import ScenarioError
 from .core import Scenario
+from .engine_config import resolve
 from .files import apply_sets, builtin_names, load
 from .model import PS_PER_MS, PS_PER_US, ScenarioModel
 from .overrides import parse_value, set_dotted
-from .resolve import resolve
 
 __all__ = [
     "PS_PER_MS",

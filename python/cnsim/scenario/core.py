@@ -11,16 +11,18 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import ScenarioError, param_of
-from ..records import TableError
+from ..parameters import TableError
 from ..schemes import SCHEMES, TABLES
 from ..topologies import expand as expand_topology
 from ..topologies import routing_for, topology_params
+from .engine_config import compile_input
 from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, NODE, HotspotDest, Node, read
 from .overrides import _fit_windows, _seeds_value, _table, name_sets, set_dotted
-from .resolve import resolve
 
 #: A node's own keys, as the engine declares them (`sections::node`).
 NODE_KEYS = tuple(q["name"] for q in NODE["params"])
+#: The node's own keys that always have a value (a default, not "none").
+NODE_DEFAULTS = frozenset(q["name"] for q in NODE["params"] if q["unset"] is None and not q["required"])
 
 
 def _num(v: float) -> str:
@@ -70,7 +72,7 @@ class Scenario:
         self.raw = raw
         self.source = source
         self._engine_config: dict[str, Any] | None = None
-        self._engine_warnings: list[str] = []
+        self._compiled: Any = None  # the engine's checked configuration (`compiled`), made once
         #: The `--set` keys this scenario was made with (`apply_sets`): an
         #: engine rule's error names them as every `--set` error does.
         self._sets: tuple[str, ...] = ()
@@ -415,8 +417,20 @@ class Scenario:
 
     # ------------------------------------------------------------ engine
     def engine_config(self) -> dict[str, Any]:
-        """The engine config (docs/engine-interface.md) of this scenario."""
-        return resolve(self)
+        """The engine config (docs/engine-interface.md) of this scenario, as
+        the engine resolves it (`compiled`'s when it was compiled; else
+        resolved, not checked), made once."""
+        if self._engine_config is None:
+            if self._compiled is not None:
+                self._engine_config = self._compiled.data()
+            else:
+                import cnsim._core as _core
+
+                try:
+                    self._engine_config = _core.resolve(compile_input(self))
+                except ValueError as e:
+                    raise ScenarioError(str(e), param=param_of(e)) from None
+        return self._engine_config
 
     def paths(self, flows: Iterable[tuple[str, str]], seed: int | None = None) -> list[list[str]]:
         """The nodes each flow (source, destination) visits, both included,
@@ -426,7 +440,7 @@ class Scenario:
 
         pairs = [(str(a), str(b)) for a, b in flows]
         try:
-            return _core.paths(self.engine_config_checked(), self.seeds[0] if seed is None else seed, pairs)
+            return _core.paths(self.compiled(), self.seeds[0] if seed is None else seed, pairs)
         except ValueError as e:
             raise ScenarioError(str(e), param=param_of(e)) from None
 
@@ -436,27 +450,30 @@ class Scenario:
         return json.dumps(self.engine_config_checked(), sort_keys=True)
 
     def engine_config_checked(self) -> dict[str, Any]:
-        """The engine config as the engine reads it (a dict: no JSON text
-        crosses into the engine), checked by the engine (every
-        cross-parameter rule of the scheme, the topology) so that a bad
-        scenario or sweep point fails before anything runs or is written,
-        naming the parameter as the user wrote it."""
-        if self._engine_config is None:
+        """The engine config as the engine reads it (a dict), checked by the
+        engine (`compiled`) so that a bad scenario or sweep point fails
+        before anything runs or is written, naming the parameter as the
+        user wrote it."""
+        self.compiled()
+        return self.engine_config()
+
+    def compiled(self) -> Any:
+        """The scenario compiled by the engine (`_core.Compiled`): its config
+        and the sections it holds only resolved, as written, checked in one
+        call (every value, every rule between parameters, the topology and
+        its routes), once per Scenario. Every seed of a run is built from
+        it without another check; it pickles for worker processes."""
+        if self._compiled is None:
             import cnsim._core as _core
 
             try:
-                # The sections the engine config holds only resolved, as written.
-                written = self._written_sections()
-                if written:
-                    _core.check_sections(written)
-                cfg = self.engine_config()
-                self._engine_warnings = list(_core.check_config(cfg) or [])
+                # With the sections the engine config holds only resolved, as written.
+                self._compiled = _core.compile(compile_input(self), self._written_sections() or None)
             except ValueError as e:
                 raise (
                     name_sets(e, self._sets) if self._sets else ScenarioError(str(e), param=param_of(e))
                 ) from None
-            self._engine_config = cfg
-        return self._engine_config
+        return self._compiled
 
     def _written_sections(self) -> dict[str, Any]:
         """The sections the engine checks as the user wrote them
@@ -479,11 +496,17 @@ class Scenario:
             out["events"] = [e.dump() for e in m.events]
         return out
 
+    def per_flow(self) -> bool:
+        """Whether a run keeps per-flow counters (`stats.per_flow`, "auto"
+        decided by the engine)."""
+        if self._compiled is not None:
+            return bool(self._compiled.per_flow)
+        return bool(self.engine_config()["per_flow"])
+
     def engine_warnings(self) -> list[str]:
         """What the engine's check of the built network warned about (legal
         but almost certainly unintended parameters), one line each."""
-        self.engine_config_checked()
-        return list(self._engine_warnings)
+        return list(self.compiled().warnings)
 
 
 def check_scheme_keys(keys: Iterable[str], scheme: str, schemes: Iterable[str] = (), label: str = "") -> None:
@@ -541,22 +564,17 @@ def _port(name: str, where: str, adj: dict[str, list[str]]) -> None:
 
 
 def _node_dump(n: Node) -> dict[str, Any]:
-    """A node with the keys of its kind (per-node overrides only when set)."""
+    """A node with the keys of its kind, as declared (`sections::node`'s
+    kinds, then the per-node keys of [station] / [bridge]): the keys with a
+    value always, those unset (none: the section's value, or never) left
+    out. A key added to the declaration is saved without a change here."""
     d: dict[str, Any] = {"name": n.name, "kind": n.kind}
-    if n.kind == "station":
-        d.update(
-            load=n.load,
-            dest=n.dest.dump() if isinstance(n.dest, HotspotDest) else n.dest,
-            start_ms=n.start_ms,
-        )
-        keys: tuple[str, ...] = ("stop_ms", "nic_buffer_bytes", "rlq_bytes", "processing_us")
-    else:
-        d["cp"] = n.cp
-        keys = ("buffer_mode", "buffer_bytes", "latency_us", "ports")
-    for k in keys:
+    keys = _STATION_ONLY if n.kind == "station" else _BRIDGE_ONLY
+    always = [k for k in keys if k in NODE_DEFAULTS]
+    for k in (*always, *(k for k in keys if k not in always)):
         v = getattr(n, k)
         if v is not None:
-            d[k] = v
+            d[k] = v.dump() if isinstance(v, HotspotDest) else v
     return d
 
 

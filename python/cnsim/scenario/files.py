@@ -64,11 +64,18 @@ def _scenario_text(name: str) -> tuple[str, str]:
     )
 
 
-def apply_sets(sc: Scenario, sets: Iterable[str], schemes: Iterable[str] = ()) -> Scenario:
+def apply_sets(
+    sc: Scenario, sets: Iterable[str], schemes: Iterable[str] = (), first: dict[str, Any] | None = None
+) -> Scenario:
     """Applies `KEY=VALUE` overrides (CLI `--set`), values as TOML literals. A
     parameter of a scheme that does not run is refused, unless it belongs to
-    one of `schemes` (a sweep's grid of schemes)."""
+    one of `schemes` (a sweep's grid of schemes). `first`: dotted changes
+    applied before the sets in the same step (`--duration`), so that the
+    windows are fitted once, to the values that run."""
     changes: dict[str, Any] = {}
+    sets = list(sets)
+    if first and not sets:
+        return sc.replace(**first)
     for s in sets:
         key, sep, val = s.partition("=")
         if not sep or not key.strip():
@@ -78,12 +85,14 @@ def apply_sets(sc: Scenario, sets: Iterable[str], schemes: Iterable[str] = ()) -
         return sc
     raw = copy.deepcopy(sc.raw)
     try:
+        for key, value in (first or {}).items():
+            set_dotted(raw, key, value)
         for key, value in changes.items():
             set_dotted(raw, key, value)
         running = raw.get("scheme")
         if isinstance(running, str) and running in SCHEMES:  # else the model names what is wrong
             check_scheme_keys(changes, running, schemes, "--set ")
-        if "duration_ms" in changes:
+        if "duration_ms" in changes or "duration_ms" in (first or {}):
             _fit_windows(raw)
         out = Scenario(raw, source=sc.source)
     except ScenarioError as e:

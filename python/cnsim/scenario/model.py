@@ -1,13 +1,13 @@
 """The scenario file's parameters, each declared once (name, unit in the
 name, type, default, allowed range, help) and read without pydantic: every
-section is checked against its declaration (`cnsim.records`) and held as a
+section is checked against its declaration (`cnsim.parameters`) and held as a
 record, in the order and with the messages of the scenario's other checks.
 Every section the engine sees is declared by the engine (the top level,
 `[measure]`, `[windows.NAME]`, `[defaults]`, `[bridge]`, `[station]`,
 `[pause]`, `[hotspot]`, `[trace]`, `[stats]`, `[workload]`, `[[links]]`,
 `[[events]]`, `[[routes]]`, `[[nodes]]` and the schemes' tables; the topology
 generators' in `cnsim.topologies`) and comes from its declarations
-(`declarations.json`); the analysis sections from `analysis`. `cnsim show`'s
+(`declarations.json`); the analysis sections from `analysis_sections`. `cnsim show`'s
 comments and the tables of docs/scenario-format.md (`cnsim.docs`) are derived
 from the same tables. Rules that tie parameters together are the engine's
 (`Scenario.engine_config_checked`); rules against the rest of the scenario
@@ -19,28 +19,14 @@ import math
 from typing import Any
 
 from ..declarations import declarations
-from ..records import READERS, Record, TableError, param, read_value, record, shown, table
-from . import analysis
+from ..parameters import READERS, Record, TableError, param, read_value, record, shown, table
+from . import analysis_sections
 
 PS_PER_US = 1_000_000
 PS_PER_MS = 1_000_000_000
 
-#: Limits set by the engine's integer units, not by the models: times fit
-#: its picosecond clock (u64, 1.8e19 ps) with room for sums (1e9 ms is 11.6
-#: simulated days), rates its bit/s and sizes its byte counters.
-MAX_MS = 1e9
-MAX_US = 1e12
-MAX_GBPS = 1e6
-MAX_BYTES = 2**40
-#: The schemes' whole numbers are u32.
-MAX_U32 = 2**32 - 1
-ENGINE_LIMITS = (MAX_MS, MAX_US, MAX_GBPS, MAX_BYTES, MAX_U32)
-#: The slowest link: 1 bit/s (the engine counts whole bits per second).
-MIN_GBPS = 1e-9
 #: Most replications of one scenario.
 MAX_SEEDS = 1_000_000
-#: Stations up to which per-flow counters are on by default.
-PER_FLOW_AUTO_STATIONS = 256
 
 
 def _section(name: str) -> dict[str, Any]:
@@ -104,12 +90,12 @@ BridgeDefaults = record(_section("bridge"), "BridgeDefaults")
 StationDefaults = record(_section("station"), "StationDefaults")
 Pause = record(_section("pause"), "Pause")
 Stats = record(_section("stats"), "Stats")
-# Read by Python alone, declared in `analysis` (the engine's format).
-Fairness = record(analysis.SECTIONS["fairness"], "Fairness")
-Utilization = record(analysis.SECTIONS["utilization"], "Utilization")
-Stability = record(analysis.SECTIONS["stability"], "Stability")
-Innocent = record(analysis.SECTIONS["innocent"], "Innocent")
-Transient = record(analysis.SECTIONS["transient"], "Transient")
+# Read by Python alone, declared in `analysis_sections` (the engine's format).
+Fairness = record(analysis_sections.SECTIONS["fairness"], "Fairness")
+Utilization = record(analysis_sections.SECTIONS["utilization"], "Utilization")
+Stability = record(analysis_sections.SECTIONS["stability"], "Stability")
+Innocent = record(analysis_sections.SECTIONS["innocent"], "Innocent")
+Transient = record(analysis_sections.SECTIONS["transient"], "Transient")
 # Declared above.
 Hotspot = record(HOTSPOT, "Hotspot")
 HotspotDest = record(HOTSPOT_DEST, "HotspotDest")
@@ -133,8 +119,10 @@ _PER_NODE = {
 }
 _STATION_FIELDS = tuple(q["name"] for q in _PER_NODE["station"])
 _BRIDGE_FIELDS = tuple(q["name"] for q in _PER_NODE["bridge"])
-_STATION_ONLY = ("load", "dest", "start_ms", "stop_ms", *_STATION_FIELDS)
-_BRIDGE_ONLY = ("cp", "ports", *_BRIDGE_FIELDS)
+#: The keys of a node of each kind: its own (the declaration's `kinds`), then
+#: those of its section it may set for itself.
+_STATION_ONLY = (*NODE["kinds"]["station"], *_STATION_FIELDS)
+_BRIDGE_ONLY = (*NODE["kinds"]["bridge"], *_BRIDGE_FIELDS)
 NODE_TABLE = {**NODE, "params": [*NODE["params"], *_PER_NODE["station"], *_PER_NODE["bridge"]]}
 Node = record(NODE_TABLE, "Node", optional=frozenset((*_STATION_FIELDS, *_BRIDGE_FIELDS)))
 

@@ -7,7 +7,7 @@ import inspect
 from typing import Any
 
 from ..docs import unit_of
-from ..records import Record
+from ..parameters import Record
 from ..schemes import RULES, SCHEMES
 from .model import help_of, section_record
 from .toml_text import _toml_key, _toml_value, loads

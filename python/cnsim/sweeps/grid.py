@@ -30,7 +30,7 @@ class Point:
     id: str
     values: dict[str, Any]
     scenario: Scenario
-    config: Any = field(repr=False)  # the engine config (checked)
+    config: Any = field(repr=False)  # the engine's compiled configuration (Scenario.compiled)
 
 
 def parse_grid(specs: Iterable[str], label: str = "--grid") -> dict[str, list[Any]]:
@@ -180,7 +180,7 @@ def build_points(base: Scenario, grid: Mapping[str, Any] | None, label: str = "-
         values = dict(zip(g, combo, strict=True))
         sc = _apply(base, values, label, g.get("scheme", []))
         check_run_memory(sc, f"point {_point_id(i, width, values)}")
-        points.append(Point(i, _point_id(i, width, values), values, sc, sc.engine_config_checked()))
+        points.append(Point(i, _point_id(i, width, values), values, sc, sc.compiled()))
     return points
 
 

@@ -5,8 +5,10 @@ backend, the worker count or the order in which units finish."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,6 +115,7 @@ def sweep(
     backend = check_backend(backend, jobs, address, client)
     points = build_points(base, grid, label)
     g = _normalize_grid(grid, label)
+    _warn_unintended(points)
     if out is None:
         with tempfile.TemporaryDirectory(prefix="cnsim-sweep-") as tmp:
             res = _sweep_in(
@@ -124,6 +127,26 @@ def sweep(
             Path(out), base, points, g, backend, jobs, address, client, force, report, point_reports, progress
         )
     return res if outcome else res.frame
+
+
+def _warn_unintended(points: list[Point]) -> None:
+    """The legal but almost certainly unintended settings of the points
+    (cnsim.trace.unintended, the engine's warnings), each line once, naming
+    the points it concerns when not all of them."""
+    from ..errors import ScenarioWarning
+    from ..trace import unintended
+
+    said: dict[str, list[str]] = {}
+    for p in points:
+        for line in [*p.scenario.engine_warnings(), *unintended(p.scenario)]:
+            said.setdefault(line, []).append(p.id)
+    for line, ids in said.items():
+        where = (
+            ""
+            if len(ids) == len(points)
+            else f" (point{'s' if len(ids) > 1 else ''} {', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''})"
+        )
+        warnings.warn(f"{line}{where}", ScenarioWarning, stacklevel=3)
 
 
 def _sweep_in(
@@ -186,7 +209,28 @@ def _run_points(
     progress: bool | None,
     base: Scenario,
 ) -> None:
-    units = [Unit(p.config, s, p.scenario.duration_ms, tag=p) for p in todo for s in p.scenario.seeds]
+    from ..results import trace_identity
+    from ..trace import records
+
+    # A point whose scenario records a trace (its [trace] or the grid's
+    # trace.* values) writes it into a staging directory of its own, saved
+    # with the point as `cnsim run` saves a run's.
+    staging: dict[int, Path] = {}
+    for p in todo:
+        if records(p.scenario):
+            staging[p.index] = sd.out / f".tmp-trace-{p.id[:60]}-{os.urandom(4).hex()}"
+    units = [
+        Unit(
+            p.config,
+            s,
+            p.scenario.duration_ms,
+            tag=p,
+            trace_dir=str(staging[p.index]) if p.index in staging else None,
+            trace_run=trace_identity(p.scenario) if p.index in staging else (),
+        )
+        for p in todo
+        for s in p.scenario.seeds
+    ]
     total_ms = sum(u.duration_ms for u in units)
     bar = ProgressBar(
         show_progress(progress),
@@ -204,9 +248,26 @@ def _run_points(
         got[unit.seed] = run
         if len(got) == len(p.scenario.seeds):
             del pending[p.index]
-            summary = sd.write_point(p, [got[s] for s in p.scenario.seeds], point_reports)
+            trace = None
+            if p.index in staging:
+                from ..trace import TraceFiles
+
+                trace = TraceFiles(staging[p.index], {s: r.trace or {} for s, r in got.items()})
+                from ..trace import TraceCapWarning, cap_warnings
+
+                for line in cap_warnings(trace.per_seed or {}):
+                    warnings.warn(f"point {p.id}: {line}", TraceCapWarning, stacklevel=2)
+            try:
+                summary = sd.write_point(p, [got[s] for s in p.scenario.seeds], point_reports, trace)
+            finally:
+                if p.index in staging:
+                    shutil.rmtree(staging.pop(p.index), ignore_errors=True)
             rows[p.index] = _rows(p.id, p.values, summary)
             sd.write_parquet(table())
             bar.count()
 
-    execute(units, be, bar, finished)
+    try:
+        execute(units, be, bar, finished)
+    finally:
+        for d in staging.values():  # points that did not finish
+            shutil.rmtree(d, ignore_errors=True)

@@ -19,7 +19,8 @@ import polars as pl
 from ..engine import SeedRun
 from ..errors import ScenarioError
 from ..outdir import DirLock, atomic_write, lock
-from ..results import Results, read_results
+from ..results import Results
+from ..saved import read_results
 from ..scenario import Scenario
 from .grid import Point, _literal
 
@@ -205,10 +206,14 @@ class _SweepDir:
         """The summary of a finished point, None if it has not finished."""
         return _read_summary(self.out / point.id)
 
-    def write_point(self, point: Point, runs: list[SeedRun], report: bool) -> dict[str, Any]:
-        """Saves a finished point into a temporary directory, then renames it
-        into place: a point directory is complete or absent."""
+    def write_point(
+        self, point: Point, runs: list[SeedRun], report: bool, trace: Any = None
+    ) -> dict[str, Any]:
+        """Saves a finished point (with its event trace and captures, when
+        it recorded any) into a temporary directory, then renames it into
+        place: a point directory is complete or absent."""
         res = Results(point.scenario, sorted(runs, key=lambda r: r.seed))
+        res.trace = trace
         tmp = self.out / f"{_TMP_PREFIX}{point.id}-{uuid.uuid4().hex[:8]}"
         try:
             res.write(tmp, report=report)

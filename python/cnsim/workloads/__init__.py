@@ -33,8 +33,7 @@ BUILTIN_CDFS = ("websearch", "hadoop")
 PS_PER_MS = 1_000_000_000
 PS_PER_US = 1_000_000
 #: `workload.max_flows` as the engine declares it (sections.rs: flow ids
-#: index the engine's events, engine/queue.rs MAX_INDEX): its largest value
-#: and its default.
+#: index the engine's events, engine/queue.rs MAX_INDEX): its largest value.
 _MAX_FLOWS = next(
     q
     for t in declarations()["sections"]
@@ -43,7 +42,6 @@ _MAX_FLOWS = next(
     if q["name"] == "max_flows"
 )
 ENGINE_MAX_FLOWS = int(_MAX_FLOWS["max"]["value"])
-DEFAULT_MAX_FLOWS = int(_MAX_FLOWS["default"])
 #: Most flows the packet model indexes (its events name them: engine/queue.rs
 #: MAX_INDEX = 4,194,303, less room for a Poisson count above its mean);
 #: the flow-level model (fidelity = "flow") goes up to ENGINE_MAX_FLOWS.

@@ -37,7 +37,7 @@ impl Fabric {
         self.net.ports.len()
     }
 
-    pub fn station_name(&self, s: u16) -> &str {
+    pub fn station_name(&self, s: u32) -> &str {
         self.net.station_name(s as usize)
     }
 
@@ -46,27 +46,27 @@ impl Fabric {
     }
 
     /// Station `name`'s index; `what` names the parameter in an error.
-    pub fn station(&self, what: &str, name: &str) -> Result<u16, ConfigError> {
+    pub fn station(&self, what: &str, name: &str) -> Result<u32, ConfigError> {
         let n = *self
             .net
             .node_by_name
             .get(name)
             .ok_or_else(|| ConfigError::new(what, format!("unknown node '{name}'")))?;
         match self.net.nodes[n as usize].kind {
-            NodeKind::Station(s) => Ok(s as u16),
+            NodeKind::Station(s) => Ok(s),
             NodeKind::Bridge(_) => fail(what, format!("'{name}' is a bridge; flows run between stations")),
         }
     }
 
     /// The ports a frame from `src` to `dst` leaves by, in order, appended
     /// to `out` (cleared first); false if it never arrives.
-    pub fn path(&self, src: u16, dst: u16, out: &mut Vec<PortId>) -> bool {
+    pub fn path(&self, src: u32, dst: u32, out: &mut Vec<PortId>) -> bool {
         out.clear();
         out.push(self.net.stations[src as usize].port);
         loop {
             let last = &self.net.ports[*out.last().expect("non-empty") as usize];
             match self.net.nodes[last.peer as usize].kind {
-                NodeKind::Station(s) => return s as u16 == dst,
+                NodeKind::Station(s) => return s == dst,
                 NodeKind::Bridge(b) => {
                     let next = self.net.router.next_hop(b, src, dst);
                     if next == NO_ROUTE || out.len() > self.net.ports.len() {

@@ -8,7 +8,7 @@ use super::fabric::Fabric;
 use crate::config::{BridgeConfig, ConfigError, FlowConfig, LinkConfig, SimConfig, StationConfig, TransportConfig};
 use crate::engine::Time;
 use crate::net::port::PortId;
-use crate::net::sim::Sim;
+use crate::net::run::PacketRuns;
 use crate::net::topology::NodeKind;
 
 /// Frames counts the excess is measured at: every count up to 32, then
@@ -111,7 +111,14 @@ pub fn chain_config(cfg: &SimConfig, fabric: &Fabric, path: &[PortId], size: u64
 /// each size of `size_grid(max_frames)`. A size it cannot finish inside the
 /// run counts as no excess (the flow-level model then finds it unfinished
 /// by its fluid shares).
-pub fn measure(cfg: &SimConfig, fabric: &Fabric, path: &[PortId], max_frames: u64, seed: u64) -> Result<IdleExcess, ConfigError> {
+pub fn measure(
+    cfg: &SimConfig,
+    fabric: &Fabric,
+    path: &[PortId],
+    max_frames: u64,
+    seed: u64,
+    packet: PacketRuns,
+) -> Result<IdleExcess, ConfigError> {
     let frames = size_grid(max_frames);
     let mut excess_ps = Vec::with_capacity(frames.len());
     // A long run: the flows are alone, the end only bounds a scheme that stalls.
@@ -121,7 +128,9 @@ pub fn measure(cfg: &SimConfig, fabric: &Fabric, path: &[PortId], max_frames: u6
         c.duration_ps = cfg.duration_ps.max(1).saturating_mul(4).min(crate::config::MAX_TIME_PS);
         c.bin_ps = c.duration_ps;
         c.windows[0].end_ps = c.duration_ps;
-        let r = Sim::new(&c, seed)?.run().map_err(|e| ConfigError::new("flow", e))?;
+        let mut run = packet(&c, seed)?;
+        run.run_until(Time::MAX);
+        let r = run.finish().map_err(|e| ConfigError::new("flow", e))?;
         let f = &r.transport.flows[0];
         excess_ps.push(if f.finish_ps == Time::MAX {
             0

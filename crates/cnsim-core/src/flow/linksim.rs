@@ -12,7 +12,7 @@
 //! is left out: that is the decomposition's assumption.
 
 use super::fabric::Fabric;
-use super::sim::Flows;
+use super::flows::Flows;
 use crate::config::{BridgeConfig, FlowConfig, LinkConfig, SimConfig, StationConfig, TransportConfig};
 use crate::engine::time::serialization_ps;
 use crate::engine::Time;
@@ -56,10 +56,10 @@ pub fn link_net(cfg: &SimConfig, fabric: &Fabric, all: &Flows, p: PortId, flows:
     let cb = fabric.ctrl_bytes as u64;
     // Sources (their edge links) and destinations (their fast links), in
     // order of first appearance.
-    let mut sources: BTreeMap<u16, u32> = BTreeMap::new();
-    let mut source_list: Vec<(u16, u64, Time)> = Vec::new();
-    let mut dests: BTreeMap<u16, ()> = BTreeMap::new();
-    let mut dest_list: Vec<(u16, u64, Time)> = Vec::new();
+    let mut sources: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut source_list: Vec<(u32, u64, Time)> = Vec::new();
+    let mut dests: BTreeMap<u32, ()> = BTreeMap::new();
+    let mut dest_list: Vec<(u32, u64, Time)> = Vec::new();
     let mut edge_of = Vec::with_capacity(flows.len());
     for &f in flows {
         let path = all.path(f);
@@ -108,7 +108,7 @@ pub fn link_net(cfg: &SimConfig, fabric: &Fabric, all: &Flows, p: PortId, flows:
             dest_list.push((dst, rate, real.saturating_sub(own) / 2));
         }
     }
-    let station_cfg = |s: u16| StationConfig {
+    let station_cfg = |s: u32| StationConfig {
         load: 0.0,
         dest: Default::default(),
         ..cfg.stations[s as usize].clone()
@@ -122,7 +122,7 @@ pub fn link_net(cfg: &SimConfig, fabric: &Fabric, all: &Flows, p: PortId, flows:
     };
     // A station both sending and receiving on this link (routes that are
     // not up-down) takes its receiving role under another name.
-    let dest_name = |s: u16| {
+    let dest_name = |s: u32| {
         let name = fabric.station_name(s);
         if sources.contains_key(&s) || (u_is_station && name == u_name) {
             format!("{name}'")
@@ -134,13 +134,13 @@ pub fn link_net(cfg: &SimConfig, fabric: &Fabric, all: &Flows, p: PortId, flows:
     let mut bridges: Vec<BridgeConfig> = Vec::new();
     let mut links: Vec<LinkConfig> = Vec::new();
     match fabric.node_kind(u) {
-        NodeKind::Station(s) => stations.push(station_cfg(s as u16)),
+        NodeKind::Station(s) => stations.push(station_cfg(s)),
         NodeKind::Bridge(_) => bridges.extend(bridge_cfg(u)),
     }
     match fabric.node_kind(d) {
         NodeKind::Station(s) => stations.push(StationConfig {
-            name: dest_name(s as u16),
-            ..station_cfg(s as u16)
+            name: dest_name(s),
+            ..station_cfg(s)
         }),
         NodeKind::Bridge(_) => bridges.extend(bridge_cfg(d)),
     }

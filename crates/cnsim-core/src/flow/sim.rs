@@ -4,137 +4,22 @@
 //! progress and sees a Ctrl-C within a step.
 
 use super::fabric::Fabric;
+use super::flows::Flows;
 use super::fluid::{Fluid, FluidInput};
-use super::idle::{self, IdleExcess};
 use super::linksim::{link_net, LinkNet};
-use super::{FlowModel, FlowParams};
-use crate::config::{fail, ConfigError, EventConfig, SimConfig};
-use crate::engine::rng::{stream, Stream};
-use crate::engine::{Time, PS_PER_MS};
+use super::params::{Fidelity, FlowModel, FlowParams};
+use super::pool::Pool;
+use super::result;
+use super::setup::{check_flows, draw_flows, idle_excess, representable, station_distance};
+use crate::config::{ConfigError, SimConfig};
+use crate::engine::rng::stream;
+use crate::engine::Time;
 use crate::net::port::PortId;
-use crate::net::sim::Run;
-use crate::net::sim::Sim;
+use crate::net::run::{PacketRuns, Run};
 use crate::net::topology::NodeKind;
-use crate::net::transport::FlowGen;
-use crate::stats::{self, FlowRecord, FrameCounters, FrameCounts, RunResult, TransportCounters, TransportResult};
-use rand::Rng;
+use crate::stats::RunResult;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
-/// The flows of a run (the packet engine's, in its order: flows given one
-/// by one, then arrivals by time) and their paths.
-pub struct Flows {
-    pub src: Vec<u16>,
-    pub dst: Vec<u16>,
-    pub size: Vec<u64>,
-    pub start: Vec<Time>,
-    /// Flow f's ports: `path[path_off[f]..path_off[f + 1]]`.
-    pub path_off: Vec<u32>,
-    pub path: Vec<PortId>,
-}
-
-impl Flows {
-    pub fn len(&self) -> usize {
-        self.src.len()
-    }
-
-    pub fn path(&self, f: u32) -> &[PortId] {
-        &self.path[self.path_off[f as usize] as usize..self.path_off[f as usize + 1] as usize]
-    }
-}
-
-/// Congestion classes: 0, 1, 2, 3 or more flows active at arrival.
-const BUSY_CLASSES: usize = 4;
-/// Size classes: frames in [2^k, 2^(k+1)).
-const SIZE_CLASSES: usize = 40;
-/// A correction is drawn from the nearest size classes holding at least
-/// this many samples (of the flow's congestion class if within two classes
-/// of its size, else of any).
-const DRAW_MIN: usize = 25;
-/// From this many frames on, a correction scales with the flow's frames
-/// (a long flow's loss of share lasts as long as it does); below, it is
-/// the flow's wait (queueing, round trips) whatever its size.
-const SCALE_FRAMES: u64 = 64;
-
-fn size_class(frames: u64) -> usize {
-    (63 - frames.max(1).leading_zeros() as usize).min(SIZE_CLASSES - 1)
-}
-
-/// A tier's corrections: its representatives' flows' packet delays against
-/// their fluid delays, by size class and congestion class.
-struct Pool {
-    /// [size class][congestion class] -> (frames, correction).
-    cells: Vec<[Vec<(u64, f64)>; BUSY_CLASSES]>,
-    len: usize,
-}
-
-impl Pool {
-    fn new() -> Pool {
-        Pool {
-            cells: (0..SIZE_CLASSES).map(|_| Default::default()).collect(),
-            len: 0,
-        }
-    }
-
-    fn add(&mut self, frames: u64, busy: usize, c: f64) {
-        self.cells[size_class(frames)][busy.min(BUSY_CLASSES - 1)].push((frames, c));
-        self.len += 1;
-    }
-
-    /// Samples of size classes `lo..=hi`, of congestion class `busy` (None: any).
-    fn count(&self, lo: usize, hi: usize, busy: Option<usize>) -> usize {
-        self.cells[lo..=hi]
-            .iter()
-            .map(|c| match busy {
-                Some(b) => c[b].len(),
-                None => c.iter().map(Vec::len).sum(),
-            })
-            .sum()
-    }
-
-    fn nth(&self, lo: usize, hi: usize, busy: Option<usize>, mut i: usize) -> (u64, f64) {
-        for cell in &self.cells[lo..=hi] {
-            for (b, v) in cell.iter().enumerate() {
-                if busy.is_some_and(|x| x != b) {
-                    continue;
-                }
-                if i < v.len() {
-                    return v[i];
-                }
-                i -= v.len();
-            }
-        }
-        unreachable!("i < count")
-    }
-
-    /// A correction for a flow of `frames` frames that found `busy` flows:
-    /// drawn from its size class widened until it holds `DRAW_MIN`
-    /// samples, of its congestion class while that stays within two classes
-    /// of its size; a long flow's scaled to its size.
-    fn draw(&self, frames: u64, busy: usize, rng: &mut Stream) -> f64 {
-        if self.len == 0 {
-            return 0.0;
-        }
-        let k = size_class(frames);
-        let busy = busy.min(BUSY_CLASSES - 1);
-        let mut pick = None;
-        for w in 0..SIZE_CLASSES {
-            let (lo, hi) = (k.saturating_sub(w), (k + w).min(SIZE_CLASSES - 1));
-            let class = if w <= 2 { Some(busy) } else { None };
-            let n = self.count(lo, hi, class);
-            if n >= DRAW_MIN || (w + 1 >= SIZE_CLASSES && n > 0) {
-                pick = Some(self.nth(lo, hi, class, rng.gen_range(0..n)));
-                break;
-            }
-        }
-        let (n, c) = pick.unwrap_or_else(|| self.nth(0, SIZE_CLASSES - 1, None, rng.gen_range(0..self.len)));
-        if frames >= SCALE_FRAMES && n >= SCALE_FRAMES {
-            c * frames as f64 / n as f64
-        } else {
-            c
-        }
-    }
-}
 
 /// Flows a recomputation of the host links' fluid rates at most (beyond
 /// the links that changed): in a busy fabric every host link is connected
@@ -181,13 +66,14 @@ enum Stage {
 }
 
 struct Running {
-    sim: Sim,
+    sim: Box<dyn Run>,
     fluid: LinkFluid,
 }
 
 /// A flow-level run of one scenario and seed.
 pub struct FlowSim {
     cfg: SimConfig,
+    packet: PacketRuns,
     params: FlowParams,
     seed: u64,
     fabric: Fabric,
@@ -237,22 +123,23 @@ impl FlowSim {
     /// flows' stations and routes), naming the parameter. The work (drawing
     /// and routing the flows, the idle floor, the clusters) is the first
     /// step of the run.
-    pub fn new(cfg: &SimConfig, seed: u64) -> Result<FlowSim, ConfigError> {
+    pub fn new(cfg: &SimConfig, seed: u64, packet: PacketRuns) -> Result<FlowSim, ConfigError> {
         let warnings = representable(cfg)?;
         // The packet engine's own checks of everything but the flows
         // (scheme parameters, nodes, links): built without them, run never.
         let mut bare = cfg.clone();
-        bare.fidelity = super::Fidelity::Packet;
+        bare.fidelity = Fidelity::Packet;
         bare.transport.flows.clear();
         bare.transport.arrivals.clear();
         bare.trace = Default::default();
-        drop(Sim::new(&bare, seed)?);
+        drop(packet(&bare, seed)?);
         let params = cfg.flow.clone();
         let fabric = Fabric::build(cfg, seed)?;
         check_flows(cfg, &fabric)?;
         let n_ports = fabric.n_ports();
         Ok(FlowSim {
             cfg: cfg.clone(),
+            packet,
             params,
             seed,
             fabric,
@@ -301,7 +188,7 @@ impl FlowSim {
         for f in 0..n as u32 {
             ideal.push(fabric.ideal_fct(flows.path(f), flows.size[f as usize]));
         }
-        let excess = idle_excess(cfg, fabric, &flows, seed)?;
+        let excess = idle_excess(cfg, fabric, &flows, seed, self.packet)?;
         // Flows per port, in start order.
         let mut order: Vec<u32> = (0..n as u32).collect();
         order.sort_by_key(|&f| (flows.start[f as usize], f));
@@ -524,7 +411,7 @@ impl FlowSim {
                         let flows: Vec<u32> = self.flows_on(p).to_vec();
                         let net = link_net(&self.cfg, &self.fabric, &self.flows, p, &flows);
                         let fluid = self.link_fluid(p, Some(&net));
-                        let sim = match Sim::new(&net.config, self.seed) {
+                        let sim = match (self.packet)(&net.config, self.seed) {
                             Ok(s) => s,
                             Err(e) => {
                                 self.warnings.push(format!(
@@ -718,11 +605,9 @@ impl FlowSim {
             start.push(self.flows.start[f as usize]);
             bits.push(self.flows.size[f as usize] as f64 * 8.0);
         }
-        let limit = std::env::var("CNSIM_FLOW_HOST_LIMIT")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(HOST_LIMIT);
-        let out = Fluid::with_limit(limit).run(&FluidInput {
+        // A constant, never the environment: results depend only on the
+        // scenario and the seed.
+        let out = Fluid::with_limit(HOST_LIMIT).run(&FluidInput {
             caps: &caps,
             start: &start,
             bits: &bits,
@@ -802,224 +687,6 @@ impl FlowSim {
         let idle = self.ideal[f] as f64 + self.excess[f] as f64;
         (idle + self.acc[f]).max(idle.max(self.ideal[f] as f64))
     }
-
-    /// The flows' records and the run's results.
-    fn build_result(&self) -> RunResult {
-        let cfg = &self.cfg;
-        let duration = cfg.duration_ps;
-        let fb = cfg.frame_bytes as u64;
-        let n = self.flows.len();
-        let finish: Vec<Time> = (0..n)
-            .map(|f| {
-                let end = self.flows.start[f] as f64 + self.fct(f);
-                if end.is_finite() && end <= duration as f64 {
-                    end.round() as Time
-                } else {
-                    Time::MAX
-                }
-            })
-            .collect();
-        let all_done = finish.iter().all(|&t| t != Time::MAX);
-        let end_ps = if cfg.transport.end_when_done && all_done && n > 0 {
-            (finish.iter().copied().max().unwrap_or(0) + 1).min(duration)
-        } else {
-            duration
-        };
-        // Bytes delivered: a flow's spread evenly over its lifetime (the
-        // model has no finer timing); a flow still running at the end, its
-        // share up to then.
-        let windows: Vec<(Time, Time)> = cfg.windows.iter().map(|w| (w.start_ps.min(end_ps), w.end_ps.min(end_ps))).collect();
-        let nw = windows.len();
-        let n_st = self.fabric.n_stations();
-        let n_ports = self.fabric.n_ports();
-        let mut win_bytes = vec![0u64; nw];
-        let mut port_bytes = vec![0u64; n_ports * nw];
-        let mut port_frames = vec![0u64; n_ports];
-        let mut from = vec![0u64; n_st * nw];
-        let mut to = vec![0u64; n_st * nw];
-        let mut delivered_frames = 0u64;
-        let mut generated_frames = 0u64;
-        let mut delivered_from = vec![0u64; n_st];
-        let bin = cfg.bin_ps.max(1);
-        let n_bins = end_ps.div_ceil(bin) as usize;
-        let mut agg = vec![0.0f64; n_bins];
-        for (f, &done_at) in finish.iter().enumerate() {
-            let start = self.flows.start[f];
-            if start >= end_ps {
-                continue;
-            }
-            let size = self.flows.size[f];
-            let frames = size.div_ceil(fb).max(1);
-            generated_frames += frames;
-            let est = self.flows.start[f] as f64 + self.fct(f);
-            let stop = if done_at != Time::MAX { done_at } else { end_ps };
-            let span = (est - start as f64).max(1.0);
-            let part = |a: Time, b: Time| -> u64 {
-                let (a, b) = (a.max(start), b.min(stop));
-                if b <= a || !span.is_finite() {
-                    0
-                } else {
-                    (size as f64 * (b - a) as f64 / span).round().min(size as f64) as u64
-                }
-            };
-            let done = part(start, stop);
-            let (s, d) = (self.flows.src[f] as usize, self.flows.dst[f] as usize);
-            if finish[f] != Time::MAX {
-                delivered_frames += frames;
-                delivered_from[s] += frames;
-            } else {
-                delivered_frames += done / fb;
-                delivered_from[s] += done / fb;
-            }
-            for (w, &(a, b)) in windows.iter().enumerate() {
-                let x = part(a, b);
-                win_bytes[w] += x;
-                from[s * nw + w] += x;
-                to[d * nw + w] += x;
-                for &p in self.flows.path(f as u32) {
-                    port_bytes[p as usize * nw + w] += x;
-                }
-            }
-            for &p in self.flows.path(f as u32) {
-                port_frames[p as usize] += frames;
-            }
-            if span.is_finite() && stop > start {
-                let rate = size as f64 / span; // bytes per ps
-                let mut t = start;
-                while t < stop {
-                    let b = (t / bin) as usize;
-                    let next = ((b as Time + 1) * bin).min(stop);
-                    if b < n_bins {
-                        agg[b] += rate * (next - t) as f64;
-                    }
-                    t = next;
-                }
-            }
-        }
-        let widths: Vec<f64> = (0..n_bins).map(|b| (end_ps - b as Time * bin).min(bin) as f64).collect();
-        let agg_gbps: Vec<f64> = agg.iter().zip(&widths).map(|(&x, &w)| x * 8.0 / w * 1e3).collect();
-        let counts = FrameCounters {
-            generated: generated_frames,
-            delivered: delivered_frames,
-            ..FrameCounters::default()
-        };
-        let records: Vec<FlowRecord> = (0..n)
-            .map(|f| FlowRecord {
-                src: self.fabric.station_name(self.flows.src[f]).to_string(),
-                dst: self.fabric.station_name(self.flows.dst[f]).to_string(),
-                size_bytes: self.flows.size[f],
-                start_ps: self.flows.start[f],
-                finish_ps: finish[f],
-                ideal_fct_ps: self.ideal[f],
-                retransmitted: 0,
-                timeouts: 0,
-                hops: (self.flows.path_off[f + 1] - self.flows.path_off[f]),
-            })
-            .collect();
-        let net = &self.fabric.net;
-        let links = net
-            .ports
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let (a, b) = p.name.split_once("->").expect("port names are FROM->TO");
-                stats::LinkResult {
-                    name: p.name.clone(),
-                    from: a.to_string(),
-                    to: b.to_string(),
-                    rate_bps: p.nominal_rate_bps,
-                    bytes: (0..nw).map(|w| port_bytes[i * nw + w]).collect(),
-                    frames: port_frames[i],
-                    can_pause: cfg.pause.enabled && matches!(net.nodes[p.peer as usize].kind, NodeKind::Bridge(_)),
-                    paused_ever: false,
-                    paused_ps: 0,
-                    pause_frames: 0,
-                    control_frames: 0,
-                }
-            })
-            .collect();
-        let nodes = net
-            .nodes
-            .iter()
-            .map(|nd| match nd.kind {
-                NodeKind::Station(s) => {
-                    let s = s as usize;
-                    stats::NodeResult {
-                        name: nd.name.clone(),
-                        kind: "station",
-                        generated: 0,
-                        delivered: 0,
-                        dropped_cp: 0,
-                        dropped_rp: 0,
-                        dropped_rl: 0,
-                        dropped_nic: 0,
-                        deferred: 0,
-                        notifications: 0,
-                        delivered_from: delivered_from[s],
-                        bytes_from: (0..nw).map(|w| from[s * nw + w]).collect(),
-                        bytes_to: (0..nw).map(|w| to[s * nw + w]).collect(),
-                    }
-                }
-                NodeKind::Bridge(_) => stats::NodeResult {
-                    name: nd.name.clone(),
-                    kind: "bridge",
-                    generated: 0,
-                    delivered: 0,
-                    dropped_cp: 0,
-                    dropped_rp: 0,
-                    dropped_rl: 0,
-                    dropped_nic: 0,
-                    deferred: 0,
-                    notifications: 0,
-                    delivered_from: 0,
-                    bytes_from: Vec::new(),
-                    bytes_to: Vec::new(),
-                },
-            })
-            .collect();
-        RunResult {
-            seed: self.seed,
-            end_ps,
-            bin_ps: bin,
-            n_bins,
-            frames: FrameCounts::new(counts, generated_frames - delivered_frames),
-            engine: stats::EngineFigures {
-                events: self.events,
-                wall_s: self.wall_s,
-            },
-            windows: cfg
-                .windows
-                .iter()
-                .zip(&windows)
-                .enumerate()
-                .map(|(w, (c, &(a, b)))| stats::WindowResult {
-                    name: c.name.clone(),
-                    start_ps: a,
-                    end_ps: b,
-                    generated: 0,
-                    delivered: 0,
-                    dropped_cp: 0,
-                    dropped_rp: 0,
-                    deferred: 0,
-                    delivered_bytes: win_bytes[w],
-                })
-                .collect(),
-            flows: Vec::new(),
-            links,
-            nodes,
-            transport: TransportResult {
-                flows: records,
-                counts: TransportCounters::default(),
-            },
-            queue_hists: Vec::new(),
-            series: vec![stats::Series {
-                series: "aggregate_throughput".into(),
-                key: "all".into(),
-                values: agg_gbps,
-            }],
-            trace: None,
-        }
-    }
 }
 
 impl Run for FlowSim {
@@ -1069,7 +736,18 @@ impl Run for FlowSim {
         if !matches!(self.stage, Stage::Done) {
             return Err("flow-level run not finished".into());
         }
-        Ok(self.build_result())
+        Ok(result::build_result(
+            &result::Model {
+                cfg: &self.cfg,
+                seed: self.seed,
+                fabric: &self.fabric,
+                flows: &self.flows,
+                ideal: &self.ideal,
+                events: self.events,
+                wall_s: self.wall_s,
+            },
+            |f| self.fct(f),
+        ))
     }
 
     fn now(&self) -> Time {
@@ -1080,229 +758,11 @@ impl Run for FlowSim {
         self.cfg.duration_ps
     }
 
+    fn is_finished(&self) -> bool {
+        matches!(self.stage, Stage::Done)
+    }
+
     fn warnings(&self) -> &[String] {
         &self.warnings
     }
-}
-
-/// What the flow-level model cannot represent is refused (open-loop
-/// sources, the notification schemes acting on them, timed events);
-/// what it approximates is said (PAUSE between links, traces).
-fn representable(cfg: &SimConfig) -> Result<Vec<String>, ConfigError> {
-    const TRANSPORTS: [&str; 6] = ["nocm", "dctcp", "dcqcn", "hpcc", "timely", "swift"];
-    let mut warnings = Vec::new();
-    let scheme = cfg.scheme.table.as_deref().unwrap_or(&cfg.scheme.name);
-    if !TRANSPORTS.contains(&cfg.scheme.name.as_str()) {
-        return fail(
-            "fidelity",
-            format!("'flow' cannot run scheme {scheme}: it acts on open-loop sources through congestion notifications, which only the packet model represents (fidelity = \"packet\"); the flow-level model runs transport flows (dctcp, dcqcn, hpcc, timely, swift, or none)"),
-        );
-    }
-    if let Some(s) = cfg.stations.iter().find(|s| s.load > 0.0) {
-        return fail(
-            "fidelity",
-            format!("'flow' cannot run station {}'s open-loop source (load {}): the flow-level model runs [workload] flows only; use fidelity = \"packet\"", s.name, s.load),
-        );
-    }
-    if cfg.transport.flows.is_empty() && cfg.transport.arrivals.is_empty() {
-        return fail("fidelity", "'flow' needs flows ([workload]); this scenario has none");
-    }
-    if let Some(e) = cfg.events.iter().find(|e| matches!(e, EventConfig::LinkRate { .. })) {
-        return fail(
-            "fidelity",
-            format!("'flow' cannot change a link's rate during the run (a link_rate event at {} ms, or a [hotspot]): the flow-level model keeps links as built; use fidelity = \"packet\"", e.at_ps() as f64 / PS_PER_MS as f64),
-        );
-    }
-    if cfg.pause.enabled {
-        warnings.push("flow-level model: PAUSE acts only inside each link's own packet run (no PAUSE spreading between links, no head-of-line blocking across the fabric)".to_string());
-    }
-    if cfg.trace.records() || !cfg.trace_ports.is_empty() {
-        warnings.push(
-            "flow-level model: no frames are simulated across the fabric, so [trace] (queue series, events, captures) records nothing"
-                .to_string(),
-        );
-    }
-    Ok(warnings)
-}
-
-/// The flows' stations exist and every pair that may carry a flow is
-/// routed (as the packet engine checks when it is built).
-fn check_flows(cfg: &SimConfig, fabric: &Fabric) -> Result<(), ConfigError> {
-    let t = &cfg.transport;
-    let no_route = |s: u16, d: u16| {
-        fail(
-            "flows",
-            format!("no route from '{}' to '{}'", fabric.station_name(s), fabric.station_name(d)),
-        )
-    };
-    for (i, f) in t.flows.iter().enumerate() {
-        let s = fabric.station(&format!("flows[{i}].src"), &f.src)?;
-        let d = fabric.station(&format!("flows[{i}].dst"), &f.dst)?;
-        if !fabric.net.reachable(s as usize, d as usize) {
-            return no_route(s, d);
-        }
-    }
-    for (i, a) in t.arrivals.iter().enumerate() {
-        let members: Vec<u16> = a
-            .stations
-            .iter()
-            .map(|n| fabric.station(&format!("workload: arrivals[{i}]"), n))
-            .collect::<Result<_, _>>()?;
-        for &s in &members {
-            for &d in members.iter().filter(|&&d| d != s) {
-                if !fabric.net.reachable(s as usize, d as usize) {
-                    return no_route(s, d);
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The flows of `cfg` for `seed`: the ones given one by one, in order, then
-/// every arrival process's, by time (ties by process), each with its path.
-fn draw_flows(cfg: &SimConfig, fabric: &Fabric, seed: u64) -> Result<Flows, ConfigError> {
-    let t = &cfg.transport;
-    let mut src = Vec::new();
-    let mut dst = Vec::new();
-    let mut size = Vec::new();
-    let mut start = Vec::new();
-    for (i, f) in t.flows.iter().enumerate() {
-        let s = fabric.station(&format!("flows[{i}].src"), &f.src)?;
-        let d = fabric.station(&format!("flows[{i}].dst"), &f.dst)?;
-        if f.start_ps >= cfg.duration_ps {
-            // The packet engine never starts it, and so records none.
-            continue;
-        }
-        src.push(s);
-        dst.push(d);
-        size.push(f.size_bytes);
-        start.push(f.start_ps);
-    }
-    let mut arrivals: Vec<(Time, u32, u16, u16, u64)> = Vec::new();
-    let mut g = 0u32;
-    for (i, a) in t.arrivals.iter().enumerate() {
-        let members: Vec<u16> = a
-            .stations
-            .iter()
-            .map(|n| fabric.station(&format!("workload: arrivals[{i}]"), n))
-            .collect::<Result<_, _>>()?;
-        let name = |s: u16| fabric.station_name(s).to_string();
-        for gen in FlowGen::for_arrivals(a, i, &members, name, seed, cfg.duration_ps) {
-            let s = gen.station;
-            arrivals.extend(gen.arrivals().map(|(at, d, sz)| (at, g, s, d, sz)));
-            g += 1;
-        }
-    }
-    arrivals.sort_unstable_by_key(|a| (a.0, a.1));
-    if src.len() + arrivals.len() >= u32::MAX as usize {
-        return fail("flows", format!("more than {} flows", u32::MAX - 1));
-    }
-    for (at, _, s, d, sz) in arrivals {
-        src.push(s);
-        dst.push(d);
-        size.push(sz);
-        start.push(at);
-    }
-    let mut path_off = Vec::with_capacity(src.len() + 1);
-    path_off.push(0u32);
-    let mut path = Vec::new();
-    let mut hops = Vec::new();
-    for f in 0..src.len() {
-        if !fabric.path(src[f], dst[f], &mut hops) {
-            return fail(
-                "flows",
-                format!(
-                    "no route from '{}' to '{}'",
-                    fabric.station_name(src[f]),
-                    fabric.station_name(dst[f])
-                ),
-            );
-        }
-        path.extend_from_slice(&hops);
-        path_off.push(path.len() as u32);
-    }
-    Ok(Flows {
-        src,
-        dst,
-        size,
-        start,
-        path_off,
-        path,
-    })
-}
-
-/// Each flow's idle excess: measured per path class (its hops' rates,
-/// delays and latencies) over the sizes the class's flows have.
-fn idle_excess(cfg: &SimConfig, fabric: &Fabric, flows: &Flows, seed: u64) -> Result<Vec<i64>, ConfigError> {
-    let fb = cfg.frame_bytes as u64;
-    // A hop as the idle FCT sees it: rate, delay, latency there and back.
-    let hop = |p: PortId| {
-        let port = &fabric.net.ports[p as usize];
-        let back = &fabric.net.ports[port.reverse as usize];
-        [port.nominal_rate_bps, port.delay_ps, port.rx_extra_ps[1], back.rx_extra_ps[2]]
-    };
-    // Classes by their hops (a hash of them, checked against the class's
-    // first path): per class its first flow and largest size in frames.
-    let mut by_hash: std::collections::HashMap<u64, Vec<u32>> = std::collections::HashMap::new();
-    let mut classes: Vec<(u32, u64)> = Vec::new();
-    let mut class_of = Vec::with_capacity(flows.len());
-    for f in 0..flows.len() as u32 {
-        let path = flows.path(f);
-        let mut h = 0xcbf2_9ce4_8422_2325u64;
-        for &p in path {
-            for x in hop(p) {
-                h = (h ^ x).wrapping_mul(0x0000_0100_0000_01b3);
-            }
-        }
-        let same = |c: u32| {
-            let other = flows.path(classes[c as usize].0);
-            other.len() == path.len() && other.iter().zip(path).all(|(&a, &b)| hop(a) == hop(b))
-        };
-        let found = by_hash.get(&h).and_then(|cs| cs.iter().copied().find(|&c| same(c)));
-        let c = match found {
-            Some(c) => c,
-            None => {
-                classes.push((f, 0));
-                let c = (classes.len() - 1) as u32;
-                by_hash.entry(h).or_default().push(c);
-                c
-            }
-        };
-        let frames = flows.size[f as usize].div_ceil(fb).max(1);
-        classes[c as usize].1 = classes[c as usize].1.max(frames);
-        class_of.push(c);
-    }
-    let tables = classes
-        .iter()
-        .map(|&(first, max_frames)| idle::measure(cfg, fabric, flows.path(first), max_frames, seed))
-        .collect::<Result<Vec<IdleExcess>, _>>()?;
-    Ok(class_of
-        .iter()
-        .zip(&flows.size)
-        .map(|(&c, &size)| tables[c as usize].at(size.div_ceil(fb).max(1)))
-        .collect())
-}
-
-/// Each node's distance in hops from the nearest station (stations: 0).
-fn station_distance(fabric: &Fabric) -> Vec<u32> {
-    let net = &fabric.net;
-    let mut dist = vec![u32::MAX; net.nodes.len()];
-    let mut queue = std::collections::VecDeque::new();
-    for (i, n) in net.nodes.iter().enumerate() {
-        if matches!(n.kind, NodeKind::Station(_)) {
-            dist[i] = 0;
-            queue.push_back(i);
-        }
-    }
-    while let Some(i) = queue.pop_front() {
-        for &p in &net.nodes[i].ports {
-            let peer = net.ports[p as usize].peer as usize;
-            if dist[peer] == u32::MAX {
-                dist[peer] = dist[i] + 1;
-                queue.push_back(peer);
-            }
-        }
-    }
-    dist
 }

@@ -11,7 +11,6 @@
 
 use crate::engine::Time;
 use crate::error::ConfigError;
-use crate::trace::{Kind, Reason, NO_PORT};
 use arrow_array::builder::StringBuilder;
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, UInt16Array, UInt32Array, UInt64Array, UInt8Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -23,6 +22,115 @@ use std::fmt::Write as _;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// Port id of an event that happens at no port.
+pub const NO_PORT: u32 = u32::MAX;
+
+macro_rules! named_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $v:ident = $s:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u8)]
+        pub enum $name { $($(#[$vm])* $v),+ }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$v),+];
+
+            /// The name the trace gives it.
+            pub fn name(self) -> &'static str {
+                match self { $($name::$v => $s),+ }
+            }
+
+            pub fn from_name(s: &str) -> Option<$name> {
+                match s { $($s => Some($name::$v),)+ _ => None }
+            }
+        }
+    };
+}
+
+named_enum! {
+    /// What happened (the trace's `kind` column).
+    Kind {
+        /// A station made a data frame (an open-loop source, or a flow's
+        /// sender when its link takes the frame).
+        Generate = "generate",
+        /// A flow's sender sent a frame again (after a NACK or a timeout).
+        Retransmit = "retransmit",
+        /// A frame joined a queue (`reason` says which: nic, rlq, output, control).
+        Enqueue = "enqueue",
+        /// A frame started leaving a port (what a capture of the port sees).
+        Dequeue = "dequeue",
+        /// A data frame reached its destination station.
+        Deliver = "deliver",
+        /// A data frame was lost (`reason` says why).
+        Drop = "drop",
+        /// A source could not make a frame: its NIC FIFO was full (nic_full = defer).
+        Defer = "defer",
+        /// The receiver of a flow discarded a frame beyond a gap (go-back-N).
+        Discard = "discard",
+        /// A CP marked a data frame (ECN CE; QCN three-point's mark).
+        Mark = "mark",
+        /// A bridge or station queued a PAUSE / PFC frame (`reason`: xoff, xon, refresh).
+        PauseTx = "pause_tx",
+        /// A transmitter received a PAUSE / PFC frame.
+        PauseRx = "pause_rx",
+        /// A transmitter became paused.
+        PauseOn = "pause_on",
+        /// A transmitter's pause ended (`reason`: xon, expired, run_end).
+        PauseOff = "pause_off",
+        /// A CP or a notification point sent a congestion notification.
+        CnTx = "cn_tx",
+        /// A congestion notification reached its reaction point.
+        CnRx = "cn_rx",
+        /// A flow's receiver sent an ACK / a NACK.
+        AckTx = "ack_tx",
+        NackTx = "nack_tx",
+        /// A flow's sender received an ACK / a NACK.
+        AckRx = "ack_rx",
+        NackRx = "nack_rx",
+        /// A flow's retransmission timer fired.
+        Rto = "rto",
+        /// A rate limiter's rate or window changed (`reason`: created, released).
+        Rate = "rate",
+        /// A transport flow started (its sender) / received its last byte (its receiver).
+        FlowStart = "flow_start",
+        FlowEnd = "flow_end",
+    }
+}
+
+named_enum! {
+    /// Why (the trace's `reason` column; its meaning depends on the kind).
+    Reason {
+        None = "",
+        // enqueue: which queue
+        Nic = "nic",
+        Rlq = "rlq",
+        Output = "output",
+        Control = "control",
+        // drop
+        OutputBufferFull = "output_buffer_full",
+        InputPartitionFull = "input_partition_full",
+        SharedBufferFull = "shared_buffer_full",
+        DynamicThreshold = "dynamic_threshold",
+        NoRoute = "no_route",
+        RlqFull = "rlq_full",
+        NicFull = "nic_full",
+        // discard
+        OutOfOrder = "out_of_order",
+        // pause
+        Xoff = "xoff",
+        Xon = "xon",
+        Refresh = "refresh",
+        Expired = "expired",
+        RunEnd = "run_end",
+        // rate
+        Created = "created",
+        Released = "released",
+        // ack_tx
+        Duplicate = "duplicate",
+    }
+}
 
 /// Rows per chunk (and so per Parquet row group).
 pub const CHUNK_ROWS: usize = 1 << 15;
@@ -60,7 +168,7 @@ pub struct EventRow {
     pub port: u32,
     pub frame: Option<FrameCol>,
     /// (source, destination) station indices.
-    pub flow: Option<(u16, u16)>,
+    pub flow: Option<(u32, u32)>,
     pub flow_id: Option<u32>,
     pub seq: Option<u32>,
     pub born_ps: Option<Time>,
@@ -72,7 +180,7 @@ pub struct EventRow {
     pub note: Option<&'static str>,
     pub fb: Option<f64>,
     /// The engine's CPID (the CP's port id + 1).
-    pub cpid: Option<u16>,
+    pub cpid: Option<u32>,
     pub qoff: Option<f64>,
     pub qdelta: Option<f64>,
     pub ecn: Option<bool>,
@@ -141,7 +249,7 @@ pub fn schema() -> SchemaRef {
         f("priority", DataType::UInt8, true),
         f("note", DataType::Utf8, true),
         f("fb", DataType::Float64, true),
-        f("cpid", DataType::UInt16, true),
+        f("cpid", DataType::UInt32, true),
         f("cp", DataType::Utf8, true),
         f("qoff", DataType::Float64, true),
         f("qdelta", DataType::Float64, true),
@@ -266,8 +374,8 @@ impl EventWriter {
             Arc::new(UInt8Array::from_iter(rows.iter().map(|r| r.priority))),
             string_column(rows, &|r| r.note),
             Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.fb))),
-            Arc::new(UInt16Array::from_iter(rows.iter().map(|r| r.cpid))),
-            string_column(rows, &|r| r.cpid.and_then(|c| port_name(c as u32 - 1))),
+            Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.cpid))),
+            string_column(rows, &|r| r.cpid.and_then(|c| port_name(c - 1))),
             Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.qoff))),
             Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.qdelta))),
             Arc::new(BooleanArray::from_iter(rows.iter().map(|r| r.ecn))),

@@ -24,13 +24,21 @@ pub struct PcapWriter {
     out: BufWriter<File>,
     path: PathBuf,
     frames: u64,
+    /// Bytes written (the file's length once flushed).
+    bytes: u64,
 }
 
-/// Appends option `code` with `value`, padded to 32 bits.
+/// Appends option `code` with `value`, padded to 32 bits. An option's
+/// length is 16 bits: a longer value is cut at a character boundary (the
+/// callers keep comments short; this keeps the file valid whatever).
 fn option(b: &mut Vec<u8>, code: u16, value: &[u8]) {
+    let mut n = value.len().min(u16::MAX as usize);
+    while n < value.len() && n > 0 && (value[n] & 0xC0) == 0x80 {
+        n -= 1; // not inside a UTF-8 sequence
+    }
     b.extend_from_slice(&code.to_le_bytes());
-    b.extend_from_slice(&(value.len() as u16).to_le_bytes());
-    b.extend_from_slice(value);
+    b.extend_from_slice(&(n as u16).to_le_bytes());
+    b.extend_from_slice(&value[..n]);
     b.resize(b.len().next_multiple_of(4), 0);
 }
 
@@ -59,9 +67,12 @@ impl PcapWriter {
         if !comment.is_empty() {
             option(&mut shb, OPT_COMMENT, comment.as_bytes());
         }
-        option(&mut shb, SHB_USERAPPL, format!("cnsim {}", crate::VERSION).as_bytes());
+        // The crate's version (lib.rs's VERSION is the same Cargo value), read
+        // here without a use of the crate's root from a layer below it.
+        option(&mut shb, SHB_USERAPPL, format!("cnsim {}", env!("CARGO_PKG_VERSION")).as_bytes());
         option(&mut shb, OPT_END, &[]);
-        out.write_all(&block(SHB, &shb))?;
+        let shb = block(SHB, &shb);
+        out.write_all(&shb)?;
         let mut idb = Vec::new();
         idb.extend_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
         idb.extend_from_slice(&0u16.to_le_bytes());
@@ -70,11 +81,13 @@ impl PcapWriter {
         option(&mut idb, IF_DESCRIPTION, description.as_bytes());
         option(&mut idb, IF_TSRESOL, &[9]); // 10^-9 s: nanoseconds
         option(&mut idb, OPT_END, &[]);
-        out.write_all(&block(IDB, &idb))?;
+        let idb = block(IDB, &idb);
+        out.write_all(&idb)?;
         Ok(PcapWriter {
             out,
             path: path.to_path_buf(),
             frames: 0,
+            bytes: (shb.len() + idb.len()) as u64,
         })
     }
 
@@ -94,9 +107,23 @@ impl PcapWriter {
             option(&mut epb, OPT_COMMENT, c.as_bytes());
             option(&mut epb, OPT_END, &[]);
         }
-        self.out.write_all(&block(EPB, &epb))?;
+        let b = block(EPB, &epb);
+        self.out.write_all(&b)?;
         self.frames += 1;
+        self.bytes += b.len() as u64;
         Ok(())
+    }
+
+    /// The bytes `write` adds for a frame of `captured` bytes with `comment`.
+    pub fn frame_bytes(captured: usize, comment: Option<&str>) -> u64 {
+        let opt = |n: usize| 4 + n.min(u16::MAX as usize).next_multiple_of(4);
+        let comment = comment.map_or(0, |c| opt(c.len()) + opt(0));
+        (12 + 20 + captured.next_multiple_of(4) + comment) as u64
+    }
+
+    /// Bytes written so far (headers included).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
     }
 
     pub fn path(&self) -> &Path {

@@ -59,8 +59,8 @@ pub const FCS_BYTES: u32 = 4;
 pub const MIN_FRAME: u32 = 64;
 
 /// MAC address of station `s` (locally administered, synthetic).
-pub fn station_mac(s: u16) -> [u8; 6] {
-    [0x02, 0x00, 0x00, 0x00, (s >> 8) as u8, s as u8]
+pub fn station_mac(s: u32) -> [u8; 6] {
+    [0x02, 0x00, (s >> 24) as u8, (s >> 16) as u8, (s >> 8) as u8, s as u8]
 }
 
 /// MAC address of port `p`'s transmitter (a bridge port's, for PAUSE
@@ -70,24 +70,24 @@ pub fn port_mac(p: u32) -> [u8; 6] {
 }
 
 /// IPv4 address of station `s`: 10.0.0.0 + s + 1.
-pub fn station_ip(s: u16) -> [u8; 4] {
-    (0x0A00_0000u32 + s as u32 + 1).to_be_bytes()
+pub fn station_ip(s: u32) -> [u8; 4] {
+    (0x0A00_0000u32.wrapping_add(s).wrapping_add(1)).to_be_bytes()
 }
 
 /// InfiniBand queue pair of a transport flow (both ends use the number), or
 /// of an open-loop pair (source, destination).
-pub fn queue_pair(flow: u32, src: u16, dst: u16) -> u32 {
+pub fn queue_pair(flow: u32, src: u32, dst: u32) -> u32 {
     if flow != NO_FLOW {
         0x100 + (flow % 0x7F_FF00)
     } else {
-        0x80_0000 | ((((src as u32) << 12) ^ dst as u32) & 0x7F_FFFF)
+        0x80_0000 | (((src << 12) ^ dst) & 0x7F_FFFF)
     }
 }
 
 /// The CN-TAG's flow id of data frames to station `dst` (the RP's
 /// per-flow RL is keyed by the destination).
-pub fn cn_flow_id(dst: u16) -> u16 {
-    dst.wrapping_add(1)
+pub fn cn_flow_id(dst: u32) -> u16 {
+    (dst as u16).wrapping_add(1)
 }
 
 /// A notification's own fields, known where it was sent.
@@ -108,12 +108,12 @@ pub struct WireFrame {
     pub kind: FrameKind,
     /// Simulated length on the wire (bytes, FCS included).
     pub len: u16,
-    pub src: u16,
-    pub dst: u16,
-    pub about: u16,
+    pub src: u32,
+    pub dst: u32,
+    pub about: u32,
     pub flow: u32,
     pub seq: u32,
-    pub cpid: u16,
+    pub cpid: u32,
     pub fields: ExtFields,
     /// The port sending it.
     pub port: u32,
@@ -195,8 +195,8 @@ fn note_source(f: &WireFrame) -> [u8; 6] {
 fn cpid_bytes(f: &WireFrame) -> [u8; 8] {
     let mut c = [0u8; 8];
     if f.cpid != 0 {
-        c[..6].copy_from_slice(&port_mac(f.cpid as u32 - 1));
-        c[6..].copy_from_slice(&f.cpid.to_be_bytes());
+        c[..6].copy_from_slice(&port_mac(f.cpid - 1));
+        c[6..].copy_from_slice(&(f.cpid as u16).to_be_bytes());
     }
     c
 }
@@ -325,6 +325,10 @@ fn roce(f: &WireFrame, snaplen: u32, opcode: u8, psn: u32, priority: u8, ecn: Ec
     let extra: usize = match (f.kind, opcode) {
         (_, OP_ACKNOWLEDGE) => 4, // AETH
         (_, OP_CNP) => 16,        // reserved
+        // At least 16 bytes of payload: Wireshark's RPC-over-RDMA heuristic
+        // reads the first 16 bytes of a SEND Last / Only and calls a shorter
+        // one (a flow's last frame of a few simulated bytes) malformed.
+        (FrameKind::Data, _) => 16,
         _ => 0,
     };
     // IPv4 20 + UDP 8 + BTH 12 + extra + ICRC 4, FCS 4.
@@ -470,6 +474,24 @@ mod tests {
         assert_eq!(b[18 + 28], OP_ACKNOWLEDGE);
         assert_eq!(&b[18 + 28 + 9..18 + 28 + 12], &[0, 0, 9], "PSN of the last frame received");
         assert_eq!(b[18 + 40], AETH_ACK);
+    }
+
+    /// Issue 37 item 12: a RoCEv2 data frame shorter than its headers (a
+    /// flow's last few bytes) is captured at 82 bytes, 16 bytes of payload
+    /// after the BTH (a shorter SEND Last reads as malformed in Wireshark).
+    #[test]
+    fn a_short_roce_data_frame_keeps_a_word_of_payload() {
+        let mut f = frame(FrameKind::Data);
+        f.flow = 5;
+        f.len = 16;
+        f.seq = 9;
+        f.n_frames = Some(10);
+        let (b, wire) = encode(&f, 65535);
+        assert_eq!(wire, 82);
+        assert_eq!(b.len(), 78);
+        assert_eq!(b[18 + 28], OP_SEND_LAST);
+        assert_eq!(u16::from_be_bytes([b[20], b[21]]), 60, "IPv4 length: 20 + 8 + 12 + 16 + 4");
+        assert_eq!(ipv4_checksum(&b[18..38]), 0);
     }
 
     /// The ICRC of a RoCEv2 packet whose value scapy computes the same way

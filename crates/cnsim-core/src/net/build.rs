@@ -3,33 +3,28 @@
 //! scheme chosen once per run (`build`: schemes are type parameters, so the
 //! per-frame path has no dynamic dispatch).
 
+use super::ctx::{Action, Ctx, RunSpec, EV_SCENARIO};
+use super::fabric::{Fabric, NO_EXPRESS};
+use super::hosts::Hosts;
 use super::port::{Port, PortId, NO_PEER_BRIDGE, NO_TRACE};
 use super::rl::StationRp;
-use super::sim::*;
-use super::topology::{Dest, Network, NodeKind};
-use super::transport::Transport;
+use super::station::Dest;
+use super::topology::{Network, NodeKind};
+use super::transport::{FlowPaths, Transport};
 use crate::config::{fail, BufferMode, ConfigError, EventConfig, RoutingConfig, SimConfig};
 use crate::engine::queue::EventQueue;
 use crate::engine::rng::stream;
 use crate::engine::Time;
-use crate::scheme::{AnyScheme, Scheme};
+use crate::scheme::{NetView, PathView, Scheme};
 use crate::stats::{QueueHist, QueueTrace, Stats, TransportCounters};
 use crate::trace::record::{TraceNet, TracePlan};
-use crate::trace::{NoTrace, Recorder, TraceOutput, Tracer};
+use crate::trace::Tracer;
 use std::collections::BTreeMap;
 
-/// The simulation of `cfg` for run `seed`, with the scheme it names; with
-/// `out`, recording the trace the config asks for there (one more
-/// instantiation per scheme: the untraced one has no hook at all).
-pub(crate) fn build(cfg: &SimConfig, seed: u64, out: Option<&TraceOutput>) -> Result<Box<dyn Run>, ConfigError> {
-    let scheme = AnyScheme::from_config(&cfg.scheme)?;
-    Ok(match out.filter(|_| cfg.trace.records()) {
-        Some(out) => crate::with_scheme!(scheme, s => Box::new(NetSim::with_tracer(cfg, seed, s, |plan, net| {
-            Recorder::new(plan, net, out, seed)
-        })?) as Box<dyn Run>),
-        None => crate::with_scheme!(scheme, s => Box::new(NetSim::new(cfg, seed, s)?) as Box<dyn Run>),
-    })
-}
+/// Bytes of port state above which the event loop prefetches (half the L2
+/// cache of this project's machines: below it the ports stay cached and the
+/// hints cost more than they save, about 5% at 64 hosts).
+pub(crate) const PREFETCH_MIN_BYTES: usize = 1 << 20;
 
 /// For each port, the output of the bridge at its far end when that bridge
 /// forwards every data frame the moment it arrives, so that the arrival can
@@ -44,7 +39,7 @@ pub(crate) fn build(cfg: &SimConfig, seed: u64, out: Option<&TraceOutput>) -> Re
 /// that never notifies, no transport flows). Frames leave as they would have
 /// at the same instants; only the order in which equal-time events were
 /// scheduled can differ, which the tests show leaves results identical.
-fn express_ports<E: Copy + Default>(net: &Network<E>, has_cp: &[bool], rate_changes: &[PortId]) -> Vec<PortId> {
+pub(crate) fn express_ports<E: Copy + Default>(net: &Network<E>, has_cp: &[bool], rate_changes: &[PortId]) -> Vec<PortId> {
     (0..net.ports.len())
         .map(|p| {
             let port = &net.ports[p];
@@ -78,24 +73,29 @@ fn express_ports<E: Copy + Default>(net: &Network<E>, has_cp: &[bool], rate_chan
         .collect()
 }
 
-impl<S: Scheme> NetSim<S> {
-    /// Builds the network of `cfg` for run `seed`, untraced; every
-    /// configuration error (the trace's included) is reported here, before
-    /// anything runs.
-    pub fn new(cfg: &SimConfig, seed: u64, scheme: S) -> Result<NetSim<S>, ConfigError> {
-        NetSim::with_tracer(cfg, seed, scheme, |_, _| Ok(NoTrace))
-    }
+/// The elements of one run, built and checked: what [`NetSim`] is made of
+/// (`NetSim::new` / `with_tracer` take it over).
+///
+/// [`NetSim`]: super::sim::NetSim
+pub(crate) struct Assembled<S: Scheme, T: Tracer<S>> {
+    pub ctx: Ctx<S, T>,
+    pub fabric: Fabric<S>,
+    pub hosts: Hosts<S>,
+    pub actions: Vec<Action>,
+    pub warnings: Vec<String>,
+    pub prefetch: bool,
 }
 
-impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
-    /// Builds the network of `cfg` for run `seed`, traced by the tracer
-    /// `tracer` makes from the checked trace config and the network's names.
-    pub fn with_tracer(
-        cfg: &SimConfig,
-        seed: u64,
-        scheme: S,
-        tracer: impl FnOnce(TracePlan, TraceNet) -> Result<T, ConfigError>,
-    ) -> Result<NetSim<S, T>, ConfigError> {
+/// Builds the network of `cfg` for run `seed` with `scheme`, traced by
+/// the tracer `tracer` makes from the checked trace config and the
+/// network's names; every configuration error is reported here.
+pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
+    cfg: &SimConfig,
+    seed: u64,
+    scheme: S,
+    tracer: impl FnOnce(TracePlan, TraceNet) -> Result<T, ConfigError>,
+) -> Result<Assembled<S, T>, ConfigError> {
+    {
         let mut net = Network::<S::Ext>::build(cfg, seed)?;
         let n_st = net.n_stations();
         let mut cp_on: Vec<bool> = net
@@ -129,12 +129,6 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 StationRp::new(st.rl_scope, st.rl_order, stream(seed, &format!("{}/rp", net.station_name(s))))
             })
             .collect();
-        if net.ports.len() >= u16::MAX as usize {
-            return fail(
-                "nodes",
-                format!("{n_st} stations / {} ports is more than the engine indexes", net.ports.len()),
-            );
-        }
         for p in 0..net.ports.len() {
             let owner = net.ports[p].owner as usize;
             let peer = net.ports[p].peer as usize;
@@ -293,36 +287,53 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         };
         let plan = TracePlan::check(&cfg.trace, &trace_net)?;
         let tracer = tracer(plan, trace_net)?;
-        let mut sim = NetSim {
+        let prefetch = q.is_calendar() && net.ports.len() * std::mem::size_of::<Port<S::Ext>>() > PREFETCH_MIN_BYTES;
+        let mut ctx = Ctx {
+            now: 0,
+            q,
+            stats,
             scheme,
             tracer,
+            run: RunSpec {
+                duration: cfg.duration_ps,
+                stop_at: Time::MAX,
+                measure: (cfg.windows[0].start_ps, cfg.windows[0].end_ps),
+                seed,
+                frame_bytes: cfg.frame_bytes,
+                ctrl_bytes: cfg.control_frame_bytes as u16,
+                sink_events: S::NP_EVENTS || !(cfg.transport.flows.is_empty() && cfg.transport.arrivals.is_empty()),
+                open_loop,
+            },
+            overflow: false,
+        };
+        let Network {
+            nodes,
+            stations,
+            bridges,
+            ports,
+            router,
+            node_by_name,
+        } = net;
+        let fabric = Fabric {
+            nodes,
+            ports,
+            bridges,
             cps,
+            router,
+            express,
+            pause: cfg.pause.clone(),
+            n_stations: n_st,
+            node_by_name,
+        };
+        let mut hosts = Hosts {
+            stations,
             rps,
             rls: Vec::new(),
             free_rls: Vec::new(),
-            rl_overflow: false,
-            prefetch: q.is_calendar() && net.ports.len() * std::mem::size_of::<Port<S::Ext>>() > PREFETCH_MIN_BYTES,
-            express,
+            nps: (0..n_st).map(|_| Vec::new()).collect(),
             rl_traces: Vec::new(),
             rl_trace_index: BTreeMap::new(),
             trace_rls: cfg.trace_rls.clone(),
-            nps: (0..n_st).map(|_| Vec::new()).collect(),
-            n_stations: n_st,
-            now: 0,
-            duration: cfg.duration_ps,
-            seed,
-            frame_bytes: cfg.frame_bytes,
-            ctrl_bytes: cfg.control_frame_bytes as u16,
-            q,
-            net,
-            stats,
-            pause: cfg.pause.clone(),
-            measure: (cfg.windows[0].start_ps, cfg.windows[0].end_ps),
-            actions,
-            sink_events: S::NP_EVENTS || !(cfg.transport.flows.is_empty() && cfg.transport.arrivals.is_empty()),
-            window_names: cfg.windows.iter().map(|w| w.name.clone()).collect(),
-            wall_s: 0.0,
-            finished: false,
             tp: Transport {
                 flows: Vec::new(),
                 gens: Vec::new(),
@@ -334,35 +345,60 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 gens_live: 0,
                 counts: TransportCounters::default(),
             },
-            open_loop,
-            stop_at: Time::MAX,
-            warnings: Vec::new(),
         };
-        let paths = sim.transport_init(cfg)?;
-        let view = sim.network_view(paths);
-        sim.warnings = sim.scheme.check_network(&view)?;
-        Ok(sim)
+        let paths = hosts.transport_init(cfg, &mut ctx, &fabric)?;
+        let view = network_view(&fabric, &hosts, paths);
+        let warnings = ctx.scheme.check_network(&view)?;
+        Ok(Assembled {
+            ctx,
+            fabric,
+            hosts,
+            actions,
+            warnings,
+            prefetch,
+        })
     }
 }
 
-impl Sim {
-    /// Builds the network and scheme of `cfg` for run `seed`; every
-    /// configuration error is reported here, before anything runs.
-    pub fn new(cfg: &SimConfig, seed: u64) -> Result<Sim, ConfigError> {
-        if cfg.fidelity == crate::flow::Fidelity::Flow {
-            return Ok(Sim::from_run(Box::new(crate::flow::FlowSim::new(cfg, seed)?)));
-        }
-        Ok(Sim::from_run(build(cfg, seed, None)?))
-    }
-
-    /// As `new`, recording the trace the config asks for (`cfg.trace`:
-    /// events.parquet, pcapng captures) into `out`; a config that asks for
-    /// none builds the untraced simulation.
-    pub fn with_trace(cfg: &SimConfig, seed: u64, out: &TraceOutput) -> Result<Sim, ConfigError> {
-        if cfg.fidelity == crate::flow::Fidelity::Flow {
-            // No frames to trace: the flow-level model says so in its warnings.
-            return Sim::new(cfg, seed);
-        }
-        Ok(Sim::from_run(build(cfg, seed, Some(out))?))
+/// What a scheme checks its parameters against: the slowest sender's
+/// line rate and the flows' paths (from `Hosts::transport_init`).
+fn network_view<S: Scheme>(fabric: &Fabric<S>, hosts: &Hosts<S>, paths: FlowPaths) -> NetView {
+    let mut senders: Vec<usize> = (0..fabric.n_stations).filter(|&s| hosts.stations[s].load > 0.0).collect();
+    senders.extend(hosts.tp.flows.iter().map(|f| f.src as usize));
+    senders.extend(hosts.tp.gens.iter().map(|g| g.station as usize));
+    let slowest = senders
+        .into_iter()
+        .map(|s| (fabric.ports[hosts.stations[s].port as usize].nominal_rate_bps, s))
+        .min();
+    let name = |s: u32| fabric.nodes[s as usize].name.clone();
+    let cp_queue_bytes = (0..fabric.ports.len())
+        .filter(|&p| fabric.cps[p].is_some())
+        .filter_map(|p| match fabric.nodes[fabric.ports[p].owner as usize].kind {
+            NodeKind::Bridge(b) => {
+                let br = &fabric.bridges[b as usize];
+                let bytes = br.buffer_bytes as f64;
+                let inputs = fabric.nodes[br.node as usize].ports.len().saturating_sub(1).max(1) as f64;
+                Some(match br.buffer_mode {
+                    BufferMode::PerOutput | BufferMode::Shared => bytes,
+                    BufferMode::PerInput => bytes * inputs,
+                    BufferMode::Dynamic => bytes * br.dt_alpha / (1.0 + br.dt_alpha),
+                    BufferMode::Infinite => f64::INFINITY,
+                })
+            }
+            NodeKind::Station(_) => None,
+        })
+        .fold(0.0, f64::max);
+    NetView {
+        min_line_rate_bps: slowest.map_or(0.0, |(r, _)| r as f64),
+        slowest_sender: slowest.map_or_else(String::new, |(_, s)| name(s as u32)),
+        cp_queue_bytes,
+        paths: paths
+            .into_iter()
+            .map(|((base_rtt_ps, hops), (src, dst))| PathView {
+                flow: format!("{}->{}", name(src), name(dst)),
+                base_rtt_ps,
+                hops,
+            })
+            .collect(),
     }
 }

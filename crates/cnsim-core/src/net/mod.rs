@@ -4,15 +4,22 @@
 
 pub mod bridge;
 pub mod build;
+pub mod ctx;
+pub mod fabric;
+mod flows;
+mod forwarding;
+pub mod hosts;
 pub mod node;
+mod paths;
 pub mod pause;
+mod pause_frames;
 pub mod port;
 pub mod results;
 pub mod rl;
 pub mod routing;
+mod rp;
+pub mod run;
 pub mod sim;
-mod sim_rl;
-mod sim_transport;
 pub mod station;
 pub mod topology;
 pub mod transport;

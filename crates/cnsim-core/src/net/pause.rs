@@ -12,16 +12,14 @@
 //!
 //! A PAUSE frame is a control frame: queued ahead of data, never paused
 //! itself, and acted on when fully received (no bridge latency).
+//!
+//! The decisions ([`on_enqueue`], [`on_dequeue`], [`IngressPause`],
+//! [`OutputHolds`]) are plain functions of the queues' bytes, tested here
+//! without a network; `pause_frames.rs` is the fabric's part that carries
+//! them out (PAUSE frames, refresh timers, the paused transmitter).
 
-use super::port::PortId;
-use super::sim::{NetSim, EV_PAUSE_REFRESH};
 use crate::config::PauseTrigger;
-use crate::engine::time::pause_quanta_ps;
 use crate::engine::Time;
-use crate::frame::Frame;
-use crate::scheme::Scheme;
-use crate::stats::{overlap, Stats};
-use crate::trace::{Reason, Site, Tracer};
 
 /// Headroom above XOFF: the bytes of data that can still reach a bridge's
 /// queue after it decides to pause the `ingress_ports` ports feeding it, so
@@ -41,205 +39,348 @@ pub fn headroom_bytes(rate_bps: u64, delay_ps: Time, latency_ps: Time, frame_byt
     frame_bytes + ingress_ports * (2 * frame_bytes + control_bytes + at_line_rate(2 * delay_ps + latency_ps))
 }
 
-impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
-    /// A data frame from `ingress` joined output queue `out` of bridge `b`.
-    pub(crate) fn pause_on_enqueue(&mut self, b: u32, out: PortId, ingress: PortId) {
-        let xoff = self.pause.xoff_bytes;
-        match self.net.bridges[b as usize].trigger {
-            PauseTrigger::Ingress => {
-                let p = &self.net.ports[ingress as usize];
-                if !p.xoff_sent && p.in_bytes >= xoff {
-                    self.send_xoff(ingress);
-                }
+/// PAUSE state of a bridge's port as an ingress: the bytes in the bridge
+/// that arrived through it, and whether its upstream is held paused.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IngressPause {
+    /// Bytes in the owner bridge that arrived through this port.
+    pub in_bytes: u64,
+    /// Output queues currently holding this ingress paused (output_queue
+    /// and partition triggers).
+    pub hold_count: u32,
+    /// This port's upstream is paused by us (an XOFF was sent and not yet released).
+    pub xoff_sent: bool,
+    /// When the next PAUSE refresh is due.
+    pub refresh_at: Time,
+}
+
+impl IngressPause {
+    /// One more output queue holds this ingress; true if it was the first
+    /// (the upstream must now be paused).
+    #[inline]
+    pub fn hold(&mut self) -> bool {
+        self.hold_count += 1;
+        self.hold_count == 1
+    }
+
+    /// One output queue lets this ingress go; true if it was the last (the
+    /// upstream may resume).
+    #[inline]
+    pub fn release(&mut self) -> bool {
+        self.hold_count -= 1;
+        self.hold_count == 0
+    }
+}
+
+/// PAUSE state of a bridge's output queue: the ingress ports (local
+/// indices at the bridge) it holds paused.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OutputHolds {
+    /// The queue is above XON after reaching XOFF (output_queue trigger).
+    pub oq_xoff: bool,
+    pub held: Vec<bool>,
+}
+
+impl OutputHolds {
+    pub fn new(ports: usize) -> OutputHolds {
+        OutputHolds {
+            oq_xoff: false,
+            held: vec![false; ports],
+        }
+    }
+
+    /// Holds ingress `local`; true if it was not held.
+    #[inline]
+    pub fn hold(&mut self, local: usize) -> bool {
+        !std::mem::replace(&mut self.held[local], true)
+    }
+
+    /// Lets ingress `local` go; true if it was held.
+    #[inline]
+    pub fn release(&mut self, local: usize) -> bool {
+        std::mem::replace(&mut self.held[local], false)
+    }
+}
+
+/// What a queue change asks of PAUSE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Nothing,
+    /// Pause / release the upstream of the frame's ingress (ingress trigger).
+    XoffIngress,
+    XonIngress,
+    /// The output queue holds ingress `local` / every ingress with bytes in it.
+    Hold(usize),
+    HoldEveryFeeder,
+    /// The output queue lets ingress `local` / every ingress go.
+    Release(usize),
+    ReleaseAll,
+}
+
+/// XOFF / XON thresholds, bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Thresholds {
+    pub xoff: u64,
+    pub xon: u64,
+}
+
+/// A data frame from ingress `local` (whose state is `ingress`) joined an
+/// output queue (`out`) now holding `queue` bytes, `partition` of them from
+/// that ingress.
+pub fn on_enqueue(
+    trigger: PauseTrigger,
+    th: Thresholds,
+    ingress: &IngressPause,
+    out: &mut OutputHolds,
+    queue: u64,
+    partition: u64,
+    local: usize,
+) -> Decision {
+    match trigger {
+        PauseTrigger::Ingress if !ingress.xoff_sent && ingress.in_bytes >= th.xoff => Decision::XoffIngress,
+        PauseTrigger::Ingress => Decision::Nothing,
+        PauseTrigger::Partition if partition >= th.xoff => Decision::Hold(local),
+        PauseTrigger::Partition => Decision::Nothing,
+        _ if out.oq_xoff => Decision::Hold(local),
+        _ if queue >= th.xoff => {
+            out.oq_xoff = true;
+            Decision::HoldEveryFeeder
+        }
+        _ => Decision::Nothing,
+    }
+}
+
+/// A data frame that came through ingress `local` left an output queue
+/// (`out`) now holding `queue` bytes, `partition` of them from that ingress.
+pub fn on_dequeue(
+    trigger: PauseTrigger,
+    th: Thresholds,
+    ingress: &IngressPause,
+    out: &mut OutputHolds,
+    queue: u64,
+    partition: u64,
+    local: usize,
+) -> Decision {
+    match trigger {
+        PauseTrigger::Ingress if ingress.xoff_sent && ingress.in_bytes <= th.xon => Decision::XonIngress,
+        PauseTrigger::Ingress => Decision::Nothing,
+        PauseTrigger::Partition if out.held[local] && partition <= th.xon => Decision::Release(local),
+        PauseTrigger::Partition => Decision::Nothing,
+        _ if out.oq_xoff && queue <= th.xon => {
+            out.oq_xoff = false;
+            Decision::ReleaseAll
+        }
+        _ => Decision::Nothing,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bridge reduced to what PAUSE reads: per output queue its bytes by
+    /// ingress and its holds, per ingress its state; frames join and leave
+    /// queues, and the decisions are carried out as `Fabric` does, the PAUSE
+    /// frames recorded as (ingress, XOFF or XON).
+    struct Model {
+        trigger: PauseTrigger,
+        th: Thresholds,
+        queues: Vec<Vec<u64>>,
+        holds: Vec<OutputHolds>,
+        ingress: Vec<IngressPause>,
+        frames: Vec<(usize, bool)>,
+    }
+
+    impl Model {
+        fn new(trigger: PauseTrigger, inputs: usize, outputs: usize) -> Model {
+            Model {
+                trigger,
+                th: Thresholds { xoff: 3_000, xon: 1_000 },
+                queues: vec![vec![0; inputs]; outputs],
+                holds: vec![OutputHolds::new(inputs); outputs],
+                ingress: vec![IngressPause::default(); inputs],
+                frames: Vec::new(),
             }
-            PauseTrigger::Partition => {
-                let local = self.net.ports[ingress as usize].local as usize;
-                if self.net.ports[out as usize].bytes_by_ingress[local] >= xoff {
-                    self.hold(b, out, local);
+        }
+
+        fn paused(&self, i: usize) -> bool {
+            self.ingress[i].xoff_sent
+        }
+
+        fn carry_out(&mut self, d: Decision, out: usize, i: usize) {
+            let hold = |m: &mut Model, l: usize| {
+                if m.holds[out].hold(l) && m.ingress[l].hold() {
+                    m.ingress[l].xoff_sent = true;
+                    m.frames.push((l, true));
                 }
-            }
-            _ => {
-                let o = &mut self.net.ports[out as usize];
-                if o.oq_xoff {
-                    let local = self.net.ports[ingress as usize].local as usize;
-                    self.hold(b, out, local);
-                } else if o.data_bytes >= xoff {
-                    o.oq_xoff = true;
-                    for local in 0..o.bytes_by_ingress.len() {
-                        if self.net.ports[out as usize].bytes_by_ingress[local] > 0 {
-                            self.hold(b, out, local);
+            };
+            match d {
+                Decision::Nothing => {}
+                Decision::XoffIngress => {
+                    self.ingress[i].xoff_sent = true;
+                    self.frames.push((i, true));
+                }
+                Decision::XonIngress => {
+                    self.ingress[i].xoff_sent = false;
+                    self.frames.push((i, false));
+                }
+                Decision::Hold(l) => hold(self, l),
+                Decision::HoldEveryFeeder => {
+                    for l in 0..self.ingress.len() {
+                        if self.queues[out][l] > 0 {
+                            hold(self, l);
                         }
                     }
                 }
+                Decision::Release(l) => self.release(out, l),
+                Decision::ReleaseAll => (0..self.ingress.len()).for_each(|l| self.release(out, l)),
             }
+        }
+
+        fn release(&mut self, out: usize, l: usize) {
+            if self.holds[out].release(l) && self.ingress[l].release() {
+                self.ingress[l].xoff_sent = false;
+                self.frames.push((l, false));
+            }
+        }
+
+        fn join(&mut self, i: usize, out: usize, len: u64) {
+            self.queues[out][i] += len;
+            self.ingress[i].in_bytes += len;
+            let q: u64 = self.queues[out].iter().sum();
+            let d = on_enqueue(
+                self.trigger,
+                self.th,
+                &self.ingress[i],
+                &mut self.holds[out],
+                q,
+                self.queues[out][i],
+                i,
+            );
+            self.carry_out(d, out, i);
+        }
+
+        fn leave(&mut self, i: usize, out: usize, len: u64) {
+            self.queues[out][i] -= len;
+            self.ingress[i].in_bytes -= len;
+            let q: u64 = self.queues[out].iter().sum();
+            let d = on_dequeue(
+                self.trigger,
+                self.th,
+                &self.ingress[i],
+                &mut self.holds[out],
+                q,
+                self.queues[out][i],
+                i,
+            );
+            self.carry_out(d, out, i);
         }
     }
 
-    /// A data frame that came through `ingress` left output queue `out` of bridge `b`.
-    pub(crate) fn pause_on_dequeue(&mut self, b: u32, out: PortId, ingress: PortId) {
-        let xon = self.pause.xon_bytes;
-        match self.net.bridges[b as usize].trigger {
-            PauseTrigger::Ingress => {
-                let p = &self.net.ports[ingress as usize];
-                if p.xoff_sent && p.in_bytes <= xon {
-                    self.send_xon(ingress);
+    /// output_queue: a queue reaching XOFF pauses every ingress with frames
+    /// in it (and no other), and any that joins later while above XON; at
+    /// XON it releases them all at once, one XON each.
+    #[test]
+    fn an_output_queue_at_xoff_holds_its_feeders_until_xon() {
+        let mut m = Model::new(PauseTrigger::OutputQueue, 3, 1);
+        m.join(0, 0, 1_500);
+        m.join(1, 0, 1_000);
+        assert!(m.frames.is_empty());
+        m.join(0, 0, 500); // 3,000 bytes: XOFF reached
+        assert_eq!(m.frames, vec![(0, true), (1, true)]);
+        assert!(!m.paused(2), "ingress 2 has nothing in the queue");
+        m.join(2, 0, 100); // joins above XON: held too
+        assert!(m.paused(2));
+        m.leave(0, 0, 2_000); // 1,100 bytes: still above XON
+        assert!(m.paused(0) && m.paused(1) && m.paused(2));
+        m.leave(2, 0, 100); // 1,000: XON
+        assert_eq!(&m.frames[3..], &[(0, false), (1, false), (2, false)]);
+        assert!(m.holds[0].held.iter().all(|&h| !h) && m.ingress.iter().all(|i| i.hold_count == 0));
+    }
+
+    /// An ingress held by two output queues stays paused until both let it go.
+    #[test]
+    fn an_ingress_is_paused_while_any_queue_holds_it() {
+        let mut m = Model::new(PauseTrigger::OutputQueue, 2, 2);
+        m.join(0, 0, 3_000);
+        m.join(0, 1, 3_000);
+        assert_eq!(m.frames, vec![(0, true)], "one XOFF for two holds");
+        assert_eq!(m.ingress[0].hold_count, 2);
+        m.leave(0, 0, 2_500);
+        assert!(m.paused(0), "queue 1 still holds it");
+        m.leave(0, 1, 2_500);
+        assert_eq!(m.frames, vec![(0, true), (0, false)]);
+    }
+
+    /// ingress: the bytes that came through one port, with hysteresis.
+    #[test]
+    fn the_ingress_trigger_counts_what_came_through_the_port() {
+        let mut m = Model::new(PauseTrigger::Ingress, 2, 2);
+        m.join(0, 0, 2_000);
+        m.join(0, 1, 999);
+        assert!(!m.paused(0));
+        m.join(0, 1, 1); // 3,000 through ingress 0, over two queues
+        assert!(m.paused(0) && !m.paused(1));
+        m.join(0, 0, 100);
+        assert_eq!(m.frames.len(), 1, "no second XOFF while paused");
+        m.leave(0, 0, 2_000); // 1,100
+        assert!(m.paused(0));
+        m.leave(0, 0, 100); // 1,000: XON
+        assert_eq!(m.frames, vec![(0, true), (0, false)]);
+    }
+
+    /// partition: each input's share of one output buffer, on its own.
+    #[test]
+    fn a_partition_holds_only_its_own_input() {
+        let mut m = Model::new(PauseTrigger::Partition, 2, 1);
+        m.join(1, 0, 2_999);
+        m.join(0, 0, 3_000);
+        assert_eq!(m.frames, vec![(0, true)]);
+        m.leave(0, 0, 1_999); // 1,001
+        assert!(m.paused(0));
+        m.leave(0, 0, 1);
+        assert_eq!(m.frames, vec![(0, true), (0, false)]);
+        assert!(!m.paused(1), "2,999 bytes never reached XOFF");
+    }
+
+    /// Under any sequence of joins and leaves, with every trigger: PAUSE
+    /// frames alternate XOFF / XON per ingress, an ingress is paused exactly
+    /// while what holds it says so, and an empty bridge holds nothing.
+    #[test]
+    fn pause_frames_alternate_and_an_empty_bridge_pauses_nothing() {
+        use rand::{Rng, SeedableRng};
+        for trigger in [PauseTrigger::OutputQueue, PauseTrigger::Ingress, PauseTrigger::Partition] {
+            let mut rng = crate::engine::rng::Stream::seed_from_u64(5);
+            let mut m = Model::new(trigger, 4, 3);
+            for _ in 0..20_000 {
+                let (i, o) = (rng.gen_range(0..4), rng.gen_range(0..3));
+                if rng.gen_bool(0.5) {
+                    m.join(i, o, rng.gen_range(64..1_500));
+                } else if m.queues[o][i] > 0 {
+                    let len = rng.gen_range(1..=m.queues[o][i]);
+                    m.leave(i, o, len);
                 }
-            }
-            PauseTrigger::Partition => {
-                let local = self.net.ports[ingress as usize].local as usize;
-                let o = &self.net.ports[out as usize];
-                if o.holds[local] && o.bytes_by_ingress[local] <= xon {
-                    self.unhold(b, out, local);
-                }
-            }
-            _ => {
-                let o = &mut self.net.ports[out as usize];
-                if o.oq_xoff && o.data_bytes <= xon {
-                    o.oq_xoff = false;
-                    for local in 0..o.holds.len() {
-                        self.unhold(b, out, local);
+                for (l, ing) in m.ingress.iter().enumerate() {
+                    if trigger != PauseTrigger::Ingress {
+                        let holders = m.holds.iter().filter(|h| h.held[l]).count() as u32;
+                        assert_eq!(ing.hold_count, holders);
+                        assert_eq!(ing.xoff_sent, holders > 0);
                     }
                 }
             }
-        }
-    }
-
-    /// Output queue `out` holds the ingress with local index `local` paused.
-    fn hold(&mut self, b: u32, out: PortId, local: usize) {
-        let o = &mut self.net.ports[out as usize];
-        if o.holds[local] {
-            return;
-        }
-        o.holds[local] = true;
-        let ing = self.net.nodes[self.net.bridges[b as usize].node as usize].ports[local];
-        let p = &mut self.net.ports[ing as usize];
-        p.hold_count += 1;
-        if p.hold_count == 1 {
-            self.send_xoff(ing);
-        }
-    }
-
-    /// Output queue `out` lets the ingress with local index `local` go.
-    fn unhold(&mut self, b: u32, out: PortId, local: usize) {
-        let o = &mut self.net.ports[out as usize];
-        if !o.holds[local] {
-            return;
-        }
-        o.holds[local] = false;
-        let ing = self.net.nodes[self.net.bridges[b as usize].node as usize].ports[local];
-        let p = &mut self.net.ports[ing as usize];
-        p.hold_count -= 1;
-        if p.hold_count == 0 {
-            self.send_xon(ing);
-        }
-    }
-
-    /// How often an asserted pause is refreshed: at half its duration, so
-    /// the upstream never resumes while we are above XON.
-    fn refresh_interval(&self, port: PortId) -> Time {
-        (pause_quanta_ps(self.pause.quanta, self.net.ports[port as usize].nominal_rate_bps) / 2).max(1)
-    }
-
-    fn send_xoff(&mut self, port: PortId) {
-        let at = self.now + self.refresh_interval(port);
-        let p = &mut self.net.ports[port as usize];
-        p.xoff_sent = true;
-        p.refresh_at = at;
-        self.q.push(at, EV_PAUSE_REFRESH, port);
-        self.send_pause_frame(port, self.pause.quanta, Reason::Xoff);
-    }
-
-    fn send_xon(&mut self, port: PortId) {
-        let p = &mut self.net.ports[port as usize];
-        p.xoff_sent = false;
-        p.refresh_at = Time::MAX;
-        self.send_pause_frame(port, 0, Reason::Xon);
-    }
-
-    pub(crate) fn on_pause_refresh(&mut self, port: PortId) {
-        let p = &self.net.ports[port as usize];
-        if !p.xoff_sent || p.refresh_at != self.now {
-            return; // released, or superseded by a newer refresh
-        }
-        let at = self.now + self.refresh_interval(port);
-        self.net.ports[port as usize].refresh_at = at;
-        self.q.push(at, EV_PAUSE_REFRESH, port);
-        self.send_pause_frame(port, self.pause.quanta, Reason::Refresh);
-    }
-
-    fn send_pause_frame(&mut self, port: PortId, quanta: u16, why: Reason) {
-        let f = Frame::pause(self.now, quanta, self.ctrl_bytes);
-        let p = &mut self.net.ports[port as usize];
-        if T::ON {
-            let site = Site {
-                at: self.now,
-                node: p.owner,
-                port,
-            };
-            self.tracer.pause_sent(site, quanta, why, p.in_bytes);
-        }
-        p.ctrl.push_back(f);
-        p.pause_frames += 1;
-        self.try_start(port);
-    }
-
-    /// A PAUSE(quanta) was fully received by the owner of `port`: that
-    /// transmitter pauses (a new PAUSE replaces the remaining time; 0 resumes).
-    pub(crate) fn receive_pause(&mut self, port: PortId, quanta: u16) {
-        let now = self.now;
-        let p = &mut self.net.ports[port as usize];
-        let rate = if p.rate_bps > 0 { p.rate_bps } else { p.nominal_rate_bps };
-        let end = now + pause_quanta_ps(quanta, rate);
-        if p.is_paused(now) {
-            p.pause_end = end;
-        } else if quanta > 0 {
-            self.account_pause_interval(port);
-            let p = &mut self.net.ports[port as usize];
-            p.pause_start = now;
-            p.pause_end = end;
-            p.paused_ever = true;
-        }
-        if T::ON {
-            let p = &self.net.ports[port as usize];
-            let until = if p.is_paused(now) { p.pause_end } else { now };
-            let site = Site {
-                at: now,
-                node: p.owner,
-                port,
-            };
-            self.tracer.pause_received(site, quanta, until);
-        }
-        if quanta == 0 {
-            self.try_start(port);
-        }
-    }
-
-    /// Adds the last (finished) pause interval of `port` to its statistics.
-    fn account_pause_interval(&mut self, port: PortId) {
-        let (m0, m1) = self.measure;
-        let bin_ps = self.stats.bin_ps;
-        let max_bins = self.stats.max_bins;
-        let p = &mut self.net.ports[port as usize];
-        if !p.paused_ever || p.pause_end <= p.pause_start {
-            return;
-        }
-        let (a, b) = (p.pause_start, p.pause_end.min(self.duration));
-        p.paused_ps_window += overlap(a, b, m0, m1);
-        if self.stats.paused_series {
-            let bins = p.paused_bins.get_or_insert_with(Vec::new);
-            Stats::add_interval_to_bins(bins, bin_ps, max_bins, a, b);
-        }
-        // Mark as accounted.
-        p.pause_start = p.pause_end;
-    }
-
-    pub(crate) fn close_pause_intervals(&mut self, end: Time) {
-        for port in 0..self.net.ports.len() as PortId {
-            let p = &mut self.net.ports[port as usize];
-            if p.pause_end > end {
-                p.pause_end = end;
+            for l in 0..4 {
+                let mine: Vec<bool> = m.frames.iter().filter(|f| f.0 == l).map(|f| f.1).collect();
+                assert!(mine.windows(2).all(|w| w[0] != w[1]), "{trigger:?}: XOFF and XON alternate");
             }
-            self.account_pause_interval(port);
+            for o in 0..3 {
+                for i in 0..4 {
+                    let len = m.queues[o][i];
+                    if len > 0 {
+                        m.leave(i, o, len);
+                    }
+                }
+            }
+            assert!(m.ingress.iter().all(|i| !i.xoff_sent && i.in_bytes == 0), "{trigger:?}");
         }
     }
 }

@@ -5,6 +5,7 @@
 //! also the *ingress* of the frames that arrive over the reverse direction,
 //! the owner's per-ingress accounting that PAUSE and `per_input` buffers need.
 
+use super::pause::{IngressPause, OutputHolds};
 use crate::engine::time::serialization_ps;
 use crate::engine::Time;
 use crate::frame::Frame;
@@ -91,8 +92,15 @@ pub struct Port<E> {
     /// Data bytes in this queue per ingress (local index at the owner
     /// bridge): the `per_input` partitions of this output buffer.
     pub bytes_by_ingress: Vec<u64>,
-    /// Bytes in the owner bridge that arrived through this port (ingress side).
-    pub in_bytes: u64,
+    /// Data frames this port delivered to the station at its far end.
+    pub frames_delivered: u64,
+
+    // --- PAUSE at the owner bridge (pause.rs) ---
+    /// This port as an ingress: the bytes that came through it, whether its
+    /// upstream is paused.
+    pub pause_in: IngressPause,
+    /// This port's output queue: the ingress ports it holds paused.
+    pub holds: OutputHolds,
 
     // --- rarely touched by a data frame ---
     /// PAUSE frames and notifications on the wire (`WIRE_MAC`, `WIRE_NOTE`).
@@ -110,19 +118,6 @@ pub struct Port<E> {
     /// Paused time per bin (allocated the first time the port is paused).
     pub paused_bins: Option<Vec<f64>>,
 
-    // --- the owner's accounting for frames that arrived through this port (ingress side) ---
-    /// Output queues currently holding this ingress paused (output_queue trigger).
-    pub hold_count: u32,
-    /// This port's upstream is paused by us (an XOFF was sent and not yet released).
-    pub xoff_sent: bool,
-    /// When the next PAUSE refresh is due.
-    pub refresh_at: Time,
-
-    // --- the owner's output-queue trigger state (egress side) ---
-    pub oq_xoff: bool,
-    /// Ingress ports (local index) this queue holds paused.
-    pub holds: Vec<bool>,
-
     // --- cold ---
     /// Rate the link was configured with (PAUSE quanta are counted at it when stopped).
     pub nominal_rate_bps: u64,
@@ -135,9 +130,9 @@ pub struct Port<E> {
 /// What the transmitter keeps of the frame it is sending.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TxFrame {
-    pub len: u16,
     /// At a bridge: the frame's ingress port and its local index there.
-    pub in_port: u16,
+    pub in_port: u32,
+    pub len: u16,
     pub in_local: u16,
     pub data: bool,
 }
@@ -181,13 +176,13 @@ impl<E: Copy + Default> Port<E> {
             wake_at: Time::MAX,
             paused_ps_window: 0,
             paused_bins: None,
-            in_bytes: 0,
-            hold_count: 0,
-            xoff_sent: false,
-            refresh_at: Time::MAX,
-            oq_xoff: false,
+            pause_in: IngressPause {
+                refresh_at: Time::MAX,
+                ..IngressPause::default()
+            },
+            holds: OutputHolds::default(),
             bytes_by_ingress: Vec::new(),
-            holds: Vec::new(),
+            frames_delivered: 0,
             frames_sent: 0,
             win_bytes: [0; crate::stats::INLINE_WINDOWS],
             bytes_sent: 0,

@@ -3,18 +3,54 @@
 //! derived here beyond the binned series' units: throughput, time paused,
 //! overhead and every other metric are `cnsim.metrics`'s.
 
-use super::sim::NetSim;
-use super::topology::NodeKind;
+use super::ctx::Ctx;
+use super::fabric::Fabric;
+use super::hosts::Hosts;
+use super::node::NodeKind;
 use crate::engine::Time;
 use crate::scheme::Scheme;
 use crate::stats::{self, FrameCounts, RunResult, Stats};
 use crate::trace::Tracer;
 
-impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
-    pub(crate) fn build_result(&self, frames: FrameCounts) -> RunResult {
-        let s = &self.stats;
-        let net = &self.net;
-        let n_st = net.n_stations();
+/// The results of a run whose statistics (in `ctx`) are closed and whose
+/// frames are counted (`frames`), after `wall_s` seconds of wall time;
+/// `window_names` name the statistics' windows in order.
+pub(crate) fn build_result<S: Scheme, T: Tracer<S>>(
+    ctx: &Ctx<S, T>,
+    fabric: &Fabric<S>,
+    hosts: &Hosts<S>,
+    window_names: &[String],
+    wall_s: f64,
+    frames: FrameCounts,
+) -> RunResult {
+    Results {
+        ctx,
+        fabric,
+        hosts,
+        window_names,
+        wall_s,
+    }
+    .build(frames)
+}
+
+struct Results<'a, S: Scheme, T: Tracer<S>> {
+    ctx: &'a Ctx<S, T>,
+    fabric: &'a Fabric<S>,
+    hosts: &'a Hosts<S>,
+    window_names: &'a [String],
+    wall_s: f64,
+}
+
+impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
+    fn station_name(&self, s: usize) -> &str {
+        &self.fabric.nodes[s].name
+    }
+
+    fn build(&self, frames: FrameCounts) -> RunResult {
+        let s = &self.ctx.stats;
+        let net = &self.fabric;
+        let hosts = &self.hosts;
+        let n_st = net.n_stations;
         let nw = s.windows.len();
 
         let mut flows = Vec::new();
@@ -25,8 +61,8 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                     continue;
                 }
                 flows.push(stats::FlowResult {
-                    src: net.station_name(src).to_string(),
-                    dst: net.station_name(dst).to_string(),
+                    src: self.station_name(src).to_string(),
+                    dst: self.station_name(dst).to_string(),
                     generated: s.flow_generated[f],
                     delivered: s.flow_delivered[f],
                     bytes: (0..nw).map(|w| s.flow_win_bytes[w * n_st * n_st + f]).collect(),
@@ -55,7 +91,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                         })
                         .collect(),
                     frames: p.frames_sent,
-                    can_pause: self.pause.enabled && matches!(net.nodes[p.peer as usize].kind, NodeKind::Bridge(_)),
+                    can_pause: net.pause.enabled && matches!(net.nodes[p.peer as usize].kind, NodeKind::Bridge(_)),
                     paused_ever: p.paused_ever,
                     paused_ps: p.paused_ps_window,
                     pause_frames: p.pause_frames,
@@ -69,18 +105,19 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             .iter()
             .map(|n| match n.kind {
                 NodeKind::Station(i) => {
-                    let st = &net.stations[i as usize];
+                    let st = &hosts.stations[i as usize];
+                    let into = net.ports[st.port as usize].reverse;
                     stats::NodeResult {
                         name: n.name.clone(),
                         kind: "station",
                         generated: st.generated,
-                        delivered: st.delivered,
+                        delivered: net.ports[into as usize].frames_delivered,
                         dropped_cp: 0,
                         dropped_rp: st.dropped_rl + st.dropped_nic,
                         dropped_rl: st.dropped_rl,
                         dropped_nic: st.dropped_nic,
                         deferred: st.deferred,
-                        notifications: self.rps[i as usize].notifications,
+                        notifications: hosts.rps[i as usize].notifications,
                         delivered_from: s.src_rec[i as usize * (1 + nw)],
                         bytes_from: (0..nw).map(|w| s.src_rec[i as usize * (1 + nw) + 1 + w]).collect(),
                         bytes_to: (0..nw).map(|w| s.dst_win_bytes[i as usize * nw + w]).collect(),
@@ -104,14 +141,15 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
             })
             .collect();
 
+        let end = self.ctx.run.duration;
         RunResult {
-            seed: self.seed,
-            end_ps: self.duration,
+            seed: self.ctx.run.seed,
+            end_ps: end,
             bin_ps: s.bin_ps,
-            n_bins: s.bins_reached(self.duration),
+            n_bins: s.bins_reached(end),
             frames,
             engine: stats::EngineFigures {
-                events: self.q.popped(),
+                events: self.ctx.q.popped(),
                 wall_s: self.wall_s,
             },
             windows: self.window_results(),
@@ -124,8 +162,8 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 .map(|h| (net.ports[h.port as usize].name.clone(), h.width, h.time_ps.clone()))
                 .collect(),
             transport: stats::TransportResult {
-                flows: self.flow_records(),
-                counts: self.tp.counts,
+                flows: hosts.flow_records(net, self.ctx.run.frame_bytes),
+                counts: hosts.tp.counts,
             },
             series: self.build_series(),
             trace: None,
@@ -133,16 +171,18 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     }
 
     fn window_results(&self) -> Vec<stats::WindowResult> {
+        let stats = &self.ctx.stats;
+        let end = self.ctx.run.duration;
         self.window_names
             .iter()
-            .zip(&self.stats.windows)
-            .zip(&self.stats.win_counts)
-            .zip(&self.stats.agg_win_bytes)
+            .zip(&stats.windows)
+            .zip(&stats.win_counts)
+            .zip(&stats.agg_win_bytes)
             .map(|(((n, &(a, b)), c), &bytes)| stats::WindowResult {
                 name: n.clone(),
                 // A run that ended when its last flow finished ends its windows there.
-                start_ps: a.min(self.duration),
-                end_ps: b.min(self.duration),
+                start_ps: a.min(end),
+                end_ps: b.min(end),
                 generated: c[0],
                 delivered: c[1],
                 dropped_cp: c[2],
@@ -154,27 +194,28 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     }
 
     fn build_series(&self) -> Vec<stats::Series> {
-        let s = &self.stats;
-        let net = &self.net;
-        let nb = s.bins_reached(self.duration);
+        let s = &self.ctx.stats;
+        let net = &self.fabric;
+        let end = self.ctx.run.duration;
+        let nb = s.bins_reached(end);
         // Bin widths (the last bin may be short).
-        let widths: Vec<Time> = (0..nb).map(|b| (self.duration - b as Time * s.bin_ps).min(s.bin_ps)).collect();
+        let widths: Vec<Time> = (0..nb).map(|b| (end - b as Time * s.bin_ps).min(s.bin_ps)).collect();
         let gbps = |bytes: &[u64]| -> Vec<f64> { bytes.iter().zip(&widths).map(|(&x, &w)| Stats::gbps(x, w)).collect() };
         let mut out = vec![stats::Series {
             series: "aggregate_throughput".into(),
             key: "all".into(),
             values: gbps(&s.agg_bins.series(0, nb)),
         }];
-        for d in (0..net.n_stations()).filter(|_| s.dest_series) {
+        for d in (0..net.n_stations).filter(|_| s.dest_series) {
             if s.dest_bins.any(d) {
                 out.push(stats::Series {
                     series: "delivered_throughput".into(),
-                    key: net.station_name(d).into(),
+                    key: self.station_name(d).into(),
                     values: gbps(&s.dest_bins.series(d, nb)),
                 });
             }
         }
-        let n_st = net.n_stations();
+        let n_st = net.n_stations;
         let mut slots: Vec<(u32, usize)> = s
             .flow_slot
             .iter()
@@ -185,7 +226,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
         slots.sort_unstable();
         for (sl, f) in slots {
             let bins = s.flow_bins.series(sl as usize, nb);
-            let key = format!("{}->{}", net.station_name(f / n_st), net.station_name(f % n_st));
+            let key = format!("{}->{}", self.station_name(f / n_st), self.station_name(f % n_st));
             out.push(stats::Series {
                 series: "flow_throughput".into(),
                 key,
@@ -212,7 +253,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 values: t.max.clone(),
             });
         }
-        for t in &self.rl_traces {
+        for t in &self.hosts.rl_traces {
             out.push(stats::Series {
                 series: "rl_rate".into(),
                 key: t.key.clone(),

@@ -43,9 +43,9 @@ pub const MAX_RL_TRACES: usize = 256;
 pub struct RateLimiter<R, E> {
     pub station: u32,
     /// What the RL is keyed by: the flow's destination (`flow` scope) or a CPID (`cp` scope).
-    pub key: u16,
+    pub key: u32,
     /// CPID carried by the frames leaving this RL.
-    pub tag: u16,
+    pub tag: u32,
     /// The transport flow this RL sends (`NO_FLOW`: an RL of open-loop
     /// traffic, holding its frames in its RLQ).
     pub flow: u32,
@@ -70,7 +70,7 @@ pub struct RateLimiter<R, E> {
 impl<R, E> RateLimiter<R, E> {
     /// A new RL of station `station`, empty, created at `now` (no timer yet).
     #[allow(clippy::too_many_arguments)]
-    pub fn new(station: usize, key: u16, tag: u16, flow: u32, core: RlCore, state: R, now: Time, trace: Option<usize>) -> Self {
+    pub fn new(station: usize, key: u32, tag: u32, flow: u32, core: RlCore, state: R, now: Time, trace: Option<usize>) -> Self {
         RateLimiter {
             station: station as u32,
             key,
@@ -94,15 +94,15 @@ impl<R, E> RateLimiter<R, E> {
 /// A small map from a 16-bit key to an RL id, sorted by key: the few RLs a
 /// station has make a binary search over a flat vector the cheapest lookup.
 #[derive(Default)]
-pub struct RlMap(Vec<(u16, u32)>);
+pub struct RlMap(Vec<(u32, u32)>);
 
 impl RlMap {
     #[inline]
-    pub fn get(&self, key: u16) -> Option<u32> {
+    pub fn get(&self, key: u32) -> Option<u32> {
         self.0.binary_search_by_key(&key, |e| e.0).ok().map(|i| self.0[i].1)
     }
 
-    pub fn insert(&mut self, key: u16, id: u32) {
+    pub fn insert(&mut self, key: u32, id: u32) {
         match self.0.binary_search_by_key(&key, |e| e.0) {
             Ok(i) => self.0[i].1 = id,
             Err(i) => self.0.insert(i, (key, id)),
@@ -274,7 +274,7 @@ impl StationRp {
 
     /// The RL that limits the flow to `dst`, if any.
     #[inline]
-    pub fn rl_of(&self, dst: u16) -> Option<u32> {
+    pub fn rl_of(&self, dst: u32) -> Option<u32> {
         if self.live.is_empty() {
             return None;
         }
@@ -291,20 +291,6 @@ pub(crate) fn pace_ps(len: u16, rate_bps: f64) -> Time {
     (len as f64 * 8.0e12 / rate_bps).ceil() as Time
 }
 
-/// `station_site!(sim, s)`: where station `s`'s events happen now (its node,
-/// its NIC port), read field by field so that it borrows only `sim.now` and
-/// `sim.net.stations` (a borrowed RL or port stays usable).
-macro_rules! station_site {
-    ($sim:ident, $s:expr) => {
-        Site {
-            at: $sim.now,
-            node: $s as u32,
-            port: $sim.net.stations[$s].port,
-        }
-    };
-}
-pub(crate) use station_site;
-
 /// Series recorded per RL: rate (bit/s) and RLQ bytes at bin ends.
 pub struct RlTrace {
     pub key: String,
@@ -319,4 +305,104 @@ pub(super) enum Pick<E> {
     Frame(Frame<E>),
     At(Time),
     Nothing,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ring with parking against the plain ring it replaces (a vector
+    /// in creation order and an index, every RL visited on each pick): the
+    /// same frames leave in the same order whatever RLs come, go, fill and
+    /// empty.
+    #[test]
+    fn the_ring_with_parked_rls_picks_as_the_plain_ring() {
+        use proptest::prelude::*;
+        #[derive(Clone, Debug)]
+        enum Op {
+            Push,
+            Remove(usize),
+            Pick(bool),
+            Ready(usize, bool),
+        }
+        let op = prop_oneof![
+            2 => Just(Op::Push),
+            1 => any::<usize>().prop_map(Op::Remove),
+            4 => any::<bool>().prop_map(Op::Pick),
+            3 => (any::<usize>(), any::<bool>()).prop_map(|(i, r)| Op::Ready(i, r)),
+        ];
+        proptest!(ProptestConfig::with_cases(400), |(ops in proptest::collection::vec(op, 1..200))| {
+            // Plain: ids in creation order, rr = 0 (FIFO) or 1 + index.
+            let (mut plain, mut rr) = (Vec::<u32>::new(), 0usize);
+            let mut ring = RlRing::default();
+            let mut pos = RrPos::Fifo;
+            let mut seq = std::collections::HashMap::new();
+            let mut ready = std::collections::HashMap::new();
+            let mut next_id = 0u32;
+            for op in ops {
+                match op {
+                    Op::Push => {
+                        plain.push(next_id);
+                        seq.insert(next_id, ring.push(next_id));
+                        ready.insert(next_id, true);
+                        next_id += 1;
+                    }
+                    Op::Remove(k) if !plain.is_empty() => {
+                        let at = k % plain.len();
+                        let id = plain.remove(at);
+                        if rr > at + 1 {
+                            rr -= 1;
+                        }
+                        ring.remove(seq[&id]);
+                    }
+                    Op::Ready(k, r) if !plain.is_empty() => {
+                        let id = plain[k % plain.len()];
+                        if r && !ready[&id] {
+                            ring.unpark(seq[&id], id);
+                        }
+                        ready.insert(id, r);
+                    }
+                    Op::Pick(fifo) => {
+                        let n = plain.len() + 1;
+                        let start = rr % n;
+                        let mut want = None;
+                        for i in 0..n {
+                            let idx = (start + i) % n;
+                            if idx == 0 {
+                                if fifo {
+                                    rr = 1;
+                                    want = Some(u32::MAX);
+                                    break;
+                                }
+                            } else if ready[&plain[idx - 1]] {
+                                rr = (idx + 1) % n;
+                                want = Some(plain[idx - 1]);
+                                break;
+                            }
+                        }
+                        let mut got = None;
+                        'pick: for (i, &(mut lo, hi)) in ring.order(pos).iter().enumerate() {
+                            if i == 1 && fifo {
+                                pos = RrPos::From(0);
+                                got = Some(u32::MAX);
+                                break;
+                            }
+                            while let Some((q, id)) = ring.next_ready(lo, hi) {
+                                lo = q + 1;
+                                if ready[&id] {
+                                    pos = ring.after(q);
+                                    got = Some(id);
+                                    break 'pick;
+                                }
+                                ring.park(q);
+                            }
+                        }
+                        prop_assert_eq!(got, want);
+                        prop_assert_eq!(ring.len(), plain.len());
+                    }
+                    _ => {}
+                }
+            }
+        });
+    }
 }

@@ -68,7 +68,7 @@ pub struct Router {
     dense: Vec<PortId>,
     n_stations: usize,
     /// Explicit routes per bridge, sorted by destination.
-    overrides: Vec<Vec<(u16, PortId)>>,
+    overrides: Vec<Vec<(u32, PortId)>>,
     any_override: bool,
 }
 
@@ -125,6 +125,19 @@ impl Router {
             );
         }
 
+        // Each bridge's ports to other bridges, with the bridge at the far
+        // end, in port order: the walks below never look at the ports down to
+        // stations (a leaf of 64 hosts and 64 uplinks walks 64 ports, not 128).
+        let links: Vec<Vec<(PortId, u32)>> = bridge_node
+            .iter()
+            .map(|&n| {
+                nodes[n as usize]
+                    .ports
+                    .iter()
+                    .filter_map(|&p| bridge_of(ports[p as usize].peer).map(|u| (p, u)))
+                    .collect()
+            })
+            .collect();
         // Per edge bridge: hop distances over bridges, then each bridge's
         // equal-cost next hops towards it, interned per bridge.
         let mut groups = vec![NO_ROUTE; n_br * n_edges];
@@ -134,19 +147,13 @@ impl Router {
         let mut queue = VecDeque::new();
         let mut group = Vec::new();
         for (e, &a) in edges.iter().enumerate() {
-            bridge_hops(&[a], nodes, ports, bridge_node, &mut dist, &mut queue);
+            bridge_hops(&[a], &links, &mut dist, &mut queue);
             for v in 0..n_br {
                 if dist[v] == u32::MAX || dist[v] == 0 {
                     continue;
                 }
                 group.clear();
-                group.extend(
-                    nodes[bridge_node[v] as usize]
-                        .ports
-                        .iter()
-                        .copied()
-                        .filter(|&p| bridge_of(ports[p as usize].peer).is_some_and(|u| dist[u as usize] + 1 == dist[v])),
-                );
+                group.extend(links[v].iter().filter(|&&(_, u)| dist[u as usize] + 1 == dist[v]).map(|&(p, _)| p));
                 groups[v * n_edges + e] = match group.len() {
                     0 => NO_ROUTE,
                     1 => SINGLE | group[0],
@@ -176,7 +183,7 @@ impl Router {
         let (level, digit) = match pick {
             Pick::DestModK(k) => {
                 let mut level = vec![u32::MAX; n_br];
-                bridge_hops(&edges, nodes, ports, bridge_node, &mut level, &mut queue);
+                bridge_hops(&edges, &links, &mut level, &mut queue);
                 // Unreachable bridges route nothing: any level will do.
                 let levels = level.iter().filter(|&&l| l != u32::MAX).max().map_or(1, |&l| l as usize + 1);
                 if levels > 255 || levels * n_stations > 50_000_000 {
@@ -221,13 +228,13 @@ impl Router {
             return;
         }
         let dense = (0..n_br * n_st)
-            .map(|i| self.next_hop((i / n_st) as u32, 0, (i % n_st) as u16))
+            .map(|i| self.next_hop((i / n_st) as u32, 0, (i % n_st) as u32))
             .collect();
         self.dense = dense;
     }
 
     /// At bridge `b`, frames for `dst` leave through `port`.
-    pub fn set_override(&mut self, b: u32, dst: u16, port: PortId) {
+    pub fn set_override(&mut self, b: u32, dst: u32, port: PortId) {
         let o = &mut self.overrides[b as usize];
         match o.binary_search_by_key(&dst, |e| e.0) {
             Ok(i) => o[i].1 = port,
@@ -238,7 +245,7 @@ impl Router {
 
     /// The port bridge `b` forwards a frame of flow (`src`, `dst`) on, or `NO_ROUTE`.
     #[inline(always)]
-    pub fn next_hop(&self, b: u32, src: u16, dst: u16) -> PortId {
+    pub fn next_hop(&self, b: u32, src: u32, dst: u32) -> PortId {
         if !self.dense.is_empty() {
             return self.dense[b as usize * self.n_stations + dst as usize];
         }
@@ -246,7 +253,7 @@ impl Router {
     }
 
     #[inline(never)]
-    fn lookup(&self, b: u32, src: u16, dst: u16) -> PortId {
+    fn lookup(&self, b: u32, src: u32, dst: u32) -> PortId {
         if self.any_override {
             let o = &self.overrides[b as usize];
             if let Ok(i) = o.binary_search_by_key(&dst, |e| e.0) {
@@ -272,7 +279,12 @@ impl Router {
         let i = match (len, self.pick) {
             (_, Pick::Lowest) => 0,
             (_, Pick::Ecmp) => {
-                let key = self.salt ^ ((b as u64) << 32) ^ ((src as u64) << 16) ^ dst as u64;
+                let mut key = self.salt ^ ((b as u64) << 32) ^ ((src as u64) << 16) ^ dst as u64;
+                if (src | dst) >> 16 != 0 {
+                    // Stations past 65,535: their high bits mixed in apart
+                    // (the key above is the 16-bit fabrics' own, unchanged).
+                    key ^= splitmix64(((src as u64) << 32) | dst as u64);
+                }
                 // Multiply-shift onto [0, len): unbiased enough and no division.
                 (((splitmix64(key) >> 32) * len as u64) >> 32) as u32
             }
@@ -293,7 +305,7 @@ impl Router {
     /// Whether frames for `dst` at bridge `b` reach it, when that follows
     /// from the tables alone (every hop of a group is one hop closer); None
     /// with explicit routes, which may lead anywhere.
-    pub fn reaches(&self, b: u32, dst: u16) -> Option<bool> {
+    pub fn reaches(&self, b: u32, dst: u32) -> Option<bool> {
         if self.any_override || !self.dense.is_empty() {
             return None;
         }
@@ -326,8 +338,9 @@ impl Router {
 }
 
 /// Hop counts over bridges only (stations do not forward) from the bridges
-/// `from` (bridge indices) into `dist`; unreached bridges keep `u32::MAX`.
-fn bridge_hops<E>(from: &[u32], nodes: &[Node], ports: &[Port<E>], bridge_node: &[u32], dist: &mut [u32], queue: &mut VecDeque<u32>) {
+/// `from` (bridge indices) into `dist`, walking `links` (each bridge's ports
+/// to bridges); unreached bridges keep `u32::MAX`.
+fn bridge_hops(from: &[u32], links: &[Vec<(PortId, u32)>], dist: &mut [u32], queue: &mut VecDeque<u32>) {
     dist.iter_mut().for_each(|x| *x = u32::MAX);
     queue.clear();
     for &b in from {
@@ -335,12 +348,10 @@ fn bridge_hops<E>(from: &[u32], nodes: &[Node], ports: &[Port<E>], bridge_node: 
         queue.push_back(b);
     }
     while let Some(v) = queue.pop_front() {
-        for &p in &nodes[bridge_node[v as usize] as usize].ports {
-            if let NodeKind::Bridge(u) = nodes[ports[p as usize].peer as usize].kind {
-                if dist[u as usize] == u32::MAX {
-                    dist[u as usize] = dist[v as usize] + 1;
-                    queue.push_back(u);
-                }
+        for &(_, u) in &links[v as usize] {
+            if dist[u as usize] == u32::MAX {
+                dist[u as usize] = dist[v as usize] + 1;
+                queue.push_back(u);
             }
         }
     }

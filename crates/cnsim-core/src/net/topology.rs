@@ -1,76 +1,18 @@
 //! Building the network from the configuration: nodes, one port per link
 //! direction, and static shortest-path routes with deterministic tie-breaking.
 
+use super::bridge::Bridge;
 pub use super::node::{Node, NodeKind};
+use super::pause::OutputHolds;
 use super::port::{Port, PortId, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
 use super::routing::Router;
-use crate::config::{fail, BufferMode, ConfigError, DestConfig, NicFull, PauseTrigger, RlOrder, RlScope, SimConfig};
+use super::station::{gap_table, Dest, Station};
+use crate::config::{fail, BufferMode, ConfigError, DestConfig, PauseTrigger, SimConfig};
 use crate::engine::queue::MAX_INDEX;
-use crate::engine::rng::{stream, Stream};
+use crate::engine::rng::stream;
 use crate::engine::time::serialization_ps;
 use crate::engine::Time;
-use rand::Rng;
 use std::collections::{BTreeMap, BTreeSet};
-
-/// How a source draws destinations (station indices).
-pub enum Dest {
-    Fixed(u16),
-    /// Uniform over all stations but the source itself.
-    Uniform,
-    /// Cumulative weights over station indices.
-    Weighted {
-        stations: Vec<u16>,
-        cumulative: Vec<f64>,
-    },
-    /// `fraction` of the frames to `hot`, the others uniform.
-    Hotspot {
-        hot: u16,
-        fraction: f64,
-    },
-}
-
-pub struct Station {
-    pub node: u32,
-    pub port: PortId,
-    pub load: f64,
-    /// 1 / ln(1 - p), for drawing geometric gaps between Bernoulli successes.
-    pub inv_ln_q: f64,
-    /// (1 - p)^1 .. (1 - p)^GAP_TABLE: the draws that give the shortest gaps
-    /// ([`geometric_gap`]).
-    pub q_pow: [f64; GAP_TABLE],
-    /// One frame time at the station's link rate.
-    pub slot_ps: Time,
-    pub dest: Dest,
-    pub nic_buffer_bytes: u64,
-    pub rlq_bytes: u64,
-    pub processing_ps: Time,
-    pub active: bool,
-    /// The valid pending generation event (stale ones are ignored).
-    pub next_gen: Time,
-    pub rng: Stream,
-    pub generated: u64,
-    pub delivered: u64,
-    pub dropped_rl: u64,
-    pub dropped_nic: u64,
-    pub deferred: u64,
-    pub rl_scope: RlScope,
-    pub nic_full: NicFull,
-    pub rl_order: RlOrder,
-}
-
-pub struct Bridge {
-    pub node: u32,
-    pub buffer_mode: BufferMode,
-    pub buffer_bytes: u64,
-    /// `dynamic` buffers: alpha of the dynamic threshold.
-    pub dt_alpha: f64,
-    pub latency_ps: Time,
-    pub cp: bool,
-    pub trigger: PauseTrigger,
-    /// Data bytes held by the whole bridge.
-    pub total_bytes: u64,
-    pub dropped_cp: u64,
-}
 
 pub struct Network<E> {
     pub nodes: Vec<Node>,
@@ -118,10 +60,11 @@ impl<E: Copy + Default> Network<E> {
                 ports: vec![],
             });
         }
-        if cfg.stations.len() >= u16::MAX as usize {
+        if cfg.stations.len() > MAX_INDEX as usize {
+            // Stations name events (their sources') by index.
             return fail(
                 "nodes",
-                format!("{} stations is too many (at most {})", cfg.stations.len(), u16::MAX - 1),
+                format!("{} stations is too many (at most {MAX_INDEX})", cfg.stations.len()),
             );
         }
         for (i, b) in cfg.bridges.iter().enumerate() {
@@ -170,8 +113,12 @@ impl<E: Copy + Default> Network<E> {
             }
             let pa = ports.len() as PortId;
             let pb = pa + 1;
-            let la = nodes[a as usize].ports.len() as u16;
-            let lb = nodes[b as usize].ports.len() as u16;
+            let (na, nb) = (nodes[a as usize].ports.len(), nodes[b as usize].ports.len());
+            if na.max(nb) >= u16::MAX as usize {
+                let n = if na >= nb { &l.a } else { &l.b };
+                return fail(format!("nodes.{n}"), format!("more than {} links at one node", u16::MAX - 1));
+            }
+            let (la, lb) = (na as u16, nb as u16);
             let mut p_ab = Port::new(format!("{}->{}", l.a, l.b), a, b, la, l.rate_bps, l.delay_ps, cfg.frame_bytes);
             let mut p_ba = Port::new(format!("{}->{}", l.b, l.a), b, a, lb, l.rate_bps, l.delay_ps, cfg.frame_bytes);
             p_ab.reverse = pb;
@@ -207,7 +154,7 @@ impl<E: Copy + Default> Network<E> {
             if let NodeKind::Bridge(_) = nodes[ports[p].owner as usize].kind {
                 let k = nodes[ports[p].owner as usize].ports.len();
                 ports[p].bytes_by_ingress = vec![0; k];
-                ports[p].holds = vec![false; k];
+                ports[p].holds = OutputHolds::new(k);
             }
         }
 
@@ -241,7 +188,7 @@ impl<E: Copy + Default> Network<E> {
                         return fail(format!("nodes.{}.dest", s.name), "a hotspot needs at least one other station");
                     }
                     let hot = match node_by_name.get(node).map(|&i| nodes[i as usize].kind) {
-                        Some(NodeKind::Station(h)) => h as u16,
+                        Some(NodeKind::Station(h)) => h,
                         _ => return fail(format!("nodes.{}.dest.hotspot", s.name), format!("'{node}' is not a station")),
                     };
                     Dest::Hotspot { hot, fraction: *fraction }
@@ -279,7 +226,6 @@ impl<E: Copy + Default> Network<E> {
                 next_gen: Time::MAX,
                 rng: stream(seed, &s.name),
                 generated: 0,
-                delivered: 0,
                 dropped_rl: 0,
                 dropped_nic: 0,
                 deferred: 0,
@@ -349,7 +295,16 @@ impl<E: Copy + Default> Network<E> {
             let p = net
                 .port_by_name(&r.bridge, &r.via)
                 .ok_or_else(|| bad("no link from the bridge to 'via'"))?;
-            net.router.set_override(bi, di as u16, p);
+            // A station forwards nothing: a next hop that is a station other
+            // than the destination would strand the frames there.
+            let v = net.ports[p as usize].peer;
+            if v != d && matches!(net.nodes[v as usize].kind, NodeKind::Station(_)) {
+                return Err(bad(&format!(
+                    "'via' is the station {}, which forwards nothing; a route goes via a bridge, or to its destination itself",
+                    r.via
+                )));
+            }
+            net.router.set_override(bi, di, p);
         }
         net.router.densify();
 
@@ -410,7 +365,7 @@ impl<E: Copy + Default> Network<E> {
             match self.nodes[node].kind {
                 NodeKind::Station(_) => return None,
                 NodeKind::Bridge(b) => {
-                    let p = self.router.next_hop(b, s as u16, d as u16);
+                    let p = self.router.next_hop(b, s as u32, d as u32);
                     if p == NO_ROUTE {
                         return None;
                     }
@@ -425,7 +380,7 @@ impl<E: Copy + Default> Network<E> {
     pub fn reachable(&self, s: usize, d: usize) -> bool {
         let mut node = self.ports[self.stations[s].port as usize].peer as usize;
         if let NodeKind::Bridge(b) = self.nodes[node].kind {
-            if let Some(r) = self.router.reaches(b, d as u16) {
+            if let Some(r) = self.router.reaches(b, d as u32) {
                 return r;
             }
         }
@@ -436,7 +391,7 @@ impl<E: Copy + Default> Network<E> {
             match self.nodes[node].kind {
                 NodeKind::Station(_) => return false,
                 NodeKind::Bridge(b) => {
-                    let p = self.router.next_hop(b, s as u16, d as u16);
+                    let p = self.router.next_hop(b, s as u32, d as u32);
                     if p == NO_ROUTE {
                         return false;
                     }
@@ -471,74 +426,16 @@ pub fn paths(cfg: &SimConfig, seed: u64, flows: &[(String, String)]) -> Result<V
         .collect()
 }
 
-fn station_index(by_name: &BTreeMap<String, u32>, nodes: &[Node], name: &str, src: &str) -> Result<u16, ConfigError> {
+fn station_index(by_name: &BTreeMap<String, u32>, nodes: &[Node], name: &str, src: &str) -> Result<u32, ConfigError> {
     match by_name.get(name) {
         None => fail(format!("nodes.{src}.dest"), format!("unknown node '{name}'")),
         Some(&i) => match nodes[i as usize].kind {
             NodeKind::Station(s) if s as usize == by_name[src] as usize => {
                 fail(format!("nodes.{src}.dest"), "a station cannot send to itself")
             }
-            NodeKind::Station(s) => Ok(s as u16),
+            NodeKind::Station(s) => Ok(s),
             NodeKind::Bridge(_) => fail(format!("nodes.{src}.dest"), format!("'{name}' is a bridge, not a station")),
         },
-    }
-}
-
-/// Powers of 1 - p a station keeps for [`geometric_gap`].
-pub(crate) const GAP_TABLE: usize = 4;
-
-/// What [`geometric_gap`] needs of a load `p`: 1 / ln(1 - p) and the powers
-/// (1 - p)^1 .. (1 - p)^GAP_TABLE. ln(1 - p) is taken as ln_1p(-p): through
-/// 1 - p in floating point a load below about 1e-16 would vanish (1 - p
-/// rounds to 1, its logarithm to 0, and the station sent at line rate), and
-/// one below 1e-10 would lose digits. With nothing to read off (p = 0 or
-/// p >= 1) the powers lie above any draw (u <= 1).
-pub(crate) fn gap_table(p: f64) -> (f64, [f64; GAP_TABLE]) {
-    if p > 0.0 && p < 1.0 {
-        let ln_q = (-p).ln_1p();
-        (1.0 / ln_q, std::array::from_fn(|j| (ln_q * (j + 1) as f64).exp()))
-    } else {
-        (0.0, [2.0; GAP_TABLE])
-    }
-}
-/// Relative margin around each power within which the gap is computed in
-/// full (see [`geometric_gap`]).
-const GAP_MARGIN: f64 = 1e-9;
-
-/// Number of failed Bernoulli(p) slots before the next success: geometric,
-/// drawn by inversion (floor(ln u / ln(1 - p)), u uniform on (0, 1]) so that
-/// one event per frame replaces one per slot.
-///
-/// The common short gaps skip the logarithm, with the same result bit for
-/// bit: `q_pow[j]` = (1 - p)^(j+1), and u > q_pow[j] (1 + 1e-9) after
-/// u <= q_pow[j-1] (1 - 1e-9) puts ln u / ln(1 - p) inside (j, j + 1), at
-/// least 1e-9 / |ln(1 - p)| from either end; the formula's rounding (ln to
-/// within an ulp, two products) moves it by about 1e-15, so the formula's
-/// floor is j too. Draws within the margins, and longer gaps, take the
-/// formula.
-#[inline]
-pub(crate) fn geometric_gap(p: f64, inv_ln_q: f64, q_pow: &[f64; GAP_TABLE], rng: &mut impl Rng) -> Time {
-    if p >= 1.0 {
-        return 0;
-    }
-    let u = 1.0 - rng.gen::<f64>(); // (0, 1]
-    for (j, &t) in q_pow.iter().enumerate() {
-        if u > t * (1.0 + GAP_MARGIN) {
-            return j as Time;
-        }
-        if u > t * (1.0 - GAP_MARGIN) {
-            break;
-        }
-    }
-    // ln(u) <= 0 and inv_ln_q < 0, so x >= 0 and floor(x) is the truncation
-    // that `as` does (a call to libm's floor saved per frame; the same bits).
-    // A load so small that 1 / ln(1 - p) is infinite gives infinity, or NaN
-    // for u = 1: no frame for the rest of the run.
-    let x = u.ln() * inv_ln_q;
-    if !(x < 1e15) {
-        Time::MAX / 4
-    } else {
-        x as Time
     }
 }
 

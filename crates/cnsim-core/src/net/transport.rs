@@ -35,13 +35,13 @@ use std::sync::Arc;
 
 /// The distinct paths flows may take, (base RTT, hops) -> the first (source,
 /// destination) found on it.
-pub(crate) type FlowPaths = BTreeMap<(Time, u32), (u16, u16)>;
+pub(crate) type FlowPaths = BTreeMap<(Time, u32), (u32, u32)>;
 
 /// One flow: its identity, its sender's and its receiver's state.
 #[derive(Clone, Debug)]
 pub struct Flow {
-    pub src: u16,
-    pub dst: u16,
+    pub src: u32,
+    pub dst: u32,
     pub size: u64,
     pub n_frames: u32,
     /// Wire length of the last frame (the others are full).
@@ -74,7 +74,7 @@ pub struct Flow {
 }
 
 impl Flow {
-    pub(super) fn new(src: u16, dst: u16, size: u64, start: Time, frame_bytes: u32) -> Flow {
+    pub(super) fn new(src: u32, dst: u32, size: u64, start: Time, frame_bytes: u32) -> Flow {
         let fb = frame_bytes as u64;
         let n_frames = size.div_ceil(fb) as u32;
         let last_len = (size - (n_frames as u64 - 1) * fb) as u16;
@@ -110,6 +110,128 @@ impl Flow {
         } else {
             frame_bytes as u16
         }
+    }
+
+    /// Sender: takes the next frame to send at `now` (the caller checked
+    /// that one is left); arms the retransmission deadline `rto_ps` ahead
+    /// unless it is already armed.
+    #[inline]
+    pub fn take_next(&mut self, now: Time, rto_ps: Time) -> Sent {
+        let seq = self.snd_nxt;
+        let resent = seq < self.snd_max;
+        if resent {
+            self.retransmitted += 1;
+        }
+        self.snd_nxt += 1;
+        self.snd_max = self.snd_max.max(self.snd_nxt);
+        let arm = self.rto_event == Time::MAX;
+        self.rto_deadline = self.rto_deadline.min(now + rto_ps);
+        if arm {
+            self.rto_event = self.rto_deadline;
+        }
+        Sent {
+            seq,
+            resent,
+            all_sent: self.snd_nxt == self.n_frames,
+            arm_rto: arm.then_some(self.rto_event),
+        }
+    }
+
+    /// Receiver: frame `seq` arrived at `now`. In order it is taken (an ACK
+    /// every `ack_every` frames and for the last); beyond a gap it is
+    /// discarded and the gap NACKed once; below, a duplicate, it is
+    /// acknowledged again.
+    #[inline]
+    pub fn receive(&mut self, seq: u32, now: Time, ack_every: u32) -> Received {
+        if seq == self.rcv_nxt {
+            self.rcv_nxt += 1;
+            self.unacked += 1;
+            self.nack_for = u32::MAX;
+            let last = self.rcv_nxt == self.n_frames;
+            if last {
+                self.finish = now;
+            }
+            let ack = self.unacked >= ack_every || last;
+            if ack {
+                self.unacked = 0;
+            }
+            Received {
+                finished: last,
+                discarded: false,
+                reply: ack.then_some(Reply::Ack(self.rcv_nxt)),
+            }
+        } else if seq > self.rcv_nxt {
+            let nack = self.nack_for != self.rcv_nxt;
+            if nack {
+                self.nack_for = self.rcv_nxt;
+            }
+            Received {
+                finished: false,
+                discarded: true,
+                reply: nack.then_some(Reply::Nack(self.rcv_nxt)),
+            }
+        } else {
+            Received {
+                finished: false,
+                discarded: false,
+                reply: Some(Reply::Duplicate(self.rcv_nxt)),
+            }
+        }
+    }
+
+    /// Sender: an ACK (`nack` false) or a NACK of `seq` (the next frame
+    /// the receiver expects) at `now`; a NACK goes back to it (go-back-N).
+    /// Returns the first frame not acknowledged before, and by how much the
+    /// count of the station's flows with frames left to send changes.
+    #[inline]
+    pub fn on_ack(&mut self, seq: u32, nack: bool, now: Time, rto_ps: Time) -> AckEffect {
+        let cum = seq.min(self.n_frames);
+        let old_una = self.snd_una;
+        let was_all_sent = self.snd_nxt == self.n_frames;
+        if cum > self.snd_una {
+            self.snd_una = cum;
+            self.rto_deadline = now + rto_ps;
+        }
+        // After going back, acknowledgements of the frames sent before can
+        // overtake the new sending position.
+        self.snd_nxt = self.snd_nxt.max(self.snd_una);
+        if nack {
+            self.snd_nxt = self.snd_una; // go back N
+        }
+        if self.snd_una == self.snd_nxt {
+            self.rto_deadline = Time::MAX;
+        }
+        let now_all_sent = self.snd_nxt == self.n_frames;
+        AckEffect {
+            old_una,
+            pending: match (was_all_sent, now_all_sent) {
+                (true, false) => 1,
+                (false, true) => -1,
+                _ => 0,
+            },
+        }
+    }
+
+    /// Sender: the retransmission timer event of `now` fired.
+    #[inline]
+    pub fn on_rto(&mut self, now: Time) -> Rto {
+        if self.rto_event != now {
+            return Rto::Stale;
+        }
+        self.rto_event = Time::MAX;
+        if self.rl == NO_RL || self.rto_deadline == Time::MAX {
+            return Rto::Stale;
+        }
+        if now < self.rto_deadline {
+            self.rto_event = self.rto_deadline; // progress moved it: wait again
+            return Rto::Rearm(self.rto_deadline);
+        }
+        // Nothing acknowledged for a whole RTO: go back to the first unacknowledged frame.
+        self.timeouts += 1;
+        let pending = self.snd_nxt == self.n_frames;
+        self.snd_nxt = self.snd_una;
+        self.rto_deadline = Time::MAX; // re-armed by the next frame sent
+        Rto::Fired { pending_again: pending }
     }
 
     /// This flow (id `id`) as the trace shows it.
@@ -153,13 +275,66 @@ impl Flow {
     }
 }
 
+/// A frame the sender takes ([`Flow::take_next`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sent {
+    pub seq: u32,
+    /// Sent before (after a NACK or a timeout).
+    pub resent: bool,
+    /// It was the last frame not yet sent.
+    pub all_sent: bool,
+    /// A retransmission timer event to schedule, at this time.
+    pub arm_rto: Option<Time>,
+}
+
+/// What the receiver answers a data frame with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// Cumulative: every frame below this one received.
+    Ack(u32),
+    /// A gap at this frame.
+    Nack(u32),
+    /// An ACK of a frame received before.
+    Duplicate(u32),
+}
+
+/// What a data frame did at the receiver ([`Flow::receive`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Received {
+    /// It was the flow's last byte in order.
+    pub finished: bool,
+    /// Beyond a gap: dropped by the receiver.
+    pub discarded: bool,
+    pub reply: Option<Reply>,
+}
+
+/// What an acknowledgement did at the sender ([`Flow::on_ack`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckEffect {
+    pub old_una: u32,
+    /// +1: the flow has frames to send again; -1: no more; 0: unchanged.
+    pub pending: i8,
+}
+
+/// A retransmission timer event ([`Flow::on_rto`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rto {
+    /// Superseded, the flow finished, or nothing in flight.
+    Stale,
+    /// Progress moved the deadline: wait until this time.
+    Rearm(Time),
+    /// Timed out: the sender goes back to its first unacknowledged frame
+    /// (`pending_again`: it had sent every frame, and has frames to send again).
+    Fired { pending_again: bool },
+}
+
 /// A Poisson arrival process of flows at one station.
 pub struct FlowGen {
-    pub station: u16,
+    pub station: u32,
     /// Mean gap between arrivals (ps).
     pub mean_gap_ps: f64,
     /// Destinations, drawn uniformly (the station itself excluded).
-    pub dests: Arc<[u16]>,
+    pub dests: Arc<[u32]>,
     /// The station's own place in `dests`, if it is one.
     pub me: Option<usize>,
     pub cdf: Arc<[(f64, f64)]>,
@@ -178,13 +353,13 @@ impl FlowGen {
     pub fn for_arrivals(
         a: &ArrivalConfig,
         i: usize,
-        members: &[u16],
-        name: impl Fn(u16) -> String,
+        members: &[u32],
+        name: impl Fn(u32) -> String,
         seed: u64,
         duration: Time,
     ) -> Vec<FlowGen> {
         let cdf: Arc<[(f64, f64)]> = a.cdf.clone().into();
-        let dests: Arc<[u16]> = members.to_vec().into();
+        let dests: Arc<[u32]> = members.to_vec().into();
         members
             .iter()
             .map(|&s| FlowGen {
@@ -210,7 +385,7 @@ impl FlowGen {
     /// The flow arriving at `now`: its destination and size, then the next
     /// arrival (None: the process has ended). Draws in this order: size,
     /// destination, gap.
-    pub fn next_flow(&mut self, now: Time) -> (u16, u64, Option<Time>) {
+    pub fn next_flow(&mut self, now: Time) -> (u32, u64, Option<Time>) {
         let size = sample_cdf(&self.cdf, self.rng.gen::<f64>());
         let n = self.dests.len();
         let dst = match self.me {
@@ -225,7 +400,7 @@ impl FlowGen {
     }
 
     /// Every arrival of the process, in time order: (start, destination, size).
-    pub fn arrivals(mut self) -> impl Iterator<Item = (Time, u16, u64)> {
+    pub fn arrivals(mut self) -> impl Iterator<Item = (Time, u32, u64)> {
         let mut at = self.first_arrival();
         std::iter::from_fn(move || {
             let now = at?;
@@ -327,4 +502,106 @@ pub fn pipeline_ps(hops: &[(u64, Time)], n: u32, full: u64, last: u64) -> Time {
         best = best.max(prefix + (n as Time - 2) * slowest + rest);
     }
     delays + best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FB: u32 = 1500;
+    const RTO: Time = 1_000;
+
+    /// A flow of `n` full frames whose sender has its RL (so that its
+    /// retransmission timer counts).
+    fn flow(n: u32) -> Flow {
+        let mut f = Flow::new(0, 1, n as u64 * FB as u64, 0, FB);
+        f.rl = 0;
+        f
+    }
+
+    /// A frame lost in the network: the receiver discards what follows and
+    /// NACKs the gap once; the sender goes back to it and sends every frame
+    /// from there again (go-back-N), counting them as retransmissions.
+    #[test]
+    fn a_gap_is_nacked_once_and_the_sender_goes_back_n() {
+        let (mut tx, mut rx) = (flow(6), flow(6));
+        let sent: Vec<u32> = (0..5).map(|t| tx.take_next(t, RTO).seq).collect();
+        assert_eq!(sent, vec![0, 1, 2, 3, 4]);
+        // Frame 1 is lost.
+        assert_eq!(rx.receive(0, 10, 1).reply, Some(Reply::Ack(1)));
+        let r = rx.receive(2, 11, 1);
+        assert!(r.discarded);
+        assert_eq!(r.reply, Some(Reply::Nack(1)));
+        let r = rx.receive(3, 12, 1);
+        assert!(r.discarded && r.reply.is_none(), "one NACK per gap");
+        // The sender hears ACK 1, then NACK 1: it goes back to frame 1.
+        assert_eq!(tx.on_ack(1, false, 20, RTO).old_una, 0);
+        tx.on_ack(1, true, 21, RTO);
+        assert_eq!((tx.snd_una, tx.snd_nxt), (1, 1));
+        let again: Vec<u32> = (0..5).map(|t| tx.take_next(30 + t, RTO).seq).collect();
+        assert_eq!(again, vec![1, 2, 3, 4, 5]);
+        assert_eq!(tx.retransmitted, 4, "frames 1-4 went twice");
+        for seq in 1..6 {
+            let r = rx.receive(seq, 40 + seq as Time, 1);
+            assert_eq!(r.reply, Some(Reply::Ack(seq + 1)));
+            assert_eq!(r.finished, seq == 5);
+        }
+        assert_eq!(rx.finish, 45);
+        // A frame received before is acknowledged again, not taken.
+        assert_eq!(rx.receive(2, 50, 1).reply, Some(Reply::Duplicate(6)));
+    }
+
+    /// ACKs every `ack_every` frames, and always for the last.
+    #[test]
+    fn the_receiver_acks_every_n_frames_and_the_last() {
+        let mut rx = flow(5);
+        let acks: Vec<Option<Reply>> = (0..5).map(|s| rx.receive(s, s as Time, 2).reply).collect();
+        assert_eq!(
+            acks,
+            vec![None, Some(Reply::Ack(2)), None, Some(Reply::Ack(4)), Some(Reply::Ack(5))]
+        );
+    }
+
+    /// The retransmission timer: armed by the first frame in flight, moved
+    /// (not rescheduled) by progress, disarmed when nothing is in flight; on
+    /// expiry the sender goes back to its first unacknowledged frame.
+    #[test]
+    fn the_timeout_fires_only_after_an_rto_without_progress() {
+        let mut tx = flow(4);
+        let first = tx.take_next(0, RTO);
+        assert_eq!(first.arm_rto, Some(RTO));
+        assert_eq!(tx.take_next(5, RTO).arm_rto, None, "already armed");
+        tx.take_next(6, RTO);
+        // Progress at 500 moves the deadline to 1,500: the event at 1,000 waits again.
+        tx.on_ack(1, false, 500, RTO);
+        assert_eq!(tx.on_rto(RTO), Rto::Rearm(1_500));
+        assert_eq!(tx.on_rto(1_200), Rto::Stale, "not the pending event");
+        let fired = tx.on_rto(1_500);
+        assert_eq!(fired, Rto::Fired { pending_again: false });
+        assert_eq!((tx.snd_una, tx.snd_nxt, tx.timeouts), (1, 1, 1));
+        // Everything acknowledged: no deadline, the timer event is stale.
+        for t in 0..3 {
+            tx.take_next(2_000 + t, RTO);
+        }
+        assert_eq!(tx.on_ack(4, false, 2_100, RTO).pending, 0);
+        assert_eq!(tx.rto_deadline, Time::MAX);
+        assert_eq!(tx.on_rto(2_000 + RTO), Rto::Stale);
+    }
+
+    /// The sender's "frames left to send" count moves with every way of
+    /// reaching and leaving the end of the flow.
+    #[test]
+    fn the_pending_count_follows_the_sending_position() {
+        let mut tx = flow(2);
+        tx.take_next(0, RTO);
+        let last = tx.take_next(1, RTO);
+        assert!(last.all_sent);
+        assert_eq!(tx.on_ack(1, true, 2, RTO).pending, 1, "a NACK reopens the flow");
+        assert!(tx.take_next(3, RTO).all_sent);
+        assert_eq!(tx.on_ack(2, false, 4, RTO).pending, 0);
+        let mut tx = flow(2);
+        tx.take_next(0, RTO);
+        tx.take_next(1, RTO);
+        assert_eq!(tx.on_rto(RTO), Rto::Fired { pending_again: true });
+    }
 }

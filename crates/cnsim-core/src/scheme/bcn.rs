@@ -335,7 +335,7 @@ impl Scheme for Bcn {
         }
     }
 
-    fn cp_on_enqueue(&self, cp: &mut BcnCp, frame: &mut Frame<BcnExt>, q: QueueView, cpid: u16) -> Option<BcnExt> {
+    fn cp_on_enqueue(&self, cp: &mut BcnCp, frame: &mut Frame<BcnExt>, q: QueueView, cpid: u32) -> Option<BcnExt> {
         let q_bytes = q.bytes;
         if !cp.started {
             // The first interval is drawn too, so CPs do not sample in lockstep.
@@ -406,7 +406,7 @@ impl Scheme for Bcn {
         (BcnRl::default(), None)
     }
 
-    fn rp_on_note(&self, core: &mut RlCore, rl: &mut BcnRl, note: &BcnExt, _cpid: u16, now: Time, rng: &mut Stream) -> Option<Time> {
+    fn rp_on_note(&self, core: &mut RlCore, rl: &mut BcnRl, note: &BcnExt, _cpid: u32, now: Time, rng: &mut Stream) -> Option<Time> {
         let p = &self.p;
         match note.msg {
             BcnMsg::None => None,
@@ -450,6 +450,12 @@ impl Scheme for Bcn {
 mod tests {
     use super::*;
     use crate::engine::rng::stream;
+
+    #[test]
+    fn a_bcn_frame_stays_small() {
+        // BCN's tag and Fb add 8 bytes to the 40 of a frame.
+        assert!(std::mem::size_of::<crate::frame::Frame<BcnExt>>() <= 48);
+    }
     use crate::engine::PS_PER_US;
 
     fn core() -> RlCore {

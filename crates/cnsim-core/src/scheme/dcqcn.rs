@@ -196,14 +196,14 @@ impl Scheme for Dcqcn {
     }
 
     /// DCQCN marks at dequeue; nothing happens on arrival.
-    fn cp_on_dequeue(&self, cp: &mut DcqcnCp, frame: &mut Frame<DcqcnExt>, q: QueueView, _cpid: u16) {
+    fn cp_on_dequeue(&self, cp: &mut DcqcnCp, frame: &mut Frame<DcqcnExt>, q: QueueView, _cpid: u32) {
         let p = self.mark_probability(q.bytes as f64);
         if p > 0.0 && (p >= 1.0 || cp.rng.gen::<f64>() < p) {
             frame.ext.ce = true; // ECN congestion experienced
         }
     }
 
-    fn np_on_data(&self, np: &mut DcqcnNp, frame: &Frame<DcqcnExt>, now: Time, _rng: &mut Stream) -> Option<(DcqcnExt, u16)> {
+    fn np_on_data(&self, np: &mut DcqcnNp, frame: &Frame<DcqcnExt>, now: Time, _rng: &mut Stream) -> Option<(DcqcnExt, u32)> {
         if !frame.ext.ce {
             return None;
         }
@@ -244,7 +244,7 @@ impl Scheme for Dcqcn {
         (rl, None)
     }
 
-    fn rp_on_note(&self, core: &mut RlCore, rl: &mut DcqcnRl, _note: &DcqcnExt, _cpid: u16, now: Time, _rng: &mut Stream) -> Option<Time> {
+    fn rp_on_note(&self, core: &mut RlCore, rl: &mut DcqcnRl, _note: &DcqcnExt, _cpid: u32, now: Time, _rng: &mut Stream) -> Option<Time> {
         let g = self.p.g;
         rl.tr = core.rate_bps;
         core.rate_bps = (core.rate_bps * (1.0 - rl.alpha / 2.0)).max(self.p.min_rate_bps());

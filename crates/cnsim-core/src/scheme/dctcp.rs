@@ -201,14 +201,14 @@ impl Scheme for Dctcp {
 
     const CP_ON_DEQUEUE: bool = true;
 
-    fn cp_on_enqueue(&self, _cp: &mut (), frame: &mut Frame<DctcpExt>, q: QueueView, _cpid: u16) -> Option<DctcpExt> {
+    fn cp_on_enqueue(&self, _cp: &mut (), frame: &mut Frame<DctcpExt>, q: QueueView, _cpid: u32) -> Option<DctcpExt> {
         if self.p.mark_at == MarkAt::Enqueue && q.bytes as f64 > self.p.k_bytes {
             frame.ext.ce = true;
         }
         None
     }
 
-    fn cp_on_dequeue(&self, _cp: &mut (), frame: &mut Frame<DctcpExt>, q: QueueView, _cpid: u16) {
+    fn cp_on_dequeue(&self, _cp: &mut (), frame: &mut Frame<DctcpExt>, q: QueueView, _cpid: u32) {
         // The queue including the frame leaving it.
         if self.p.mark_at == MarkAt::Dequeue && q.bytes as f64 > self.p.k_bytes {
             frame.ext.ce = true;

@@ -139,7 +139,7 @@ impl Scheme for Hpcc {
     fn new_cp(&self, _rng: Stream) {}
 
     /// INT: the port stamps the frame as it leaves.
-    fn cp_on_dequeue(&self, _cp: &mut (), frame: &mut Frame<HpccExt>, q: QueueView, _cpid: u16) {
+    fn cp_on_dequeue(&self, _cp: &mut (), frame: &mut Frame<HpccExt>, q: QueueView, _cpid: u32) {
         // The queue the frame leaves behind (QueueView counts the frame itself).
         let qlen = q.bytes.saturating_sub(frame.len as u64);
         let e = &mut frame.ext;
@@ -232,8 +232,8 @@ mod tests {
         }
         assert_eq!(f.ext.n as usize, MAX_HOPS, "at most MAX_HOPS hops");
         assert!(
-            std::mem::size_of::<Frame<HpccExt>>() <= 160,
-            "five hops of telemetry on a 32-byte frame"
+            std::mem::size_of::<Frame<HpccExt>>() <= 168,
+            "five hops of telemetry on a 40-byte frame"
         );
         assert_eq!(
             f.ext.hops[2],

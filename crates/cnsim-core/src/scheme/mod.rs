@@ -17,20 +17,19 @@
 //!   of the CP that last slowed it, round robin, release at line rate) and
 //!   which RL a notification reaches (`station.rl_scope`).
 //!
-//! A scheme declares its parameters once ([`params::Table`]); registering it
-//! is its variant of [`AnyScheme`] (and its arm of `with_scheme!`), one line
-//! in [`tables`] and one [`SCHEMES`] entry per name users give it. Schemes are type parameters of the simulation, so the
-//! per-frame path has no dynamic dispatch.
+//! A scheme declares its parameters once ([`params::Table`]) and registers
+//! in one place, its entry in [`scheme_list!`](crate::scheme_list): its
+//! module, its type(s), how it is built, its tables and the names users give
+//! it. Its module declaration, its [`SCHEMES`] entries, its lines of
+//! [`tables`], its variant of [`AnyScheme`] and its arm of `with_scheme!` are
+//! all made from that entry. Schemes are type parameters of the simulation,
+//! so the per-frame path has no dynamic dispatch.
 
-pub mod bcn;
-pub mod dcqcn;
-pub mod dctcp;
-pub mod hpcc;
-pub mod nocm;
 pub mod params;
-pub mod qcn;
-pub mod swift;
-pub mod timely;
+
+// The schemes' modules, `SCHEMES`, `tables()`, `AnyScheme` and its
+// `from_config`: all made from the one registry below (`scheme_list!`).
+crate::scheme_list!(registry;);
 
 use params::{Entry, Table};
 
@@ -42,7 +41,7 @@ use params::SchemeConfig;
 use serde_json::{json, Map, Value};
 
 /// CPID of a notification that names no congestion point.
-pub const NO_CPID: u16 = 0;
+pub const NO_CPID: u32 = 0;
 
 /// The part of a rate limiter a scheme may change.
 #[derive(Clone, Debug)]
@@ -225,14 +224,14 @@ pub trait Scheme: Send + 'static {
     /// Some CP or NP of the scheme may send a notification. Without any (and
     /// without PAUSE or transport flows) no control frame ever crosses the
     /// network, which lets the engine forward through pass-through bridges
-    /// without an event (`NetSim::express`).
+    /// without an event (`Fabric::express`).
     const NOTIFIES: bool = true;
 
     fn new_cp(&self, rng: Stream) -> Self::Cp;
 
     /// A data frame joined a CP's queue. Returning a notification sends it
     /// to the frame's source (about the frame's flow, from CP `cpid`).
-    fn cp_on_enqueue(&self, _cp: &mut Self::Cp, _frame: &mut Frame<Self::Ext>, _q: QueueView, _cpid: u16) -> Option<Self::Ext> {
+    fn cp_on_enqueue(&self, _cp: &mut Self::Cp, _frame: &mut Frame<Self::Ext>, _q: QueueView, _cpid: u32) -> Option<Self::Ext> {
         None
     }
 
@@ -244,12 +243,12 @@ pub trait Scheme: Send + 'static {
 
     /// A data frame leaves a CP's queue (only with `CP_ON_DEQUEUE`): the CP
     /// may mark it or stamp it.
-    fn cp_on_dequeue(&self, _cp: &mut Self::Cp, _frame: &mut Frame<Self::Ext>, _q: QueueView, _cpid: u16) {}
+    fn cp_on_dequeue(&self, _cp: &mut Self::Cp, _frame: &mut Frame<Self::Ext>, _q: QueueView, _cpid: u32) {}
 
     /// A data frame reached its destination (only with `NP_EVENTS`), whose
     /// memory of that source is `np`. Returning `(payload, cpid)` sends a
     /// notification to the frame's source about its flow.
-    fn np_on_data(&self, _np: &mut Self::Np, _frame: &Frame<Self::Ext>, _now: Time, _rng: &mut Stream) -> Option<(Self::Ext, u16)> {
+    fn np_on_data(&self, _np: &mut Self::Np, _frame: &Frame<Self::Ext>, _now: Time, _rng: &mut Stream) -> Option<(Self::Ext, u32)> {
         None
     }
 
@@ -276,7 +275,7 @@ pub trait Scheme: Send + 'static {
         _core: &mut RlCore,
         _rl: &mut Self::Rl,
         _note: &Self::Ext,
-        _cpid: u16,
+        _cpid: u32,
         _now: Time,
         _rng: &mut Stream,
     ) -> Option<Time> {
@@ -393,7 +392,7 @@ pub struct ExtFields {
     pub ce: bool,
     /// A data frame's mark for reflection at its destination (QCN
     /// three-point): the marking CP's CPID (0: none), its feedback in `fb`.
-    pub marked_by: u16,
+    pub marked_by: u32,
 }
 
 /// The queue a CP sampled ([`Scheme::cp_fields`]), in the scheme's units
@@ -406,122 +405,161 @@ pub struct CpFields {
     pub qdelta: f64,
 }
 
-/// The schemes as users name them (`--scheme`, `scheme = "..."`).
-pub const SCHEMES: &[Entry] = &[
-    Entry {
-        name: "nocm",
-        engine: "nocm",
-        table: None,
-        sets: &[],
-        description: "no congestion management (combine with --pause)",
-    },
-    Entry {
-        name: "pause",
-        engine: "nocm",
-        table: None,
-        sets: &[],
-        description: "IEEE 802.3x PAUSE alone (= nocm --pause)",
-    },
-    Entry {
-        name: "bcn",
-        engine: "bcn",
-        table: Some("bcn"),
-        sets: &[],
-        description: "Backward Congestion Notification (Cisco, 2006)",
-    },
-    Entry {
-        name: "bcn00",
-        engine: "bcn",
-        table: Some("bcn"),
-        sets: &[("bcn00", true)],
-        description: "BCN with BCN(0,0) stop messages above Qsc",
-    },
-    Entry {
-        name: "bcnmax",
-        engine: "bcn",
-        table: Some("bcn"),
-        sets: &[("bcn_max", true)],
-        description: "BCN with BCN-Max (most negative Fb above Qmc)",
-    },
-    Entry {
-        name: "ecm",
-        engine: "bcn",
-        table: Some("ecm"),
-        sets: &[],
-        description: "Ethernet Congestion Management (2007 BCN)",
-    },
-    Entry {
-        name: "qcn",
-        engine: "qcn",
-        table: Some("qcn"),
-        sets: &[],
-        description: "Quantized Congestion Notification, final 802.1Qau",
-    },
-    Entry {
-        name: "qcn2pt",
-        engine: "qcn",
-        table: Some("qcn2pt"),
-        sets: &[],
-        description: "QCN two-point, July 2007 proposal",
-    },
-    Entry {
-        name: "qcn3pt",
-        engine: "qcn",
-        table: Some("qcn3pt"),
-        sets: &[("three_point", true)],
-        description: "QCN three-point (reflection at the destination), July 2007",
-    },
-    Entry {
-        name: "dcqcn",
-        engine: "dcqcn",
-        table: Some("dcqcn"),
-        sets: &[],
-        description: "DCQCN (RoCEv2, 2015): ECN marking, CNPs, per-flow rate limiters; use --pause (PFC)",
-    },
-    Entry {
-        name: "dctcp",
-        engine: "dctcp",
-        table: Some("dctcp"),
-        sets: &[],
-        description: "DCTCP (2010): ECN marking above K, window cut by the marked fraction; transport flows",
-    },
-    Entry {
-        name: "timely",
-        engine: "timely",
-        table: Some("timely"),
-        sets: &[],
-        description: "TIMELY (2015): rate from the RTT gradient (rule = original | patched); transport flows",
-    },
-    Entry {
-        name: "hpcc",
-        engine: "hpcc",
-        table: Some("hpcc"),
-        sets: &[],
-        description: "HPCC (2019): window and rate from per-hop telemetry (INT); transport flows",
-    },
-    Entry {
-        name: "swift",
-        engine: "swift",
-        table: Some("swift"),
-        sets: &[],
-        description: "Swift (2020): window toward a delay target scaled by hops and window; transport flows",
-    },
-];
+/// The registry: one entry per scheme module, and the only place a scheme is
+/// registered. `$cb` is a macro of this crate given the list (after
+/// `$args`): `registry` (below) makes the items of this module from it,
+/// `with_scheme_arms` the arms of [`with_scheme!`](crate::with_scheme).
+/// An entry: the module; its types as `Variant(Type)`; `build`, the
+/// `AnyScheme` from a config naming the module; its parameter `tables`, in
+/// documentation order; the `names` users give it (`--scheme NAME`), each
+/// with its table, the switches it sets in it and a description.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! scheme_list {
+    ($cb:ident; $($args:tt)*) => {
+        $crate::$cb! { ($($args)*)
+            nocm {
+                types: [NoCm(NoCm)],
+                build: |s| Ok(AnyScheme::NoCm(nocm::NoCm::from_config(s)?)),
+                tables: [],
+                names: [
+                    "nocm": None, [], "no congestion management (combine with --pause)";
+                    "pause": None, [], "IEEE 802.3x PAUSE alone (= nocm --pause)";
+                ],
+            }
+            bcn {
+                types: [Bcn(Bcn)],
+                build: |s| Ok(AnyScheme::Bcn(bcn::Bcn::from_config(s)?)),
+                tables: [bcn::table(), bcn::ecm_table()],
+                names: [
+                    "bcn": Some("bcn"), [], "Backward Congestion Notification (Cisco, 2006)";
+                    "bcn00": Some("bcn"), [("bcn00", true)], "BCN with BCN(0,0) stop messages above Qsc";
+                    "bcnmax": Some("bcn"), [("bcn_max", true)], "BCN with BCN-Max (most negative Fb above Qmc)";
+                    "ecm": Some("ecm"), [], "Ethernet Congestion Management (2007 BCN)";
+                ],
+            }
+            qcn {
+                types: [Qcn(Qcn), Qcn3pt(Qcn3pt)],
+                build: |s| Ok(match qcn::Qcn::from_config(s)? {
+                    q if q.params().three_point => AnyScheme::Qcn3pt(qcn::Qcn3pt(q)),
+                    q => AnyScheme::Qcn(q),
+                }),
+                tables: [qcn::table(), qcn::table_2pt(), qcn::table_3pt()],
+                names: [
+                    "qcn": Some("qcn"), [], "Quantized Congestion Notification, final 802.1Qau";
+                    "qcn2pt": Some("qcn2pt"), [], "QCN two-point, July 2007 proposal";
+                    "qcn3pt": Some("qcn3pt"), [("three_point", true)], "QCN three-point (reflection at the destination), July 2007";
+                ],
+            }
+            dcqcn {
+                types: [Dcqcn(Dcqcn)],
+                build: |s| Ok(AnyScheme::Dcqcn(dcqcn::Dcqcn::from_config(s)?)),
+                tables: [dcqcn::table()],
+                names: [
+                    "dcqcn": Some("dcqcn"), [], "DCQCN (RoCEv2, 2015): ECN marking, CNPs, per-flow rate limiters; use --pause (PFC)";
+                ],
+            }
+            dctcp {
+                types: [Dctcp(Dctcp)],
+                build: |s| Ok(AnyScheme::Dctcp(dctcp::Dctcp::from_config(s)?)),
+                tables: [dctcp::table()],
+                names: [
+                    "dctcp": Some("dctcp"), [], "DCTCP (2010): ECN marking above K, window cut by the marked fraction; transport flows";
+                ],
+            }
+            timely {
+                types: [Timely(Timely)],
+                build: |s| Ok(AnyScheme::Timely(timely::Timely::from_config(s)?)),
+                tables: [timely::table()],
+                names: [
+                    "timely": Some("timely"), [], "TIMELY (2015): rate from the RTT gradient (rule = original | patched); transport flows";
+                ],
+            }
+            hpcc {
+                types: [Hpcc(Hpcc)],
+                build: |s| Ok(AnyScheme::Hpcc(hpcc::Hpcc::from_config(s)?)),
+                tables: [hpcc::table()],
+                names: [
+                    "hpcc": Some("hpcc"), [], "HPCC (2019): window and rate from per-hop telemetry (INT); transport flows";
+                ],
+            }
+            swift {
+                types: [Swift(Swift)],
+                build: |s| Ok(AnyScheme::Swift(swift::Swift::from_config(s)?)),
+                tables: [swift::table()],
+                names: [
+                    "swift": Some("swift"), [], "Swift (2020): window toward a delay target scaled by hops and window; transport flows";
+                ],
+            }
+        }
+    };
+}
 
-/// Every parameter table a scenario file may hold, in documentation order.
-pub fn tables() -> Vec<Table> {
-    vec![
-        bcn::table(),
-        bcn::ecm_table(),
-        qcn::table(),
-        qcn::table_2pt(),
-        qcn::table_3pt(),
-        dcqcn::table(),
-        dctcp::table(),
-        timely::table(),
-        hpcc::table(),
-        swift::table(),
-    ]
+/// The items of this module made from [`scheme_list!`](crate::scheme_list).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! registry {
+    (() $(
+        $m:ident {
+            types: [$($v:ident($t:ident)),+],
+            build: $build:expr,
+            tables: [$($table:expr),*],
+            names: [$($name:literal: $tab:expr, [$(($k:literal, $val:literal)),*], $desc:literal;)+],
+        }
+    )+) => {
+        $(pub mod $m;)+
+
+        /// The schemes as users name them (`--scheme`, `scheme = "..."`).
+        pub const SCHEMES: &[Entry] = &[$($(Entry {
+            name: $name,
+            engine: stringify!($m),
+            table: $tab,
+            sets: &[$(($k, $val)),*],
+            description: $desc,
+        },)+)+];
+
+        /// Every parameter table a scenario file may hold, in documentation order.
+        pub fn tables() -> Vec<Table> {
+            vec![$($($table,)*)+]
+        }
+
+        /// The scheme a config names, built from its parameters: one variant
+        /// per scheme type. The simulator is generic over the scheme; it
+        /// picks the instantiation once per run with
+        /// [`with_scheme!`](crate::with_scheme).
+        pub enum AnyScheme {
+            $($($v($m::$t),)+)+
+        }
+
+        impl AnyScheme {
+            /// The scheme module `s.name` names, built by its registry entry.
+            pub fn from_config(s: &SchemeConfig) -> Result<AnyScheme, ConfigError> {
+                $(
+                    if s.name == stringify!($m) {
+                        let build: fn(&SchemeConfig) -> Result<AnyScheme, ConfigError> = $build;
+                        return build(s);
+                    }
+                )+
+                fail("scheme", format!("unknown scheme '{}'", s.name))
+            }
+        }
+    };
+}
+
+/// The arms of [`with_scheme!`](crate::with_scheme), from the registry.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! with_scheme_arms {
+    (($any:expr, $s:ident, $body:expr) $(
+        $m:ident {
+            types: [$($v:ident($t:ident)),+],
+            $($rest:tt)*
+        }
+    )+) => {
+        match $any {
+            $($($crate::scheme::AnyScheme::$v($s) => $body,)+)+
+        }
+    };
 }
 
 /// Every table and scheme name, as data (`cnsim.schemes` reads it).
@@ -537,58 +575,13 @@ pub fn declarations() -> Value {
     json!({"tables": tables, "schemes": schemes})
 }
 
-/// The scheme a config names, built from its parameters: one variant per
-/// scheme type. The simulator is generic over the scheme; it picks the
-/// instantiation once per run with [`with_scheme!`](crate::with_scheme).
-pub enum AnyScheme {
-    NoCm(nocm::NoCm),
-    Bcn(bcn::Bcn),
-    Qcn(qcn::Qcn),
-    Qcn3pt(qcn::Qcn3pt),
-    Dcqcn(dcqcn::Dcqcn),
-    Dctcp(dctcp::Dctcp),
-    Timely(timely::Timely),
-    Hpcc(hpcc::Hpcc),
-    Swift(swift::Swift),
-}
-
-impl AnyScheme {
-    /// One line per scheme.
-    pub fn from_config(s: &SchemeConfig) -> Result<AnyScheme, ConfigError> {
-        Ok(match s.name.as_str() {
-            "nocm" => AnyScheme::NoCm(nocm::NoCm::from_config(s)?),
-            "bcn" => AnyScheme::Bcn(bcn::Bcn::from_config(s)?),
-            "qcn" => match qcn::Qcn::from_config(s)? {
-                q if q.params().three_point => AnyScheme::Qcn3pt(qcn::Qcn3pt(q)),
-                q => AnyScheme::Qcn(q),
-            },
-            "dcqcn" => AnyScheme::Dcqcn(dcqcn::Dcqcn::from_config(s)?),
-            "dctcp" => AnyScheme::Dctcp(dctcp::Dctcp::from_config(s)?),
-            "timely" => AnyScheme::Timely(timely::Timely::from_config(s)?),
-            "hpcc" => AnyScheme::Hpcc(hpcc::Hpcc::from_config(s)?),
-            "swift" => AnyScheme::Swift(swift::Swift::from_config(s)?),
-            other => return fail("scheme", format!("unknown scheme '{other}'")),
-        })
-    }
-}
-
 /// `with_scheme!(any, s => expr)`: evaluates `expr` with `s` bound to the
 /// concrete scheme inside an [`AnyScheme`] (one monomorphised copy of
 /// `expr` per scheme type).
 #[macro_export]
 macro_rules! with_scheme {
     ($any:expr, $s:ident => $body:expr) => {
-        match $any {
-            $crate::scheme::AnyScheme::NoCm($s) => $body,
-            $crate::scheme::AnyScheme::Bcn($s) => $body,
-            $crate::scheme::AnyScheme::Qcn($s) => $body,
-            $crate::scheme::AnyScheme::Qcn3pt($s) => $body,
-            $crate::scheme::AnyScheme::Dcqcn($s) => $body,
-            $crate::scheme::AnyScheme::Dctcp($s) => $body,
-            $crate::scheme::AnyScheme::Timely($s) => $body,
-            $crate::scheme::AnyScheme::Hpcc($s) => $body,
-            $crate::scheme::AnyScheme::Swift($s) => $body,
-        }
+        $crate::scheme_list!(with_scheme_arms; $any, $s, $body)
     };
 }
 
@@ -604,21 +597,28 @@ mod tests {
                 .check(table.name, &Map::new())
                 .unwrap_or_else(|e| panic!("{}: {e}", table.name));
         }
-        // Each struct reads its table's defaults (deny_unknown_fields, no
-        // serde defaults: a field the declaration lacks, or a declared
-        // parameter the struct lacks, fails here).
-        let _: bcn::BcnParams = bcn::table().default_params();
-        let _: bcn::BcnParams = bcn::ecm_table().default_params();
-        let _: qcn::QcnParams = qcn::table().default_params();
-        let _: qcn::QcnParams = qcn::table_2pt().default_params();
-        let _: qcn::QcnParams = qcn::table_3pt().default_params();
-        let _: dcqcn::DcqcnParams = dcqcn::table().default_params();
-        let _: dctcp::DctcpParams = dctcp::table().default_params();
-        let _: timely::TimelyParams = timely::table().default_params();
-        let _: hpcc::HpccParams = hpcc::table().default_params();
-        let _: swift::SwiftParams = swift::table().default_params();
-        // Every table above: ten, as many as `tables()` declares.
-        assert_eq!(tables().len(), 10, "a new table needs its struct read here");
+        // Each scheme's struct reads its table's defaults (deny_unknown_fields,
+        // no serde defaults: a field the declaration lacks, or a declared
+        // parameter the struct lacks, fails here): every name, built as the
+        // registry builds it, from its table's defaults and what it sets.
+        let tables = tables();
+        for e in SCHEMES {
+            let mut params = e
+                .table
+                .map(|t| tables.iter().find(|x| x.name == t).expect("declared").defaults())
+                .unwrap_or_default();
+            params.extend(e.sets.iter().map(|(k, v)| (k.to_string(), json!(v))));
+            let cfg = SchemeConfig {
+                name: e.engine.into(),
+                table: e.table.map(str::to_string),
+                params,
+            };
+            AnyScheme::from_config(&cfg).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        }
+        // Every table is some name's.
+        for t in &tables {
+            assert!(SCHEMES.iter().any(|e| e.table == Some(t.name)), "{}: no scheme reads it", t.name);
+        }
     }
 
     #[test]

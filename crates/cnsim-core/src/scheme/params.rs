@@ -6,7 +6,6 @@
 //! derive from it. Parameters are in the user's units; a scheme converts
 //! them once when it is built (`ru_mbps` to bit/s, `tmax_us` to picoseconds).
 
-use crate::error::ConfigError;
 pub use crate::params::{num, Bound, Kind, Param, Range, Rule, Table, Values, MAX_MS};
 use serde::{Deserialize, Serialize};
 
@@ -62,12 +61,5 @@ impl SchemeConfig {
     /// The table name errors use.
     pub fn table(&self) -> &str {
         self.table.as_deref().unwrap_or(&self.name)
-    }
-
-    /// The parameters as the scheme's struct: unknown keys and wrong types
-    /// are errors naming `table.key`.
-    pub fn parse<P: serde::de::DeserializeOwned>(&self) -> Result<P, ConfigError> {
-        let v = serde_json::Value::Object(self.params.clone());
-        serde_path_to_error::deserialize(v).map_err(|e| ConfigError::at(self.table(), e))
     }
 }

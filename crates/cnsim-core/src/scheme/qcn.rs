@@ -230,7 +230,7 @@ impl QcnParams {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QcnExt {
     pub qfb: u8,
-    pub marked_by: u16,
+    pub marked_by: u32,
 }
 
 pub struct Qcn {
@@ -338,7 +338,7 @@ impl Qcn {
 
     /// A sample with `qfb` > 0: the two-point CP's CNM, or the three-point
     /// CP's mark on the sampled frame.
-    fn notify(&self, frame: &mut Frame<QcnExt>, qfb: u8, cpid: u16) -> Option<QcnExt> {
+    fn notify(&self, frame: &mut Frame<QcnExt>, qfb: u8, cpid: u32) -> Option<QcnExt> {
         if self.p.three_point {
             frame.ext = QcnExt { qfb, marked_by: cpid };
             return None;
@@ -449,7 +449,7 @@ impl Scheme for Qcn {
         }
     }
 
-    fn cp_on_enqueue(&self, cp: &mut QcnCp, frame: &mut Frame<QcnExt>, qv: QueueView, cpid: u16) -> Option<QcnExt> {
+    fn cp_on_enqueue(&self, cp: &mut QcnCp, frame: &mut Frame<QcnExt>, qv: QueueView, cpid: u32) -> Option<QcnExt> {
         let qfb = self.sample(cp, frame.len, qv)?;
         self.notify(frame, qfb, cpid)
     }
@@ -493,7 +493,7 @@ impl Scheme for Qcn {
         (rl, None)
     }
 
-    fn rp_on_note(&self, core: &mut RlCore, rl: &mut QcnRl, note: &QcnExt, _cpid: u16, now: Time, rng: &mut Stream) -> Option<Time> {
+    fn rp_on_note(&self, core: &mut RlCore, rl: &mut QcnRl, note: &QcnExt, _cpid: u32, now: Time, rng: &mut Stream) -> Option<Time> {
         let p = &self.p;
         if note.qfb == 0 {
             // A qFb = 0 message (three-point reflection of an unmarked frame).
@@ -562,7 +562,7 @@ impl Scheme for Qcn3pt {
     fn new_cp(&self, rng: Stream) -> QcnCp {
         self.0.new_cp(rng)
     }
-    fn cp_on_enqueue(&self, cp: &mut QcnCp, frame: &mut Frame<QcnExt>, q: QueueView, cpid: u16) -> Option<QcnExt> {
+    fn cp_on_enqueue(&self, cp: &mut QcnCp, frame: &mut Frame<QcnExt>, q: QueueView, cpid: u32) -> Option<QcnExt> {
         match self.0.p.mark_at {
             MarkAt::Enqueue => self.0.cp_on_enqueue(cp, frame, q, cpid),
             MarkAt::Dequeue => None,
@@ -579,7 +579,7 @@ impl Scheme for Qcn3pt {
             }
         }
     }
-    fn cp_on_dequeue(&self, cp: &mut QcnCp, frame: &mut Frame<QcnExt>, q: QueueView, cpid: u16) {
+    fn cp_on_dequeue(&self, cp: &mut QcnCp, frame: &mut Frame<QcnExt>, q: QueueView, cpid: u32) {
         let qfb = match self.0.p.mark_at {
             MarkAt::Enqueue => None,
             MarkAt::Dequeue => self.0.sample(cp, frame.len, q),
@@ -589,7 +589,7 @@ impl Scheme for Qcn3pt {
             frame.ext = QcnExt { qfb, marked_by: cpid };
         }
     }
-    fn np_on_data(&self, _np: &mut (), frame: &Frame<QcnExt>, _now: Time, rng: &mut Stream) -> Option<(QcnExt, u16)> {
+    fn np_on_data(&self, _np: &mut (), frame: &Frame<QcnExt>, _now: Time, rng: &mut Stream) -> Option<(QcnExt, u32)> {
         if frame.ext.marked_by != 0 {
             return Some((
                 QcnExt {
@@ -623,7 +623,7 @@ impl Scheme for Qcn3pt {
     fn new_rl(&self, core: &mut RlCore, now: Time) -> (QcnRl, Option<Time>) {
         self.0.new_rl(core, now)
     }
-    fn rp_on_note(&self, core: &mut RlCore, rl: &mut QcnRl, note: &QcnExt, cpid: u16, now: Time, rng: &mut Stream) -> Option<Time> {
+    fn rp_on_note(&self, core: &mut RlCore, rl: &mut QcnRl, note: &QcnExt, cpid: u32, now: Time, rng: &mut Stream) -> Option<Time> {
         self.0.rp_on_note(core, rl, note, cpid, now, rng)
     }
     fn rp_on_send(&self, core: &mut RlCore, rl: &mut QcnRl, frame: &mut Frame<QcnExt>, now: Time, rng: &mut Stream) -> Option<Time> {

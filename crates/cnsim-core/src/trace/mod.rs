@@ -17,118 +17,13 @@ pub mod record;
 
 pub use record::{Recorder, TraceOutput, TraceSummary};
 
+// The event kinds and reasons are the trace file's vocabulary, declared with
+// its columns (io/events.rs, a layer below): re-exported here for the hooks.
+pub use crate::io::events::{Kind, Reason, NO_PORT};
+
 use crate::engine::Time;
 use crate::frame::Frame;
 use crate::scheme::{CpFields, Scheme};
-
-/// Port id of an event that happens at no port.
-pub const NO_PORT: u32 = u32::MAX;
-
-macro_rules! named_enum {
-    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $v:ident = $s:literal),+ $(,)? }) => {
-        $(#[$m])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        #[repr(u8)]
-        pub enum $name { $($(#[$vm])* $v),+ }
-
-        impl $name {
-            /// Every value, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$v),+];
-
-            /// The name the trace gives it.
-            pub fn name(self) -> &'static str {
-                match self { $($name::$v => $s),+ }
-            }
-
-            pub fn from_name(s: &str) -> Option<$name> {
-                match s { $($s => Some($name::$v),)+ _ => None }
-            }
-        }
-    };
-}
-
-named_enum! {
-    /// What happened (the trace's `kind` column).
-    Kind {
-        /// A station made a data frame (an open-loop source, or a flow's
-        /// sender when its link takes the frame).
-        Generate = "generate",
-        /// A flow's sender sent a frame again (after a NACK or a timeout).
-        Retransmit = "retransmit",
-        /// A frame joined a queue (`reason` says which: nic, rlq, output, control).
-        Enqueue = "enqueue",
-        /// A frame started leaving a port (what a capture of the port sees).
-        Dequeue = "dequeue",
-        /// A data frame reached its destination station.
-        Deliver = "deliver",
-        /// A data frame was lost (`reason` says why).
-        Drop = "drop",
-        /// A source could not make a frame: its NIC FIFO was full (nic_full = defer).
-        Defer = "defer",
-        /// The receiver of a flow discarded a frame beyond a gap (go-back-N).
-        Discard = "discard",
-        /// A CP marked a data frame (ECN CE; QCN three-point's mark).
-        Mark = "mark",
-        /// A bridge or station queued a PAUSE / PFC frame (`reason`: xoff, xon, refresh).
-        PauseTx = "pause_tx",
-        /// A transmitter received a PAUSE / PFC frame.
-        PauseRx = "pause_rx",
-        /// A transmitter became paused.
-        PauseOn = "pause_on",
-        /// A transmitter's pause ended (`reason`: xon, expired, run_end).
-        PauseOff = "pause_off",
-        /// A CP or a notification point sent a congestion notification.
-        CnTx = "cn_tx",
-        /// A congestion notification reached its reaction point.
-        CnRx = "cn_rx",
-        /// A flow's receiver sent an ACK / a NACK.
-        AckTx = "ack_tx",
-        NackTx = "nack_tx",
-        /// A flow's sender received an ACK / a NACK.
-        AckRx = "ack_rx",
-        NackRx = "nack_rx",
-        /// A flow's retransmission timer fired.
-        Rto = "rto",
-        /// A rate limiter's rate or window changed (`reason`: created, released).
-        Rate = "rate",
-        /// A transport flow started (its sender) / received its last byte (its receiver).
-        FlowStart = "flow_start",
-        FlowEnd = "flow_end",
-    }
-}
-
-named_enum! {
-    /// Why (the trace's `reason` column; its meaning depends on the kind).
-    Reason {
-        None = "",
-        // enqueue: which queue
-        Nic = "nic",
-        Rlq = "rlq",
-        Output = "output",
-        Control = "control",
-        // drop
-        OutputBufferFull = "output_buffer_full",
-        InputPartitionFull = "input_partition_full",
-        SharedBufferFull = "shared_buffer_full",
-        DynamicThreshold = "dynamic_threshold",
-        NoRoute = "no_route",
-        RlqFull = "rlq_full",
-        NicFull = "nic_full",
-        // discard
-        OutOfOrder = "out_of_order",
-        // pause
-        Xoff = "xoff",
-        Xon = "xon",
-        Refresh = "refresh",
-        Expired = "expired",
-        RunEnd = "run_end",
-        // rate
-        Created = "created",
-        Released = "released",
-        // ack_tx
-        Duplicate = "duplicate",
-    }
-}
 
 /// Where and when an event happens: node index, port id ([`NO_PORT`]: none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,9 +50,9 @@ pub struct NoteOrigin {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RlKey {
     /// One flow's RL (`rl_scope = flow`, transport flows): station to destination.
-    Flow { src: u16, dst: u16 },
+    Flow { src: u32, dst: u32 },
     /// One CP's RL (`rl_scope = cp`).
-    Cp { src: u16, cpid: u16 },
+    Cp { src: u32, cpid: u32 },
 }
 
 /// A rate limiter as it is now.
@@ -176,8 +71,8 @@ pub struct RlView {
 #[derive(Clone, Copy, Debug)]
 pub struct FlowView {
     pub id: u32,
-    pub src: u16,
-    pub dst: u16,
+    pub src: u32,
+    pub dst: u32,
     pub size: u64,
     pub n_frames: u32,
     /// Rto: the first frame not acknowledged.

@@ -16,6 +16,7 @@ use crate::io::wire::{self, NoteInfo, WireFrame, CONTROL_PRIORITY, DATA_PRIORITY
 use crate::scheme::{NoteFormat, Scheme};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -42,6 +43,10 @@ pub struct TraceSummary {
     /// The time of the first event the row cap refused (None: not reached).
     pub capped_at_ps: Option<Time>,
     pub pcap: Vec<PcapFile>,
+    /// The captures' byte cap (all ports of the seed together).
+    pub pcap_max_bytes: u64,
+    /// When the first frame the byte cap refused left its port (None: not reached).
+    pub pcap_capped_at_ps: Option<Time>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -49,6 +54,8 @@ pub struct PcapFile {
     pub port: String,
     pub file: String,
     pub frames: u64,
+    /// The file's length.
+    pub bytes: u64,
 }
 
 /// The network a trace refers to (built by net/build.rs).
@@ -71,12 +78,13 @@ pub struct TracePlan {
     kinds: u64,
     nodes: Option<Vec<bool>>,
     ports: Option<Vec<bool>>,
-    flows: Option<HashSet<(u16, u16)>>,
+    flows: Option<HashSet<(u32, u32)>>,
     from: Time,
     to: Time,
     max_rows: u64,
     pcap: Vec<u32>,
     snaplen: u32,
+    pcap_max_bytes: u64,
 }
 
 /// `FROM->TO` (spaces around the names allowed) as a port id.
@@ -141,7 +149,7 @@ impl TracePlan {
                 let (a, b) = pair.ok_or_else(|| {
                     ConfigError::new("trace.event_flows", format!("'{f}' is not allowed; expected SRC|DST, two stations"))
                 })?;
-                set.insert((a as u16, b as u16));
+                set.insert((a, b));
             }
             Some(set)
         };
@@ -165,6 +173,9 @@ impl TracePlan {
         if cfg.max_rows == 0 {
             return fail("trace.max_rows", "0 is not allowed; expected at least 1 row");
         }
+        if cfg.pcap_max_bytes == 0 {
+            return fail("trace.pcap_max_bytes", "0 is not allowed; expected at least 1 byte");
+        }
         if !(64..=65_535).contains(&cfg.snaplen) {
             return fail(
                 "trace.snaplen",
@@ -181,6 +192,7 @@ impl TracePlan {
             max_rows: cfg.max_rows,
             pcap,
             snaplen: cfg.snaplen,
+            pcap_max_bytes: cfg.pcap_max_bytes,
         })
     }
 
@@ -203,17 +215,56 @@ impl TracePlan {
     }
 }
 
-/// A file name part from a node name: letters, digits, '.', '_' and '-'.
+/// A file name part from a node name: ASCII letters, digits, '.' and '_'
+/// as they are, every other byte of its UTF-8 as `%XX`. A '-' is one of
+/// those, so the `-to-` between the two names of a port is unambiguous and
+/// two ports never share a file (`A->B-to-C` and `A-to-B->C`); a leading
+/// '.' too, so no capture is a hidden file.
 fn file_part(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' })
-        .collect()
+    let mut out = String::with_capacity(s.len());
+    for (i, b) in s.bytes().enumerate() {
+        if b.is_ascii_alphanumeric() || b == b'_' || (b == b'.' && i > 0) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
 }
 
-/// A capture's section header comment: the run's (key, value) pairs and
-/// the seed, `key=value` joined by "; " (cnsim.trace reads it back).
+/// FNV-1a, 64 bits: a stable digest of a long port name (std's hasher may
+/// change between Rust versions; file names must not).
+fn fnv1a(s: &str) -> u64 {
+    s.bytes()
+        .fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// The file name stem of port `name` (FROM->TO): `FROM-to-TO` with each
+/// name encoded by [`file_part`]; past 200 bytes (file names stop at 255)
+/// both are cut and a digest of the whole name keeps it unique (`~` never
+/// appears otherwise).
+pub fn capture_stem(name: &str) -> String {
+    let (a, b) = name.split_once("->").unwrap_or((name, ""));
+    let (a, b) = (file_part(a), file_part(b));
+    if a.len() + b.len() <= 200 {
+        return format!("{a}-to-{b}");
+    }
+    let cut = |s: &str| s.chars().take(90).collect::<String>();
+    format!("{}-to-{}~{:016x}", cut(&a), cut(&b), fnv1a(name))
+}
+
+/// Longest value a capture's section header comment carries: a pcapng
+/// option is at most 65,535 bytes, so a longer one (the seed list of a run
+/// of thousands of seeds) is left out; the caller passes a digest of it too.
+pub const COMMENT_VALUE_MAX: usize = 4096;
+
+/// A capture's section header comment: the run's (key, value) pairs (but a
+/// value longer than [`COMMENT_VALUE_MAX`]) and the seed, `key=value`
+/// joined by "; " (cnsim.trace reads it back).
 fn run_comment(run: &[(String, String)], seed: u64) -> String {
     run.iter()
+        .filter(|(k, v)| k.len() + v.len() <= COMMENT_VALUE_MAX)
+        .take(8)
         .map(|(k, v)| format!("{k}={v}"))
         .chain(std::iter::once(format!("cnsim.seed={seed}")))
         .collect::<Vec<_>>()
@@ -235,12 +286,15 @@ pub struct Recorder {
     /// Per port: its capture (index into `pcaps`), if captured.
     pcap_of: Vec<Option<usize>>,
     pcaps: Vec<(u32, PcapWriter)>,
+    /// Bytes the captures hold (all ports), and when the byte cap first refused a frame.
+    pcap_bytes: u64,
+    pcap_capped_at: Option<Time>,
     /// Per port: the end of the pause the trace last saw it take (None: not paused).
     pause_until: Vec<Option<Time>>,
     /// Per RL id: the rate and window last recorded.
     rl_last: Vec<Option<(f64, u64)>>,
     /// Notifications in flight, by (sent at, destination, CPID).
-    notes: HashMap<(Time, u16, u16), NoteInfo>,
+    notes: HashMap<(Time, u32, u32), NoteInfo>,
     /// Per transport flow: its frames.
     flow_frames: Vec<u32>,
     error: Option<String>,
@@ -263,10 +317,17 @@ impl Recorder {
         if !plan.pcap.is_empty() {
             let dir = out.dir.join("pcap");
             std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+            // Names that differ only in case would share a file on a
+            // case-insensitive filesystem: the later one gets its port id.
+            let mut taken: HashSet<String> = HashSet::new();
             for &p in &plan.pcap {
                 let name = &names.ports[p as usize];
-                let (a, b) = name.split_once("->").expect("port names are FROM->TO");
-                let path = dir.join(format!("{}-to-{}.seed{seed}.pcapng", file_part(a), file_part(b)));
+                let mut stem = capture_stem(name);
+                if !taken.insert(stem.to_ascii_lowercase()) {
+                    stem = format!("{stem}~{p}");
+                    taken.insert(stem.to_ascii_lowercase());
+                }
+                let path = dir.join(format!("{stem}.seed{seed}.pcapng"));
                 let desc = format!("cnsim port {name}, seed {seed}");
                 let w = PcapWriter::create(&path, name, &desc, plan.snaplen, &run_comment(&out.run, seed)).map_err(|e| io(&path, e))?;
                 pcap_of[p as usize] = Some(pcaps.len());
@@ -284,6 +345,8 @@ impl Recorder {
             pfc: net.pfc,
             events,
             capped_at: None,
+            pcap_bytes: pcaps.iter().map(|(_, w)| w.bytes()).sum(),
+            pcap_capped_at: None,
             pcap_of,
             pcaps,
             rl_last: Vec::new(),
@@ -342,7 +405,7 @@ impl Recorder {
             }
             FrameKind::Note => {
                 r.frame = Some(FrameCol::Note);
-                r.flow = (f.about != NO_NODE && f.dst != NO_NODE).then_some((f.dst, f.about));
+                r.flow = (f.about() != NO_NODE && f.dst != NO_NODE).then_some((f.dst, f.about()));
                 r.priority = Some(CONTROL_PRIORITY);
                 r.note = fields.note.name();
                 r.fb = fields.fb;
@@ -377,7 +440,7 @@ impl Recorder {
             len: f.len,
             src: f.src,
             dst: f.dst,
-            about: f.about,
+            about: if f.kind == FrameKind::Note { f.about() } else { NO_NODE },
             flow: f.flow,
             seq: f.seq,
             cpid: f.cpid,
@@ -388,8 +451,18 @@ impl Recorder {
             pfc: self.pfc,
         };
         let (bytes, wire_len) = wire::encode(&wf, self.plan.snaplen);
+        // A frame shorter than its protocol's headers need (a flow's last
+        // few bytes, a control frame under 64 bytes) is captured at the
+        // protocol's length; its comment keeps the simulated one.
+        let padded = (wire_len != f.len as u32).then(|| format!("cnsim: simulated length {} bytes", f.len));
+        let need = PcapWriter::frame_bytes(bytes.len(), padded.as_deref());
+        if self.pcap_bytes + need > self.plan.pcap_max_bytes {
+            self.pcap_capped_at.get_or_insert(at);
+            return;
+        }
+        self.pcap_bytes += need;
         let w = &mut self.pcaps[i].1;
-        if let Err(e) = w.write(at, &bytes, wire_len, None) {
+        if let Err(e) = w.write(at, &bytes, wire_len, padded.as_deref()) {
             let e = format!("trace: cannot write {}: {e}", w.path().display());
             self.fail(e);
         }
@@ -416,7 +489,7 @@ impl<S: Scheme> Tracer<S> for Recorder {
             r.queue_bytes = queue_bytes;
             if kind == Kind::Mark {
                 // The CP that marked it, and what it marked.
-                r.cpid = Some(site.port as u16 + 1);
+                r.cpid = Some(site.port + 1);
                 let fields = s.ext_fields(&f.ext);
                 r.fb = if fields.marked_by != 0 { fields.fb } else { None };
             }
@@ -556,6 +629,8 @@ impl<S: Scheme> Tracer<S> for Recorder {
         let mut summary = TraceSummary {
             max_rows: self.plan.max_rows,
             capped_at_ps: self.capped_at,
+            pcap_max_bytes: self.plan.pcap_max_bytes,
+            pcap_capped_at_ps: self.pcap_capped_at,
             ..TraceSummary::default()
         };
         if let Some(w) = self.events.take() {
@@ -570,13 +645,52 @@ impl<S: Scheme> Tracer<S> for Recorder {
         }
         for (port, w) in self.pcaps.drain(..) {
             let file = w.path().display().to_string();
+            let bytes = w.bytes();
             let frames = w.finish().map_err(|e| format!("trace: cannot write {file}: {e}"))?;
             summary.pcap.push(PcapFile {
                 port: self.names.ports[port as usize].clone(),
                 file,
                 frames,
+                bytes,
             });
         }
         Ok(Some(summary))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 37 item 4: two ports never share a capture file, whatever
+    /// their names (the `-to-` between the names, non-ASCII names, long ones).
+    #[test]
+    fn capture_names_are_distinct_for_distinct_ports() {
+        assert_eq!(capture_stem("L0->H0"), "L0-to-H0");
+        assert_ne!(capture_stem("A->B-to-C"), capture_stem("A-to-B->C"));
+        let accented: Vec<String> = ["Ä->ß", "Ö->ß", "ä->ß", "A->ß"].iter().map(|p| capture_stem(p)).collect();
+        let unique: HashSet<&String> = accented.iter().collect();
+        assert_eq!(unique.len(), accented.len(), "{accented:?}");
+        assert!(!capture_stem(".x->y").starts_with('.'));
+        let long_a = format!("{}->B", "x".repeat(300));
+        let long_b = format!("{}y->B", "x".repeat(300));
+        let (a, b) = (capture_stem(&long_a), capture_stem(&long_b));
+        assert_ne!(a, b);
+        assert!(a.len() <= 220, "{}", a.len());
+    }
+
+    /// Issue 37 item 5: a run's value too long for a pcapng option (the
+    /// seed list of thousands of seeds) is left out of the comment.
+    #[test]
+    fn a_long_run_value_is_left_out_of_the_capture_comment() {
+        let seeds = format!("[{}]", (0..20_000).map(|s| s.to_string()).collect::<Vec<_>>().join(", "));
+        let run = vec![
+            ("cnsim.scenario_sha256".to_string(), "ab".repeat(32)),
+            ("cnsim.seeds".to_string(), seeds),
+            ("cnsim.seeds_sha256".to_string(), "cd".repeat(32)),
+        ];
+        let c = run_comment(&run, 7);
+        assert!(c.len() < 400, "{}", c.len());
+        assert!(c.contains("cnsim.seeds_sha256=") && !c.contains("cnsim.seeds=") && c.ends_with("cnsim.seed=7"));
     }
 }

@@ -22,11 +22,14 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-#: Upper limits set by the engine's integer units (cnsim.scenario.model's
-#: MAX_MS, MAX_US, MAX_GBPS, MAX_BYTES and u32): named in a message only
-#: when crossed, so that a negative size hears ">= 0", not ">= 0 and <=
-#: 1099511627776".
-ENGINE_LIMITS = (1e9, 1e12, 1e6, float(2**40), float(2**32 - 1))
+from .declarations import limits, quantity_of, unit_of
+
+#: Upper limits set by the engine's integer units (declared once, in the
+#: engine: `params::limits`): named in a message only when crossed, so that
+#: a negative size hears ">= 0", not ">= 0 and <= 1099511627776".
+ENGINE_LIMITS = tuple(
+    float(v) for k, v in limits().items() if k in ("max_ms", "max_us", "max_gbps", "max_bytes", "max_u32")
+)
 
 _OPS = {("min", True): ">=", ("min", False): ">", ("max", True): "<=", ("max", False): "<"}
 
@@ -287,11 +290,6 @@ def record(
 
 
 # ---------------------------------------------------------------- declaring
-#: Limits of the engine's units (scenario.model's MAX_MS / MAX_GBPS).
-_MAX_MS = 1e9
-_MAX_GBPS = 1e6
-_QUANTITY = {"ms": "time", "us": "time", "Gbit/s": "rate", "bytes": "size"}
-_UNIT = {"_ms": "ms", "_us": "us", "_gbps": "Gbit/s", "_bytes": "bytes"}
 
 
 def _bound(value: float | None, inclusive: bool) -> dict[str, Any] | None:
@@ -326,17 +324,17 @@ def param(
     (`typ`: a kind of the engine's, or one only Python reads: `dest`, `cdf`,
     `seeds`, `weights_or_name`; `nonempty`: a string that may not be empty).
     The one helper for every table declared in Python
-    (`scenario.analysis`, `scenario.model`: the analysis sections and a
+    (`scenario.analysis_sections`, `scenario.model`: the analysis sections and a
     hotspot destination)."""
-    unit = next((u for suffix, u in _UNIT.items() if name.endswith(suffix)), "")
+    unit = unit_of(name)
     if unit in ("ms", "us") and le is None and lt is None:  # a time fits the engine's clock
-        le = _MAX_MS if unit == "ms" else _MAX_MS * 1e3
+        le = limits()["max_ms"] if unit == "ms" else limits()["max_us"]
     lo = _bound(gt, False) if gt is not None else _bound(ge, True)
     hi = _bound(lt, False) if lt is not None else _bound(le, True)
     return {
         "name": name,
         "unit": unit,
-        "quantity": _QUANTITY.get(unit, ""),
+        "quantity": quantity_of(name),
         "type": typ,
         "default": None if required or unset else default,
         "min": lo,

@@ -1,4 +1,4 @@
-"""`cnsim.records`: declared tables read without pydantic. Values are taken
+"""`cnsim.parameters`: declared tables read without pydantic. Values are taken
 as written (no number from a string, no switch from 1 or 0, never true as a
 number; an integer may be written 5.0), checked against the declared type
 and range, held as the declared type, and every refusal is one line naming
@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 import pytest
-from cnsim import records
+from cnsim import parameters
 from cnsim.declarations import declarations
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -54,7 +54,7 @@ def _required(t: dict[str, Any]) -> dict[str, Any]:
 
 
 def _allowed(p: dict[str, Any], v: Any) -> bool:
-    """What the declaration allows, written independently of `records`."""
+    """What the declaration allows, written independently of `parameters`."""
     t = p["type"]
     if v is None:
         return p.get("unset") is not None
@@ -83,16 +83,16 @@ def _allowed(p: dict[str, Any], v: Any) -> bool:
 
 def _check(t: dict[str, Any], name: str, v: Any) -> None:
     p = next(q for q in t["params"] if q["name"] == name)
-    rec = records.record(t)
+    rec = parameters.record(t)
     given_ = _required(t) | {name: v}
     try:
         got = rec.check(given_, t["name"])
-    except records.TableError as e:
+    except parameters.TableError as e:
         assert not _allowed(p, v), (name, v, str(e))
         line = str(e)
         assert line.startswith((f"{t['name']}.{name}: ", f"{t['name']}.{name}[")) and "\n" not in line, line
         if v is not None and not isinstance(v, dict | list):
-            assert f": {records.shown(v)} is not allowed; expected " in line, line
+            assert f": {parameters.shown(v)} is not allowed; expected " in line, line
         if isinstance(v, list) and p["type"] in ("strs", "choices"):  # the element at fault is named
             assert line.startswith(f"{t['name']}.{name}[") or "expected an array" in line, line
         return
@@ -132,8 +132,8 @@ def test_every_declared_value_is_read_as_its_declaration_allows(t):
         if not p["fixed"] and p["type"] not in OPAQUE:
             for v in _values(p):
                 _check(t, p["name"], v)
-    with pytest.raises(records.TableError, match=rf"^{t['name']}\.nosuch: unknown parameter; known: "):
-        records.record(t).check(_required(t) | {"nosuch": 1}, t["name"])
+    with pytest.raises(parameters.TableError, match=rf"^{t['name']}\.nosuch: unknown parameter; known: "):
+        parameters.record(t).check(_required(t) | {"nosuch": 1}, t["name"])
 
 
 @settings(max_examples=300, deadline=None)
@@ -148,30 +148,31 @@ def test_an_integer_a_float_cannot_hold_exactly_is_read_as_the_nearest_float():
     # Found by hypothesis: ecm.qeq_pages = 2**53 + 1 is held as 2**53 (float), as TOML reads it.
     t = TABLES[IDS.index("ecm")]
     _check(t, "qeq_pages", 2**53 + 1)
-    assert records.record(t).check(_required(t) | {"qeq_pages": 2**53 + 1}, "ecm")["qeq_pages"] == 2.0**53
+    assert parameters.record(t).check(_required(t) | {"qeq_pages": 2**53 + 1}, "ecm")["qeq_pages"] == 2.0**53
 
 
 def test_a_record_checks_what_is_set_and_says_what_was_given():
-    pause = records.record(next(t for t in declarations()["sections"] if t["name"] == "pause"))
+    pause = parameters.record(next(t for t in declarations()["sections"] if t["name"] == "pause"))
     r = pause(xoff_bytes=100_000, xon_bytes=50_000.0)
     assert (r.xoff_bytes, r.xon_bytes, r.enabled) == (100_000, 50_000, False)
     assert type(r.xon_bytes) is int and r.fields_set == {"xoff_bytes", "xon_bytes"}
     r.enabled = True
     assert r.enabled is True
     with pytest.raises(
-        records.TableError, match=r"^pause\.enabled: 1 is not allowed; expected true or false$"
+        parameters.TableError, match=r"^pause\.enabled: 1 is not allowed; expected true or false$"
     ):
         r.enabled = 1
     with pytest.raises(AttributeError, match="no parameter 'nosuch'"):
         r.nosuch = 1
     with pytest.raises(
-        records.TableError, match=r"^pause\.quanta: 0 is not allowed; expected an integer >= 1 and <= 65535$"
+        parameters.TableError,
+        match=r"^pause\.quanta: 0 is not allowed; expected an integer >= 1 and <= 65535$",
     ):
         pause(quanta=0)
     # An engine limit is named only when crossed.
     with pytest.raises(
-        records.TableError, match=r"^pause\.xoff_bytes: -1 is not allowed; expected an integer >= 0$"
+        parameters.TableError, match=r"^pause\.xoff_bytes: -1 is not allowed; expected an integer >= 0$"
     ):
         pause(xoff_bytes=-1)
-    with pytest.raises(records.TableError, match=r"expected an integer <= 1099511627776$"):
+    with pytest.raises(parameters.TableError, match=r"expected an integer <= 1099511627776$"):
         pause(xoff_bytes=2**41)

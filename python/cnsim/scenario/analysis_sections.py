@@ -3,7 +3,7 @@ here in the format of the engine's declarations (`declarations.json`: name,
 unit, type, default, range, required / unset, help), because only Python
 reads them: they choose what the metrics of metrics.md are computed over
 after the run, and never reach the engine. They are read by record classes
-made from these tables (`cnsim.records.record`), as the engine-declared
+made from these tables (`cnsim.parameters.record`), as the engine-declared
 sections' are; the rules that tie them to the rest of the scenario (a window that
 exists, a link direction of the topology) are `core.Scenario._check`'s."""
 
@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..records import param, table
+from ..declarations import limits
+from ..parameters import param, table
 
-#: The fastest link (model.py's MAX_GBPS: the engine counts bit/s).
-_MAX_GBPS = 1e6
+#: The fastest link (the engine's limit, `params::MAX_GBPS`).
+_MAX_GBPS = limits()["max_gbps"]
 
 FAIRNESS = table(
     "fairness",

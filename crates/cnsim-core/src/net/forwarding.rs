@@ -1,0 +1,269 @@
+//! Forwarding at a bridge, as the fabric carries it out: a received frame
+//! joins its output queue (the bridge's buffer admission, the CP's view of
+//! it, PAUSE), leaves it freeing its buffer; notifications from CPs and
+//! from notification points at destinations travel back to the flows'
+//! sources as control frames. The bridge's own state and rules are in
+//! `bridge.rs`; this file is the fabric's side, which reaches ports,
+//! routes and the scheme around it.
+
+use super::ctx::Ctx;
+use super::fabric::{Fabric, Nic};
+use super::port::{PortId, TxFrame};
+use super::routing::NO_ROUTE;
+use crate::frame::Frame;
+use crate::scheme::{CpFields, QueueView, Scheme};
+use crate::stats;
+use crate::trace::{Kind, NoteOrigin, Reason, Site, Tracer, NO_PORT};
+
+/// Who sends a notification.
+#[derive(Clone, Copy)]
+pub(crate) enum NoteFrom {
+    /// The CP of port `out` of bridge `b`, from its sample of a queue of
+    /// `queue_bytes` (`sample`: what the trace shows of it).
+    Cp {
+        b: u32,
+        out: PortId,
+        queue_bytes: u64,
+        sample: Option<CpFields>,
+    },
+    /// The notification point of station `s`.
+    Np { s: usize },
+}
+
+impl<S: Scheme> Fabric<S> {
+    /// A frame fully received (plus latency) by bridge `b` through `ingress`
+    /// (the bridge's port on the arrival link, its local index `in_local`)
+    /// joins its output queue `out` (routed when the frame was sent).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn bridge_receive<T: Tracer<S>, N: Nic<S>>(
+        &mut self,
+        b: u32,
+        ingress: PortId,
+        in_local: u16,
+        out: PortId,
+        mut f: Frame<S::Ext>,
+        ctx: &mut Ctx<S, T>,
+        nic: &mut N,
+    ) {
+        if T::ON {
+            let node = self.bridges[b as usize].node;
+            let site = Site {
+                at: ctx.now,
+                node,
+                port: NO_PORT,
+            };
+            if out == NO_ROUTE {
+                ctx.tracer.frame(&ctx.scheme, site, Kind::Drop, Reason::NoRoute, &f, None);
+            } else if f.is_control() {
+                let site = Site { port: out, ..site };
+                ctx.tracer.frame(&ctx.scheme, site, Kind::Enqueue, Reason::Control, &f, None);
+            }
+        }
+        let bridge = &mut self.bridges[b as usize];
+        if out == NO_ROUTE {
+            // Unreachable destinations of loaded sources are rejected when
+            // the network is built; count rather than lose anything else.
+            if f.is_data() {
+                bridge.dropped_cp += 1;
+                ctx.stats.count(ctx.now, stats::DROPPED_CP);
+            }
+            return;
+        }
+        if f.is_control() {
+            self.ports[out as usize].ctrl.push_back(f);
+            self.try_start(out, ctx, nic);
+            return;
+        }
+        let len = f.len as u64;
+        self.settle(out, ctx, nic);
+        let bridge = &mut self.bridges[b as usize];
+        let ports = &mut self.ports;
+        let in_local = in_local as usize;
+        let o = &ports[out as usize];
+        if !bridge.admits(len, o.data_bytes, || o.bytes_by_ingress[in_local]) {
+            bridge.dropped_cp += 1;
+            ctx.stats.count(ctx.now, stats::DROPPED_CP);
+            if T::ON {
+                // Which buffer refused the frame, and what it held.
+                let (reason, held) = bridge.refusal(len, o.data_bytes, o.bytes_by_ingress[in_local]);
+                let site = Site {
+                    at: ctx.now,
+                    node: bridge.node,
+                    port: out,
+                };
+                ctx.tracer.frame(&ctx.scheme, site, Kind::Drop, reason, &f, Some(held));
+            }
+            // The CP's sampler sits at the queue's input: it may see the frame
+            // the full queue is about to drop (scheme option `sample_dropped`).
+            if let Some(cp) = self.cps[out as usize].as_mut() {
+                if ctx.scheme.cp_samples_dropped() {
+                    let o = &self.ports[out as usize];
+                    let q = QueueView {
+                        bytes: o.data_bytes,
+                        rate_bps: o.rate_bps,
+                        tx_bytes: o.bytes_sent,
+                        now: ctx.now,
+                    };
+                    let sample = if T::ON { ctx.scheme.cp_fields(cp, q) } else { None };
+                    if let Some(note) = ctx.scheme.cp_on_enqueue(cp, &mut f, q, out + 1) {
+                        self.cp_notify(b, out, &f, note, q.bytes, sample, ctx, nic);
+                    }
+                }
+            }
+            return;
+        }
+        f.in_port = ingress;
+        f.in_local = in_local as u16;
+        bridge.total_bytes += len;
+        if self.pause.enabled {
+            // Ingress accounting: read by PAUSE only (not touched otherwise: a cache miss per hop).
+            ports[ingress as usize].pause_in.in_bytes += len;
+        }
+        let o = &mut ports[out as usize];
+        o.data_bytes += len;
+        o.bytes_by_ingress[in_local] += len;
+        if T::ON {
+            let site = Site {
+                at: ctx.now,
+                node: bridge.node,
+                port: out,
+            };
+            let held = Some(o.data_bytes);
+            ctx.tracer.frame(&ctx.scheme, site, Kind::Enqueue, Reason::Output, &f, held);
+        }
+        // The CP sees the queue including this frame, and may mark it (QCN-3pt).
+        if let Some(cp) = self.cps[out as usize].as_mut() {
+            let q = QueueView {
+                bytes: o.data_bytes,
+                rate_bps: o.rate_bps,
+                tx_bytes: o.bytes_sent,
+                now: ctx.now,
+            };
+            let (sample, before) = if T::ON {
+                (ctx.scheme.cp_fields(cp, q), Some(ctx.scheme.ext_fields(&f.ext)))
+            } else {
+                (None, None)
+            };
+            let note = ctx.scheme.cp_on_enqueue(cp, &mut f, q, out + 1);
+            if T::ON {
+                self.trace_mark(out, &f, before, q.bytes, ctx);
+            }
+            if let Some(note) = note {
+                self.cp_notify(b, out, &f, note, q.bytes, sample, ctx, nic);
+            }
+        }
+        self.ports[out as usize].data.push_back(f);
+        self.queue_changed(out, ctx);
+        if self.pause.enabled {
+            self.pause_on_enqueue(b, out, ingress, ctx, nic);
+        }
+        self.try_start(out, ctx, nic);
+    }
+
+    /// CP `out` of bridge `b` notifies the source of `sampled` (a 64-byte
+    /// control frame on the reverse path).
+    #[cfg(test)]
+    pub(crate) fn send_note<T: Tracer<S>, N: Nic<S>>(
+        &mut self,
+        b: u32,
+        out: PortId,
+        sampled: &Frame<S::Ext>,
+        note: S::Ext,
+        ctx: &mut Ctx<S, T>,
+        nic: &mut N,
+    ) {
+        let q = self.ports[out as usize].data_bytes;
+        self.cp_notify(b, out, sampled, note, q, None, ctx, nic);
+    }
+
+    /// `send_note` from the CP's sample of a queue of `queue_bytes`.
+    #[allow(clippy::too_many_arguments)]
+    fn cp_notify<T: Tracer<S>, N: Nic<S>>(
+        &mut self,
+        b: u32,
+        out: PortId,
+        sampled: &Frame<S::Ext>,
+        note: S::Ext,
+        queue_bytes: u64,
+        sample: Option<CpFields>,
+        ctx: &mut Ctx<S, T>,
+        nic: &mut N,
+    ) {
+        // The notification's own flow (from the sampled frame's destination
+        // to its source), as every later bridge routes it.
+        let back = self.router.next_hop(b, sampled.dst, sampled.src);
+        if back == NO_ROUTE {
+            return;
+        }
+        self.ports[out as usize].cnm_frames += 1;
+        let from = NoteFrom::Cp {
+            b,
+            out,
+            queue_bytes,
+            sample,
+        };
+        self.emit_note(back, sampled, note, out + 1, from, ctx, nic);
+    }
+
+    /// Queues on `port` a notification from CP `cpid` (0: none) to the source
+    /// of `sampled` about its flow.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn emit_note<T: Tracer<S>, N: Nic<S>>(
+        &mut self,
+        port: PortId,
+        sampled: &Frame<S::Ext>,
+        note: S::Ext,
+        cpid: u32,
+        from: NoteFrom,
+        ctx: &mut Ctx<S, T>,
+        nic: &mut N,
+    ) {
+        let mut f = Frame::note(ctx.now, sampled.dst, sampled.src, sampled.dst, cpid, ctx.run.ctrl_bytes, note);
+        f.flow = sampled.flow;
+        if T::ON {
+            let at = ctx.now;
+            let origin = match from {
+                NoteFrom::Cp {
+                    b,
+                    out,
+                    queue_bytes,
+                    sample,
+                } => NoteOrigin {
+                    site: Site {
+                        at,
+                        node: self.bridges[b as usize].node,
+                        port: out,
+                    },
+                    from_cp: true,
+                    sampled_seq: sampled.seq,
+                    queue_bytes: Some(queue_bytes),
+                    cp: sample,
+                },
+                NoteFrom::Np { s } => NoteOrigin {
+                    site: Site { at, node: s as u32, port },
+                    from_cp: false,
+                    sampled_seq: sampled.seq,
+                    queue_bytes: None,
+                    cp: None,
+                },
+            };
+            ctx.tracer.note_sent(&ctx.scheme, origin, &f);
+        }
+        if ctx.in_measure() {
+            ctx.stats.counts.note_bytes_measure += f.len as u64;
+        }
+        self.send_control(port, f, ctx, nic);
+    }
+
+    /// A data frame left bridge `b` through `out`: free its buffer.
+    pub(crate) fn bridge_release<T: Tracer<S>, N: Nic<S>>(&mut self, b: u32, out: PortId, f: &TxFrame, ctx: &mut Ctx<S, T>, nic: &mut N) {
+        let len = f.len as u64;
+        self.bridges[b as usize].total_bytes -= len;
+        let ingress = f.in_port as PortId;
+        self.ports[out as usize].bytes_by_ingress[f.in_local as usize] -= len;
+        if self.pause.enabled {
+            self.ports[ingress as usize].pause_in.in_bytes -= len;
+            self.pause_on_dequeue(b, out, ingress, ctx, nic);
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! PAUSE as the fabric carries it out (schemes.md, "PAUSE"): the decisions
+//! of `pause.rs` acted on at a bridge's ports: PAUSE frames sent, refresh
+//! timers, the paused transmitter's bookkeeping.
+
+use super::ctx::{Ctx, EV_PAUSE_REFRESH};
+use super::fabric::{Fabric, Nic};
+use super::pause::{on_dequeue, on_enqueue, Decision, Thresholds};
+use super::port::PortId;
+use crate::engine::time::pause_quanta_ps;
+use crate::engine::Time;
+use crate::frame::Frame;
+use crate::scheme::Scheme;
+use crate::stats::{overlap, Stats};
+use crate::trace::{Reason, Site, Tracer};
+
+impl<S: Scheme> Fabric<S> {
+    fn thresholds(&self) -> Thresholds {
+        Thresholds {
+            xoff: self.pause.xoff_bytes,
+            xon: self.pause.xon_bytes,
+        }
+    }
+
+    /// A data frame from `ingress` joined output queue `out` of bridge `b`.
+    #[inline(always)]
+    pub(crate) fn pause_on_enqueue<T: Tracer<S>, N: Nic<S>>(
+        &mut self,
+        b: u32,
+        out: PortId,
+        ingress: PortId,
+        ctx: &mut Ctx<S, T>,
+        nic: &mut N,
+    ) {
+        let th = self.thresholds();
+        let trigger = self.bridges[b as usize].trigger;
+        let ing = &self.ports[ingress as usize];
+        let (local, state) = (ing.local as usize, ing.pause_in);
+        let o = &mut self.ports[out as usize];
+        let decision = on_enqueue(trigger, th, &state, &mut o.holds, o.data_bytes, o.bytes_by_ingress[local], local);
+        if decision != Decision::Nothing {
+            self.carry_out(decision, b, out, ingress, ctx, nic);
+        }
+    }
+
+    /// A data frame that came through `ingress` left output queue `out` of bridge `b`.
+    #[inline(always)]
+    pub(crate) fn pause_on_dequeue<T: Tracer<S>, N: Nic<S>>(
+        &mut self,
+        b: u32,
+        out: PortId,
+        ingress: PortId,
+        ctx: &mut Ctx<S, T>,
+        nic: &mut N,
+    ) {
+        let th = self.thresholds();
+        let trigger = self.bridges[b as usize].trigger;
+        let ing = &self.ports[ingress as usize];
+        let (local, state) = (ing.local as usize, ing.pause_in);
+        let o = &mut self.ports[out as usize];
+        let decision = on_dequeue(trigger, th, &state, &mut o.holds, o.data_bytes, o.bytes_by_ingress[local], local);
+        if decision != Decision::Nothing {
+            self.carry_out(decision, b, out, ingress, ctx, nic);
+        }
+    }
+
+    fn carry_out<T: Tracer<S>, N: Nic<S>>(&mut self, d: Decision, b: u32, out: PortId, ingress: PortId, ctx: &mut Ctx<S, T>, nic: &mut N) {
+        match d {
+            Decision::Nothing => {}
+            Decision::XoffIngress => self.send_xoff(ingress, ctx, nic),
+            Decision::XonIngress => self.send_xon(ingress, ctx, nic),
+            Decision::Hold(local) => self.hold(b, out, local, ctx, nic),
+            Decision::HoldEveryFeeder => {
+                for local in 0..self.ports[out as usize].bytes_by_ingress.len() {
+                    if self.ports[out as usize].bytes_by_ingress[local] > 0 {
+                        self.hold(b, out, local, ctx, nic);
+                    }
+                }
+            }
+            Decision::Release(local) => self.release(b, out, local, ctx, nic),
+            Decision::ReleaseAll => {
+                for local in 0..self.ports[out as usize].holds.held.len() {
+                    self.release(b, out, local, ctx, nic);
+                }
+            }
+        }
+    }
+
+    /// Output queue `out` holds the ingress with local index `local` paused.
+    fn hold<T: Tracer<S>, N: Nic<S>>(&mut self, b: u32, out: PortId, local: usize, ctx: &mut Ctx<S, T>, nic: &mut N) {
+        if !self.ports[out as usize].holds.hold(local) {
+            return;
+        }
+        let ing = self.nodes[self.bridges[b as usize].node as usize].ports[local];
+        if self.ports[ing as usize].pause_in.hold() {
+            self.send_xoff(ing, ctx, nic);
+        }
+    }
+
+    /// Output queue `out` lets the ingress with local index `local` go.
+    fn release<T: Tracer<S>, N: Nic<S>>(&mut self, b: u32, out: PortId, local: usize, ctx: &mut Ctx<S, T>, nic: &mut N) {
+        if !self.ports[out as usize].holds.release(local) {
+            return;
+        }
+        let ing = self.nodes[self.bridges[b as usize].node as usize].ports[local];
+        if self.ports[ing as usize].pause_in.release() {
+            self.send_xon(ing, ctx, nic);
+        }
+    }
+
+    /// How often an asserted pause is refreshed: at half its duration, so
+    /// the upstream never resumes while we are above XON.
+    fn refresh_interval(&self, port: PortId) -> Time {
+        (pause_quanta_ps(self.pause.quanta, self.ports[port as usize].nominal_rate_bps) / 2).max(1)
+    }
+
+    fn send_xoff<T: Tracer<S>, N: Nic<S>>(&mut self, port: PortId, ctx: &mut Ctx<S, T>, nic: &mut N) {
+        let at = ctx.now + self.refresh_interval(port);
+        let p = &mut self.ports[port as usize].pause_in;
+        p.xoff_sent = true;
+        p.refresh_at = at;
+        ctx.schedule(at, EV_PAUSE_REFRESH, port);
+        self.send_pause_frame(port, self.pause.quanta, Reason::Xoff, ctx, nic);
+    }
+
+    fn send_xon<T: Tracer<S>, N: Nic<S>>(&mut self, port: PortId, ctx: &mut Ctx<S, T>, nic: &mut N) {
+        let p = &mut self.ports[port as usize].pause_in;
+        p.xoff_sent = false;
+        p.refresh_at = Time::MAX;
+        self.send_pause_frame(port, 0, Reason::Xon, ctx, nic);
+    }
+
+    pub(crate) fn on_pause_refresh<T: Tracer<S>, N: Nic<S>>(&mut self, port: PortId, ctx: &mut Ctx<S, T>, nic: &mut N) {
+        let p = &self.ports[port as usize].pause_in;
+        if !p.xoff_sent || p.refresh_at != ctx.now {
+            return; // released, or superseded by a newer refresh
+        }
+        let at = ctx.now + self.refresh_interval(port);
+        self.ports[port as usize].pause_in.refresh_at = at;
+        ctx.schedule(at, EV_PAUSE_REFRESH, port);
+        self.send_pause_frame(port, self.pause.quanta, Reason::Refresh, ctx, nic);
+    }
+
+    fn send_pause_frame<T: Tracer<S>, N: Nic<S>>(&mut self, port: PortId, quanta: u16, why: Reason, ctx: &mut Ctx<S, T>, nic: &mut N) {
+        let f = Frame::pause(ctx.now, quanta, ctx.run.ctrl_bytes);
+        let p = &mut self.ports[port as usize];
+        if T::ON {
+            let site = Site {
+                at: ctx.now,
+                node: p.owner,
+                port,
+            };
+            ctx.tracer.pause_sent(site, quanta, why, p.pause_in.in_bytes);
+        }
+        p.ctrl.push_back(f);
+        p.pause_frames += 1;
+        self.try_start(port, ctx, nic);
+    }
+
+    /// A PAUSE(quanta) was fully received by the owner of `port`: that
+    /// transmitter pauses (a new PAUSE replaces the remaining time; 0 resumes).
+    pub(crate) fn receive_pause<T: Tracer<S>, N: Nic<S>>(&mut self, port: PortId, quanta: u16, ctx: &mut Ctx<S, T>, nic: &mut N) {
+        let now = ctx.now;
+        let p = &mut self.ports[port as usize];
+        let rate = if p.rate_bps > 0 { p.rate_bps } else { p.nominal_rate_bps };
+        let end = now + pause_quanta_ps(quanta, rate);
+        if p.is_paused(now) {
+            p.pause_end = end;
+        } else if quanta > 0 {
+            self.account_pause_interval(port, ctx);
+            let p = &mut self.ports[port as usize];
+            p.pause_start = now;
+            p.pause_end = end;
+            p.paused_ever = true;
+        }
+        if T::ON {
+            let p = &self.ports[port as usize];
+            let until = if p.is_paused(now) { p.pause_end } else { now };
+            let site = Site {
+                at: now,
+                node: p.owner,
+                port,
+            };
+            ctx.tracer.pause_received(site, quanta, until);
+        }
+        if quanta == 0 {
+            self.try_start(port, ctx, nic);
+        }
+    }
+
+    /// Adds the last (finished) pause interval of `port` to its statistics.
+    fn account_pause_interval<T: Tracer<S>>(&mut self, port: PortId, ctx: &mut Ctx<S, T>) {
+        let (m0, m1) = ctx.run.measure;
+        let bin_ps = ctx.stats.bin_ps;
+        let max_bins = ctx.stats.max_bins;
+        let p = &mut self.ports[port as usize];
+        if !p.paused_ever || p.pause_end <= p.pause_start {
+            return;
+        }
+        let (a, b) = (p.pause_start, p.pause_end.min(ctx.run.duration));
+        p.paused_ps_window += overlap(a, b, m0, m1);
+        if ctx.stats.paused_series {
+            let bins = p.paused_bins.get_or_insert_with(Vec::new);
+            Stats::add_interval_to_bins(bins, bin_ps, max_bins, a, b);
+        }
+        // Mark as accounted.
+        p.pause_start = p.pause_end;
+    }
+
+    pub(crate) fn close_pause_intervals<T: Tracer<S>>(&mut self, end: Time, ctx: &mut Ctx<S, T>) {
+        for port in 0..self.ports.len() as PortId {
+            let p = &mut self.ports[port as usize];
+            if p.pause_end > end {
+                p.pause_end = end;
+            }
+            self.account_pause_interval(port, ctx);
+        }
+    }
+}
