@@ -43,9 +43,11 @@ pub(super) fn representable(cfg: &SimConfig) -> Result<Vec<String>, ConfigError>
     if cfg.pause.enabled {
         warnings.push("flow-level model: PAUSE acts only inside each link's own packet run (no PAUSE spreading between links, no head-of-line blocking across the fabric)".to_string());
     }
-    if cfg.trace.records() || !cfg.trace_ports.is_empty() {
+    // Asked for events or captures (the queue series' ports are chosen by
+    // default: their absence is not worth a warning on every run).
+    if cfg.trace.records() {
         warnings.push(
-            "flow-level model: no frames are simulated across the fabric, so [trace] (queue series, events, captures) records nothing"
+            "flow-level model: no frames are simulated across the fabric, so [trace] (events, captures, queue series) records nothing"
                 .to_string(),
         );
     }
