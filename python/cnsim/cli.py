@@ -692,7 +692,9 @@ def compare_fidelity(
     duration: Annotated[float | None, typer.Option(help="run length (ms)")] = None,
     out_dir: Annotated[
         Path | None,
-        typer.Option("--out", help="also save both runs (packet/, flow/) and fidelity.json in this directory"),
+        typer.Option(
+            "--out", help="also save both runs (packet/, flow/) and fidelity.json in this directory"
+        ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="replace the comparison already in --out")] = False,
     jobs: Annotated[int | None, typer.Option(help="parallel replications (default: all cores)")] = None,

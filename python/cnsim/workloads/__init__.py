@@ -291,15 +291,15 @@ def check_count(w: Any, p: Plan, fidelity: str = "packet") -> None:
     if w.max_flows > most:
         raise ScenarioError.at(
             "workload.max_flows",
-            f"{w.max_flows:,} is not allowed with fidelity = \"packet\": the packet model indexes at most "
-            f"{PACKET_MAX_FLOWS:,} flows (fidelity = \"flow\" runs up to {ENGINE_MAX_FLOWS:,})",
+            f'{w.max_flows:,} is not allowed with fidelity = "packet": the packet model indexes at most '
+            f'{PACKET_MAX_FLOWS:,} flows (fidelity = "flow" runs up to {ENGINE_MAX_FLOWS:,})',
         )
     if p.flows > w.max_flows:
         n = f"{p.flows:,.0f}" if math.isfinite(p.flows) else str(p.flows)
         raise ScenarioError.at(
             "workload",
             f"about {n} flows per run ({p.why}), more than workload.max_flows = {w.max_flows:,}; "
-            f"{p.fewer}, or raise workload.max_flows (at most {most:,} with fidelity = \"{fidelity}\")",
+            f'{p.fewer}, or raise workload.max_flows (at most {most:,} with fidelity = "{fidelity}")',
         )
 
 
