@@ -146,3 +146,20 @@ def test_the_packet_model_refuses_more_flows_than_it_indexes(small: cnsim.Scenar
 
     with pytest.raises(ScenarioError, match="workload.max_flows"):
         apply_sets(small, ["workload.max_flows=5000000"])
+
+
+def test_the_flow_level_node_table_adds_up_to_the_run_totals(both: tuple[object, object]) -> None:
+    r = both[1].runs[0]
+    nodes = r.tables["nodes"]
+    for k in ("generated", "delivered"):
+        assert nodes[k].sum() == r.frames[k] > 0, k
+
+
+def test_flows_pods_is_parsimons_fabric_at_flow_level() -> None:
+    """The 6,144-host built-in compiles (the engine's checks, routes of
+    every host class) without running."""
+    sc = cnsim.load("flows_pods")
+    assert sc.model.fidelity == "flow"
+    cfg = sc.engine_config_checked()
+    assert sum(1 for n in cfg["stations"]) == 8 * 48 * 16
+    assert cfg["fidelity"] == "flow"

@@ -59,6 +59,10 @@ pub(super) fn build_result(r: &Model<'_>, fct: impl Fn(usize) -> f64) -> RunResu
     let mut delivered_frames = 0u64;
     let mut generated_frames = 0u64;
     let mut delivered_from = vec![0u64; n_st];
+    // Per station: frames its flows sent, frames delivered to it (the
+    // node table adds up to the run's totals, as the packet model's does).
+    let mut sent = vec![0u64; n_st];
+    let mut received = vec![0u64; n_st];
     let bin = cfg.bin_ps.max(1);
     let n_bins = end_ps.div_ceil(bin) as usize;
     let mut agg = vec![0.0f64; n_bins];
@@ -83,12 +87,15 @@ pub(super) fn build_result(r: &Model<'_>, fct: impl Fn(usize) -> f64) -> RunResu
         };
         let done = part(start, stop);
         let (s, d) = (r.flows.src[f] as usize, r.flows.dst[f] as usize);
+        sent[s] += frames;
         if finish[f] != Time::MAX {
             delivered_frames += frames;
             delivered_from[s] += frames;
+            received[d] += frames;
         } else {
             delivered_frames += done / fb;
             delivered_from[s] += done / fb;
+            received[d] += done / fb;
         }
         for (w, &(a, b)) in windows.iter().enumerate() {
             let x = part(a, b);
@@ -166,8 +173,8 @@ pub(super) fn build_result(r: &Model<'_>, fct: impl Fn(usize) -> f64) -> RunResu
                 stats::NodeResult {
                     name: nd.name.clone(),
                     kind: "station",
-                    generated: 0,
-                    delivered: 0,
+                    generated: sent[s],
+                    delivered: received[s],
                     dropped_cp: 0,
                     dropped_rp: 0,
                     dropped_rl: 0,
