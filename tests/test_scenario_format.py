@@ -390,7 +390,10 @@ def test_resolve_shape_and_units():
         "trace",
         "transport",
         "scheme",
+        "fidelity",
+        "flow",
     }  # every field of the engine's config, its defaults explicit (compile.rs)
+    assert cfg["fidelity"] == "packet"
     assert cfg["duration_ps"] == 12_500_000_000 and cfg["bin_ps"] == 250_000_000
     assert cfg["windows"] == [
         {"name": "measure", "start_ps": 250_000_000, "end_ps": 12_500_000_000},
