@@ -81,6 +81,8 @@ def jobs() -> list[tuple[str, str]]:
     out = []
     for name in builtin_names():
         base = cnsim.load(name, seeds=[0])
+        if base.model.fidelity != "packet":
+            continue  # the packet model's fingerprints: flows_pods is flow-level (hours of packets)
         flows = name.startswith("flows_")
         with warnings.catch_warnings():  # shortened on purpose: the clipped windows are expected
             warnings.simplefilter("ignore", cnsim.ScenarioWarning)

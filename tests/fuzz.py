@@ -51,7 +51,13 @@ from cnsim.schemes import SCHEMES, TABLES, declarations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-BUILTIN = {n: (resources.files("cnsim") / "scenarios" / f"{n}.toml").read_text() for n in builtin_names()}
+# flows_pods is left out: a 6,144-host fabric (its size is its point, not its format) makes
+# each example seconds; its format is the other flow scenarios'.
+BUILTIN = {
+    n: (resources.files("cnsim") / "scenarios" / f"{n}.toml").read_text()
+    for n in builtin_names()
+    if n != "flows_pods"
+}
 RAW = {n: tomllib.loads(t) for n, t in BUILTIN.items()}
 
 SECTIONS: dict[str, Any] = {

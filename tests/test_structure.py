@@ -261,9 +261,12 @@ RUST_LAYERS: list[tuple[str, ...]] = [
         "io/events.rs",
     ),  # vocabularies, files
     ("sections.rs", "scheme/"),  # the declarations and the schemes
-    ("config.rs", "compile.rs", "io/wire.rs"),  # the resolved configuration and its compiler; frames' headers
+    # the resolved configuration and its compiler; frames' headers; the flow-level model's settings
+    ("config.rs", "compile.rs", "io/wire.rs", "flow/params.rs"),
     ("trace/", "stats.rs"),  # the event hook and recorder; the run's statistics
-    ("net/",),  # the network model
+    # the network model at either fidelity: Sim::new (net/sim.rs) chooses the flow-level
+    # model, which runs the packet engine on its links (handed net::run::PacketRuns)
+    ("net/", "flow/"),
     ("bench.rs", "fluid.rs"),  # workloads and the fluid models, over the config
     ("lib.rs",),  # the crate's face
 ]

@@ -45,6 +45,7 @@ def _commands() -> None:
 
 #: The schemes, from their declarations (a data file: the help loads no engine).
 SCHEME_HELP = f"congestion management: {', '.join(scheme_names())}"
+FIDELITY_HELP = "packet (every frame) or flow (the flow-level model, docs/flow-level.md)"
 
 
 def _fluid_schemes() -> str:
@@ -100,12 +101,15 @@ def _scenario(
     seeds: int | None,
     seed: int | None,
     duration: float | None,
+    fidelity: str | None = None,
 ) -> Any:
     from .scenario import apply_sets, load
 
     changes: dict[str, Any] = {}
     if scheme is not None:
         changes["scheme"] = scheme
+    if fidelity is not None:
+        changes["fidelity"] = fidelity
     if pause is not None:
         changes["pause"] = pause
     if seeds is not None and seed is not None:
@@ -139,6 +143,7 @@ def run(
     seeds: Annotated[int | None, typer.Option(help="replications 0..N-1")] = None,
     seed: Annotated[int | None, typer.Option(help="one replication with this seed")] = None,
     duration: Annotated[float | None, typer.Option(help="run length (ms)")] = None,
+    fidelity: Annotated[str | None, typer.Option(help=FIDELITY_HELP)] = None,
     out_dir: Annotated[
         Path | None, typer.Option("--out", help="results directory (default: results/NAME-TIMESTAMP)")
     ] = None,
@@ -169,7 +174,7 @@ def run(
     from .outdir import RunDir, default_dir
 
     with Status(show_progress(None) and not as_json, f"reading {scenario}"):
-        sc = _scenario(scenario, scheme, pause, set_, seeds, seed, duration)
+        sc = _scenario(scenario, scheme, pause, set_, seeds, seed, duration, fidelity)
     if pcap:
         sc = sc.replace(
             **{"trace.pcap": [*sc.model.trace.pcap, *(p for p in pcap if p not in sc.model.trace.pcap)]}
@@ -677,6 +682,86 @@ def _fluid_into(
     (tmp / "fluid.json").write_text(json.dumps(summary, indent=1))
     rd.commit()
     return summary, len(fl.config["flows"]), fl.wall_s
+
+
+@app.command("compare-fidelity")
+def compare_fidelity(
+    scenario: Annotated[str, typer.Argument(help="built-in name or path to a TOML file (with a [workload])")],
+    scheme: Annotated[str | None, typer.Option(help=SCHEME_HELP)] = None,
+    pause: Annotated[bool | None, typer.Option("--pause/--no-pause", help="IEEE 802.3x PAUSE")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="KEY=VALUE override by dotted name")] = None,
+    seeds: Annotated[int | None, typer.Option(help="replications 0..N-1")] = None,
+    seed: Annotated[int | None, typer.Option(help="one replication with this seed")] = None,
+    duration: Annotated[float | None, typer.Option(help="run length (ms)")] = None,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="also save both runs (packet/, flow/) and fidelity.json in this directory"
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="replace the comparison already in --out")] = False,
+    jobs: Annotated[int | None, typer.Option(help="parallel replications (default: all cores)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the comparison as one JSON object")] = False,
+) -> None:
+    """Run a scenario at both fidelities (the same flows) and give the flow-level model's error:
+    p50 / p95 / p99 slowdown per size bucket, and flow by flow."""
+    from .fidelity import MIN_FLOWS, TOLERANCE, compare
+
+    sc = _scenario(scenario, scheme, pause, set_, seeds, seed, duration)
+    if sc.model.workload is None:
+        raise ScenarioError("compare-fidelity: the scenario has no [workload]: there are no flows to compare")
+    rd = None
+    if out_dir is not None:
+        from .outdir import FIDELITY_FILES, RunDir
+
+        rd = RunDir(out_dir, force=force, marker="fidelity.json", allowed=FIDELITY_FILES)
+    try:
+        c = in_thread(compare, sc, jobs=jobs, progress=None if not as_json else False)
+        summary = c.as_dict()
+        if rd is not None:
+            c.packet.write(rd.tmp / "packet", report=False)
+            c.flow.write(rd.tmp / "flow", report=False)
+            (rd.tmp / "fidelity.json").write_text(json.dumps(summary, indent=1))
+            rd.commit()
+    except BaseException:
+        if rd is not None:
+            rd.abort()
+        raise
+    if as_json:
+        print(json.dumps({**summary, **({"out": str(out_dir)} if out_dir else {})}))
+        return
+    t = Table(
+        "size (bytes)",
+        "flows",
+        *(f"{q} packet / flow (error)" for q in ("p50", "p95", "p99")),
+        "per flow",
+        title=f"{sc.name} / {sc.scheme}{' + PAUSE' if sc.pause else ''}: slowdown, packet vs flow-level",
+    )
+    for b in summary["buckets"]:
+        upper = f"{b['upper_bytes']:,}" if b["upper_bytes"] is not None else "-"
+        cells = []
+        for q in ("p50", "p95", "p99"):
+            a, f, e = b[f"packet_{q}"], b[f"flow_{q}"], b[f"error_{q}"]
+            cells.append("-" if a is None or f is None else f"{a:.3g} / {f:.3g} ({e:+.0%})")
+        med = b["flow_median_error"]
+        t.add_row(
+            f"{b['lower_bytes']:,}-{upper}",
+            f"{b['flows']:,}" + ("" if b["judged"] else " *"),
+            *cells,
+            "-" if med is None else f"{med:.0%}",
+        )
+    out.print(t)
+    out.print(
+        f"p99 within {TOLERANCE:.0%}: {summary['p99_cells_within']} of {summary['p99_cells_judged']} buckets "
+        f"with at least {MIN_FLOWS} finished flows (* fewer: shown, not judged); per flow: median "
+        "|slowdown_flow / slowdown_packet - 1|"
+    )
+    sp = summary["speedup"]
+    out.print(
+        f"wall: packet {summary['packet_wall_s']:.2f} s, flow {summary['flow_wall_s']:.2f} s"
+        + (f" ({sp:.0f}x)" if sp else "")
+        + (f"; saved in {out_dir}" if out_dir else "")
+    )
 
 
 def _only(args: list[str]) -> typer.Typer:

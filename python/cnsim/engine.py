@@ -92,6 +92,8 @@ class SeedRun:
         self.tables = _PolarsTables(self)
         #: What a traced run wrote (events file, rows, cap, captures), or None.
         self.trace: dict[str, Any] | None = None
+        #: What the engine warned of once the run ended (one line each).
+        self.warnings: list[str] = []
 
     def __getstate__(self) -> dict[str, Any]:
         # Without the derived views (polars frames, numpy series): rebuilt on use.
@@ -205,4 +207,6 @@ def run_seed(
         reached = now
         if done:
             break
-    return SeedRun.from_engine(sim, seed)
+    run = SeedRun.from_engine(sim, seed)
+    run.warnings = list(sim.warnings)
+    return run

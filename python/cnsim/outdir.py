@@ -44,6 +44,8 @@ RESULT_FILES = {
 }
 #: What a `cnsim fluid` directory may hold.
 FLUID_FILES = {"fluid.json", "fluid.parquet", "fluid.png", "packet"}
+#: What `cnsim compare-fidelity --out` writes.
+FIDELITY_FILES = {"fidelity.json", "packet", "flow"}
 _TMP = ".tmp-"
 _OLD = ".old-"
 

@@ -536,6 +536,7 @@ class Results:
             "scenario_sha256": self.scenario_sha256,
             "scheme": sc.scheme,
             "pause": sc.pause,
+            "fidelity": sc.model.fidelity,
             "seeds": self.seeds,
             "complete": self.complete,
             **extra,

@@ -111,6 +111,13 @@ def run(
             shutil.rmtree(tdir, ignore_errors=True)
         raise
     res = Results(scenario, runs)
+    if scenario.model.fidelity == "flow":
+        # What the flow-level model found while it ran (PAUSE, losses in its
+        # link runs; its validity), once per run.
+        said = set(scenario.engine_warnings())
+        for line in dict.fromkeys(w for r in runs for w in getattr(r, "warnings", ())):
+            if line not in said:
+                warnings.warn(line, ScenarioWarning, stacklevel=2)
     if tdir is not None:
         res.trace = _trace_files(tdir, runs, owned)
         from .trace import TraceCapWarning, cap_warnings

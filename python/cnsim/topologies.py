@@ -21,6 +21,11 @@ A scenario asks for one with a `[topology]` table (docs/scenario-format.md):
     pattern = "permutation"    # uniform, permutation, incast (fan_in), hotspot (hot_host, hot_fraction)
 
     [topology]
+    generator = "pods"         # three tiers: pods x racks_per_pod racks x hosts_per_rack hosts,
+    pods = 8                   # fabric_per_pod fabric switches per pod, spine planes of spines_per_plane
+    racks_per_pod = 48
+
+    [topology]
     generator = "innocent"     # innocent-flows study, topology A / B / C
     variant = "A"
     degree = 6
@@ -75,6 +80,7 @@ READERS["weights_or_name"] = _weights_or_name
 FatTreeTopology = record(_declared("fattree"), "FatTreeTopology")
 LeafSpineTopology = record(_declared("leafspine"), "LeafSpineTopology")
 InnocentTopology = record(_declared("innocent"), "InnocentTopology")
+PodsTopology = record(_declared("pods"), "PodsTopology")
 _DEST_HELP = FatTreeTopology._params["dest"]["help"]
 
 
@@ -83,6 +89,7 @@ GENERATORS: dict[str, type[Record]] = {
     "fattree": FatTreeTopology,
     "leafspine": LeafSpineTopology,
     "innocent": InnocentTopology,
+    "pods": PodsTopology,
 }
 
 
@@ -200,6 +207,45 @@ def leafspine(t: Any, default_gbps: float) -> tuple[list[dict[str, Any]], list[d
     return nodes, links
 
 
+def pods(t: Any, default_gbps: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Hosts H0.. in racks T0.. (host h in rack h // hosts_per_rack, rack r
+    in pod r // racks_per_pod); fabric switches F<pod>_<i>, each rack linked
+    to every fabric switch of its pod; spines S<i>_<j>, fabric switch i of
+    every pod linked to every spine of plane i."""
+    racks = t.pods * t.racks_per_pod
+    hosts = racks * t.hosts_per_rack
+    if hosts > MAX_HOSTS:
+        raise ScenarioError.at(
+            "topology.pods / topology.racks_per_pod / topology.hosts_per_rack",
+            f"{t.pods} x {t.racks_per_pod} x {t.hosts_per_rack} = {hosts} hosts; at most {MAX_HOSTS}",
+        )
+    f, sp = t.fabric_per_pod, t.spines_per_plane
+    directions = 2 * (hosts + racks * f + t.pods * f * sp)
+    if directions > MAX_DIRECTIONS:
+        raise ScenarioError.at("topology", f"{directions:,} link directions; at most {MAX_DIRECTIONS:,}")
+    host = t.host_gbps if t.host_gbps is not None else default_gbps
+    fabric = t.fabric_gbps if t.fabric_gbps is not None else host
+    nodes: list[dict[str, Any]] = [{"name": f"H{h}", "kind": "station"} for h in range(hosts)]
+    nodes += [{"name": f"T{r}", "kind": "bridge"} for r in range(racks)]
+    nodes += [{"name": f"F{p}_{i}", "kind": "bridge"} for p in range(t.pods) for i in range(f)]
+    nodes += [{"name": f"S{i}_{j}", "kind": "bridge"} for i in range(f) for j in range(sp)]
+    links: list[dict[str, Any]] = [
+        {"a": f"H{h}", "b": f"T{h // t.hosts_per_rack}", "rate_gbps": host} for h in range(hosts)
+    ]
+    links += [
+        {"a": f"T{r}", "b": f"F{r // t.racks_per_pod}_{i}", "rate_gbps": fabric}
+        for r in range(racks)
+        for i in range(f)
+    ]
+    links += [
+        {"a": f"F{p}_{i}", "b": f"S{i}_{j}", "rate_gbps": fabric}
+        for p in range(t.pods)
+        for i in range(f)
+        for j in range(sp)
+    ]
+    return nodes, links
+
+
 def apply_traffic(hosts: list[dict[str, Any]], t: Any) -> None:
     """Sets every generated host's `load` and `dest` from the topology's
     traffic keys (pattern, or load and dest)."""
@@ -309,8 +355,13 @@ def expand(raw: dict[str, Any]) -> dict[str, Any]:
     rate = defaults.get("link_rate_gbps", 10.0) if isinstance(defaults, dict) else 10.0
     if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate < float("inf"):
         rate = 10.0  # validation names the bad value; the generator needs a number
-    if isinstance(t, FatTreeTopology | LeafSpineTopology):
-        nodes, links = fattree(t.k, t.n) if isinstance(t, FatTreeTopology) else leafspine(t, rate)
+    if isinstance(t, FatTreeTopology | LeafSpineTopology | PodsTopology):
+        if isinstance(t, FatTreeTopology):
+            nodes, links = fattree(t.k, t.n)
+        elif isinstance(t, LeafSpineTopology):
+            nodes, links = leafspine(t, rate)
+        else:
+            nodes, links = pods(t, rate)
         apply_traffic([nd for nd in nodes if nd["kind"] == "station"], t)
         for nd in nodes:
             if nd["kind"] == "bridge":
@@ -347,7 +398,7 @@ def expand(raw: dict[str, Any]) -> dict[str, Any]:
     if "routing" not in raw:
         if isinstance(t, FatTreeTopology):
             out["routing"] = "fattree"
-        elif isinstance(t, LeafSpineTopology):
+        elif isinstance(t, LeafSpineTopology | PodsTopology):
             out["routing"] = "ecmp"
     return out
 

@@ -62,6 +62,9 @@ pub struct Written {
     pub routes: Vec<Route>,
     #[serde(default)]
     pub cp_ports: Vec<String>,
+    /// Which model answers (`fidelity`; crate::flow).
+    #[serde(default)]
+    pub fidelity: crate::flow::params::Fidelity,
 }
 
 #[derive(Debug, Deserialize)]
@@ -478,6 +481,8 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
         cp_ports: w.cp_ports.clone(),
         transport: transport.unwrap_or_default(),
         scheme,
+        fidelity: w.fidelity,
+        flow: Default::default(),
     })
 }
 

@@ -68,6 +68,12 @@ pub struct SimConfig {
     #[serde(default)]
     pub transport: TransportConfig,
     pub scheme: SchemeConfig,
+    /// Which model answers the scenario: every frame, or the flow-level
+    /// model (flow/mod.rs), which runs `flow`'s settings.
+    #[serde(default)]
+    pub fidelity: crate::flow::params::Fidelity,
+    #[serde(default)]
+    pub flow: crate::flow::params::FlowParams,
 }
 
 /// The event trace and the packet captures (docs/looking-at-frames.md).
@@ -527,6 +533,8 @@ impl SimConfig {
             cp_ports: vec![],
             transport: TransportConfig::default(),
             scheme: SchemeConfig::nocm(),
+            fidelity: Default::default(),
+            flow: Default::default(),
         }
     }
 
@@ -683,8 +691,14 @@ impl SimConfig {
             // than that would run for ever before failing.
             let secs = a.end_ps.min(self.duration_ps).saturating_sub(a.start_ps) as f64 / PS_PER_S as f64;
             let expected = a.rate_per_s * a.stations.len() as f64 * secs;
-            if expected > crate::engine::queue::MAX_INDEX as f64 {
-                return fail("workload", format!("arrivals[{i}] would start about {expected:.3e} flows ({} flows/s at each of {} stations for {secs} s), more than the engine indexes ({}); lower workload.load or the arrival window", a.rate_per_s, a.stations.len(), crate::engine::queue::MAX_INDEX));
+            // The packet model names flows by event index; the flow-level
+            // model goes further (`sections::MAX_FLOWS`).
+            let most = match self.fidelity {
+                crate::flow::params::Fidelity::Packet => crate::engine::queue::MAX_INDEX as f64,
+                crate::flow::params::Fidelity::Flow => crate::sections::MAX_FLOWS,
+            };
+            if expected > most {
+                return fail("workload", format!("arrivals[{i}] would start about {expected:.3e} flows ({} flows/s at each of {} stations for {secs} s), more than the engine indexes ({most}); lower workload.load or the arrival window", a.rate_per_s, a.stations.len()));
             }
         }
         // A station's load against a node's declaration (`sections::node`);

@@ -16,6 +16,8 @@
 //! - [`trace`]: the event trace hook (a no-op unless a run records a trace)
 //!   and the recording tracer; [`io`]: the files it writes (events.parquet,
 //!   pcapng captures with the frames' headers).
+//! - [`flow`]: the flow-level model (`fidelity = "flow"`): the same
+//!   scenario answered per flow, from per-link fluids and packet runs.
 //! - [`fluid`]: mean-field fluid models of BCN and QCN on one bottleneck.
 //! - [`io`]: result tables and time series written as Parquet; [`outputs`]:
 //!   the results directory's files, columns and series, declared once.
@@ -26,6 +28,7 @@ pub mod compile;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod flow;
 pub mod fluid;
 pub mod frame;
 pub mod io;

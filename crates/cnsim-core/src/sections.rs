@@ -196,6 +196,12 @@ pub fn top() -> Table {
         )
         .float("bin_us", 100.0, Range::ge(1e-6), "time-series bin width (at least 1 ps)")
         .string("scheme", "nocm", "congestion-management scheme (cnsim list; pause = nocm with PAUSE on)")
+        .choice(
+            "fidelity",
+            &["packet", "flow"],
+            "packet",
+            "which model answers: packet (every frame) or flow (the flow-level model of docs/flow-level.md: the same flows, topology, routing and seeds, each flow's FCT from per-link fluid shares corrected by per-link packet runs; transport flows only, approximate, with its error stated there)",
+        )
         .strings(
             "cp_ports",
             "CP detection on exactly these ports FROM->TO (default: cp = true bridges)",
@@ -396,10 +402,12 @@ pub fn event() -> Table {
     )
 }
 
-/// Most flows `workload.max_flows` may allow: flow ids index the engine's
-/// events (engine/queue.rs MAX_INDEX = 2^22 - 1 = 4,194,303), less room for
-/// a Poisson count above its mean (2,000 = 1 standard deviation at 4 M).
-pub const MAX_FLOWS: f64 = 4e6;
+/// Most flows `workload.max_flows` may allow: the flow-level model's
+/// (fidelity = "flow"); the packet model's flow ids index its events
+/// (engine/queue.rs MAX_INDEX = 2^22 - 1 = 4,194,303), so with it at most
+/// 4 M (less room for a Poisson count above its mean: 2,000 = 1 standard
+/// deviation at 4 M), which the Python layer checks against `fidelity`.
+pub const MAX_FLOWS: f64 = 1e9;
 /// Flows one run may start by default (`workload.max_flows`).
 pub const DEFAULT_MAX_FLOWS: i64 = 1_000_000;
 
@@ -477,7 +485,7 @@ pub fn workload() -> Table {
         "max_flows",
         DEFAULT_MAX_FLOWS,
         Range::ge(1.0).le(MAX_FLOWS),
-        "most flows a run may start: a workload expected to start more (poisson: load x hosts x link rate x arrival window / mean size; incast: fan_in x incasts) is refused before anything runs",
+        "most flows a run may start: a workload expected to start more (poisson: load x hosts x link rate x arrival window / mean size; incast: fan_in x incasts) is refused before anything runs; at most 4000000 with fidelity = packet (the packet model indexes no more)",
     )
     .rule(&["start_ms", "end_ms"], "start_ms < end_ms", |v| {
         v.get("end_ms").is_none_or(|e| v.f("start_ms") < e)
@@ -628,6 +636,35 @@ pub fn topology_leafspine() -> Table {
     .optional("oversubscription", "host_gbps")
 }
 
+/// `[topology] generator = "pods"`: a three-tier fabric of pods.
+pub fn topology_pods() -> Table {
+    generator(
+        "topology_pods",
+        &["pods"],
+        "`generator = \"pods\"`: three tiers, as a data-center fabric of pods\n(Meta's, as Parsimon simulates it). `pods` pods of `racks_per_pod` racks\n`T0..` with `hosts_per_rack` hosts `H0..` each (host h in rack h //\nhosts_per_rack); each pod has `fabric_per_pod` fabric switches `F<pod>_<i>`,\neach rack one link to every fabric switch of its pod; fabric switch i of\nevery pod links to each of the `spines_per_plane` spines `S<i>_<j>` of\nspine plane i. Routing defaults to `ecmp`.",
+        true,
+    )
+    .int("pods", 8, Range::ge(1.0).le(MAX_HOSTS), "pods")
+    .int("racks_per_pod", 48, Range::ge(1.0).le(MAX_HOSTS), "racks (top-of-rack switches) per pod")
+    .int("hosts_per_rack", 16, Range::ge(1.0).le(MAX_HOSTS), "hosts per rack")
+    .int("fabric_per_pod", 4, Range::ge(1.0).le(1024.0), "fabric switches per pod (and spine planes)")
+    .int("spines_per_plane", 48, Range::ge(1.0).le(1024.0), "spine switches per plane")
+    .float(
+        "host_gbps",
+        0.0,
+        Range::ge(MIN_GBPS).le(MAX_GBPS),
+        "host-rack link rate (none: [defaults] link_rate_gbps)",
+    )
+    .optional("host_gbps", "[defaults] link_rate_gbps")
+    .float(
+        "fabric_gbps",
+        0.0,
+        Range::ge(MIN_GBPS).le(MAX_GBPS),
+        "rack-fabric and fabric-spine link rate (none: host_gbps)",
+    )
+    .optional("fabric_gbps", "host_gbps")
+}
+
 /// `[topology] generator = "innocent"`.
 pub fn topology_innocent() -> Table {
     generator(
@@ -659,6 +696,7 @@ pub fn topology(generator: &str) -> Option<Table> {
         "fattree" => Some(topology_fattree()),
         "leafspine" => Some(topology_leafspine()),
         "innocent" => Some(topology_innocent()),
+        "pods" => Some(topology_pods()),
         _ => None,
     }
 }
@@ -684,6 +722,7 @@ pub fn tables() -> Vec<Table> {
         topology_fattree(),
         topology_leafspine(),
         topology_innocent(),
+        topology_pods(),
     ]
 }
 
@@ -707,7 +746,7 @@ pub fn check_written(written: &Map<String, Value>) -> Result<(), ConfigError> {
                     return Err(ConfigError::new(
                         "topology.generator",
                         format!(
-                            "{} is not allowed; expected one of fattree, leafspine, innocent",
+                            "{} is not allowed; expected one of fattree, leafspine, innocent, pods",
                             shown(values.get("generator").unwrap_or(&Value::Null))
                         ),
                     ));
@@ -878,8 +917,8 @@ mod tests {
             "workload.start_ms / workload.end_ms: 2 / 2 not allowed; expected start_ms < end_ms"
         );
         assert_eq!(
-            w(json!({"max_flows": 4_000_001})).unwrap_err(),
-            "workload.max_flows: 4000001 is not allowed; expected an integer >= 1 and <= 4000000"
+            w(json!({"max_flows": 1_000_000_001})).unwrap_err(),
+            "workload.max_flows: 1000000001 is not allowed; expected an integer >= 1 and <= 1000000000"
         );
         assert_eq!(
             check(json!({"workload": {"load": 0.5}})).unwrap_err(),
@@ -908,7 +947,7 @@ mod tests {
         );
         assert_eq!(
             check(json!({"topology": {"generator": "mesh"}})).unwrap_err(),
-            "topology.generator: \"mesh\" is not allowed; expected one of fattree, leafspine, innocent"
+            "topology.generator: \"mesh\" is not allowed; expected one of fattree, leafspine, innocent, pods"
         );
         assert!(check(json!({"topology": {"generator": "innocent", "variant": "C", "degree": 10}})).is_ok());
         // The declared kinds are the trace's.

@@ -166,6 +166,7 @@ fn books(r: &RunResult) -> Result<(), String> {
 fn fingerprint(r: &RunResult) -> String {
     let mut r = r.clone();
     r.engine.wall_s = 0.0;
+    r.engine.build_s = 0.0;
     let series: Vec<(String, String, Vec<u64>)> = r
         .series
         .iter()

@@ -407,6 +407,8 @@ impl Simulation {
     fn finish_if(&mut self, py: Python<'_>, done: bool) -> PyResult<bool> {
         if done {
             let mut sim = self.sim.take().expect("present");
+            // What the run itself found (the flow-level model's link runs).
+            self.warnings = sim.warnings().to_vec();
             let res = py
                 .allow_threads(|| sim.finish())
                 .map_err(|e| trace_os_error(&e).unwrap_or_else(|| PyRuntimeError::new_err(e)))?;

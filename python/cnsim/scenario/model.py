@@ -74,7 +74,7 @@ SEEDS_HELP = "replications: a count N (seeds 0..N-1) or a list of seeds"
 #: sections it depends on ([topology]), so it is kept apart.
 TOP = {**_section(""), "params": [q for q in _section("")["params"] if q["name"] != "routing"]}
 TOPOLOGY_HELP = (
-    "a generated topology (fattree, leafspine or innocent), see the [topology] tables; the generated nodes and "
+    "a generated topology (fattree, leafspine, innocent or pods), see the [topology] tables; the generated nodes and "
     "links come first, the file's [[nodes]] and [[links]] add to them, and a [[nodes]] entry with a generated "
     "node's name changes that node"
 )

@@ -42,6 +42,10 @@ _MAX_FLOWS = next(
     if q["name"] == "max_flows"
 )
 ENGINE_MAX_FLOWS = int(_MAX_FLOWS["max"]["value"])
+#: Most flows the packet model indexes (its events name them: engine/queue.rs
+#: MAX_INDEX = 4,194,303, less room for a Poisson count above its mean);
+#: the flow-level model (fidelity = "flow") goes up to ENGINE_MAX_FLOWS.
+PACKET_MAX_FLOWS = 4_000_000
 
 
 def parse_cdf(text: str, source: str) -> list[tuple[float, float]]:
@@ -280,15 +284,23 @@ def _g(v: float | None) -> str:
     return f"{v:g}" if v is not None else "none"
 
 
-def check_count(w: Any, p: Plan) -> None:
+def check_count(w: Any, p: Plan, fidelity: str = "packet") -> None:
     """Refuses a workload expected to start more than `workload.max_flows`
-    flows in a run."""
+    flows in a run, and a max_flows above what the packet model indexes
+    when it runs."""
+    most = PACKET_MAX_FLOWS if fidelity == "packet" else ENGINE_MAX_FLOWS
+    if w.max_flows > most:
+        raise ScenarioError.at(
+            "workload.max_flows",
+            f'{w.max_flows:,} is not allowed with fidelity = "packet": the packet model indexes at most '
+            f'{PACKET_MAX_FLOWS:,} flows (fidelity = "flow" runs up to {ENGINE_MAX_FLOWS:,})',
+        )
     if p.flows > w.max_flows:
         n = f"{p.flows:,.0f}" if math.isfinite(p.flows) else str(p.flows)
         raise ScenarioError.at(
             "workload",
             f"about {n} flows per run ({p.why}), more than workload.max_flows = {w.max_flows:,}; "
-            f"{p.fewer}, or raise workload.max_flows (at most {ENGINE_MAX_FLOWS:,})",
+            f'{p.fewer}, or raise workload.max_flows (at most {most:,} with fidelity = "{fidelity}")',
         )
 
 
@@ -318,20 +330,22 @@ def scenario_plan(m: Any) -> Plan:
     its flow count within `workload.max_flows`."""
     hosts, rate_bps = hosts_and_rates(m)
     p = plan(m.workload, hosts, rate_bps, m.duration_ms)
-    check_count(m.workload, p)
+    check_count(m.workload, p, m.fidelity)
     return p
 
 
 def transport_of(m: Any) -> dict[str, Any]:
     """The engine's `transport` table of scenario model `m` (which has a workload)."""
     hosts, rate_bps = hosts_and_rates(m)
-    return transport(m.workload, hosts, rate_bps, m.duration_ms)
+    return transport(m.workload, hosts, rate_bps, m.duration_ms, m.fidelity)
 
 
-def transport(w: Any, hosts: list[str], rate_bps: dict[str, float], duration_ms: float) -> dict[str, Any]:
+def transport(
+    w: Any, hosts: list[str], rate_bps: dict[str, float], duration_ms: float, fidelity: str = "packet"
+) -> dict[str, Any]:
     """The engine's `transport` table for workload `w` over `hosts`."""
     p = plan(w, hosts, rate_bps, duration_ms)
-    check_count(w, p)
+    check_count(w, p, fidelity)
     out: dict[str, Any] = {
         "flows": [],
         "arrivals": [],

@@ -11,15 +11,12 @@ use super::rl::{FlowPick, RateLimiter, NO_RL};
 use super::transport::*;
 use crate::config::{fail, ConfigError, SimConfig};
 use crate::engine::queue::MAX_INDEX;
-use crate::engine::rng::{stream, Stream};
-use crate::engine::{Time, PS_PER_S};
+use crate::engine::Time;
 use crate::frame::{Frame, FrameKind};
 use crate::scheme::{AckKind, RlCore, Scheme};
 use crate::stats::{FlowRecord, QueueTrace, TransportCounters};
 use crate::trace::{Kind, Reason, Tracer};
-use rand::Rng;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 impl<S: Scheme> Hosts<S> {
     /// Resolves the configuration's flows and arrival processes; schedules
@@ -56,21 +53,8 @@ impl<S: Scheme> Hosts<S> {
                 .iter()
                 .map(|n| station(format!("workload: arrivals[{i}]"), n))
                 .collect::<Result<_, _>>()?;
-            let cdf: Arc<[(f64, f64)]> = a.cdf.clone().into();
-            let dests: Arc<[u32]> = members.clone().into();
-            for &s in &members {
-                let name = &fabric.nodes[s as usize].name;
-                gens.push(FlowGen {
-                    station: s,
-                    mean_gap_ps: PS_PER_S as f64 / a.rate_per_s,
-                    me: dests.iter().position(|&d| d == s),
-                    dests: dests.clone(),
-                    cdf: cdf.clone(),
-                    start: a.start_ps,
-                    end: a.end_ps.min(ctx.run.duration),
-                    rng: stream(ctx.run.seed, &format!("{name}/flows/{i}")),
-                });
-            }
+            let name = |s: u32| fabric.nodes[s as usize].name.clone();
+            gens.extend(FlowGen::for_arrivals(a, i, &members, name, ctx.run.seed, ctx.run.duration));
         }
         if flows.len() > MAX_INDEX as usize || gens.len() > MAX_INDEX as usize {
             return fail("flows", format!("more than {MAX_INDEX} flows or arrival processes"));
@@ -122,8 +106,7 @@ impl<S: Scheme> Hosts<S> {
         }
         let mut live = 0;
         for (g, gen) in gens.iter_mut().enumerate() {
-            let first = gen.start.saturating_add(exp_gap(gen.mean_gap_ps, &mut gen.rng));
-            if first < gen.end {
+            if let Some(first) = gen.first_arrival() {
                 ctx.schedule(first, EV_FLOW_ARRIVAL, g as u32);
                 live += 1;
             }
@@ -152,17 +135,8 @@ impl<S: Scheme> Hosts<S> {
     pub(crate) fn on_flow_arrival<T: Tracer<S>>(&mut self, g: u32, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>) {
         let now = ctx.now;
         let gen = &mut self.tp.gens[g as usize];
-        let size = sample_cdf(&gen.cdf, gen.rng.gen::<f64>());
-        let n = gen.dests.len();
-        let dst = match gen.me {
-            Some(m) => {
-                let r = gen.rng.gen_range(0..n - 1);
-                gen.dests[if r >= m { r + 1 } else { r }]
-            }
-            None => gen.dests[gen.rng.gen_range(0..n)],
-        };
-        let next = now.saturating_add(exp_gap(gen.mean_gap_ps, &mut gen.rng));
-        let (src, end) = (gen.station, gen.end);
+        let (dst, size, next) = gen.next_flow(now);
+        let src = gen.station;
         if self.tp.flows.len() >= MAX_INDEX as usize {
             // Flow ids index events: more cannot be named. The run fails in
             // `finish`; this process stops rather than go on drawing flows.
@@ -170,10 +144,9 @@ impl<S: Scheme> Hosts<S> {
             self.tp.gens_live -= 1;
             return;
         }
-        if next < end {
-            ctx.schedule(next, EV_FLOW_ARRIVAL, g);
-        } else {
-            self.tp.gens_live -= 1;
+        match next {
+            Some(next) => ctx.schedule(next, EV_FLOW_ARRIVAL, g),
+            None => self.tp.gens_live -= 1,
         }
         let mut f = Flow::new(src, dst, size, now, ctx.run.frame_bytes);
         (f.hops, f.base_rtt_ps) = fabric
@@ -487,21 +460,11 @@ fn station_classes<S: Scheme>(fabric: &Fabric<S>, members: &[u32]) -> Vec<Vec<u3
     classes
 }
 
-/// An exponential gap of mean `mean_ps` (ps), at least 1.
-pub(crate) fn exp_gap(mean_ps: f64, rng: &mut Stream) -> Time {
-    let u = 1.0 - rng.gen::<f64>(); // (0, 1]
-    let x = -u.ln() * mean_ps;
-    if x >= 1e18 {
-        Time::MAX / 4
-    } else {
-        (x as Time).max(1)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::time::serialization_ps;
+    use rand::Rng;
 
     #[test]
     fn cdf_sampling_interpolates_and_its_mean_matches() {

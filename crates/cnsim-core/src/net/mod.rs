@@ -18,6 +18,7 @@ pub mod results;
 pub mod rl;
 pub mod routing;
 mod rp;
+pub mod run;
 pub mod sim;
 pub mod station;
 pub mod topology;

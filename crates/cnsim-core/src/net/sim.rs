@@ -10,6 +10,7 @@ use super::fabric::Fabric;
 use super::hosts::Hosts;
 use super::port::{Port, PortId, NO_PEER_BRIDGE, WIRE_DATA};
 use super::results::Wall;
+pub use super::run::Run;
 use super::station::Station;
 use crate::config::{ConfigError, SimConfig};
 use crate::engine::Time;
@@ -307,27 +308,6 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
     }
 }
 
-/// A run of any scheme, as the outside world drives it.
-pub trait Run: Send {
-    /// Runs events for about `wall` of wall-clock time, or to the run's
-    /// end: the engine looks at the clock every `DEADLINE_EVERY` events, so
-    /// a caller driving a run in steps (progress, a Ctrl-C) gets control
-    /// back within about `wall` whatever the workload. Where a step ends
-    /// never changes a result: events are only ever taken in order.
-    /// Returns true once the run has reached its end.
-    fn run_for(&mut self, wall: std::time::Duration) -> bool;
-    /// Runs every event strictly before `t` (capped at the run's end); true
-    /// once the run reached its end.
-    fn run_until(&mut self, t: Time) -> bool;
-    /// Closes statistics, checks frame conservation and builds the results.
-    fn finish(&mut self) -> Result<RunResult, String>;
-    fn now(&self) -> Time;
-    fn duration(&self) -> Time;
-    fn is_finished(&self) -> bool;
-    /// Warnings found while the simulation was built (one line each).
-    fn warnings(&self) -> &[String];
-}
-
 impl<S: Scheme, T: Tracer<S>> Run for NetSim<S, T> {
     fn run_for(&mut self, wall: std::time::Duration) -> bool {
         self.run_until_deadline(Time::MAX, Some(Instant::now() + wall))
@@ -423,6 +403,11 @@ impl Sim {
     /// Builds the network and scheme of `cfg` for run `seed`; every
     /// configuration error is reported here, before anything runs.
     pub fn new(cfg: &SimConfig, seed: u64) -> Result<Sim, ConfigError> {
+        if cfg.fidelity == crate::flow::Fidelity::Flow {
+            return Ok(Sim::from_run(Box::new(crate::flow::FlowSim::new(cfg, seed, |c, s| {
+                build(c, s, None)
+            })?)));
+        }
         Ok(Sim::from_run(build(cfg, seed, None)?))
     }
 
@@ -430,6 +415,10 @@ impl Sim {
     /// events.parquet, pcapng captures) into `out`; a config that asks for
     /// none builds the untraced simulation.
     pub fn with_trace(cfg: &SimConfig, seed: u64, out: &TraceOutput) -> Result<Sim, ConfigError> {
+        if cfg.fidelity == crate::flow::Fidelity::Flow {
+            // No frames to trace: the flow-level model says so in its warnings.
+            return Sim::new(cfg, seed);
+        }
         Ok(Sim::from_run(build(cfg, seed, Some(out))?))
     }
 }

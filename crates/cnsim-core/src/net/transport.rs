@@ -22,12 +22,14 @@
 //! network along its path (store and forward at each hop's nominal rate).
 
 use super::rl::NO_RL;
-use crate::engine::rng::Stream;
+use crate::config::ArrivalConfig;
+use crate::engine::rng::{stream, Stream};
 use crate::engine::time::serialization_ps;
-use crate::engine::Time;
+use crate::engine::{Time, PS_PER_S};
 use crate::scheme::{AckKind, AckView};
 use crate::stats::TransportCounters;
 use crate::trace::FlowView;
+use rand::Rng;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -340,6 +342,84 @@ pub struct FlowGen {
     pub start: Time,
     pub end: Time,
     pub rng: Stream,
+}
+
+impl FlowGen {
+    /// One process per member of `arrivals[i]` (`a`): `members` are the
+    /// stations' indices in `a.stations`' order, `name(s)` a station's name
+    /// (it names the random stream), arrivals cut at `duration`. The packet
+    /// engine and the flow-level model build theirs here, so that a seed
+    /// starts the same flows in both.
+    pub fn for_arrivals(
+        a: &ArrivalConfig,
+        i: usize,
+        members: &[u32],
+        name: impl Fn(u32) -> String,
+        seed: u64,
+        duration: Time,
+    ) -> Vec<FlowGen> {
+        let cdf: Arc<[(f64, f64)]> = a.cdf.clone().into();
+        let dests: Arc<[u32]> = members.to_vec().into();
+        members
+            .iter()
+            .map(|&s| FlowGen {
+                station: s,
+                mean_gap_ps: PS_PER_S as f64 / a.rate_per_s,
+                me: dests.iter().position(|&d| d == s),
+                dests: dests.clone(),
+                cdf: cdf.clone(),
+                start: a.start_ps,
+                end: a.end_ps.min(duration),
+                rng: stream(seed, &format!("{}/flows/{i}", name(s))),
+            })
+            .collect()
+    }
+
+    /// The first arrival (the start plus one gap), None if it falls at or
+    /// after the end.
+    pub fn first_arrival(&mut self) -> Option<Time> {
+        let first = self.start.saturating_add(exp_gap(self.mean_gap_ps, &mut self.rng));
+        (first < self.end).then_some(first)
+    }
+
+    /// The flow arriving at `now`: its destination and size, then the next
+    /// arrival (None: the process has ended). Draws in this order: size,
+    /// destination, gap.
+    pub fn next_flow(&mut self, now: Time) -> (u32, u64, Option<Time>) {
+        let size = sample_cdf(&self.cdf, self.rng.gen::<f64>());
+        let n = self.dests.len();
+        let dst = match self.me {
+            Some(m) => {
+                let r = self.rng.gen_range(0..n - 1);
+                self.dests[if r >= m { r + 1 } else { r }]
+            }
+            None => self.dests[self.rng.gen_range(0..n)],
+        };
+        let next = now.saturating_add(exp_gap(self.mean_gap_ps, &mut self.rng));
+        (dst, size, (next < self.end).then_some(next))
+    }
+
+    /// Every arrival of the process, in time order: (start, destination, size).
+    pub fn arrivals(mut self) -> impl Iterator<Item = (Time, u32, u64)> {
+        let mut at = self.first_arrival();
+        std::iter::from_fn(move || {
+            let now = at?;
+            let (dst, size, next) = self.next_flow(now);
+            at = next;
+            Some((now, dst, size))
+        })
+    }
+}
+
+/// An exponential gap of mean `mean_ps` (ps), at least 1.
+pub fn exp_gap(mean_ps: f64, rng: &mut Stream) -> Time {
+    let u = 1.0 - rng.gen::<f64>(); // (0, 1]
+    let x = -u.ln() * mean_ps;
+    if x >= 1e18 {
+        Time::MAX / 4
+    } else {
+        (x as Time).max(1)
+    }
 }
 
 /// Draws a size from a piecewise-linear CDF (inverse transform, linear
