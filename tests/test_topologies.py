@@ -422,6 +422,7 @@ def test_validate_checks_the_three_bcn_max_cases_with_the_headline_tolerance(mon
 
 
 @pytest.mark.slow
+@pytest.mark.sweep
 def test_validate_transient_keeps_the_headline_within_tolerance(cli):
     """The whole study, 10 seeds per case: the headline within +-30%, every
     figure within or a named known disagreement."""

@@ -46,3 +46,20 @@ pub use stats::RunResult;
 
 /// Version of the engine, reported in every result.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+// The end-to-end tests in crates/cnsim-core/tests/ use the crate as a user
+// would (`cnsim_core::...`, public items only) but are compiled into the
+// library's own test binary (`autotests = false`): separate integration
+// tests would build the whole crate a second time, without cfg(test), which
+// cost CI a minute and a half.
+#[cfg(test)]
+extern crate self as cnsim_core;
+#[cfg(test)]
+#[path = "../tests"]
+mod end_to_end {
+    mod network;
+    mod properties;
+    mod scheme_params;
+    mod timely;
+    mod trace;
+}
