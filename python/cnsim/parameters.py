@@ -230,10 +230,13 @@ class Record:
     def fields_set(self) -> frozenset[str]:
         return self._fields_set
 
-    def dump(self, exclude_none: bool = False) -> dict[str, Any]:
-        """The table as a dict, every parameter (nested records as dicts)."""
+    def dump(self, exclude_none: bool = False, exclude: frozenset[str] = frozenset()) -> dict[str, Any]:
+        """The table as a dict, every parameter (nested records as dicts)
+        but those named in `exclude`."""
         out = {}
         for n in self.names:
+            if n in exclude:
+                continue
             v = _dumped(getattr(self, _slot(n)), exclude_none)
             if v is not None or not exclude_none:
                 out[n] = v

@@ -161,7 +161,9 @@ class Scenario:
     def resolved_raw(self) -> dict[str, Any]:
         """The full scenario with every default filled in (re-runnable). With a
         generated topology only the file's own nodes and links are listed."""
-        d = self.model.dump(exclude_none=True)
+        # Nodes, links and events are dumped below, a generated fabric's own
+        # ones only: not all of its tens of thousands of records first.
+        d = self.model.dump(exclude_none=True, exclude=frozenset(("nodes", "links", "events")))
         d["seeds"] = _seeds_value(self.seeds)
         nodes, links = self.model.nodes, self.model.links
         if self.model.topology is not None:
@@ -176,7 +178,8 @@ class Scenario:
         d["nodes"] = [_node_dump(n) for n in nodes]
         d["links"] = [lk.dump(exclude_none=True) for lk in links]
         d["events"] = [e.dump(exclude_none=True) for e in self.model.events]
-        return d
+        order = {name: i for i, name in enumerate(self.model.names)}  # the declared order, as dump's
+        return dict(sorted(d.items(), key=lambda kv: order.get(kv[0], len(order))))
 
     def to_toml(self, comments: bool = True) -> str:
         """The resolved scenario as TOML; with `comments`, every parameter has
