@@ -43,6 +43,25 @@ enum Pick {
     DestModK(u64),
 }
 
+/// A station as routing sees it: its edge bridge (bridge index, or NONE),
+/// that bridge's edge slot, and the bridge's port down to the station.
+/// Sixteen bytes, aligned: never split across two cache lines.
+#[derive(Clone, Copy, Debug)]
+#[repr(align(16))]
+struct StationRoute {
+    home: u32,
+    edge_slot: u32,
+    down: PortId,
+}
+
+impl StationRoute {
+    const UNCONNECTED: Self = StationRoute {
+        home: NONE,
+        edge_slot: NONE,
+        down: NO_ROUTE,
+    };
+}
+
 pub struct Router {
     pick: Pick,
     /// ECMP hash key of this run.
@@ -50,9 +69,10 @@ pub struct Router {
     n_edges: usize,
     /// Station -> its edge bridge (bridge index) or NONE, the edge slot of
     /// that bridge, and the bridge's port down to the station.
-    home: Vec<u32>,
-    edge_slot: Vec<u32>,
-    down: Vec<PortId>,
+    /// Kept together per station: a lookup reads one record (one cache
+    /// line), not three arrays (on a 6,144-host fabric these missed L2 on
+    /// most hops).
+    at: Vec<StationRoute>,
     /// (bridge, edge slot) -> its group, packed in 32 bits: `NO_ROUTE`
     /// (unreachable), `SINGLE | port` (one next hop, the common case: no
     /// second lookup), or `start << LEN_BITS | len` into `hops`.
@@ -100,21 +120,19 @@ impl Router {
         };
 
         // Stations' edge bridges, numbered in order of first appearance.
-        let mut home = vec![NONE; n_stations];
-        let mut edge_slot = vec![NONE; n_stations];
-        let mut down = vec![NO_ROUTE; n_stations];
+        let mut at = vec![StationRoute::UNCONNECTED; n_stations];
         let mut slot_of_bridge = vec![NONE; n_br];
         let mut edges: Vec<u32> = Vec::new();
         for s in 0..n_stations {
             let Some(&p) = nodes[s].ports.first() else { continue };
             if let Some(b) = bridge_of(ports[p as usize].peer) {
-                home[s] = b;
-                down[s] = ports[p as usize].reverse;
+                at[s].home = b;
+                at[s].down = ports[p as usize].reverse;
                 if slot_of_bridge[b as usize] == NONE {
                     slot_of_bridge[b as usize] = edges.len() as u32;
                     edges.push(b);
                 }
-                edge_slot[s] = slot_of_bridge[b as usize];
+                at[s].edge_slot = slot_of_bridge[b as usize];
             }
         }
         let n_edges = edges.len();
@@ -206,9 +224,7 @@ impl Router {
             pick,
             salt: stream(seed, "ecmp").next_u64(),
             n_edges,
-            home,
-            edge_slot,
-            down,
+            at,
             groups,
             hops,
             level,
@@ -260,11 +276,11 @@ impl Router {
                 return o[i].1;
             }
         }
-        let d = dst as usize;
-        if self.home[d] == b {
-            return self.down[d];
+        let at = self.at[dst as usize];
+        if at.home == b {
+            return at.down;
         }
-        let e = self.edge_slot[d];
+        let e = at.edge_slot;
         if e == NONE {
             return NO_ROUTE;
         }
@@ -309,11 +325,11 @@ impl Router {
         if self.any_override || !self.dense.is_empty() {
             return None;
         }
-        let d = dst as usize;
-        if self.home[d] == b {
+        let at = self.at[dst as usize];
+        if at.home == b {
             return Some(true);
         }
-        let e = self.edge_slot[d];
+        let e = at.edge_slot;
         Some(e != NONE && self.groups[b as usize * self.n_edges + e as usize] != NO_ROUTE)
     }
 
@@ -329,7 +345,7 @@ impl Router {
     pub fn state_bytes(&self) -> usize {
         self.groups.len() * 4
             + self.hops.len() * 4
-            + (self.home.len() + self.edge_slot.len() + self.down.len()) * 4
+            + self.at.len() * std::mem::size_of::<StationRoute>()
             + self.level.len()
             + self.digit.len() * 2
             + self.dense.len() * 4
