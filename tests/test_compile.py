@@ -170,6 +170,9 @@ def test_every_per_node_key_a_node_sets_is_saved_and_read_back():
         "buffer_bytes": 777_777,
         "latency_us": 1.25,
         "ports": 9,
+        "priority": 5,
+        "strict_priorities": [6, 2],
+        "ets_weights": [1, 2, 3, 4, 5, 6, 7, 8],
     }
     for n in raw["nodes"]:
         keys = _STATION_ONLY if n["kind"] == "station" else _BRIDGE_ONLY

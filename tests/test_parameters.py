@@ -78,6 +78,10 @@ def _allowed(p: dict[str, Any], v: Any) -> bool:
     if t in ("strs", "choices"):
         words = p["choices"] if t == "choices" else None
         return isinstance(v, list) and all(isinstance(x, str) and (words is None or x in words) for x in v)
+    if t == "ints":
+        element = {**p, "type": "int"}
+        n = p.get("length")
+        return isinstance(v, list) and (not n or len(v) == n) and all(_allowed(element, x) for x in v)
     raise AssertionError(t)
 
 
@@ -93,7 +97,7 @@ def _check(t: dict[str, Any], name: str, v: Any) -> None:
         assert line.startswith((f"{t['name']}.{name}: ", f"{t['name']}.{name}[")) and "\n" not in line, line
         if v is not None and not isinstance(v, dict | list):
             assert f": {parameters.shown(v)} is not allowed; expected " in line, line
-        if isinstance(v, list) and p["type"] in ("strs", "choices"):  # the element at fault is named
+        if isinstance(v, list) and p["type"] in ("strs", "choices", "ints"):  # the element at fault is named
             assert line.startswith(f"{t['name']}.{name}[") or "expected an array" in line, line
         return
     assert _allowed(p, v), (name, v, got[name])
@@ -123,6 +127,9 @@ def _values(p: dict[str, Any]) -> list[Any]:
         b = p[side]
         if b:
             vs += [b["value"] + dv for dv in (-1, -1e-9, 0, 1e-9, 1)]
+    if p["type"] == "ints":
+        n = p.get("length") or 2
+        vs += [[0] * n, [7] * n, [8] * n, [-1] * n, [1] * (n + 1), [1.5] * n, [True] * n, ["1"] * n]
     return vs + list(p["choices"] or []) + ["nosuch"]
 
 

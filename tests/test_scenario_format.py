@@ -410,6 +410,7 @@ def test_resolve_shape_and_units():
         "rl_scope": "flow",
         "nic_full": "defer",
         "rl_order": "round_robin",
+        "priority": 3,
     }
     assert cfg["stations"][1]["dest"] == {"kind": "uniform"}
     assert cfg["bridges"] == [
@@ -421,6 +422,7 @@ def test_resolve_shape_and_units():
             "cp": True,
             "ports": None,
             "dt_alpha": 1.0,
+            "scheduler": {"strict": [], "ets_weights": (1,) * 8},
         }
     ]
     assert cfg["links"] == [
@@ -709,6 +711,7 @@ def test_baseline_resolves_to_engine_units():
         "cp": True,
         "ports": None,
         "dt_alpha": 1.0,
+        "scheduler": {"strict": [], "ets_weights": (1,) * 8},
     }
     assert all(link["rate_bps"] == 10**10 and link["delay_ps"] == 500_000 for link in cfg["links"])
     starts = sorted(e["node"] for e in cfg["events"] if e["action"] == "start")

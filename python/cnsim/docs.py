@@ -34,6 +34,7 @@ _TYPES = {
     "flag_or": "bool or choice",
     "strs": "list of strings",
     "choices": "list of choices",
+    "ints": "list of integers",
     "seeds": "integer or list of integers",
     "count_or_list": "integer or list of integers",
     "dest": "string or table of numbers or table {hotspot, fraction}",

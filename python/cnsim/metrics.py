@@ -237,6 +237,28 @@ def fairness(rates: list[float], target: float) -> dict[str, float]:
     }
 
 
+def station_priorities(model: Any) -> dict[str, int]:
+    """Each station's 802.1p priority (its own, else `[station]`'s)."""
+    default = model.station.priority
+    return {n.name: default if n.priority is None else n.priority for n in model.nodes if n.kind == "station"}
+
+
+def priority_throughput(run: Any, scenario: Any) -> dict[str, float]:
+    """`throughput_priority_P` (Gbit/s over the measure window) for every
+    priority P in use, when more than one is: the bits the stations of
+    priority P sent that were delivered. Nothing with one priority."""
+    prio = station_priorities(scenario.model)
+    if len(set(prio.values())) < 2:
+        return {}
+    nodes = node_table(run)
+    col = nodes[f"throughput_from_gbps_{run.window_names[0]}"]
+    out = dict.fromkeys(sorted(set(prio.values())), 0.0)
+    for name, g in zip(nodes["name"], col, strict=True):
+        if name in prio:
+            out[prio[name]] += g
+    return {f"throughput_priority_{p}": g for p, g in out.items()}
+
+
 def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
     """Every scalar metric of one run: those of every run, then the
     scenario's own (stability, innocent flows, fairness, utilisation, hotspot)."""
@@ -301,6 +323,7 @@ def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
             m["link_utilization"] = row[f"throughput_gbps_{model.utilization.window}"] / (
                 row["rate_bps"] / 1e9
             )
+    m.update(priority_throughput(run, scenario))
     if model.hotspot is not None:
         m["hot_port_throughput"] = into(model.hotspot.node, names[0])
         if "hotspot" in names:

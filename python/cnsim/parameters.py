@@ -150,6 +150,19 @@ def read_value(p: Mapping[str, Any], v: Any, where: str, optional: bool = False)
             if expected is not None:
                 raise TableError(f"{where}[{i}]", f"{shown(x)} is not allowed; {expected}")
         return list(v)
+    if t == "ints":
+        n = p.get("length")
+        if not isinstance(v, list) or (n and len(v) != n):
+            want = f"expected an array of {n} integers" if n else "expected an array"
+            raise TableError(where, f"{shown(v)} is not allowed; {want}")
+        element = {**p, "type": "int"}
+        out = []
+        for i, x in enumerate(v):
+            got, expected = check_value(element, x)
+            if expected is not None:
+                raise TableError(f"{where}[{i}]", f"{shown(x)} is not allowed; {expected}")
+            out.append(got)
+        return out
     reader = READERS.get(t)
     if reader is not None:
         return reader(v, where)

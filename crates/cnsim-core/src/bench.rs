@@ -15,6 +15,7 @@ fn host(name: String, load: f64, dest: DestConfig, processing_ps: Time) -> Stati
         rl_scope: RlScope::default(),
         nic_full: NicFull::default(),
         rl_order: Default::default(),
+        priority: crate::frame::DATA_PRIORITY,
     }
 }
 
@@ -34,6 +35,7 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
             cp: false,
             ports: None,
             dt_alpha: 1.0,
+            scheduler: Default::default(),
         })
         .collect();
     bridges.push(BridgeConfig {
@@ -44,6 +46,7 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
         cp: true,
         ports: None,
         dt_alpha: 1.0,
+        scheduler: Default::default(),
     });
     let link = |a: String, b: String| LinkConfig {
         a,
@@ -111,6 +114,7 @@ pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, schem
         cp: true,
         ports: None,
         dt_alpha: 1.0,
+        scheduler: Default::default(),
     }];
     let links = (0..10)
         .map(|i| LinkConfig {
@@ -173,6 +177,7 @@ pub fn leafspine_config(leaves: usize, spines: usize, hosts_per_leaf: usize, loa
         cp: false,
         ports: None,
         dt_alpha: 1.0,
+        scheduler: Default::default(),
     };
     let bridges = (0..leaves)
         .map(|l| bridge(format!("L{l}")))

@@ -13,7 +13,7 @@
 
 use crate::config::{
     BridgeConfig, BufferMode, DestConfig, EventConfig, LinkConfig, NicFull, PauseConfig, PauseTrigger, RlOrder, RlScope, RouteConfig,
-    RoutingConfig, SchemeConfig, SimConfig, StationConfig, TraceConfig, TransportConfig, WindowConfig,
+    RoutingConfig, SchedulerConfig, SchemeConfig, SimConfig, StationConfig, TraceConfig, TransportConfig, WindowConfig,
 };
 use crate::engine::{Time, PS_PER_MS, PS_PER_US};
 use crate::error::ConfigError;
@@ -89,6 +89,7 @@ pub struct StationSection {
     pub rl_scope: RlScope,
     pub nic_full: NicFull,
     pub rl_order: RlOrder,
+    pub priority: u8,
 }
 
 #[derive(Debug, Deserialize)]
@@ -97,6 +98,8 @@ pub struct BridgeSection {
     pub buffer_bytes: u64,
     pub latency_us: f64,
     pub dt_alpha: f64,
+    pub strict_priorities: Vec<u8>,
+    pub ets_weights: [u32; 8],
 }
 
 #[derive(Debug, Deserialize)]
@@ -166,6 +169,9 @@ pub struct Node {
     pub buffer_mode: Option<BufferMode>,
     pub buffer_bytes: Option<u64>,
     pub latency_us: Option<f64>,
+    pub priority: Option<u8>,
+    pub strict_priorities: Option<Vec<u8>>,
+    pub ets_weights: Option<[u32; 8]>,
 }
 
 /// A station's `dest` as the front end read it.
@@ -354,6 +360,7 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
                 rl_scope: st.rl_scope,
                 nic_full: st.nic_full,
                 rl_order: st.rl_order,
+                priority: n.priority.unwrap_or(st.priority),
             });
             if n.load > 0.0 {
                 events.push(EventConfig::Start {
@@ -377,6 +384,10 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
                 cp: n.cp,
                 ports: n.ports,
                 dt_alpha: if buffer_mode == BufferMode::Dynamic { br.dt_alpha } else { 1.0 },
+                scheduler: SchedulerConfig {
+                    strict: n.strict_priorities.clone().unwrap_or_else(|| br.strict_priorities.clone()),
+                    ets_weights: n.ets_weights.unwrap_or(br.ets_weights),
+                },
             });
         }
     }

@@ -323,6 +323,13 @@ pub struct StationConfig {
     /// already in the NIC FIFO when its RL was created.
     #[serde(default)]
     pub rl_order: RlOrder,
+    /// 802.1p priority of the station's data frames (0-7).
+    #[serde(default = "default_priority")]
+    pub priority: u8,
+}
+
+fn default_priority() -> u8 {
+    crate::frame::DATA_PRIORITY
 }
 
 /// The order of a flow's frames when its RL is created while frames of it
@@ -413,6 +420,32 @@ pub struct BridgeConfig {
     /// `dynamic` buffers: the share alpha of the free buffer a queue may take.
     #[serde(default = "default_dt_alpha")]
     pub dt_alpha: f64,
+    /// How each output port chooses among its data classes (802.1Qaz).
+    #[serde(default)]
+    pub scheduler: SchedulerConfig,
+}
+
+/// A port's transmission selection among the eight data classes
+/// (`bridge.strict_priorities`, `bridge.ets_weights`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchedulerConfig {
+    /// Priorities served by strict priority, ahead of the ETS classes.
+    pub strict: Vec<u8>,
+    /// ETS weights of priorities 0-7.
+    pub ets_weights: [u32; 8],
+}
+
+impl Default for SchedulerConfig {
+    /// The declared defaults (`sections::bridge`).
+    fn default() -> SchedulerConfig {
+        let d = crate::sections::bridge().defaults();
+        let ints = |k: &str| -> Vec<i64> { d[k].as_array().expect("declared a list").iter().filter_map(Value::as_i64).collect() };
+        let w = ints("ets_weights");
+        SchedulerConfig {
+            strict: ints("strict_priorities").into_iter().map(|p| p as u8).collect(),
+            ets_weights: std::array::from_fn(|i| w[i] as u32),
+        }
+    }
 }
 
 /// The declared default (`sections::bridge`).
@@ -766,6 +799,7 @@ impl SimConfig {
                 "rl_scope": s.rl_scope,
                 "nic_full": s.nic_full,
                 "rl_order": s.rl_order,
+                "priority": s.priority,
             });
             check(&station, &format!("nodes.{}", s.name), "station", values)?;
         }
@@ -775,6 +809,8 @@ impl SimConfig {
                 "buffer_bytes": b.buffer_bytes,
                 "latency_us": b.latency_ps as f64 / PS_PER_US as f64,
                 "dt_alpha": b.dt_alpha,
+                "strict_priorities": b.scheduler.strict,
+                "ets_weights": b.scheduler.ets_weights,
             });
             check(&bridge, &format!("nodes.{}", b.name), "bridge", values)?;
         }

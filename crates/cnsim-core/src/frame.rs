@@ -26,6 +26,11 @@ pub enum FrameKind {
     Nack = 4,
 }
 
+/// The 802.1p priority of data frames unless their station sets one (the
+/// priority RoCE fabrics run lossless: SONiC's default lossless classes are 3
+/// and 4).
+pub const DATA_PRIORITY: u8 = 3;
+
 /// Node index of "no node".
 pub const NO_NODE: u32 = u32::MAX;
 /// Flow id of a frame that belongs to no transport flow (open-loop sources).
@@ -65,6 +70,9 @@ pub struct Frame<E> {
     /// At a bridge: the local index of `in_port` there (its `per_input` partition).
     pub in_local: u16,
     pub kind: FrameKind,
+    /// 802.1p priority (data: its traffic class, 0-7; control frames are
+    /// served ahead of every data class and carry 0 here).
+    pub prio: u8,
     /// The scheme's part of the frame.
     pub ext: E,
 }
@@ -77,6 +85,7 @@ impl<E: Copy + Default> Frame<E> {
             dst,
             len,
             kind: FrameKind::Data,
+            prio: DATA_PRIORITY,
             in_port: NO_PORT_IN,
             in_local: 0,
             cpid: 0,
@@ -93,6 +102,7 @@ impl<E: Copy + Default> Frame<E> {
             dst: NO_NODE,
             len,
             kind: FrameKind::Pause,
+            prio: 0,
             in_port: NO_PORT_IN,
             in_local: 0,
             cpid: 0,
@@ -111,6 +121,7 @@ impl<E: Copy + Default> Frame<E> {
             dst,
             len,
             kind: FrameKind::Note,
+            prio: 0,
             in_port: NO_PORT_IN,
             in_local: 0,
             cpid,

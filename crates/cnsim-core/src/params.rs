@@ -241,6 +241,9 @@ pub enum Kind {
     Strs,
     /// A list, each element one of these words.
     Choices(&'static [&'static str]),
+    /// A list of integers, each in the range; of exactly this many
+    /// elements when the length is not 0 (a value per priority).
+    Ints(Range, usize),
     /// A count N in the range (meaning 0, 1, ..., N-1), or a list of
     /// distinct integers >= 0 and < 2^63 (replications' seeds).
     CountOrList(Range),
@@ -295,6 +298,11 @@ impl Values<'_> {
     /// A string (a name, a choice), None when unset.
     pub fn s(&self, name: &str) -> Option<&str> {
         self.0.get(name).and_then(Value::as_str)
+    }
+    /// A list of integers (empty when unset).
+    pub fn ints(&self, name: &str) -> Vec<i64> {
+        let list = self.0.get(name).and_then(Value::as_array);
+        list.map(|a| a.iter().filter_map(Value::as_i64).collect()).unwrap_or_default()
     }
 }
 
@@ -448,6 +456,10 @@ impl Table {
     pub fn choices(self, name: &'static str, choices: &'static [&'static str], help: &'static str) -> Table {
         self.push(name, Kind::Choices(choices), json!([]), help)
     }
+    /// A list of integers in `range`, of `len` elements (0: any number).
+    pub fn ints(self, name: &'static str, default: &[i64], range: Range, len: usize, help: &'static str) -> Table {
+        self.push(name, Kind::Ints(range, len), json!(default), help)
+    }
     /// A count in `range` or a list of distinct integers >= 0.
     pub fn count_or_list(self, name: &'static str, default: i64, range: Range, help: &'static str) -> Table {
         self.push(name, Kind::CountOrList(range), json!(default), help)
@@ -579,6 +591,13 @@ impl Table {
                 },
                 Kind::Strs => (!strings_in(v, None)).then(|| "a list of strings".to_string()),
                 Kind::Choices(c) => (!strings_in(v, Some(c))).then(|| format!("a list of: {}", c.join(", "))),
+                Kind::Ints(r, len) => {
+                    let ok = v.as_array().is_some_and(|a| {
+                        (*len == 0 || a.len() == *len) && a.iter().all(|x| x.as_i64().is_some_and(|x| r.contains(x as f64)))
+                    });
+                    let n = if *len == 0 { String::new() } else { format!("{len} ") };
+                    (!ok).then(|| format!("a list of {n}integers {}", r.text()))
+                }
                 Kind::CountOrList(r) => {
                     let count = v.as_i64().is_some_and(|x| r.contains(x as f64));
                     let list = v.as_array().is_some_and(|a| {
@@ -635,6 +654,7 @@ impl Table {
                     Kind::Str => ("str", None, None),
                     Kind::Strs => ("strs", None, None),
                     Kind::Choices(c) => ("choices", None, Some(c.to_vec())),
+                    Kind::Ints(r, _) => ("ints", Some(*r), None),
                     Kind::CountOrList(r) => ("count_or_list", Some(*r), None),
                     Kind::Opaque(reader) => (*reader, None, None),
                 };
@@ -654,6 +674,7 @@ impl Table {
                     "required": p.required,
                     "unset": p.unset,
                     "nonempty": p.nonempty,
+                    "length": match p.kind { Kind::Ints(_, n) if n > 0 => json!(n), _ => Value::Null },
                 })
             })
             .collect();

@@ -85,7 +85,26 @@ pub fn bridge() -> Table {
             Range::gt(0.0).le(1e6),
             "dynamic buffers: alpha, the share of the free buffer one queue may take",
         )
-        .per_node(&["buffer_mode", "buffer_bytes", "latency_us"])
+        .ints(
+            "strict_priorities",
+            &[],
+            Range::ge(0.0).le(7.0),
+            0,
+            "data priorities (802.1p, 0-7) each output port serves by strict priority, the highest first, ahead of the ETS classes (802.1Qaz); control frames are always served first",
+        )
+        .ints(
+            "ets_weights",
+            &[1; 8],
+            Range::ge(0.0).le(1000.0),
+            8,
+            "ETS weights of priorities 0-7: the classes not in strict_priorities share what the strict ones leave by deficit-weighted round robin, a quantum of weight x frame_bytes per round (a weight of 0: only what the others leave)",
+        )
+        .rule(&["strict_priorities"], "strict_priorities distinct", |v| {
+            let s = v.ints("strict_priorities");
+            s.iter().enumerate().all(|(i, p)| !s[..i].contains(p))
+        })
+        .rule(&["ets_weights"], "ets_weights not all 0", |v| v.ints("ets_weights").iter().any(|&w| w > 0))
+        .per_node(&["buffer_mode", "buffer_bytes", "latency_us", "strict_priorities", "ets_weights"])
 }
 
 /// Every station's parameters; a station node may override those in `per_node`.
@@ -122,7 +141,13 @@ pub fn station() -> Table {
             "round_robin",
             "a flow whose RL is created while frames of it wait in the NIC FIFO: round_robin (schemes.md: the link serves the FIFO and the RLQs in turn, so the RLQ can overtake the flow's older frames; frames_reordered counts them) | in_order (with rl_scope = flow, the new RL sends nothing until those frames have left: no flow is reordered); docs/calibration.md section 4",
         )
-        .per_node(&["nic_buffer_bytes", "rlq_bytes", "processing_us"])
+        .int(
+            "priority",
+            3,
+            Range::ge(0.0).le(7.0),
+            "802.1p priority (traffic class, 0-7) of the station's data frames: its open-loop traffic and the transport flows it sends; notifications and acknowledgements travel as control frames, ahead of every data class",
+        )
+        .per_node(&["nic_buffer_bytes", "rlq_bytes", "processing_us", "priority"])
 }
 
 /// Most keys of a recorded series family (`stats.max_series_keys`).

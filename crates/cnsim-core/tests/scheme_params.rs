@@ -118,6 +118,17 @@ fn values(kind: &Kind) -> Vec<Value> {
         Kind::Choices(c) => vec![json!([c[0]]), json!(["nosuch"]), json!(c[0])],
         Kind::CountOrList(r) => edges(r, true).into_iter().chain([json!([0, 1]), json!([1, 1])]).collect(),
         Kind::Opaque(_) => vec![json!("x"), json!({"x": 1}), json!([[1, 2]])],
+        Kind::Ints(r, n) => {
+            let n = (*n).max(1);
+            let inside = r.min.map_or(0.0, |b| b.value) as i64;
+            let out = r.max.map_or(-1.0, |b| b.value + 1.0) as i64;
+            vec![
+                json!(vec![inside; n]),
+                json!(vec![out; n]),
+                json!(vec![inside; n + 1]),
+                json!(inside),
+            ]
+        }
     }
 }
 

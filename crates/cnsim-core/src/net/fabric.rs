@@ -93,7 +93,7 @@ impl<S: Scheme> Fabric<S> {
         let limited = owner < self.n_stations && nic.limited(owner);
         let frame = if let Some(f) = p.ctrl.pop_front() {
             f
-        } else if p.data.is_empty() && !(limited && nic.has_queued(owner)) {
+        } else if !(p.data_waiting() || limited && nic.has_queued(owner)) {
             return;
         } else if p.is_paused(now) {
             if p.wake_at != p.pause_end {
@@ -107,7 +107,7 @@ impl<S: Scheme> Fabric<S> {
                 None => return,
             }
         } else {
-            let mut f = p.data.pop_front().expect("non-empty");
+            let mut f = p.pop_data().expect("non-empty");
             if S::CP_ON_DEQUEUE {
                 let q = QueueView {
                     bytes: p.data_bytes,
@@ -160,7 +160,7 @@ impl<S: Scheme> Fabric<S> {
         p.bytes_sent += frame.len as u64;
         p.done_at = now + ser;
         // A TxDone event only when someone waits and nobody settles the port lazily.
-        let idle_after = p.lazy_ok && p.ctrl.is_empty() && p.data.is_empty() && !more_waiting;
+        let idle_after = p.lazy_ok && p.ctrl.is_empty() && !p.data_waiting() && !more_waiting;
         p.done_pending = !(p.drain_lazy || idle_after);
         if p.done_pending {
             ctx.schedule(now + ser, EV_TX_DONE, port);

@@ -44,7 +44,9 @@ impl<S: Scheme> Hosts<S> {
         for (i, f) in t.flows.iter().enumerate() {
             let src = station(format!("flows[{i}].src"), &f.src)?;
             let dst = station(format!("flows[{i}].dst"), &f.dst)?;
-            flows.push(Flow::new(src, dst, f.size_bytes, f.start_ps, frame_bytes));
+            let mut flow = Flow::new(src, dst, f.size_bytes, f.start_ps, frame_bytes);
+            flow.prio = cfg.stations[src as usize].priority;
+            flows.push(flow);
         }
         let mut gens = Vec::new();
         for (i, a) in t.arrivals.iter().enumerate() {
@@ -149,6 +151,7 @@ impl<S: Scheme> Hosts<S> {
             None => self.tp.gens_live -= 1,
         }
         let mut f = Flow::new(src, dst, size, now, ctx.run.frame_bytes);
+        f.prio = self.stations[src as usize].priority;
         (f.hops, f.base_rtt_ps) = fabric
             .path_info(src, dst, ctx.run.frame_bytes, ctx.run.ctrl_bytes)
             .unwrap_or((0, 0));
@@ -221,6 +224,7 @@ impl<S: Scheme> Hosts<S> {
             return FlowPick::Nothing; // its acknowledgements will wake the port
         }
         let mut f = Frame::data(now, fl.src, fl.dst, len);
+        f.prio = fl.prio;
         f.flow = rl.flow;
         f.cpid = rl.tag;
         let sent = fl.take_next(now, self.tp.rto_ps);

@@ -152,7 +152,7 @@ impl<S: Scheme> Fabric<S> {
                 self.cp_notify(b, out, &f, note, q.bytes, sample, ctx, nic);
             }
         }
-        self.ports[out as usize].data.push_back(f);
+        self.ports[out as usize].push_data(f);
         self.queue_changed(out, ctx);
         if self.pause.enabled {
             self.pause_on_enqueue(b, out, ingress, ctx, nic);

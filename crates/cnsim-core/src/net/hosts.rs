@@ -117,7 +117,8 @@ impl<S: Scheme> Hosts<S> {
         let nic_full = st.nic_full;
         ctx.schedule(next, EV_GENERATE, s);
 
-        let frame = Frame::data(now, s, dst, ctx.run.frame_bytes as u16);
+        let mut frame = Frame::data(now, s, dst, ctx.run.frame_bytes as u16);
+        frame.prio = st.priority;
         if let Some(id) = self.rps[s as usize].rl_of(dst) {
             // A rate-limited flow: into its RLQ, or dropped there when full.
             self.count_generated(s, dst, ctx);

@@ -4,6 +4,7 @@
 
 pub mod bridge;
 pub mod build;
+pub mod classes;
 pub mod ctx;
 pub mod fabric;
 mod flows;

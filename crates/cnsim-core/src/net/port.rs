@@ -5,6 +5,7 @@
 //! also the *ingress* of the frames that arrive over the reverse direction,
 //! the owner's per-ingress accounting that PAUSE and `per_input` buffers need.
 
+use super::classes::ClassQueues;
 use super::pause::{IngressPause, OutputHolds};
 use crate::engine::time::serialization_ps;
 use crate::engine::Time;
@@ -43,6 +44,9 @@ pub struct Port<E> {
     pub drain_lazy: bool,
     /// The receiver is an end station.
     pub peer_is_station: bool,
+    /// Data frames wait in `classes`, not in `data` (a bridge port of a run
+    /// with more than one data priority).
+    pub multiclass: bool,
     /// Index of this port among its owner's ports.
     pub local: u16,
     /// Index of `reverse` among the peer's ports: the ingress partition of
@@ -118,6 +122,10 @@ pub struct Port<E> {
     /// Paused time per bin (allocated the first time the port is paused).
     pub paused_bins: Option<Vec<f64>>,
 
+    /// A multi-class port's eight class queues and their scheduler (cold
+    /// for every other port: only `multiclass` is read on their data path).
+    pub classes: Option<Box<ClassQueues<E>>>,
+
     // --- cold ---
     /// Rate the link was configured with (PAUSE quanta are counted at it when stopped).
     pub nominal_rate_bps: u64,
@@ -160,6 +168,7 @@ impl<E: Copy + Default> Port<E> {
             rx_extra_data_ps: 0,
             data: VecDeque::new(),
             ctrl: VecDeque::new(),
+            classes: None,
             data_bytes: 0,
             busy: false,
             done_at: 0,
@@ -167,6 +176,7 @@ impl<E: Copy + Default> Port<E> {
             lazy_ok: false,
             drain_lazy: false,
             peer_is_station: false,
+            multiclass: false,
             tx: TxFrame::default(),
             wire_data: VecDeque::new(),
             wire_ctl: [VecDeque::new(), VecDeque::new()],
@@ -226,7 +236,33 @@ impl<E: Copy + Default> Port<E> {
             .iter()
             .map(|w| w.iter().filter(|f| f.is_data()).count())
             .sum::<usize>();
-        (self.data.len() + self.wire_data.len() + ctl) as u64
+        let classes = self.classes.as_ref().map_or(0, |c| c.len());
+        (self.data.len() + classes + self.wire_data.len() + ctl) as u64
+    }
+
+    /// Whether data frames wait in this port's queue (its FIFO or its classes).
+    #[inline(always)]
+    pub fn data_waiting(&self) -> bool {
+        !self.data.is_empty() || (self.multiclass && self.classes.as_ref().is_some_and(|c| !c.is_empty()))
+    }
+
+    /// Queues a data frame: in the FIFO, or in its class.
+    #[inline(always)]
+    pub fn push_data(&mut self, f: Frame<E>) {
+        match self.classes.as_mut() {
+            Some(c) if self.multiclass => c.push(f),
+            _ => self.data.push_back(f),
+        }
+    }
+
+    /// The next data frame to send: the FIFO's head, or by transmission
+    /// selection among the classes.
+    #[inline(always)]
+    pub fn pop_data(&mut self) -> Option<Frame<E>> {
+        match self.data.pop_front() {
+            None if self.multiclass => self.classes.as_mut().and_then(|c| c.pop()),
+            f => f,
+        }
     }
 
     /// The frames of wire class `class` on the wire, oldest first.
@@ -273,6 +309,7 @@ mod tests {
         type P = Port<QcnExt>;
         let ends = [
             offset_of!(P, ser_data_ps) + size_of::<Time>(),
+            offset_of!(P, multiclass) + 1,
             offset_of!(P, data) + size_of::<VecDeque<Frame<QcnExt>>>(),
             offset_of!(P, ctrl) + size_of::<VecDeque<Frame<QcnExt>>>(),
             offset_of!(P, tx) + size_of::<TxFrame>(),

@@ -54,6 +54,8 @@ pub struct Station {
     pub rl_scope: RlScope,
     pub nic_full: NicFull,
     pub rl_order: RlOrder,
+    /// 802.1p priority of its data frames.
+    pub priority: u8,
 }
 
 impl Station {
@@ -267,6 +269,7 @@ mod tests {
             rl_scope: RlScope::Flow,
             nic_full: NicFull::Defer,
             rl_order: RlOrder::RoundRobin,
+            priority: crate::frame::DATA_PRIORITY,
         }
     }
 

@@ -2,6 +2,7 @@
 //! direction, and static shortest-path routes with deterministic tie-breaking.
 
 use super::bridge::Bridge;
+use super::classes::ClassQueues;
 pub use super::node::{Node, NodeKind};
 use super::pause::OutputHolds;
 use super::port::{Port, PortId, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
@@ -137,7 +138,10 @@ impl<E: Copy + Default> Network<E> {
             );
         }
 
-        // Receiver-side extra delays, and per-ingress state on bridge ports.
+        // Receiver-side extra delays, and per-ingress state on bridge ports;
+        // with more than one data priority in use, eight class queues there.
+        let first = cfg.stations.first().map_or(0, |s| s.priority);
+        let multiclass = cfg.stations.iter().any(|s| s.priority != first);
         for p in 0..ports.len() {
             let peer = ports[p].peer as usize;
             let extra = match nodes[peer].kind {
@@ -151,10 +155,15 @@ impl<E: Copy + Default> Network<E> {
             ports[p].rx_extra_ps = extra;
             ports[p].rx_extra_data_ps = extra[WIRE_DATA];
             let _ = (WIRE_DATA, WIRE_NOTE);
-            if let NodeKind::Bridge(_) = nodes[ports[p].owner as usize].kind {
+            if let NodeKind::Bridge(b) = nodes[ports[p].owner as usize].kind {
                 let k = nodes[ports[p].owner as usize].ports.len();
                 ports[p].bytes_by_ingress = vec![0; k];
                 ports[p].holds = OutputHolds::new(k);
+                if multiclass {
+                    let sched = &cfg.bridges[b as usize].scheduler;
+                    ports[p].classes = Some(Box::new(ClassQueues::new(sched, cfg.frame_bytes)));
+                    ports[p].multiclass = true;
+                }
             }
         }
 
@@ -232,6 +241,7 @@ impl<E: Copy + Default> Network<E> {
                 rl_scope: s.rl_scope,
                 nic_full: s.nic_full,
                 rl_order: s.rl_order,
+                priority: s.priority,
             });
         }
 

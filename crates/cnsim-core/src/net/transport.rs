@@ -71,6 +71,8 @@ pub struct Flow {
     /// its ACK back on the empty network.
     pub hops: u32,
     pub base_rtt_ps: Time,
+    /// 802.1p priority of its data frames (its source station's).
+    pub prio: u8,
 }
 
 impl Flow {
@@ -97,6 +99,7 @@ impl Flow {
             rto_event: Time::MAX,
             retransmitted: 0,
             timeouts: 0,
+            prio: crate::frame::DATA_PRIORITY,
             hops: 0,
             base_rtt_ps: 0,
         }
