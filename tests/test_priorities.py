@@ -85,6 +85,10 @@ def test_priority_is_saved_with_the_scenario(tmp_path):
         ("bridge.strict_priorities=[9]", "bridge.strict_priorities[0]"),
         ("bridge.strict_priorities=[1,1]", "strict_priorities distinct"),
         ("nodes.B.ets_weights=[0,0,0,0,0,0,0,0]", "nodes.B.ets_weights"),
+        ("pause.lossless=[8]", "pause.lossless[0]"),
+        ("pause.mode=pfc --set pause.lossless=[]", "a lossless priority with mode = pfc"),
+        ("pause.mode=pfc --set pause.trigger=output_queue", "trigger auto or ingress"),
+        ("pause.mode=pcf", "pause.mode"),
     ],
 )
 def test_bad_priorities_and_weights_exit_2_naming_the_parameter(tmp_path, setting, named):
@@ -99,8 +103,7 @@ def test_bad_priorities_and_weights_exit_2_naming_the_parameter(tmp_path, settin
             "cnsim",
             "run",
             str(f),
-            "--set",
-            setting,
+            *f"--set {setting}".split(),
             "--no-report",
             "--out",
             str(tmp_path / "o"),
@@ -113,3 +116,37 @@ def test_bad_priorities_and_weights_exit_2_naming_the_parameter(tmp_path, settin
     lines = [ln for ln in p.stderr.splitlines() if ln.startswith("error")]
     assert len(lines) == 1 and named in lines[0], p.stderr
     assert not Path(tmp_path / "o").exists()
+
+
+def _pfc(**pause: Any) -> dict[str, Any]:
+    """S1 (priority 3) and S2 (priority 0) at line rate into D, per-input
+    buffers of 150 KB, both stopping at 3 ms and drained by 5 ms."""
+    doc = _two_classes()
+    doc["bridge"] = {"buffer_mode": "per_input"}
+    doc["nodes"][0]["priority"] = 3
+    doc["nodes"][1]["priority"] = 0
+    for n in doc["nodes"][:2]:
+        n["stop_ms"] = 3.0
+    doc["measure"] = {"start_ms": 0.5, "end_ms": 2.5}
+    doc["stats"] = {"per_flow": True}
+    doc["pause"] = {"enabled": True, "xoff_bytes": 50_000, "xon_bytes": 40_000, **pause}
+    return doc
+
+
+def test_pfc_keeps_the_lossless_priority_lossless_and_never_pauses_the_lossy_one():
+    r = cnsim.run(cnsim.Scenario(_pfc(mode="pfc", lossless=[3])))
+    flows = {row["src"]: row for row in r.flows.iter_rows(named=True)}
+    assert flows["S1"]["generated"] == flows["S1"]["delivered"], "lossless"
+    lost = flows["S2"]["generated"] - flows["S2"]["delivered"]
+    assert lost > 500 and r.metric("dropped_cp")[0] == lost, "every drop is the lossy class's"
+    assert r.metric("pfc_frames_priority_3")[0] > 10 and r.metric("pfc_frames_priority_0")[0] == 0
+    assert r.metric("time_paused_ms_priority_3")[0] > 0.5 and r.metric("time_paused_ms_priority_0")[0] == 0
+    # Equal ETS weights: half the port each while both are backlogged.
+    assert r.metric("throughput_priority_3")[0] == pytest.approx(5.0, rel=0.05)
+    # 802.3x PAUSE instead stops the lossy station too; with no lossless
+    # priority in use, PFC pauses nothing (and says so).
+    r = cnsim.run(cnsim.Scenario(_pfc(mode="pause")))
+    assert r.metric("dropped_cp")[0] == 0
+    with pytest.warns(cnsim.ScenarioWarning, match="no station sends at a lossless priority"):
+        r = cnsim.run(cnsim.Scenario(_pfc(mode="pfc", lossless=[5])))
+    assert r.metric("pfc_frames_priority_3")[0] == 0

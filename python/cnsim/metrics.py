@@ -243,20 +243,29 @@ def station_priorities(model: Any) -> dict[str, int]:
     return {n.name: default if n.priority is None else n.priority for n in model.nodes if n.kind == "station"}
 
 
-def priority_throughput(run: Any, scenario: Any) -> dict[str, float]:
-    """`throughput_priority_P` (Gbit/s over the measure window) for every
-    priority P in use, when more than one is: the bits the stations of
-    priority P sent that were delivered. Nothing with one priority."""
+def priority_metrics(run: Any, scenario: Any) -> dict[str, float]:
+    """Per priority P in use: `throughput_priority_P` (Gbit/s over the
+    measure window: the bits the stations of priority P sent that were
+    delivered) when more than one priority is in use; with PFC or more than
+    one priority, `pfc_frames_priority_P` (PFC frames naming P, whole run)
+    and `time_paused_ms_priority_P` (the time P was paused inside the
+    measure window, summed over the link directions). Nothing otherwise."""
     prio = station_priorities(scenario.model)
-    if len(set(prio.values())) < 2:
-        return {}
-    nodes = node_table(run)
-    col = nodes[f"throughput_from_gbps_{run.window_names[0]}"]
-    out = dict.fromkeys(sorted(set(prio.values())), 0.0)
-    for name, g in zip(nodes["name"], col, strict=True):
-        if name in prio:
-            out[prio[name]] += g
-    return {f"throughput_priority_{p}": g for p, g in out.items()}
+    used = sorted(set(prio.values()))
+    out: dict[str, float] = {}
+    if len(used) > 1:
+        nodes = node_table(run)
+        col = nodes[f"throughput_from_gbps_{run.window_names[0]}"]
+        got = dict.fromkeys(used, 0.0)
+        for name, g in zip(nodes["name"], col, strict=True):
+            if name in prio:
+                got[prio[name]] += g
+        out.update({f"throughput_priority_{p}": g for p, g in got.items()})
+    for p in used:
+        if f"pfc_frames_priority_{p}" in run.frames:
+            out[f"pfc_frames_priority_{p}"] = run.frames[f"pfc_frames_priority_{p}"]
+            out[f"time_paused_ms_priority_{p}"] = run.frames[f"paused_ps_priority_{p}"] / 1e9
+    return out
 
 
 def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
@@ -323,7 +332,7 @@ def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
             m["link_utilization"] = row[f"throughput_gbps_{model.utilization.window}"] / (
                 row["rate_bps"] / 1e9
             )
-    m.update(priority_throughput(run, scenario))
+    m.update(priority_metrics(run, scenario))
     if model.hotspot is not None:
         m["hot_port_throughput"] = into(model.hotspot.node, names[0])
         if "hotspot" in names:

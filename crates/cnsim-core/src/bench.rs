@@ -152,6 +152,7 @@ pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, schem
             xoff_bytes: 130_000,
             xon_bytes: 110_000,
             quanta: 65535,
+            ..PauseConfig::default()
         },
         trace_ports: vec!["SW->H0".into()],
         scheme,

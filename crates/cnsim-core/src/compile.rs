@@ -12,8 +12,8 @@
 //! this module existed, so that every run is the run it was.
 
 use crate::config::{
-    BridgeConfig, BufferMode, DestConfig, EventConfig, LinkConfig, NicFull, PauseConfig, PauseTrigger, RlOrder, RlScope, RouteConfig,
-    RoutingConfig, SchedulerConfig, SchemeConfig, SimConfig, StationConfig, TraceConfig, TransportConfig, WindowConfig,
+    BridgeConfig, BufferMode, DestConfig, EventConfig, LinkConfig, NicFull, PauseConfig, PauseMode, PauseTrigger, RlOrder, RlScope,
+    RouteConfig, RoutingConfig, SchedulerConfig, SchemeConfig, SimConfig, StationConfig, TraceConfig, TransportConfig, WindowConfig,
 };
 use crate::engine::{Time, PS_PER_MS, PS_PER_US};
 use crate::error::ConfigError;
@@ -109,6 +109,8 @@ pub struct PauseSection {
     pub xoff_bytes: u64,
     pub xon_bytes: u64,
     pub quanta: u16,
+    pub mode: PauseMode,
+    pub lossless: Vec<u8>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -477,6 +479,8 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
             xoff_bytes: w.pause.xoff_bytes,
             xon_bytes: w.pause.xon_bytes,
             quanta: w.pause.quanta,
+            mode: w.pause.mode,
+            lossless: w.pause.lossless.clone(),
         },
         trace,
         routing,

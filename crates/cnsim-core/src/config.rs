@@ -515,6 +515,41 @@ pub struct PauseConfig {
     /// pause_time of an XOFF, in quanta of 512 bit times.
     #[serde(default = "default_quanta")]
     pub quanta: u16,
+    /// 802.3x PAUSE, or 802.1Qbb PFC for the `lossless` priorities.
+    #[serde(default)]
+    pub mode: PauseMode,
+    #[serde(default = "default_lossless")]
+    pub lossless: Vec<u8>,
+}
+
+/// `pause.mode`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PauseMode {
+    /// IEEE 802.3x: every data frame on the link.
+    #[default]
+    Pause,
+    /// IEEE 802.1Qbb: per priority, the lossless ones only.
+    Pfc,
+}
+
+impl PauseConfig {
+    /// The lossless priorities as a bit set (PFC's class-enable vector).
+    pub fn lossless_mask(&self) -> u8 {
+        self.lossless.iter().fold(0, |m, &p| m | 1 << (p & 7))
+    }
+}
+
+/// The declared default (`sections::pause`).
+fn default_lossless() -> Vec<u8> {
+    let d = crate::sections::pause().defaults();
+    d["lossless"]
+        .as_array()
+        .expect("declared a list")
+        .iter()
+        .filter_map(Value::as_u64)
+        .map(|p| p as u8)
+        .collect()
 }
 
 /// The declared default (`sections::pause`).

@@ -70,8 +70,10 @@ pub struct Frame<E> {
     /// At a bridge: the local index of `in_port` there (its `per_input` partition).
     pub in_local: u16,
     pub kind: FrameKind,
-    /// 802.1p priority (data: its traffic class, 0-7; control frames are
-    /// served ahead of every data class and carry 0 here).
+    /// Data: its 802.1p priority (traffic class, 0-7). PAUSE: the
+    /// class-enable vector of a PFC frame (bit p: priority p), 0 for an
+    /// 802.3x PAUSE. Other control frames are served ahead of every data
+    /// class and carry 0.
     pub prio: u8,
     /// The scheme's part of the frame.
     pub ext: E,
@@ -109,6 +111,15 @@ impl<E: Copy + Default> Frame<E> {
             flow: NO_FLOW,
             seq: quanta as u32,
             ext: E::default(),
+        }
+    }
+
+    /// An 802.1Qbb PFC frame: `quanta` for each priority in `classes` (bit
+    /// p: priority p; 0 quanta resumes them).
+    pub fn pfc(born: Time, classes: u8, quanta: u16, len: u16) -> Frame<E> {
+        Frame {
+            prio: classes,
+            ..Frame::pause(born, quanta, len)
         }
     }
 

@@ -29,10 +29,29 @@ pub fn pause() -> Table {
         "what the thresholds watch: output_queue (an output queue; auto for per_output and infinite), partition (a per-input partition; auto for per_input), ingress (bytes per ingress port; auto for shared), or auto (by buffer mode)",
     )
     .int("quanta", 65535, Range::ge(1.0).le(65535.0), "pause_time of an XOFF, in quanta of 512 bit times")
+    .choice(
+        "mode",
+        &["pause", "pfc"],
+        "pause",
+        "pause (IEEE 802.3x: an XOFF stops every data frame on the link; what the 802.1Qau scenarios use) | pfc (IEEE 802.1Qbb priority-based flow control: XOFF / XON per ingress port and priority, counted per (ingress, priority), for the lossless priorities only; frames of the other priorities are never paused)",
+    )
+    .ints(
+        "lossless",
+        &[3, 4],
+        Range::ge(0.0).le(7.0),
+        0,
+        "mode = pfc: the lossless priorities (802.1p), each paused on its own (SONiC's default: 3 and 4)",
+    )
     // Checked whether PAUSE is on or not: a sweep that turns it on must not
     // meet thresholds that cannot work.
     .rule(&["xon_bytes", "xoff_bytes"], "xon_bytes <= xoff_bytes", |v| {
         v.f("xon_bytes") <= v.f("xoff_bytes")
+    })
+    .rule(&["mode", "lossless"], "a lossless priority with mode = pfc", |v| {
+        v.s("mode") != Some("pfc") || !v.ints("lossless").is_empty()
+    })
+    .rule(&["mode", "trigger"], "trigger auto or ingress with mode = pfc (PFC counts per ingress port and priority)", |v| {
+        v.s("mode") != Some("pfc") || matches!(v.s("trigger"), Some("auto" | "ingress"))
     })
 }
 

@@ -483,6 +483,9 @@ pub struct RunResult {
     pub bin_ps: Time,
     pub n_bins: usize,
     pub frames: FrameCounts,
+    /// Per priority, with more than one priority in use or PFC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priorities: Option<PriorityCounters>,
     pub engine: EngineFigures,
     pub windows: Vec<WindowResult>,
     pub flows: Vec<FlowResult>,
@@ -617,6 +620,34 @@ pub struct RunCounters<'a> {
     pub frames: &'a FrameCounts,
     #[serde(flatten)]
     pub transport: &'a TransportCounters,
+    /// Runs with more than one priority or with PFC only.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub priorities: Option<&'a PriorityCounters>,
+}
+
+/// Per 802.1p priority, in a run with more than one priority in use or with
+/// PFC: PFC frames sent naming it, and the time it was paused inside the
+/// measure window, summed over the link directions (a station's or a
+/// single-class port's pause counts for the priority of its data).
+/// Serialised as flat counters `pfc_frames_priority_P`, `paused_ps_priority_P`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PriorityCounters {
+    pub pfc_frames: [u64; 8],
+    pub paused_ps: [Time; 8],
+}
+
+impl Serialize for PriorityCounters {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(16))?;
+        for p in 0..8 {
+            m.serialize_entry(&format!("pfc_frames_priority_{p}"), &self.pfc_frames[p])?;
+        }
+        for p in 0..8 {
+            m.serialize_entry(&format!("paused_ps_priority_{p}"), &self.paused_ps[p])?;
+        }
+        m.end()
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -710,6 +741,7 @@ impl RunResult {
         RunCounters {
             frames: &self.frames,
             transport: &self.transport.counts,
+            priorities: self.priorities.as_ref(),
         }
     }
 

@@ -351,6 +351,7 @@ fn per_input_partitions_never_exceed_their_size() {
         xoff_bytes: 130_000,
         xon_bytes: 110_000,
         quanta: 65535,
+        ..PauseConfig::default()
     };
     let r = run(&cfg, 1);
     assert_eq!(r.frames.counts.dropped_cp, 0);
@@ -697,4 +698,55 @@ fn one_priority_in_use_ignores_the_scheduler() {
         v
     };
     assert_eq!(strip(run(&a, 1)), strip(run(&b, 1)));
+}
+
+/// IEEE 802.1Qbb PFC: S1 (priority 3, lossless) and S2 (priority 0, lossy)
+/// at line rate into D through B, per-input buffers of 150 KB, XOFF / XON
+/// at 50 / 40 KB per (ingress, priority). S1 is paused and loses nothing;
+/// S2 is never paused and its excess is dropped; ETS shares the port.
+#[test]
+fn pfc_pauses_the_lossless_priority_only_and_it_loses_nothing() {
+    let mut cfg = two_classes(SchedulerConfig::default());
+    cfg.stations[0].priority = 3;
+    cfg.stations[1].priority = 0;
+    cfg.bridges[0].buffer_mode = BufferMode::PerInput;
+    cfg.per_flow = true;
+    cfg.pause = PauseConfig {
+        enabled: true,
+        xoff_bytes: 50_000,
+        xon_bytes: 40_000,
+        mode: PauseMode::Pfc,
+        lossless: vec![3],
+        ..PauseConfig::default()
+    };
+    // Both stop at 3 ms and everything has drained by 5 ms: what was not
+    // delivered was lost. The shares are measured while both are backlogged.
+    for s in ["S1", "S2"] {
+        cfg.events.push(EventConfig::Stop {
+            at_ps: 3 * PS_PER_MS,
+            node: s.into(),
+        });
+    }
+    cfg.windows = vec![WindowConfig {
+        name: "measure".into(),
+        start_ps: PS_PER_MS / 2,
+        end_ps: 5 * PS_PER_MS / 2,
+    }];
+    let r = run(&cfg, 0);
+    assert_eq!(r.frames.in_flight, 0);
+    let flow = |s: &str| r.flows.iter().find(|f| f.src == s).expect("flow");
+    let (s1, s2) = (flow("S1"), flow("S2"));
+    assert_eq!(s1.generated, s1.delivered, "the lossless priority loses nothing");
+    assert!(r.frames.counts.dropped_cp > 500 && r.frames.counts.dropped_cp == s2.generated - s2.delivered);
+    let link = |n: &str| r.links.iter().find(|l| l.name == n).expect("link");
+    assert!(link("B->S1").pause_frames > 10 && link("S1->B").paused_ps > 0);
+    assert_eq!((link("B->S2").pause_frames, link("S2->B").paused_ps), (0, 0));
+    // Equal ETS weights: each class half the port while both are backlogged.
+    let (a, b) = (bytes_from(&r, "S1") as f64, bytes_from(&r, "S2") as f64);
+    assert!((a / b - 1.0).abs() < 0.05, "S1 / S2 = {}", a / b);
+    // The same run under 802.3x PAUSE stops S2 as well.
+    cfg.pause.mode = PauseMode::Pause;
+    let r = run(&cfg, 0);
+    let link = |n: &str| r.links.iter().find(|l| l.name == n).expect("link");
+    assert!(link("B->S2").pause_frames > 0);
 }

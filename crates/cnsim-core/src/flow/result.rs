@@ -210,6 +210,7 @@ pub(super) fn build_result(r: &Model<'_>, fct: impl Fn(usize) -> f64) -> RunResu
         bin_ps: bin,
         n_bins,
         frames: FrameCounts::new(counts, generated_frames - delivered_frames),
+        priorities: None,
         engine: stats::EngineFigures {
             events: r.events,
             wall_s: r.wall_s,

@@ -123,6 +123,19 @@ pub struct WireFrame {
     pub note: Option<NoteInfo>,
     /// PAUSE frames as 802.1Qbb PFC (else 802.3x).
     pub pfc: bool,
+    /// Data: its 802.1p priority. PAUSE: a PFC frame's class-enable vector
+    /// (0: 802.3x, or PFC for `DATA_PRIORITY` when `pfc`).
+    pub prio: u8,
+}
+
+/// The priority an event row shows for a PAUSE frame of class-enable vector
+/// `classes`: its lowest priority, `DATA_PRIORITY` for 802.3x.
+pub fn pause_priority(classes: u8) -> u8 {
+    if classes == 0 {
+        DATA_PRIORITY
+    } else {
+        classes.trailing_zeros() as u8
+    }
 }
 
 /// The captured bytes of `f` (at most `snaplen`) and its length on the wire.
@@ -130,11 +143,9 @@ pub fn encode(f: &WireFrame, snaplen: u32) -> (Vec<u8>, u32) {
     let mut b = Vec::with_capacity(128);
     match f.kind {
         FrameKind::Pause => pause(&mut b, f),
-        FrameKind::Data if f.flow != NO_FLOW => {
-            return roce(f, snaplen, rc_data_opcode(f), f.seq, DATA_PRIORITY, Ecn::Capable(f.fields.ce))
-        }
+        FrameKind::Data if f.flow != NO_FLOW => return roce(f, snaplen, rc_data_opcode(f), f.seq, f.prio, Ecn::Capable(f.fields.ce)),
         FrameKind::Data => {
-            ethernet(&mut b, station_mac(f.dst), station_mac(f.src), DATA_PRIORITY);
+            ethernet(&mut b, station_mac(f.dst), station_mac(f.src), f.prio);
             if f.fields.note == NoteFormat::Cnm {
                 put16(&mut b, ETHERTYPE_CN_TAG);
                 put16(&mut b, cn_flow_id(f.dst));
@@ -210,11 +221,12 @@ fn pause(b: &mut Vec<u8>, f: &WireFrame) {
     b.extend_from_slice(&port_mac(f.port));
     put16(b, ETHERTYPE_MAC_CONTROL);
     let quanta = f.seq as u16;
-    if f.pfc {
+    if f.pfc || f.prio != 0 {
+        let classes = if f.prio != 0 { f.prio } else { 1 << DATA_PRIORITY };
         put16(b, 0x0101);
-        put16(b, 1 << DATA_PRIORITY);
+        put16(b, classes as u16);
         for class in 0..8u8 {
-            put16(b, if class == DATA_PRIORITY { quanta } else { 0 });
+            put16(b, if classes & (1 << class) != 0 { quanta } else { 0 });
         }
     } else {
         put16(b, 0x0001);
@@ -251,6 +263,7 @@ fn cnm(b: &mut Vec<u8>, f: &WireFrame) {
         n_frames: None,
         note: None,
         pfc: false,
+        prio: DATA_PRIORITY,
         ..*f
     };
     let (bytes, _) = encode(&sampled, 20 + 64);
@@ -425,6 +438,7 @@ mod tests {
             n_frames: None,
             note: None,
             pfc: false,
+            prio: if kind == FrameKind::Pause { 0 } else { DATA_PRIORITY },
         }
     }
 
@@ -444,6 +458,13 @@ mod tests {
         assert_eq!(&b[14..18], &[0x01, 0x01, 0x00, 0x08], "opcode 0x0101, class 3 enabled");
         assert_eq!(&b[18 + 6..18 + 8], &300u16.to_be_bytes(), "class 3's time");
         assert!(b[18..18 + 6].iter().chain(&b[26..34]).all(|&x| x == 0));
+        // A PFC frame of cnsim's own (pause.mode = "pfc"): its vector, each
+        // named class's time, the others 0.
+        f.prio = 1 << 0 | 1 << 4;
+        let (b, _) = encode(&f, 128);
+        assert_eq!(&b[14..18], &[0x01, 0x01, 0x00, 0x11], "classes 0 and 4 enabled");
+        let times: Vec<u16> = (0..8).map(|c| u16::from_be_bytes([b[18 + 2 * c], b[19 + 2 * c]])).collect();
+        assert_eq!(times, [300, 0, 0, 0, 300, 0, 0, 0]);
     }
 
     #[test]

@@ -322,6 +322,7 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
             router,
             express,
             pause: cfg.pause.clone(),
+            pfc_frames: [0; 8],
             n_stations: n_st,
             node_by_name,
         };
@@ -348,7 +349,8 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
         };
         let paths = hosts.transport_init(cfg, &mut ctx, &fabric)?;
         let view = network_view(&fabric, &hosts, paths);
-        let warnings = ctx.scheme.check_network(&view)?;
+        let mut warnings = ctx.scheme.check_network(&view)?;
+        warnings.extend(pfc_warnings(cfg));
         Ok(Assembled {
             ctx,
             fabric,
@@ -401,4 +403,24 @@ fn network_view<S: Scheme>(fabric: &Fabric<S>, hosts: &Hosts<S>, paths: FlowPath
             })
             .collect(),
     }
+}
+
+/// PFC settings that are legal but pause nothing: said once per run.
+fn pfc_warnings(cfg: &SimConfig) -> Vec<String> {
+    use crate::config::PauseMode;
+    let p = &cfg.pause;
+    if p.mode != PauseMode::Pfc {
+        return Vec::new();
+    }
+    if !p.enabled {
+        return vec!["pause.mode = \"pfc\" while pause.enabled = false: nothing is paused".into()];
+    }
+    let lossless = p.lossless_mask();
+    if cfg.stations.iter().any(|s| lossless & (1 << s.priority) != 0) {
+        return Vec::new();
+    }
+    vec![format!(
+        "pause.mode = \"pfc\": no station sends at a lossless priority (pause.lossless = {:?}): nothing is paused",
+        p.lossless
+    )]
 }

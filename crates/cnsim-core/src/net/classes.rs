@@ -14,6 +14,7 @@
 //! below without a network.
 
 use crate::config::SchedulerConfig;
+use crate::engine::Time;
 use crate::frame::Frame;
 use std::collections::VecDeque;
 
@@ -39,6 +40,12 @@ pub struct ClassQueues<E> {
     bytes: [u64; PRIORITIES],
     /// Data bytes sent per priority.
     pub sent_bytes: [u64; PRIORITIES],
+    /// PFC: each priority is paused until this time, since `pause_start`.
+    pub pause_end: [Time; PRIORITIES],
+    pause_start: [Time; PRIORITIES],
+    /// Time each priority was paused inside the measure window, for the
+    /// intervals that are over.
+    pub paused_ps_window: [Time; PRIORITIES],
 }
 
 impl<E: Copy> ClassQueues<E> {
@@ -60,6 +67,9 @@ impl<E: Copy> ClassQueues<E> {
             turn: 0,
             bytes: [0; PRIORITIES],
             sent_bytes: [0; PRIORITIES],
+            pause_end: [0; PRIORITIES],
+            pause_start: [0; PRIORITIES],
+            paused_ps_window: [0; PRIORITIES],
         }
     }
 
@@ -92,10 +102,52 @@ impl<E: Copy> ClassQueues<E> {
         self.queues.iter().flatten()
     }
 
-    /// The next data frame to send, by transmission selection.
+    /// The priorities PFC holds paused at `now`, as a bit set.
     #[inline]
-    pub fn pop(&mut self) -> Option<Frame<E>> {
-        let p = self.select()?;
+    pub fn paused(&self, now: Time) -> u8 {
+        (0..PRIORITIES).fold(0u8, |m, p| if now < self.pause_end[p] { m | 1 << p } else { m })
+    }
+
+    /// A PFC frame received at `now` pauses priority `p` until `end` (`now`:
+    /// resumes it); a new one replaces the time left. Paused time inside
+    /// `measure` is counted as each interval ends.
+    pub fn set_pause(&mut self, p: usize, now: Time, end: Time, measure: (Time, Time)) {
+        if now < self.pause_end[p] {
+            self.pause_end[p] = end;
+        } else if end > now {
+            self.account(p, measure);
+            (self.pause_start[p], self.pause_end[p]) = (now, end);
+        }
+    }
+
+    fn account(&mut self, p: usize, (m0, m1): (Time, Time)) {
+        if self.pause_end[p] > self.pause_start[p] {
+            self.paused_ps_window[p] += crate::stats::overlap(self.pause_start[p], self.pause_end[p], m0, m1);
+            self.pause_start[p] = self.pause_end[p];
+        }
+    }
+
+    /// The run ends at `end`: the intervals still open are counted up to it.
+    pub fn close_pauses(&mut self, end: Time, measure: (Time, Time)) {
+        for p in 0..PRIORITIES {
+            self.pause_end[p] = self.pause_end[p].min(end);
+            self.account(p, measure);
+        }
+    }
+
+    /// When the first paused priority with frames waiting resumes (None: no
+    /// such priority).
+    pub fn resume_at(&self, now: Time) -> Option<Time> {
+        let held = self.nonempty & self.paused(now);
+        (0..PRIORITIES).filter(|p| held & (1 << p) != 0).map(|p| self.pause_end[p]).min()
+    }
+
+    /// The next data frame to send at `now`, by transmission selection
+    /// among the priorities that are not paused.
+    #[inline]
+    pub fn pop(&mut self, now: Time) -> Option<Frame<E>> {
+        let ready = self.nonempty & !self.paused(now);
+        let p = self.select(ready)?;
         let f = self.queues[p].pop_front().expect("selected a class with frames");
         self.bytes[p] -= f.len as u64;
         self.sent_bytes[p] += f.len as u64;
@@ -107,13 +159,15 @@ impl<E: Copy> ClassQueues<E> {
         Some(f)
     }
 
-    /// The priority that sends next (and its deficit charged), if any waits.
-    fn select(&mut self) -> Option<usize> {
-        let strict = self.nonempty & self.strict;
+    /// The priority among `ready` (those with frames, not paused) that
+    /// sends next, its deficit charged. A paused class keeps its deficit
+    /// but gets no quantum while paused (it takes no turn).
+    fn select(&mut self, ready: u8) -> Option<usize> {
+        let strict = ready & self.strict;
         if strict != 0 {
             return Some(7 - strict.leading_zeros() as usize);
         }
-        let ets = self.nonempty & !self.strict;
+        let ets = ready & !self.strict;
         if ets == 0 {
             return None;
         }
@@ -176,7 +230,7 @@ mod tests {
         }
         let mut sent = [0u64; 8];
         for _ in 0..n {
-            let f = q.pop().expect("saturated");
+            let f = q.pop(0).expect("saturated");
             sent[f.prio as usize] += f.len as u64;
             q.push(frame(f.prio, len(f.prio)));
         }
@@ -210,9 +264,9 @@ mod tests {
         let mut q = sched(&[5], [1; 8]);
         q.push(frame(0, 1500));
         q.push(frame(5, 64));
-        assert_eq!(q.pop().map(|f| f.prio), Some(5));
-        assert_eq!(q.pop().map(|f| f.prio), Some(0));
-        assert!(q.pop().is_none() && q.is_empty());
+        assert_eq!(q.pop(0).map(|f| f.prio), Some(5));
+        assert_eq!(q.pop(0).map(|f| f.prio), Some(0));
+        assert!(q.pop(0).is_none() && q.is_empty());
     }
 
     /// A class of weight 0 gets only what the weighted classes leave, and is
@@ -227,8 +281,36 @@ mod tests {
             q.push(frame(0, 1500));
             q.push(frame(1, 1500));
         }
-        let order: Vec<u8> = std::iter::from_fn(|| q.pop().map(|f| f.prio)).collect();
+        let order: Vec<u8> = std::iter::from_fn(|| q.pop(0).map(|f| f.prio)).collect();
         assert_eq!(order, [1, 0, 1, 0, 1, 0], "weight-0 classes alone take turns");
+    }
+
+    /// PFC: a paused class is passed over, the others take the port, and the
+    /// port knows when the paused one resumes; a class paused with nothing
+    /// else waiting leaves the port idle. Paused time counts inside the
+    /// measure window only, a refresh extending an interval, an XON ending it.
+    #[test]
+    fn a_paused_class_is_passed_over_until_it_resumes() {
+        let mut q = sched(&[3], [1; 8]);
+        let measure = (500, 10_000);
+        q.set_pause(3, 0, 600, measure);
+        q.set_pause(3, 300, 1_000, measure); // refreshed
+        q.set_pause(4, 2_000, 9_000, measure);
+        q.set_pause(4, 2_500, 2_500, measure); // XON
+        q.set_pause(4, 3_000, 20_000, measure);
+        for _ in 0..2 {
+            q.push(frame(3, 1500));
+            q.push(frame(0, 1500));
+        }
+        assert_eq!(q.pop(10).map(|f| f.prio), Some(0), "strict 3 is paused");
+        assert_eq!(q.pop(10).map(|f| f.prio), Some(0));
+        assert!(q.pop(10).is_none());
+        assert_eq!(q.resume_at(10), Some(1_000));
+        assert_eq!(q.pop(1_000).map(|f| f.prio), Some(3));
+        assert_eq!(q.resume_at(1_000), None);
+        q.close_pauses(12_000, measure);
+        assert_eq!(q.paused_ps_window[3], 500, "0-1,000 inside 500-10,000");
+        assert_eq!(q.paused_ps_window[4], 500 + 7_000, "2,000-2,500 and 3,000-10,000");
     }
 
     /// Within a class frames leave in arrival order; the byte counters follow
@@ -246,7 +328,7 @@ mod tests {
         assert_eq!(q.len(), 200);
         let mut last = [None::<u32>; 8];
         let mut popped = 0u64;
-        while let Some(f) = q.pop() {
+        while let Some(f) = q.pop(0) {
             let p = f.prio as usize;
             assert!(last[p].is_none_or(|s| s < f.seq), "class {p} out of order");
             last[p] = Some(f.seq);

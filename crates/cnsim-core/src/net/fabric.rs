@@ -50,6 +50,8 @@ pub struct Fabric<S: Scheme> {
     /// (`NO_EXPRESS`: none); see `build::express_ports`.
     pub express: Vec<PortId>,
     pub pause: PauseConfig,
+    /// PFC frames sent, by the priorities they name.
+    pub pfc_frames: [u64; 8],
     pub n_stations: usize,
     pub node_by_name: BTreeMap<String, u32>,
 }
@@ -107,7 +109,16 @@ impl<S: Scheme> Fabric<S> {
                 None => return,
             }
         } else {
-            let mut f = p.pop_data().expect("non-empty");
+            let Some(mut f) = p.pop_data(now) else {
+                // PFC holds every class with frames waiting: wake when the
+                // first resumes (an XON wakes the port sooner).
+                let at = p.classes.as_ref().and_then(|c| c.resume_at(now)).expect("a paused class waits");
+                if p.wake_at != at {
+                    p.wake_at = at;
+                    ctx.schedule(at, EV_WAKE, port);
+                }
+                return;
+            };
             if S::CP_ON_DEQUEUE {
                 let q = QueueView {
                     bytes: p.data_bytes,
@@ -155,6 +166,7 @@ impl<S: Scheme> Fabric<S> {
             in_port: frame.in_port,
             in_local: frame.in_local,
             data: frame.is_data(),
+            prio: frame.prio,
         };
         p.frames_sent += 1;
         p.bytes_sent += frame.len as u64;
@@ -351,7 +363,7 @@ impl<S: Scheme> Fabric<S> {
         let in_local = p.reverse_local;
         let peer_bridge = p.peer_bridge;
         if class == WIRE_MAC {
-            self.receive_pause(ingress, f.quanta(), ctx, nic);
+            self.receive_pause(ingress, f.prio, f.quanta(), ctx, nic);
             return;
         }
         if peer_bridge != NO_PEER_BRIDGE {

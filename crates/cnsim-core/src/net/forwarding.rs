@@ -10,6 +10,7 @@ use super::ctx::Ctx;
 use super::fabric::{Fabric, Nic};
 use super::port::{PortId, TxFrame};
 use super::routing::NO_ROUTE;
+use crate::config::PauseMode;
 use crate::frame::Frame;
 use crate::scheme::{CpFields, QueueView, Scheme};
 use crate::stats;
@@ -115,7 +116,8 @@ impl<S: Scheme> Fabric<S> {
         f.in_port = ingress;
         f.in_local = in_local as u16;
         bridge.total_bytes += len;
-        if self.pause.enabled {
+        let pfc = self.pause.enabled && self.pause.mode == PauseMode::Pfc;
+        if self.pause.enabled && !pfc {
             // Ingress accounting: read by PAUSE only (not touched otherwise: a cache miss per hop).
             ports[ingress as usize].pause_in.in_bytes += len;
         }
@@ -152,9 +154,12 @@ impl<S: Scheme> Fabric<S> {
                 self.cp_notify(b, out, &f, note, q.bytes, sample, ctx, nic);
             }
         }
+        let prio = f.prio;
         self.ports[out as usize].push_data(f);
         self.queue_changed(out, ctx);
-        if self.pause.enabled {
+        if pfc {
+            self.pfc_on_enqueue(ingress, prio, len, ctx, nic);
+        } else if self.pause.enabled {
             self.pause_on_enqueue(b, out, ingress, ctx, nic);
         }
         self.try_start(out, ctx, nic);
@@ -261,7 +266,9 @@ impl<S: Scheme> Fabric<S> {
         self.bridges[b as usize].total_bytes -= len;
         let ingress = f.in_port as PortId;
         self.ports[out as usize].bytes_by_ingress[f.in_local as usize] -= len;
-        if self.pause.enabled {
+        if self.pause.enabled && self.pause.mode == PauseMode::Pfc {
+            self.pfc_on_dequeue(ingress, f.prio, len, ctx, nic);
+        } else if self.pause.enabled {
             self.ports[ingress as usize].pause_in.in_bytes -= len;
             self.pause_on_dequeue(b, out, ingress, ctx, nic);
         }

@@ -102,6 +102,47 @@ impl OutputHolds {
     }
 }
 
+/// PFC (IEEE 802.1Qbb) state of a bridge's port as an ingress: the bytes in
+/// the bridge that arrived through it, per priority, and the priorities
+/// whose upstream it holds paused. Only the lossless priorities are counted
+/// against the thresholds; the others are never paused.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PfcIngress {
+    pub in_bytes: [u64; 8],
+    /// Bit p: an XOFF for priority p was sent and not yet released.
+    pub xoff: u8,
+}
+
+impl PfcIngress {
+    /// A data frame of `len` bytes and priority `prio` arrived through this
+    /// port; true if priority `prio`'s upstream must now be paused.
+    #[inline]
+    pub fn on_enqueue(&mut self, prio: u8, len: u64, th: Thresholds, lossless: u8) -> bool {
+        let p = (prio & 7) as usize;
+        self.in_bytes[p] += len;
+        let bit = 1u8 << p;
+        if lossless & bit != 0 && self.xoff & bit == 0 && self.in_bytes[p] >= th.xoff {
+            self.xoff |= bit;
+            return true;
+        }
+        false
+    }
+
+    /// A data frame of `len` bytes and priority `prio` that came through this
+    /// port left the bridge; true if priority `prio`'s upstream may resume.
+    #[inline]
+    pub fn on_dequeue(&mut self, prio: u8, len: u64, th: Thresholds) -> bool {
+        let p = (prio & 7) as usize;
+        self.in_bytes[p] -= len;
+        let bit = 1u8 << p;
+        if self.xoff & bit != 0 && self.in_bytes[p] <= th.xon {
+            self.xoff &= !bit;
+            return true;
+        }
+        false
+    }
+}
+
 /// What a queue change asks of PAUSE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
@@ -177,6 +218,26 @@ pub fn on_dequeue(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// PFC counts each priority of an ingress on its own: a lossless
+    /// priority pauses at XOFF and resumes at XON whatever the others hold;
+    /// a lossy priority is never paused however much it holds.
+    #[test]
+    fn pfc_pauses_each_lossless_priority_on_its_own_bytes() {
+        let th = Thresholds { xoff: 3_000, xon: 1_000 };
+        let lossless = 1 << 3 | 1 << 4;
+        let mut i = PfcIngress::default();
+        assert!(!i.on_enqueue(0, 100_000, th, lossless), "priority 0 is lossy");
+        assert!(!i.on_enqueue(3, 1_500, th, lossless));
+        assert!(i.on_enqueue(3, 1_500, th, lossless), "3,000 bytes of priority 3: XOFF");
+        assert!(!i.on_enqueue(3, 1_500, th, lossless), "already paused: one XOFF");
+        assert!(!i.on_enqueue(4, 1_500, th, lossless), "priority 4 holds its own 1,500");
+        assert_eq!(i.xoff, 1 << 3);
+        assert!(!i.on_dequeue(3, 1_500, th) && !i.on_dequeue(3, 1_500, th));
+        assert!(i.on_dequeue(3, 500, th), "1,000 bytes left: XON");
+        assert!(!i.on_dequeue(0, 100_000, th));
+        assert_eq!((i.xoff, i.in_bytes[3], i.in_bytes[4]), (0, 1_000, 1_500));
+    }
 
     /// A bridge reduced to what PAUSE reads: per output queue its bytes by
     /// ingress and its holds, per ingress its state; frames join and leave

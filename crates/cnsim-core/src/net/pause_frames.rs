@@ -9,6 +9,7 @@ use super::port::PortId;
 use crate::engine::time::pause_quanta_ps;
 use crate::engine::Time;
 use crate::frame::Frame;
+use crate::io::wire;
 use crate::scheme::Scheme;
 use crate::stats::{overlap, Stats};
 use crate::trace::{Reason, Site, Tracer};
@@ -119,29 +120,91 @@ impl<S: Scheme> Fabric<S> {
         p.xoff_sent = true;
         p.refresh_at = at;
         ctx.schedule(at, EV_PAUSE_REFRESH, port);
-        self.send_pause_frame(port, self.pause.quanta, Reason::Xoff, ctx, nic);
+        self.send_pause_frame(port, 0, self.pause.quanta, Reason::Xoff, ctx, nic);
     }
 
     fn send_xon<T: Tracer<S>, N: Nic<S>>(&mut self, port: PortId, ctx: &mut Ctx<S, T>, nic: &mut N) {
         let p = &mut self.ports[port as usize].pause_in;
         p.xoff_sent = false;
         p.refresh_at = Time::MAX;
-        self.send_pause_frame(port, 0, Reason::Xon, ctx, nic);
+        self.send_pause_frame(port, 0, 0, Reason::Xon, ctx, nic);
+    }
+
+    /// PFC: a data frame of priority `prio` and `len` bytes arrived through
+    /// `ingress` and joined an output queue.
+    pub(crate) fn pfc_on_enqueue<T: Tracer<S>, N: Nic<S>>(
+        &mut self,
+        ingress: PortId,
+        prio: u8,
+        len: u64,
+        ctx: &mut Ctx<S, T>,
+        nic: &mut N,
+    ) {
+        let (th, lossless) = (self.thresholds(), self.pause.lossless_mask());
+        let state = self.ports[ingress as usize]
+            .pfc_in
+            .as_mut()
+            .expect("PFC state on every bridge port");
+        if state.on_enqueue(prio, len, th, lossless) {
+            // One refresh timer per port renews every priority it holds.
+            if self.ports[ingress as usize].pause_in.refresh_at == Time::MAX {
+                let at = ctx.now + self.refresh_interval(ingress);
+                self.ports[ingress as usize].pause_in.refresh_at = at;
+                ctx.schedule(at, EV_PAUSE_REFRESH, ingress);
+            }
+            self.send_pause_frame(ingress, 1 << prio, self.pause.quanta, Reason::Xoff, ctx, nic);
+        }
+    }
+
+    /// PFC: a data frame of priority `prio` and `len` bytes that came through
+    /// `ingress` left the bridge.
+    pub(crate) fn pfc_on_dequeue<T: Tracer<S>, N: Nic<S>>(
+        &mut self,
+        ingress: PortId,
+        prio: u8,
+        len: u64,
+        ctx: &mut Ctx<S, T>,
+        nic: &mut N,
+    ) {
+        let th = self.thresholds();
+        let state = self.ports[ingress as usize]
+            .pfc_in
+            .as_mut()
+            .expect("PFC state on every bridge port");
+        if state.on_dequeue(prio, len, th) {
+            if state.xoff == 0 {
+                self.ports[ingress as usize].pause_in.refresh_at = Time::MAX;
+            }
+            self.send_pause_frame(ingress, 1 << prio, 0, Reason::Xon, ctx, nic);
+        }
     }
 
     pub(crate) fn on_pause_refresh<T: Tracer<S>, N: Nic<S>>(&mut self, port: PortId, ctx: &mut Ctx<S, T>, nic: &mut N) {
-        let p = &self.ports[port as usize].pause_in;
-        if !p.xoff_sent || p.refresh_at != ctx.now {
+        let p = &self.ports[port as usize];
+        // PFC: the priorities this port holds paused, renewed in one frame.
+        let classes = p.pfc_in.as_ref().map_or(0, |s| s.xoff);
+        let held = if p.pfc_in.is_some() { classes != 0 } else { p.pause_in.xoff_sent };
+        if !held || p.pause_in.refresh_at != ctx.now {
             return; // released, or superseded by a newer refresh
         }
         let at = ctx.now + self.refresh_interval(port);
         self.ports[port as usize].pause_in.refresh_at = at;
         ctx.schedule(at, EV_PAUSE_REFRESH, port);
-        self.send_pause_frame(port, self.pause.quanta, Reason::Refresh, ctx, nic);
+        self.send_pause_frame(port, classes, self.pause.quanta, Reason::Refresh, ctx, nic);
     }
 
-    fn send_pause_frame<T: Tracer<S>, N: Nic<S>>(&mut self, port: PortId, quanta: u16, why: Reason, ctx: &mut Ctx<S, T>, nic: &mut N) {
-        let f = Frame::pause(ctx.now, quanta, ctx.run.ctrl_bytes);
+    /// Queues a PAUSE frame on `port`: 802.3x when `classes` is 0, else a PFC
+    /// frame for the priorities in `classes`.
+    fn send_pause_frame<T: Tracer<S>, N: Nic<S>>(
+        &mut self,
+        port: PortId,
+        classes: u8,
+        quanta: u16,
+        why: Reason,
+        ctx: &mut Ctx<S, T>,
+        nic: &mut N,
+    ) {
+        let f = Frame::pfc(ctx.now, classes, quanta, ctx.run.ctrl_bytes);
         let p = &mut self.ports[port as usize];
         if T::ON {
             let site = Site {
@@ -149,20 +212,61 @@ impl<S: Scheme> Fabric<S> {
                 node: p.owner,
                 port,
             };
-            ctx.tracer.pause_sent(site, quanta, why, p.pause_in.in_bytes);
+            let held = match &p.pfc_in {
+                Some(s) => (0..8).filter(|&c| classes & (1 << c) != 0).map(|c| s.in_bytes[c]).sum(),
+                None => p.pause_in.in_bytes,
+            };
+            ctx.tracer.pause_sent(site, wire::pause_priority(classes), quanta, why, held);
         }
         p.ctrl.push_back(f);
         p.pause_frames += 1;
+        for (c, n) in self.pfc_frames.iter_mut().enumerate() {
+            *n += (classes >> c & 1) as u64;
+        }
         self.try_start(port, ctx, nic);
     }
 
     /// A PAUSE(quanta) was fully received by the owner of `port`: that
     /// transmitter pauses (a new PAUSE replaces the remaining time; 0 resumes).
-    pub(crate) fn receive_pause<T: Tracer<S>, N: Nic<S>>(&mut self, port: PortId, quanta: u16, ctx: &mut Ctx<S, T>, nic: &mut N) {
+    /// A PFC frame (`classes` not 0) pauses only the priorities it names:
+    /// a multi-class port's classes each on its own, a single-class port
+    /// (a station's) when it names the priority of its data.
+    pub(crate) fn receive_pause<T: Tracer<S>, N: Nic<S>>(
+        &mut self,
+        port: PortId,
+        classes: u8,
+        quanta: u16,
+        ctx: &mut Ctx<S, T>,
+        nic: &mut N,
+    ) {
         let now = ctx.now;
         let p = &mut self.ports[port as usize];
         let rate = if p.rate_bps > 0 { p.rate_bps } else { p.nominal_rate_bps };
         let end = now + pause_quanta_ps(quanta, rate);
+        if classes != 0 && (p.multiclass || classes & (1 << p.data_prio) == 0) {
+            let measure = ctx.run.measure;
+            let until = match p.classes.as_mut() {
+                Some(c) if p.multiclass => {
+                    for prio in (0..8).filter(|&c| classes & (1 << c) != 0) {
+                        c.set_pause(prio, now, end, measure);
+                    }
+                    end
+                }
+                _ => now, // not for this port's data
+            };
+            if T::ON {
+                let site = Site {
+                    at: now,
+                    node: p.owner,
+                    port,
+                };
+                ctx.tracer.pause_received(site, wire::pause_priority(classes), quanta, until);
+            }
+            if quanta == 0 {
+                self.try_start(port, ctx, nic);
+            }
+            return;
+        }
         if p.is_paused(now) {
             p.pause_end = end;
         } else if quanta > 0 {
@@ -180,7 +284,7 @@ impl<S: Scheme> Fabric<S> {
                 node: p.owner,
                 port,
             };
-            ctx.tracer.pause_received(site, quanta, until);
+            ctx.tracer.pause_received(site, wire::pause_priority(classes), quanta, until);
         }
         if quanta == 0 {
             self.try_start(port, ctx, nic);
@@ -211,6 +315,9 @@ impl<S: Scheme> Fabric<S> {
             let p = &mut self.ports[port as usize];
             if p.pause_end > end {
                 p.pause_end = end;
+            }
+            if let Some(c) = p.classes.as_mut() {
+                c.close_pauses(end, ctx.run.measure);
             }
             self.account_pause_interval(port, ctx);
         }

@@ -6,7 +6,7 @@
 //! the owner's per-ingress accounting that PAUSE and `per_input` buffers need.
 
 use super::classes::ClassQueues;
-use super::pause::{IngressPause, OutputHolds};
+use super::pause::{IngressPause, OutputHolds, PfcIngress};
 use crate::engine::time::serialization_ps;
 use crate::engine::Time;
 use crate::frame::Frame;
@@ -47,6 +47,9 @@ pub struct Port<E> {
     /// Data frames wait in `classes`, not in `data` (a bridge port of a run
     /// with more than one data priority).
     pub multiclass: bool,
+    /// The priority of the data frames a single-class port sends (which
+    /// PFC frames pause it).
+    pub data_prio: u8,
     /// Index of this port among its owner's ports.
     pub local: u16,
     /// Index of `reverse` among the peer's ports: the ingress partition of
@@ -125,6 +128,9 @@ pub struct Port<E> {
     /// A multi-class port's eight class queues and their scheduler (cold
     /// for every other port: only `multiclass` is read on their data path).
     pub classes: Option<Box<ClassQueues<E>>>,
+    /// PFC (`pause.mode = "pfc"`) at a bridge: this port as an ingress, its
+    /// bytes and XOFF state per priority.
+    pub pfc_in: Option<Box<PfcIngress>>,
 
     // --- cold ---
     /// Rate the link was configured with (PAUSE quanta are counted at it when stopped).
@@ -143,6 +149,8 @@ pub struct TxFrame {
     pub len: u16,
     pub in_local: u16,
     pub data: bool,
+    /// Its 802.1p priority (PFC's per-priority ingress accounting).
+    pub prio: u8,
 }
 
 /// `Port::peer_bridge` of a port whose peer is a station.
@@ -169,6 +177,7 @@ impl<E: Copy + Default> Port<E> {
             data: VecDeque::new(),
             ctrl: VecDeque::new(),
             classes: None,
+            pfc_in: None,
             data_bytes: 0,
             busy: false,
             done_at: 0,
@@ -177,6 +186,7 @@ impl<E: Copy + Default> Port<E> {
             drain_lazy: false,
             peer_is_station: false,
             multiclass: false,
+            data_prio: crate::frame::DATA_PRIORITY,
             tx: TxFrame::default(),
             wire_data: VecDeque::new(),
             wire_ctl: [VecDeque::new(), VecDeque::new()],
@@ -255,12 +265,13 @@ impl<E: Copy + Default> Port<E> {
         }
     }
 
-    /// The next data frame to send: the FIFO's head, or by transmission
-    /// selection among the classes.
+    /// The next data frame to send at `now`: the FIFO's head, or by
+    /// transmission selection among the classes PFC does not hold (None:
+    /// every class with frames is paused, until [`ClassQueues::resume_at`]).
     #[inline(always)]
-    pub fn pop_data(&mut self) -> Option<Frame<E>> {
+    pub fn pop_data(&mut self, now: Time) -> Option<Frame<E>> {
         match self.data.pop_front() {
-            None if self.multiclass => self.classes.as_mut().and_then(|c| c.pop()),
+            None if self.multiclass => self.classes.as_mut().and_then(|c| c.pop(now)),
             f => f,
         }
     }

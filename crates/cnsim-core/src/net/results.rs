@@ -55,6 +55,31 @@ impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
         &self.fabric.nodes[s].name
     }
 
+    /// The per-priority counters, in a run with more than one priority or
+    /// with PFC.
+    fn priority_counters(&self) -> Option<stats::PriorityCounters> {
+        let net = &self.fabric;
+        let pfc = net.pause.enabled && net.pause.mode == crate::config::PauseMode::Pfc;
+        if !pfc && !net.ports.iter().any(|p| p.multiclass) {
+            return None;
+        }
+        let mut c = stats::PriorityCounters {
+            pfc_frames: net.pfc_frames,
+            ..Default::default()
+        };
+        for p in &net.ports {
+            match p.classes.as_ref() {
+                Some(q) if p.multiclass => {
+                    for (sum, t) in c.paused_ps.iter_mut().zip(q.paused_ps_window) {
+                        *sum += t;
+                    }
+                }
+                _ => c.paused_ps[(p.data_prio & 7) as usize] += p.paused_ps_window,
+            }
+        }
+        Some(c)
+    }
+
     fn build(&self, frames: FrameCounts) -> RunResult {
         let s = &self.ctx.stats;
         let net = &self.fabric;
@@ -157,6 +182,7 @@ impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
             bin_ps: s.bin_ps,
             n_bins: s.bins_reached(end),
             frames,
+            priorities: self.priority_counters(),
             engine: stats::EngineFigures {
                 events: self.ctx.q.popped(),
                 wall_s: self.wall.run_s,

@@ -8,7 +8,7 @@ use super::pause::OutputHolds;
 use super::port::{Port, PortId, WIRE_DATA, WIRE_MAC, WIRE_NOTE};
 use super::routing::Router;
 use super::station::{gap_table, Dest, Station};
-use crate::config::{fail, BufferMode, ConfigError, DestConfig, PauseTrigger, SimConfig};
+use crate::config::{fail, BufferMode, ConfigError, DestConfig, PauseMode, PauseTrigger, SimConfig};
 use crate::engine::rng::stream;
 use crate::engine::time::serialization_ps;
 use crate::engine::Time;
@@ -155,7 +155,14 @@ impl<E: Copy + Default> Network<E> {
             ports[p].rx_extra_ps = extra;
             ports[p].rx_extra_data_ps = extra[WIRE_DATA];
             let _ = (WIRE_DATA, WIRE_NOTE);
+            ports[p].data_prio = match nodes[ports[p].owner as usize].kind {
+                NodeKind::Station(s) => cfg.stations[s as usize].priority,
+                NodeKind::Bridge(_) => first,
+            };
             if let NodeKind::Bridge(b) = nodes[ports[p].owner as usize].kind {
+                if cfg.pause.enabled && cfg.pause.mode == PauseMode::Pfc {
+                    ports[p].pfc_in = Some(Box::default());
+                }
                 let k = nodes[ports[p].owner as usize].ports.len();
                 ports[p].bytes_by_ingress = vec![0; k];
                 ports[p].holds = OutputHolds::new(k);

@@ -98,11 +98,11 @@ pub trait Tracer<S: Scheme>: Send + 'static {
 
     /// Port `site.port` queued a PAUSE frame of `quanta` (0 = XON); the
     /// bridge holds `in_bytes` that arrived through that port.
-    fn pause_sent(&mut self, site: Site, quanta: u16, reason: Reason, in_bytes: u64);
+    fn pause_sent(&mut self, site: Site, prio: u8, quanta: u16, reason: Reason, in_bytes: u64);
 
     /// Transmitter `site.port` received a PAUSE of `quanta`: it is paused
     /// until `until` (`site.at`: not paused).
-    fn pause_received(&mut self, site: Site, quanta: u16, until: Time);
+    fn pause_received(&mut self, site: Site, prio: u8, quanta: u16, until: Time);
 
     /// A rate limiter's state (created, changed or not); the tracer keeps the changes.
     fn rl_state(&mut self, site: Site, rl: RlView, reason: Reason);
@@ -128,9 +128,9 @@ impl<S: Scheme> Tracer<S> for NoTrace {
     #[inline(always)]
     fn note_sent(&mut self, _: &S, _: NoteOrigin, _: &Frame<S::Ext>) {}
     #[inline(always)]
-    fn pause_sent(&mut self, _: Site, _: u16, _: Reason, _: u64) {}
+    fn pause_sent(&mut self, _: Site, _: u8, _: u16, _: Reason, _: u64) {}
     #[inline(always)]
-    fn pause_received(&mut self, _: Site, _: u16, _: Time) {}
+    fn pause_received(&mut self, _: Site, _: u8, _: u16, _: Time) {}
     #[inline(always)]
     fn rl_state(&mut self, _: Site, _: RlView, _: Reason) {}
     #[inline(always)]

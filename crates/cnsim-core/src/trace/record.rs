@@ -392,7 +392,7 @@ impl Recorder {
                 r.frame = Some(FrameCol::Data);
                 r.flow = Some((f.src, f.dst));
                 r.seq = Some(f.seq);
-                r.priority = Some(DATA_PRIORITY);
+                r.priority = Some(f.prio);
                 r.ecn = Some(fields.ce);
                 if fields.marked_by != 0 {
                     r.fb = fields.fb;
@@ -401,7 +401,7 @@ impl Recorder {
             FrameKind::Pause => {
                 r.frame = Some(FrameCol::Pause);
                 r.quanta = Some(f.quanta());
-                r.priority = Some(DATA_PRIORITY);
+                r.priority = Some(wire::pause_priority(f.prio));
             }
             FrameKind::Note => {
                 r.frame = Some(FrameCol::Note);
@@ -449,6 +449,7 @@ impl Recorder {
             n_frames: self.flow_frames.get(f.flow as usize).copied(),
             note,
             pfc: self.pfc,
+            prio: f.prio,
         };
         let (bytes, wire_len) = wire::encode(&wf, self.plan.snaplen);
         // A frame shorter than its protocol's headers need (a flow's last
@@ -534,24 +535,24 @@ impl<S: Scheme> Tracer<S> for Recorder {
         }
     }
 
-    fn pause_sent(&mut self, site: Site, quanta: u16, reason: Reason, in_bytes: u64) {
+    fn pause_sent(&mut self, site: Site, prio: u8, quanta: u16, reason: Reason, in_bytes: u64) {
         let mut r = EventRow::new(site.at, Kind::PauseTx, site.node, site.port);
         r.frame = Some(FrameCol::Pause);
         r.bytes = Some(self.ctrl_bytes as u64);
         r.quanta = Some(quanta);
-        r.priority = Some(DATA_PRIORITY);
+        r.priority = Some(prio);
         r.reason = reason;
         r.queue_bytes = Some(in_bytes);
         self.emit(r);
     }
 
-    fn pause_received(&mut self, site: Site, quanta: u16, until: Time) {
+    fn pause_received(&mut self, site: Site, prio: u8, quanta: u16, until: Time) {
         let (t, port) = (site.at, site.port);
         let mut r = EventRow::new(t, Kind::PauseRx, site.node, port);
         r.frame = Some(FrameCol::Pause);
         r.bytes = Some(self.ctrl_bytes as u64);
         r.quanta = Some(quanta);
-        r.priority = Some(DATA_PRIORITY);
+        r.priority = Some(prio);
         self.emit(r);
         // The transmitter is paused while now < its pause end (`Port::is_paused`).
         if let Some(u) = self.pause_until[port as usize] {
@@ -564,7 +565,7 @@ impl<S: Scheme> Tracer<S> for Recorder {
                 self.pause_until[port as usize] = Some(until);
                 let mut r = EventRow::new(t, Kind::PauseOn, site.node, port);
                 r.quanta = Some(quanta);
-                r.priority = Some(DATA_PRIORITY);
+                r.priority = Some(prio);
                 self.emit(r);
             }
             None => {}

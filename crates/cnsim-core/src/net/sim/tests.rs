@@ -144,7 +144,7 @@ fn a_notification_crosses_a_paused_port_without_delay() {
         NodeKind::Station(_) => unreachable!(),
     };
     // B1 pauses B0's port towards it for the full 65,535 quanta (3.36 ms).
-    sim.fabric.receive_pause(back, u16::MAX, &mut sim.ctx, &mut sim.hosts);
+    sim.fabric.receive_pause(back, 0, u16::MAX, &mut sim.ctx, &mut sim.hosts);
     let pause_end = sim.fabric.ports[back as usize].pause_end;
     assert!(pause_end > 3 * PS_PER_MS);
 
