@@ -32,6 +32,14 @@ The campaign of 2026-11-26 (main at 7b0a83f): 100,000 flow scenarios
 files (4,343 accepted), 25,000 `--set` strings and 25,000 damaged TOML
 files, 0 escapes; the flows took 22 CPU minutes (49 minutes of wall time on
 a machine shared with other work), the other three 4.4 CPU minutes.
+
+The campaign of issue 37 (2026-11-27/28, main at 4f7bf33), 15,000 inputs per
+property, 105,000 in all, 0 escapes: scenarios (114 s), sets (66 s), toml
+(138 s), flows (176 s), traces (1,646 s: every one run, saved, checked and
+reopened), tamper (287 s: 14,105 of the tampered directories refused naming
+a file, the other 895 read back exactly) and seeds (3,135 s: 7,231 of the
+seed lists run, saved and reopened, the others refused with one line); each
+property in its own niced process on the second core.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ shares the port among the classes; bad values refused naming the parameter."""
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
 from pathlib import Path
@@ -150,3 +151,80 @@ def test_pfc_keeps_the_lossless_priority_lossless_and_never_pauses_the_lossy_one
     with pytest.warns(cnsim.ScenarioWarning, match="no station sends at a lossless priority"):
         r = cnsim.run(cnsim.Scenario(_pfc(mode="pfc", lossless=[5])))
     assert r.metric("pfc_frames_priority_3")[0] == 0
+
+
+def test_a_pfc_storm_stops_only_its_priority_and_the_watchdog_drops_and_restores_it():
+    """SONiC's storm test (scenario pfc_storm): during the storm the stormed
+    lossless priority receives 0% and the lossy background loses 0%; the
+    watchdog storms the queue once, drops its frames, and after the storm
+    restores it: H1's traffic is back in the `after` window."""
+    r = cnsim.run(cnsim.load("pfc_storm"))
+    assert r.metric("throughput_priority_3")[0] < 0.01
+    assert r.metric("throughput_priority_0")[0] == pytest.approx(4.5, rel=0.05)
+    assert r.metric("watchdog_storms_priority_3")[0] == 1
+    drops = r.metric("watchdog_drops_priority_3")[0]
+    assert drops > 10_000 and r.metric("dropped_cp")[0] == drops, "only the stormed queue loses frames"
+    after = {row["src"]: row["throughput_gbps_after"] for row in r.flows.iter_rows(named=True)}
+    assert after["H1"] == pytest.approx(4.5, rel=0.05) and after["H3"] == pytest.approx(4.5, rel=0.05)
+    # Without the watchdog the storm holds H1 paused and nothing is dropped.
+    doc = copy.deepcopy(cnsim.load("pfc_storm").raw)
+    doc["pause"]["watchdog"] = False
+    r = cnsim.run(cnsim.Scenario(doc))
+    assert r.metric("dropped_cp")[0] == 0 and r.metric("throughput_priority_3")[0] < 0.01
+    links = {row["name"]: row for row in r.links.iter_rows(named=True)}
+    assert links["H1->B"]["paused_ps"] > 40e9, "paused through most of the 50 ms window"
+
+
+def _storm_event(**change: Any) -> Any:
+    def edit(doc: dict[str, Any]) -> None:
+        doc["events"][0].update(change)
+
+    return edit
+
+
+def _pause(**change: Any) -> Any:
+    def edit(doc: dict[str, Any]) -> None:
+        doc["pause"].update(change)
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "edit,named",
+    [
+        (_storm_event(priority=9), "events[0].priority"),
+        (_storm_event(node="B"), "events[0].node"),
+        (_storm_event(until_ms=10.0), "until_ms >= at_ms"),
+        (_storm_event(action="pfc_strom"), "events[0].action"),
+        (_pause(mode="pause"), "the watchdog with mode = pfc"),
+        (_pause(watchdog_detection_ms=0), "pause.watchdog_detection_ms"),
+        (_pause(watchdog_action="ignore"), "pause.watchdog_action"),
+    ],
+)
+def test_bad_storms_and_watchdogs_exit_2_naming_the_parameter(tmp_path, edit, named):
+    import tomli_w
+
+    doc = copy.deepcopy(cnsim.load("pfc_storm").raw)
+    edit(doc)
+    f = tmp_path / "s.toml"
+    f.write_text(tomli_w.dumps(doc))
+    p = subprocess.run(
+        [sys.executable, "-m", "cnsim", "run", str(f), "--no-report", "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 2, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("error")]
+    assert len(lines) == 1 and named in lines[0], p.stderr
+
+
+def test_a_storm_on_a_lossy_priority_warns_and_pauses_nothing():
+    doc = copy.deepcopy(cnsim.load("pfc_storm").raw)
+    doc["duration_ms"] = 30.0
+    doc["events"][0]["priority"] = 0
+    doc["measure"] = {"start_ms": 0.0, "end_ms": 30.0}
+    doc.pop("windows", None)
+    with pytest.warns(cnsim.ScenarioWarning, match="not lossless"):
+        r = cnsim.run(cnsim.Scenario(doc))
+    assert r.metric("pfc_frames_priority_0")[0] > 0 and r.metric("time_paused_ms_priority_0")[0] == 0

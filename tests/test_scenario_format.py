@@ -163,7 +163,8 @@ def test_unknown_keys_are_rejected_and_the_known_ones_listed():
     raw = tiny(pause={"xof_bytes": 1})
     assert (
         error_of(raw)
-        == "pause.xof_bytes: unknown parameter; known: enabled, xoff_bytes, xon_bytes, trigger, quanta"
+        == "pause.xof_bytes: unknown parameter; known: enabled, xoff_bytes, xon_bytes, trigger, quanta, mode, "
+        "lossless, watchdog, watchdog_detection_ms, watchdog_restoration_ms, watchdog_poll_ms, watchdog_action"
     )
     assert error_of(tiny(nocm={"x": 1})) == "nocm.x: unknown parameter; this table takes no parameters"
     assert error_of(tiny(bcn={"qeq": 1})).startswith("bcn.qeq: unknown parameter; known: qeq_pages, w, gi")
@@ -441,6 +442,13 @@ def test_resolve_shape_and_units():
         "xoff_bytes": 50_000,
         "xon_bytes": 40_000,
         "quanta": 65535,
+        "mode": "pause",
+        "lossless": [3, 4],
+        "watchdog": False,
+        "watchdog_detection_ms": 200.0,
+        "watchdog_restoration_ms": 200.0,
+        "watchdog_poll_ms": 20.0,
+        "watchdog_action": "drop",
     }
     assert cfg["trace_ports"] == ["B->S", "B->D"]  # default: every port of a cp bridge
     assert cfg["scheme"] == {"name": "nocm"}

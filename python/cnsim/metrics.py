@@ -261,10 +261,14 @@ def priority_metrics(run: Any, scenario: Any) -> dict[str, float]:
             if name in prio:
                 got[prio[name]] += g
         out.update({f"throughput_priority_{p}": g for p, g in got.items()})
+    watchdog = scenario.model.pause.enabled and scenario.model.pause.watchdog
     for p in used:
         if f"pfc_frames_priority_{p}" in run.frames:
             out[f"pfc_frames_priority_{p}"] = run.frames[f"pfc_frames_priority_{p}"]
             out[f"time_paused_ms_priority_{p}"] = run.frames[f"paused_ps_priority_{p}"] / 1e9
+            if watchdog:
+                out[f"watchdog_storms_priority_{p}"] = run.frames[f"watchdog_storms_priority_{p}"]
+                out[f"watchdog_drops_priority_{p}"] = run.frames[f"watchdog_drops_priority_{p}"]
     return out
 
 

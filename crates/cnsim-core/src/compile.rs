@@ -13,7 +13,8 @@
 
 use crate::config::{
     BridgeConfig, BufferMode, DestConfig, EventConfig, LinkConfig, NicFull, PauseConfig, PauseMode, PauseTrigger, RlOrder, RlScope,
-    RouteConfig, RoutingConfig, SchedulerConfig, SchemeConfig, SimConfig, StationConfig, TraceConfig, TransportConfig, WindowConfig,
+    RouteConfig, RoutingConfig, SchedulerConfig, SchemeConfig, SimConfig, StationConfig, TraceConfig, TransportConfig, WatchdogAction,
+    WindowConfig,
 };
 use crate::engine::{Time, PS_PER_MS, PS_PER_US};
 use crate::error::ConfigError;
@@ -111,6 +112,11 @@ pub struct PauseSection {
     pub quanta: u16,
     pub mode: PauseMode,
     pub lossless: Vec<u8>,
+    pub watchdog: bool,
+    pub watchdog_detection_ms: f64,
+    pub watchdog_restoration_ms: f64,
+    pub watchdog_poll_ms: f64,
+    pub watchdog_action: WatchdogAction,
 }
 
 #[derive(Debug, Deserialize)]
@@ -204,6 +210,8 @@ pub struct Event {
     pub from: Option<String>,
     pub to: Option<String>,
     pub rate_gbps: Option<f64>,
+    pub priority: Option<u8>,
+    pub until_ms: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -423,7 +431,7 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
     for (i, e) in w.events.iter().enumerate() {
         let missing = |what: &str| ConfigError::new(format!("events[{i}].{what}"), "required parameter is missing");
         let at_ps = ms_to_ps(e.at_ms);
-        events.push(match e.action.as_str() {
+        let event = match e.action.as_str() {
             "link_rate" => EventConfig::LinkRate {
                 at_ps,
                 from: e.from.clone().ok_or_else(|| missing("from"))?,
@@ -438,8 +446,28 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
                 at_ps,
                 node: e.node.clone().ok_or_else(|| missing("node"))?,
             },
+            "pfc_storm" => {
+                let node = e.node.clone().ok_or_else(|| missing("node"))?;
+                let priority = e.priority.ok_or_else(|| missing("priority"))?;
+                events.push(EventConfig::PfcStorm {
+                    at_ps,
+                    node: node.clone(),
+                    priority,
+                    on: true,
+                });
+                match e.until_ms {
+                    Some(until) => EventConfig::PfcStorm {
+                        at_ps: ms_to_ps(until),
+                        node,
+                        priority,
+                        on: false,
+                    },
+                    None => continue,
+                }
+            }
             other => return crate::error::fail(format!("events[{i}].action"), format!("'{other}' is not an action")),
-        });
+        };
+        events.push(event);
     }
     let t = &w.trace;
     let trace = if t.events.is_empty() && t.pcap.is_empty() {
@@ -481,6 +509,11 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
             quanta: w.pause.quanta,
             mode: w.pause.mode,
             lossless: w.pause.lossless.clone(),
+            watchdog: w.pause.watchdog,
+            watchdog_detection_ms: w.pause.watchdog_detection_ms,
+            watchdog_restoration_ms: w.pause.watchdog_restoration_ms,
+            watchdog_poll_ms: w.pause.watchdog_poll_ms,
+            watchdog_action: w.pause.watchdog_action,
         },
         trace,
         routing,

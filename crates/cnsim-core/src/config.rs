@@ -4,6 +4,7 @@
 //! the resolver cannot silently fall back to a default.
 
 use crate::engine::{Time, PS_PER_MS, PS_PER_S, PS_PER_US};
+pub use crate::flow_control::{PauseConfig, PauseMode, PauseTrigger, SchedulerConfig, WatchdogAction};
 use crate::params::{num, Table};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -135,7 +136,7 @@ impl TraceConfig {
 
 /// A declared default (`table`'s `key`), as a whole number: serde's
 /// defaults read the declaration, so each default is written once.
-fn declared(table: crate::params::Table, key: &str) -> u64 {
+pub(crate) fn declared(table: crate::params::Table, key: &str) -> u64 {
     table.defaults()[key]
         .as_u64()
         .unwrap_or_else(|| panic!("{}.{key} is declared a whole number", table.name))
@@ -425,29 +426,6 @@ pub struct BridgeConfig {
     pub scheduler: SchedulerConfig,
 }
 
-/// A port's transmission selection among the eight data classes
-/// (`bridge.strict_priorities`, `bridge.ets_weights`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SchedulerConfig {
-    /// Priorities served by strict priority, ahead of the ETS classes.
-    pub strict: Vec<u8>,
-    /// ETS weights of priorities 0-7.
-    pub ets_weights: [u32; 8],
-}
-
-impl Default for SchedulerConfig {
-    /// The declared defaults (`sections::bridge`).
-    fn default() -> SchedulerConfig {
-        let d = crate::sections::bridge().defaults();
-        let ints = |k: &str| -> Vec<i64> { d[k].as_array().expect("declared a list").iter().filter_map(Value::as_i64).collect() };
-        let w = ints("ets_weights");
-        SchedulerConfig {
-            strict: ints("strict_priorities").into_iter().map(|p| p as u8).collect(),
-            ets_weights: std::array::from_fn(|i| w[i] as u32),
-        }
-    }
-}
-
 /// The declared default (`sections::bridge`).
 fn default_dt_alpha() -> f64 {
     crate::sections::bridge().defaults()["dt_alpha"]
@@ -480,87 +458,19 @@ pub enum EventConfig {
         to: String,
         rate_bps: u64,
     },
+    /// A station's NIC starts (`on`) or stops sending PFC frames that pause
+    /// `priority` on its link.
+    PfcStorm { at_ps: Time, node: String, priority: u8, on: bool },
 }
 
 impl EventConfig {
     pub fn at_ps(&self) -> Time {
         match self {
-            EventConfig::Start { at_ps, .. } | EventConfig::Stop { at_ps, .. } | EventConfig::LinkRate { at_ps, .. } => *at_ps,
+            EventConfig::Start { at_ps, .. }
+            | EventConfig::Stop { at_ps, .. }
+            | EventConfig::LinkRate { at_ps, .. }
+            | EventConfig::PfcStorm { at_ps, .. } => *at_ps,
         }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PauseTrigger {
-    /// From the bridge's buffer mode: `output_queue` for per_output and
-    /// infinite, `partition` for per_input, `ingress` for shared.
-    Auto,
-    /// An output queue at XOFF pauses every ingress port with frames in it.
-    OutputQueue,
-    /// Bytes held per ingress port at XOFF pause that port.
-    Ingress,
-    /// A per-input partition of an output buffer at XOFF pauses its input;
-    /// the input resumes when every partition holding it is back at XON.
-    Partition,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PauseConfig {
-    pub enabled: bool,
-    pub trigger: PauseTrigger,
-    pub xoff_bytes: u64,
-    pub xon_bytes: u64,
-    /// pause_time of an XOFF, in quanta of 512 bit times.
-    #[serde(default = "default_quanta")]
-    pub quanta: u16,
-    /// 802.3x PAUSE, or 802.1Qbb PFC for the `lossless` priorities.
-    #[serde(default)]
-    pub mode: PauseMode,
-    #[serde(default = "default_lossless")]
-    pub lossless: Vec<u8>,
-}
-
-/// `pause.mode`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PauseMode {
-    /// IEEE 802.3x: every data frame on the link.
-    #[default]
-    Pause,
-    /// IEEE 802.1Qbb: per priority, the lossless ones only.
-    Pfc,
-}
-
-impl PauseConfig {
-    /// The lossless priorities as a bit set (PFC's class-enable vector).
-    pub fn lossless_mask(&self) -> u8 {
-        self.lossless.iter().fold(0, |m, &p| m | 1 << (p & 7))
-    }
-}
-
-/// The declared default (`sections::pause`).
-fn default_lossless() -> Vec<u8> {
-    let d = crate::sections::pause().defaults();
-    d["lossless"]
-        .as_array()
-        .expect("declared a list")
-        .iter()
-        .filter_map(Value::as_u64)
-        .map(|p| p as u8)
-        .collect()
-}
-
-/// The declared default (`sections::pause`).
-fn default_quanta() -> u16 {
-    declared(crate::sections::pause(), "quanta") as u16
-}
-
-impl Default for PauseConfig {
-    /// The declared defaults (`sections::pause`).
-    fn default() -> Self {
-        serde_json::from_value(Value::Object(crate::sections::pause().defaults())).expect("the [pause] declaration matches PauseConfig")
     }
 }
 
@@ -705,6 +615,9 @@ impl SimConfig {
                     "to": to,
                     "rate_gbps": *rate_bps as f64 / 1e9,
                 }),
+                EventConfig::PfcStorm { at_ps, node, priority, .. } => {
+                    json!({"at_ms": ms(*at_ps), "action": "pfc_storm", "node": node, "priority": priority})
+                }
             };
             let Value::Object(values) = values else { unreachable!() };
             event.check(&format!("events[{i}]"), &values)?;

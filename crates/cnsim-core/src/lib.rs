@@ -29,6 +29,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod flow;
+pub mod flow_control;
 pub mod fluid;
 pub mod frame;
 pub mod io;

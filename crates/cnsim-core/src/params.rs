@@ -299,6 +299,10 @@ impl Values<'_> {
     pub fn s(&self, name: &str) -> Option<&str> {
         self.0.get(name).and_then(Value::as_str)
     }
+    /// A switch (false when unset).
+    pub fn flag(&self, name: &str) -> bool {
+        self.0.get(name).and_then(Value::as_bool).unwrap_or(false)
+    }
     /// A list of integers (empty when unset).
     pub fn ints(&self, name: &str) -> Vec<i64> {
         let list = self.0.get(name).and_then(Value::as_array);

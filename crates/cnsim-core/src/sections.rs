@@ -42,6 +42,20 @@ pub fn pause() -> Table {
         0,
         "mode = pfc: the lossless priorities (802.1p), each paused on its own (SONiC's default: 3 and 4)",
     )
+    .flag(
+        "watchdog",
+        false,
+        "mode = pfc: the PFC watchdog (SONiC's): a bridge port's lossless queue that stays paused with frames waiting for watchdog_detection_ms is stormed: watchdog_action applies to it until no PFC frame has paused it for watchdog_restoration_ms",
+    )
+    .float("watchdog_detection_ms", 200.0, Range::gt(0.0), "how long a queue stays paused with frames waiting before it is stormed")
+    .float("watchdog_restoration_ms", 200.0, Range::gt(0.0), "how long a stormed queue must go without a PFC frame before it is restored")
+    .float("watchdog_poll_ms", 20.0, Range::gt(0.0), "how often the watchdog looks at the queues (detection takes up to one poll longer)")
+    .choice(
+        "watchdog_action",
+        &["drop", "forward"],
+        "drop",
+        "what a stormed queue does: drop (its frames and those that arrive for it are dropped, PFC frames for it ignored) | forward (PFC frames for it are ignored: it sends)",
+    )
     // Checked whether PAUSE is on or not: a sweep that turns it on must not
     // meet thresholds that cannot work.
     .rule(&["xon_bytes", "xoff_bytes"], "xon_bytes <= xoff_bytes", |v| {
@@ -52,6 +66,9 @@ pub fn pause() -> Table {
     })
     .rule(&["mode", "trigger"], "trigger auto or ingress with mode = pfc (PFC counts per ingress port and priority)", |v| {
         v.s("mode") != Some("pfc") || matches!(v.s("trigger"), Some("auto" | "ingress"))
+    })
+    .rule(&["watchdog", "mode"], "the watchdog with mode = pfc", |v| {
+        !v.flag("watchdog") || v.s("mode") == Some("pfc")
     })
 }
 
@@ -415,9 +432,9 @@ pub fn event() -> Table {
     .required("at_ms")
     .choice(
         "action",
-        &["start", "stop", "link_rate"],
+        &["start", "stop", "link_rate", "pfc_storm"],
         "start",
-        "start / stop (a station's source) or link_rate (one link direction's rate)",
+        "start / stop (a station's source), link_rate (one link direction's rate) or pfc_storm (a station's NIC sends PFC frames pausing `priority` on its link, refreshed before they expire, until until_ms)",
     )
     .required("action")
     .string("node", "", "the station (start / stop)")
@@ -433,12 +450,20 @@ pub fn event() -> Table {
         "link_rate: new rate (0 = stopped, else >= 1 bit/s)",
     )
     .optional("rate_gbps", "none")
+    .int("priority", 0, Range::ge(0.0).le(7.0), "pfc_storm: the priority the storm pauses")
+    .optional("priority", "none")
+    .float("until_ms", 0.0, Range::ge(0.0), "pfc_storm: when the storm stops")
+    .optional("until_ms", "none: at the end of the run")
     .rule(&["rate_gbps"], "rate_gbps = 0 (stopped) or >= 1e-09 (1 bit/s)", |v| {
         v.get("rate_gbps").is_none_or(stopped_or_a_bit)
     })
     .rule(&["action", "node"], "a start or stop event names its node", |v| {
         !matches!(v.s("action"), Some("start" | "stop")) || v.s("node").is_some()
     })
+    .rule(&["action", "node", "priority"], "a pfc_storm event names its node and priority", |v| {
+        v.s("action") != Some("pfc_storm") || (v.s("node").is_some() && v.get("priority").is_some())
+    })
+    .rule(&["at_ms", "until_ms"], "until_ms >= at_ms", |v| v.get("until_ms").is_none_or(|u| u >= v.f("at_ms")))
     .rule(
         &["action", "from", "to", "rate_gbps"],
         "a link_rate event names from, to and rate_gbps",

@@ -634,17 +634,24 @@ pub struct RunCounters<'a> {
 pub struct PriorityCounters {
     pub pfc_frames: [u64; 8],
     pub paused_ps: [Time; 8],
+    /// The PFC watchdog: queues stormed, and frames it dropped.
+    pub watchdog_storms: [u64; 8],
+    pub watchdog_drops: [u64; 8],
 }
 
 impl Serialize for PriorityCounters {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(16))?;
-        for p in 0..8 {
-            m.serialize_entry(&format!("pfc_frames_priority_{p}"), &self.pfc_frames[p])?;
-        }
-        for p in 0..8 {
-            m.serialize_entry(&format!("paused_ps_priority_{p}"), &self.paused_ps[p])?;
+        let mut m = s.serialize_map(Some(32))?;
+        for (name, values) in [
+            ("pfc_frames", &self.pfc_frames),
+            ("paused_ps", &self.paused_ps),
+            ("watchdog_storms", &self.watchdog_storms),
+            ("watchdog_drops", &self.watchdog_drops),
+        ] {
+            for (p, v) in values.iter().enumerate() {
+                m.serialize_entry(&format!("{name}_priority_{p}"), v)?;
+            }
         }
         m.end()
     }

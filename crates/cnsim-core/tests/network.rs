@@ -645,8 +645,8 @@ fn two_classes(scheduler: cnsim_core::config::SchedulerConfig) -> SimConfig {
     )
 }
 
-fn bytes_from(r: &RunResult, name: &str) -> u64 {
-    r.nodes.iter().find(|n| n.name == name).expect("node").bytes_from[0]
+fn bytes_from(r: &RunResult, name: &str, window: usize) -> u64 {
+    r.nodes.iter().find(|n| n.name == name).expect("node").bytes_from[window]
 }
 
 /// 802.1Qaz ETS: two saturated classes share the port in proportion to their
@@ -663,7 +663,7 @@ fn two_saturated_classes_share_a_port_by_ets_weight_and_strict_priority_starves(
             }),
             0,
         );
-        let (a, b) = (bytes_from(&r, "S1") as f64, bytes_from(&r, "S2") as f64);
+        let (a, b) = (bytes_from(&r, "S1", 0) as f64, bytes_from(&r, "S2", 0) as f64);
         let want = w3 as f64 / w0 as f64;
         assert!(((b / a) - want).abs() / want < 0.05, "weights {w0}:{w3}: S2/S1 = {}", b / a);
         // The port is busy all along: together they fill it.
@@ -677,7 +677,7 @@ fn two_saturated_classes_share_a_port_by_ets_weight_and_strict_priority_starves(
         }),
         0,
     );
-    let (a, b) = (bytes_from(&r, "S1"), bytes_from(&r, "S2"));
+    let (a, b) = (bytes_from(&r, "S1", 0), bytes_from(&r, "S2", 0));
     assert!(b * 100 < a, "strict priority 0 leaves S2 {b} bytes against S1's {a}");
 }
 
@@ -742,11 +742,90 @@ fn pfc_pauses_the_lossless_priority_only_and_it_loses_nothing() {
     assert!(link("B->S1").pause_frames > 10 && link("S1->B").paused_ps > 0);
     assert_eq!((link("B->S2").pause_frames, link("S2->B").paused_ps), (0, 0));
     // Equal ETS weights: each class half the port while both are backlogged.
-    let (a, b) = (bytes_from(&r, "S1") as f64, bytes_from(&r, "S2") as f64);
+    let (a, b) = (bytes_from(&r, "S1", 0) as f64, bytes_from(&r, "S2", 0) as f64);
     assert!((a / b - 1.0).abs() < 0.05, "S1 / S2 = {}", a / b);
     // The same run under 802.3x PAUSE stops S2 as well.
     cfg.pause.mode = PauseMode::Pause;
     let r = run(&cfg, 0);
     let link = |n: &str| r.links.iter().find(|l| l.name == n).expect("link");
     assert!(link("B->S2").pause_frames > 0);
+}
+
+/// SONiC's PFC storm test, small: H1 (priority 3, lossless) and H3
+/// (priority 0, lossy) each at half line rate into H2, whose NIC storms
+/// priority 3 from 2 to 10 ms. During the storm the stormed priority
+/// receives nothing and the lossy one loses nothing; the watchdog storms the
+/// queue, drops its frames (so H1 is not held paused), and once the storm is
+/// over restores it: H1's traffic is back within detection + restoration.
+#[test]
+fn a_pfc_storm_stops_only_its_priority_and_the_watchdog_contains_it() {
+    let ms = PS_PER_MS;
+    let g10 = 10_000_000_000;
+    let mut h1 = station("H1", 0.5, DestConfig::Fixed { node: "H2".into() });
+    h1.priority = 3;
+    let mut h3 = station("H3", 0.5, DestConfig::Fixed { node: "H2".into() });
+    h3.priority = 0;
+    let start = |n: &str| EventConfig::Start { at_ps: 0, node: n.into() };
+    let storm = |at_ps, on| EventConfig::PfcStorm {
+        at_ps,
+        node: "H2".into(),
+        priority: 3,
+        on,
+    };
+    let mut cfg = SimConfig::new(
+        20 * ms,
+        vec![h1, h3, station("H2", 0.0, DestConfig::Uniform)],
+        vec![bridge("B", BufferMode::PerInput, PS_PER_US)],
+        vec![
+            link("H1", "B", g10, 500_000),
+            link("H3", "B", g10, 500_000),
+            link("B", "H2", g10, 500_000),
+        ],
+        vec![start("H1"), start("H3"), storm(2 * ms, true), storm(10 * ms, false)],
+    );
+    cfg.windows = vec![
+        WindowConfig {
+            name: "storm".into(),
+            start_ps: 4 * ms,
+            end_ps: 10 * ms,
+        },
+        WindowConfig {
+            name: "after".into(),
+            start_ps: 15 * ms,
+            end_ps: 20 * ms,
+        },
+    ];
+    cfg.per_flow = true;
+    cfg.pause = PauseConfig {
+        enabled: true,
+        xoff_bytes: 50_000,
+        xon_bytes: 40_000,
+        mode: PauseMode::Pfc,
+        lossless: vec![3],
+        ..PauseConfig::default()
+    };
+    let gbps = |r: &RunResult, s: &str, w: usize| r.window_gbps(bytes_from(r, s, w), w);
+    for watchdog in [false, true] {
+        cfg.pause.watchdog = watchdog;
+        cfg.pause.watchdog_detection_ms = 2.0;
+        cfg.pause.watchdog_restoration_ms = 2.0;
+        cfg.pause.watchdog_poll_ms = 0.5;
+        let r = run(&cfg, 0);
+        let p = r.priorities.expect("a PFC run has per-priority counters");
+        assert!(gbps(&r, "H1", 0) < 0.01, "watchdog {watchdog}: the stormed priority receives 0%");
+        assert!((gbps(&r, "H3", 0) - 5.0).abs() < 0.25, "the lossy priority goes on");
+        // The lossy priority loses nothing: every drop is the watchdog's, of priority 3.
+        assert_eq!(r.frames.counts.dropped_cp, p.watchdog_drops[3]);
+        assert!(p.pfc_frames[3] > 0 && p.pfc_frames[0] == 0);
+        let h1_paused = r.links.iter().find(|l| l.name == "H1->B").expect("link").paused_ps;
+        if watchdog {
+            assert_eq!(p.watchdog_storms[3], 1);
+            assert!(p.watchdog_drops[3] > 1_000);
+            assert!((gbps(&r, "H1", 1) - 5.0).abs() < 0.25, "restored: H1 is back");
+            assert!(h1_paused < ms, "the queue's frames are dropped, H1 not held: {h1_paused} ps");
+        } else {
+            assert_eq!((p.watchdog_storms[3], p.watchdog_drops[3]), (0, 0));
+            assert!(h1_paused > 5 * ms, "H1 is held paused through the storm: {h1_paused} ps");
+        }
+    }
 }

@@ -357,7 +357,7 @@ class Scenario:
                     "hotspot.node", f"'{h.node}' is not allowed; expected a station of the scenario"
                 )
         for i, ev in enumerate(m.events):
-            if ev.action in ("start", "stop"):
+            if ev.action in ("start", "stop", "pfc_storm"):
                 if ev.node is not None and (ev.node not in names or names[ev.node].kind != "station"):
                     raise ScenarioError.at(
                         f"events[{i}].node", f"'{ev.node}' is not allowed; expected a station"

@@ -40,6 +40,12 @@ pub(super) fn representable(cfg: &SimConfig) -> Result<Vec<String>, ConfigError>
             format!("'flow' cannot change a link's rate during the run (a link_rate event at {} ms, or a [hotspot]): the flow-level model keeps links as built; use fidelity = \"packet\"", e.at_ps() as f64 / PS_PER_MS as f64),
         );
     }
+    if cfg.events.iter().any(|e| matches!(e, EventConfig::PfcStorm { .. })) {
+        return fail(
+            "fidelity",
+            "'flow' does not model PFC storms (a pfc_storm event): use fidelity = \"packet\"",
+        );
+    }
     if cfg.pause.enabled {
         warnings.push("flow-level model: PAUSE acts only inside each link's own packet run (no PAUSE spreading between links, no head-of-line blocking across the fabric)".to_string());
     }

@@ -79,6 +79,9 @@ named_enum! {
         PauseOn = "pause_on",
         /// A transmitter's pause ended (`reason`: xon, expired, run_end).
         PauseOff = "pause_off",
+        /// The PFC watchdog stormed or restored a port's queue (`reason`:
+        /// stormed, restored; `priority`: the queue's).
+        Watchdog = "watchdog",
         /// A CP or a notification point sent a congestion notification.
         CnTx = "cn_tx",
         /// A congestion notification reached its reaction point.
@@ -116,6 +119,7 @@ named_enum! {
         NoRoute = "no_route",
         RlqFull = "rlq_full",
         NicFull = "nic_full",
+        Watchdog = "watchdog",
         // discard
         OutOfOrder = "out_of_order",
         // pause
@@ -124,6 +128,9 @@ named_enum! {
         Refresh = "refresh",
         Expired = "expired",
         RunEnd = "run_end",
+        // watchdog
+        Stormed = "stormed",
+        Restored = "restored",
         // rate
         Created = "created",
         Released = "released",

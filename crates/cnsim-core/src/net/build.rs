@@ -3,7 +3,7 @@
 //! scheme chosen once per run (`build`: schemes are type parameters, so the
 //! per-frame path has no dynamic dispatch).
 
-use super::ctx::{Action, Ctx, RunSpec, EV_SCENARIO};
+use super::ctx::{Action, Ctx, RunSpec, EV_SCENARIO, EV_WATCHDOG};
 use super::fabric::{Fabric, NO_EXPRESS};
 use super::hosts::Hosts;
 use super::port::{Port, PortId, NO_PEER_BRIDGE, NO_TRACE};
@@ -232,13 +232,25 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
                         .ok_or_else(|| ConfigError::new(format!("events[{i}]"), format!("no link direction '{from}->{to}'")))?;
                     Action::LinkRate(p, *rate_bps)
                 }
+                EventConfig::PfcStorm { node, priority, on, .. } => {
+                    let s = net
+                        .node_by_name
+                        .get(node)
+                        .and_then(|&n| match net.nodes[n as usize].kind {
+                            NodeKind::Station(s) => Some(s),
+                            NodeKind::Bridge(_) => None,
+                        })
+                        .ok_or_else(|| ConfigError::new(format!("events[{i}].node"), format!("'{node}' is not a station")))?;
+                    Action::PfcStorm(net.stations[s as usize].port, *priority, *on)
+                }
             };
             actions.push(action);
             if at < cfg.duration_ps {
                 timed.push((at, i));
             }
         }
-        let quiet = !S::NOTIFIES && !cfg.pause.enabled && cfg.transport.flows.is_empty() && cfg.transport.arrivals.is_empty();
+        let storms = cfg.events.iter().any(|e| matches!(e, EventConfig::PfcStorm { .. }));
+        let quiet = !S::NOTIFIES && !cfg.pause.enabled && !storms && cfg.transport.flows.is_empty() && cfg.transport.arrivals.is_empty();
         let express = if quiet {
             let rate_changes: Vec<PortId> = actions
                 .iter()
@@ -271,6 +283,16 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
         timed.sort_by_key(|&(t, i)| (t, i));
         for (t, i) in timed {
             q.push(t, EV_SCENARIO, i as u32);
+        }
+        let watchdog = cfg.pause.enabled && cfg.pause.mode == crate::config::PauseMode::Pfc && cfg.pause.watchdog;
+        if watchdog {
+            for p in net.ports.iter_mut().filter(|p| p.pfc_in.is_some()) {
+                p.watchdog = Some(Box::default());
+            }
+            let first = crate::engine::time::ms_to_ps(cfg.pause.watchdog_poll_ms).max(1);
+            if first < cfg.duration_ps {
+                q.push(first, EV_WATCHDOG, 0);
+            }
         }
 
         let open_loop = net.stations.iter().any(|st| st.load > 0.0);
@@ -323,6 +345,15 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
             express,
             pause: cfg.pause.clone(),
             pfc_frames: [0; 8],
+            watchdog_storms: [0; 8],
+            watchdog_drops: [0; 8],
+            lossless: if cfg.pause.enabled && cfg.pause.mode == crate::config::PauseMode::Pfc {
+                cfg.pause.lossless_mask()
+            } else {
+                0
+            },
+            pfc_on: cfg.pause.enabled && cfg.pause.mode == crate::config::PauseMode::Pfc,
+            watchdog_drop: cfg.pause.watchdog && cfg.pause.watchdog_action == crate::config::WatchdogAction::Drop,
             n_stations: n_st,
             node_by_name,
         };
@@ -409,6 +440,13 @@ fn network_view<S: Scheme>(fabric: &Fabric<S>, hosts: &Hosts<S>, paths: FlowPath
 fn pfc_warnings(cfg: &SimConfig) -> Vec<String> {
     use crate::config::PauseMode;
     let p = &cfg.pause;
+    if !(p.enabled && p.mode == PauseMode::Pfc) {
+        if let Some(i) = cfg.events.iter().position(|e| matches!(e, EventConfig::PfcStorm { .. })) {
+            return vec![format!(
+                "events[{i}]: a pfc_storm while PFC is off (it needs pause.mode = \"pfc\" and pause on): its PFC frames are ignored"
+            )];
+        }
+    }
     if p.mode != PauseMode::Pfc {
         return Vec::new();
     }
@@ -416,11 +454,22 @@ fn pfc_warnings(cfg: &SimConfig) -> Vec<String> {
         return vec!["pause.mode = \"pfc\" while pause.enabled = false: nothing is paused".into()];
     }
     let lossless = p.lossless_mask();
-    if cfg.stations.iter().any(|s| lossless & (1 << s.priority) != 0) {
-        return Vec::new();
+    let mut out = Vec::new();
+    if !cfg.stations.iter().any(|s| lossless & (1 << s.priority) != 0) {
+        out.push(format!(
+            "pause.mode = \"pfc\": no station sends at a lossless priority (pause.lossless = {:?}): nothing is paused",
+            p.lossless
+        ));
     }
-    vec![format!(
-        "pause.mode = \"pfc\": no station sends at a lossless priority (pause.lossless = {:?}): nothing is paused",
-        p.lossless
-    )]
+    for (i, e) in cfg.events.iter().enumerate() {
+        if let EventConfig::PfcStorm { priority, on: true, .. } = e {
+            if lossless & (1 << priority) == 0 {
+                out.push(format!(
+                    "events[{i}]: a pfc_storm on priority {priority}, which is not lossless (pause.lossless = {:?}): ports honour PFC for lossless priorities only, nothing is paused",
+                    p.lossless
+                ));
+            }
+        }
+    }
+    out
 }

@@ -92,6 +92,20 @@ impl<E: Copy> ClassQueues<E> {
         self.queues.iter().map(VecDeque::len).sum()
     }
 
+    /// The priorities with frames waiting, as a bit set.
+    pub fn waiting(&self) -> u8 {
+        self.nonempty
+    }
+
+    /// Takes every frame of priority `p` out of its queue (the PFC
+    /// watchdog's drop), oldest first.
+    pub fn take_class(&mut self, p: usize) -> Vec<Frame<E>> {
+        self.bytes[p] = 0;
+        self.deficit[p] = 0;
+        self.nonempty &= !(1 << p);
+        self.queues[p].drain(..).collect()
+    }
+
     /// Bytes queued at priority `p`.
     pub fn bytes(&self, p: usize) -> u64 {
         self.bytes[p]

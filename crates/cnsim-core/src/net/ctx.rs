@@ -36,6 +36,8 @@ pub(crate) const EV_FLOW_START: u8 = 9;
 pub(crate) const EV_FLOW_ARRIVAL: u8 = 10;
 /// A flow's retransmission timer (index: the flow).
 pub(crate) const EV_FLOW_RTO: u8 = 11;
+/// The PFC watchdog's poll of every bridge port (index: 0).
+pub(crate) const EV_WATCHDOG: u8 = 12;
 
 /// The constants of one run that elements read.
 #[derive(Clone, Debug)]
@@ -92,4 +94,6 @@ pub(crate) enum Action {
     Start(u32),
     Stop(u32),
     LinkRate(PortId, u64),
+    /// A station's NIC (its port) starts / stops a PFC storm on a priority.
+    PfcStorm(PortId, u8, bool),
 }

@@ -52,6 +52,16 @@ pub struct Fabric<S: Scheme> {
     pub pause: PauseConfig,
     /// PFC frames sent, by the priorities they name.
     pub pfc_frames: [u64; 8],
+    /// The PFC watchdog: queues stormed, and frames it dropped, per priority.
+    pub watchdog_storms: [u64; 8],
+    pub watchdog_drops: [u64; 8],
+    /// The watchdog drops the frames of stormed queues (checked per frame).
+    pub watchdog_drop: bool,
+    /// PFC is on (`pause.enabled` and `pause.mode = "pfc"`).
+    pub pfc_on: bool,
+    /// The lossless priorities (`pause.lossless`) when PFC is on, else none:
+    /// the PFC-enable vector of every port.
+    pub lossless: u8,
     pub n_stations: usize,
     pub node_by_name: BTreeMap<String, u32>,
 }
@@ -109,14 +119,12 @@ impl<S: Scheme> Fabric<S> {
                 None => return,
             }
         } else {
-            let Some(mut f) = p.pop_data(now) else {
-                // PFC holds every class with frames waiting: wake when the
-                // first resumes (an XON wakes the port sooner).
-                let at = p.classes.as_ref().and_then(|c| c.resume_at(now)).expect("a paused class waits");
-                if p.wake_at != at {
-                    p.wake_at = at;
-                    ctx.schedule(at, EV_WAKE, port);
-                }
+            let mut f = if !p.multiclass {
+                p.data.pop_front().expect("non-empty")
+            } else if let Some(f) = p.pop_class(now) {
+                f
+            } else {
+                self.wake_when_a_class_resumes(port, ctx);
                 return;
             };
             if S::CP_ON_DEQUEUE {
@@ -138,6 +146,19 @@ impl<S: Scheme> Fabric<S> {
         };
         let more_waiting = limited && nic.has_queued(owner);
         self.start_tx(port, frame, more_waiting, ctx);
+    }
+
+    /// PFC holds every class with frames waiting at multi-class `port`: it
+    /// wakes when the first resumes (an XON wakes it sooner).
+    #[cold]
+    #[inline(never)]
+    fn wake_when_a_class_resumes<T: Tracer<S>>(&mut self, port: PortId, ctx: &mut Ctx<S, T>) {
+        let p = &mut self.ports[port as usize];
+        let at = p.classes.as_ref().and_then(|c| c.resume_at(ctx.now)).expect("a paused class waits");
+        if p.wake_at != at {
+            p.wake_at = at;
+            ctx.schedule(at, EV_WAKE, port);
+        }
     }
 
     /// `port` (idle, running, not paused for this frame) starts sending `frame`.

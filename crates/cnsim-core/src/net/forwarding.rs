@@ -10,7 +10,6 @@ use super::ctx::Ctx;
 use super::fabric::{Fabric, Nic};
 use super::port::{PortId, TxFrame};
 use super::routing::NO_ROUTE;
-use crate::config::PauseMode;
 use crate::frame::Frame;
 use crate::scheme::{CpFields, QueueView, Scheme};
 use crate::stats;
@@ -76,6 +75,21 @@ impl<S: Scheme> Fabric<S> {
             return;
         }
         let len = f.len as u64;
+        if self.watchdog_drop && self.stormed_drop(out, f.prio) {
+            let bridge = &mut self.bridges[b as usize];
+            bridge.dropped_cp += 1;
+            ctx.stats.count(ctx.now, stats::DROPPED_CP);
+            self.watchdog_drops[(f.prio & 7) as usize] += 1;
+            if T::ON {
+                let site = Site {
+                    at: ctx.now,
+                    node: bridge.node,
+                    port: out,
+                };
+                ctx.tracer.frame(&ctx.scheme, site, Kind::Drop, Reason::Watchdog, &f, None);
+            }
+            return;
+        }
         self.settle(out, ctx, nic);
         let bridge = &mut self.bridges[b as usize];
         let ports = &mut self.ports;
@@ -116,8 +130,7 @@ impl<S: Scheme> Fabric<S> {
         f.in_port = ingress;
         f.in_local = in_local as u16;
         bridge.total_bytes += len;
-        let pfc = self.pause.enabled && self.pause.mode == PauseMode::Pfc;
-        if self.pause.enabled && !pfc {
+        if self.pause.enabled && !self.pfc_on {
             // Ingress accounting: read by PAUSE only (not touched otherwise: a cache miss per hop).
             ports[ingress as usize].pause_in.in_bytes += len;
         }
@@ -157,10 +170,12 @@ impl<S: Scheme> Fabric<S> {
         let prio = f.prio;
         self.ports[out as usize].push_data(f);
         self.queue_changed(out, ctx);
-        if pfc {
-            self.pfc_on_enqueue(ingress, prio, len, ctx, nic);
-        } else if self.pause.enabled {
-            self.pause_on_enqueue(b, out, ingress, ctx, nic);
+        if self.pause.enabled {
+            if self.pfc_on {
+                self.pfc_on_enqueue(ingress, prio, len, ctx, nic);
+            } else {
+                self.pause_on_enqueue(b, out, ingress, ctx, nic);
+            }
         }
         self.try_start(out, ctx, nic);
     }
@@ -266,11 +281,13 @@ impl<S: Scheme> Fabric<S> {
         self.bridges[b as usize].total_bytes -= len;
         let ingress = f.in_port as PortId;
         self.ports[out as usize].bytes_by_ingress[f.in_local as usize] -= len;
-        if self.pause.enabled && self.pause.mode == PauseMode::Pfc {
-            self.pfc_on_dequeue(ingress, f.prio, len, ctx, nic);
-        } else if self.pause.enabled {
-            self.ports[ingress as usize].pause_in.in_bytes -= len;
-            self.pause_on_dequeue(b, out, ingress, ctx, nic);
+        if self.pause.enabled {
+            if self.pfc_on {
+                self.pfc_on_dequeue(ingress, f.prio, len, ctx, nic);
+            } else {
+                self.ports[ingress as usize].pause_in.in_bytes -= len;
+                self.pause_on_dequeue(b, out, ingress, ctx, nic);
+            }
         }
     }
 }

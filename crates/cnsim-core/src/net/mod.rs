@@ -24,6 +24,7 @@ pub mod sim;
 pub mod station;
 pub mod topology;
 pub mod transport;
+mod watchdog;
 
 pub use crate::frame::{Frame, FrameKind};
 pub use port::{Port, PortId};

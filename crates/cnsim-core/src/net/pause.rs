@@ -143,6 +143,69 @@ impl PfcIngress {
     }
 }
 
+/// The PFC watchdog (SONiC's) at one bridge port: per lossless priority,
+/// whether its queue is stalled (paused with frames waiting) and since when,
+/// and whether it is stormed. Polled; a decision of the queues' state alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Watchdog {
+    /// Since when each priority's queue has been seen stalled (`Time::MAX`: it is not).
+    pub stalled_since: [Time; 8],
+    /// Bit p: priority p's queue is stormed.
+    pub stormed: u8,
+    /// When each stormed priority was stormed or last received a PFC frame.
+    pub last_pfc: [Time; 8],
+}
+
+impl Default for Watchdog {
+    fn default() -> Watchdog {
+        Watchdog {
+            stalled_since: [Time::MAX; 8],
+            stormed: 0,
+            last_pfc: [0; 8],
+        }
+    }
+}
+
+impl Watchdog {
+    /// A poll at `now` that finds the lossless priorities in `stalled` (bit
+    /// p) paused with frames waiting: (the priorities stormed now, those
+    /// restored now). A queue seen stalled at polls `detection` apart is
+    /// stormed; a stormed queue with no PFC frame for `restoration` is restored.
+    pub fn poll(&mut self, now: Time, stalled: u8, lossless: u8, detection: Time, restoration: Time) -> (u8, u8) {
+        let (mut stormed, mut restored) = (0u8, 0u8);
+        for p in (0..8).filter(|&p| lossless & (1 << p) != 0) {
+            let bit = 1u8 << p;
+            if self.stormed & bit != 0 {
+                if now - self.last_pfc[p] >= restoration {
+                    self.stormed &= !bit;
+                    restored |= bit;
+                    self.stalled_since[p] = Time::MAX;
+                }
+            } else if stalled & bit == 0 {
+                self.stalled_since[p] = Time::MAX;
+            } else if self.stalled_since[p] == Time::MAX {
+                self.stalled_since[p] = now;
+            } else if now - self.stalled_since[p] >= detection {
+                self.stormed |= bit;
+                stormed |= bit;
+                self.last_pfc[p] = now;
+                self.stalled_since[p] = Time::MAX;
+            }
+        }
+        (stormed, restored)
+    }
+
+    /// A PFC frame naming `classes` reached the port at `now`: the stormed
+    /// ones among them, which the port ignores (their restoration waits).
+    pub fn pfc_seen(&mut self, classes: u8, now: Time) -> u8 {
+        let ignored = classes & self.stormed;
+        for p in (0..8).filter(|&p| ignored & (1 << p) != 0) {
+            self.last_pfc[p] = now;
+        }
+        ignored
+    }
+}
+
 /// What a queue change asks of PAUSE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
@@ -218,6 +281,24 @@ pub fn on_dequeue(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The watchdog storms a queue seen stalled across `detection`, not one
+    /// that drains in between; it ignores PFC for a stormed queue and
+    /// restores it only after `restoration` without a PFC frame.
+    #[test]
+    fn the_watchdog_storms_a_stuck_queue_and_restores_it_after_a_quiet_spell() {
+        let (lossless, det, rest) = (1 << 3 | 1 << 4, 200, 100);
+        let mut w = Watchdog::default();
+        assert_eq!(w.poll(0, 1 << 3 | 1 << 0, lossless, det, rest), (0, 0), "first sight; 0 is lossy");
+        assert_eq!(w.poll(100, 1 << 3 | 1 << 4, lossless, det, rest), (0, 0));
+        assert_eq!(w.poll(150, 1 << 3, lossless, det, rest), (0, 0), "4 drained: its clock restarts");
+        assert_eq!(w.poll(200, 1 << 3 | 1 << 4, lossless, det, rest), (1 << 3, 0), "3 stalled 0-200");
+        assert_eq!(w.stormed, 1 << 3);
+        assert_eq!(w.pfc_seen(1 << 3 | 1 << 4, 260), 1 << 3, "PFC for 3 ignored, for 4 obeyed");
+        assert_eq!(w.poll(300, 1 << 4, lossless, det, rest), (0, 0), "60 quiet: not yet");
+        assert_eq!(w.poll(360, 1 << 4, lossless, det, rest), (0, 1 << 3), "100 quiet: restored");
+        assert_eq!(w.poll(400, 1 << 4, lossless, det, rest), (1 << 4, 0), "4 stalled 200-400");
+    }
 
     /// PFC counts each priority of an ingress on its own: a lossless
     /// priority pauses at XOFF and resumes at XON whatever the others hold;

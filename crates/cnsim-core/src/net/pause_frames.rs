@@ -110,7 +110,7 @@ impl<S: Scheme> Fabric<S> {
 
     /// How often an asserted pause is refreshed: at half its duration, so
     /// the upstream never resumes while we are above XON.
-    fn refresh_interval(&self, port: PortId) -> Time {
+    pub(super) fn refresh_interval(&self, port: PortId) -> Time {
         (pause_quanta_ps(self.pause.quanta, self.ports[port as usize].nominal_rate_bps) / 2).max(1)
     }
 
@@ -132,6 +132,7 @@ impl<S: Scheme> Fabric<S> {
 
     /// PFC: a data frame of priority `prio` and `len` bytes arrived through
     /// `ingress` and joined an output queue.
+    #[inline(never)]
     pub(crate) fn pfc_on_enqueue<T: Tracer<S>, N: Nic<S>>(
         &mut self,
         ingress: PortId,
@@ -158,6 +159,7 @@ impl<S: Scheme> Fabric<S> {
 
     /// PFC: a data frame of priority `prio` and `len` bytes that came through
     /// `ingress` left the bridge.
+    #[inline(never)]
     pub(crate) fn pfc_on_dequeue<T: Tracer<S>, N: Nic<S>>(
         &mut self,
         ingress: PortId,
@@ -195,7 +197,7 @@ impl<S: Scheme> Fabric<S> {
 
     /// Queues a PAUSE frame on `port`: 802.3x when `classes` is 0, else a PFC
     /// frame for the priorities in `classes`.
-    fn send_pause_frame<T: Tracer<S>, N: Nic<S>>(
+    pub(super) fn send_pause_frame<T: Tracer<S>, N: Nic<S>>(
         &mut self,
         port: PortId,
         classes: u8,
@@ -240,9 +242,26 @@ impl<S: Scheme> Fabric<S> {
         nic: &mut N,
     ) {
         let now = ctx.now;
+        let (was_pfc, was_classes) = (classes != 0, classes);
         let p = &mut self.ports[port as usize];
         let rate = if p.rate_bps > 0 { p.rate_bps } else { p.nominal_rate_bps };
         let end = now + pause_quanta_ps(quanta, rate);
+        // PFC is honoured for the lossless priorities only (a port's
+        // PFC-enable vector), and not for a queue the watchdog stormed.
+        let classes = if classes != 0 { classes & self.lossless } else { 0 };
+        let ignored = p.watchdog.as_mut().map_or(0, |w| w.pfc_seen(classes, now));
+        let classes = classes & !ignored;
+        if was_pfc && (classes == 0 || (!p.multiclass && classes & (1 << p.data_prio) == 0)) {
+            if T::ON {
+                let site = Site {
+                    at: now,
+                    node: p.owner,
+                    port,
+                };
+                ctx.tracer.pause_received(site, wire::pause_priority(was_classes), quanta, now);
+            }
+            return;
+        }
         if classes != 0 && (p.multiclass || classes & (1 << p.data_prio) == 0) {
             let measure = ctx.run.measure;
             let until = match p.classes.as_mut() {

@@ -6,7 +6,7 @@
 //! the owner's per-ingress accounting that PAUSE and `per_input` buffers need.
 
 use super::classes::ClassQueues;
-use super::pause::{IngressPause, OutputHolds, PfcIngress};
+use super::pause::{IngressPause, OutputHolds, PfcIngress, Watchdog};
 use crate::engine::time::serialization_ps;
 use crate::engine::Time;
 use crate::frame::Frame;
@@ -131,6 +131,8 @@ pub struct Port<E> {
     /// PFC (`pause.mode = "pfc"`) at a bridge: this port as an ingress, its
     /// bytes and XOFF state per priority.
     pub pfc_in: Option<Box<PfcIngress>>,
+    /// The PFC watchdog's state for this bridge port's queues (`pause.watchdog`).
+    pub watchdog: Option<Box<Watchdog>>,
 
     // --- cold ---
     /// Rate the link was configured with (PAUSE quanta are counted at it when stopped).
@@ -178,6 +180,7 @@ impl<E: Copy + Default> Port<E> {
             ctrl: VecDeque::new(),
             classes: None,
             pfc_in: None,
+            watchdog: None,
             data_bytes: 0,
             busy: false,
             done_at: 0,
@@ -253,27 +256,36 @@ impl<E: Copy + Default> Port<E> {
     /// Whether data frames wait in this port's queue (its FIFO or its classes).
     #[inline(always)]
     pub fn data_waiting(&self) -> bool {
-        !self.data.is_empty() || (self.multiclass && self.classes.as_ref().is_some_and(|c| !c.is_empty()))
+        !self.data.is_empty() || (self.multiclass && self.classes_waiting())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn classes_waiting(&self) -> bool {
+        self.classes.as_ref().is_some_and(|c| !c.is_empty())
     }
 
     /// Queues a data frame: in the FIFO, or in its class.
     #[inline(always)]
     pub fn push_data(&mut self, f: Frame<E>) {
-        match self.classes.as_mut() {
-            Some(c) if self.multiclass => c.push(f),
-            _ => self.data.push_back(f),
+        if self.multiclass {
+            self.push_class(f)
+        } else {
+            self.data.push_back(f)
         }
     }
 
-    /// The next data frame to send at `now`: the FIFO's head, or by
+    #[inline(never)]
+    fn push_class(&mut self, f: Frame<E>) {
+        self.classes.as_mut().expect("a multi-class port has classes").push(f)
+    }
+
+    /// The next data frame of a multi-class port to send at `now`, by
     /// transmission selection among the classes PFC does not hold (None:
     /// every class with frames is paused, until [`ClassQueues::resume_at`]).
-    #[inline(always)]
-    pub fn pop_data(&mut self, now: Time) -> Option<Frame<E>> {
-        match self.data.pop_front() {
-            None if self.multiclass => self.classes.as_mut().and_then(|c| c.pop(now)),
-            f => f,
-        }
+    #[inline(never)]
+    pub fn pop_class(&mut self, now: Time) -> Option<Frame<E>> {
+        self.classes.as_mut().and_then(|c| c.pop(now))
     }
 
     /// The frames of wire class `class` on the wire, oldest first.

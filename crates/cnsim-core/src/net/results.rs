@@ -65,6 +65,8 @@ impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
         }
         let mut c = stats::PriorityCounters {
             pfc_frames: net.pfc_frames,
+            watchdog_storms: net.watchdog_storms,
+            watchdog_drops: net.watchdog_drops,
             ..Default::default()
         };
         for p in &net.ports {

@@ -104,6 +104,10 @@ pub trait Tracer<S: Scheme>: Send + 'static {
     /// until `until` (`site.at`: not paused).
     fn pause_received(&mut self, site: Site, prio: u8, quanta: u16, until: Time);
 
+    /// The PFC watchdog stormed (`Reason::Stormed`) or restored
+    /// (`Reason::Restored`) priority `prio`'s queue at port `site.port`.
+    fn watchdog(&mut self, site: Site, prio: u8, reason: Reason);
+
     /// A rate limiter's state (created, changed or not); the tracer keeps the changes.
     fn rl_state(&mut self, site: Site, rl: RlView, reason: Reason);
 
@@ -131,6 +135,8 @@ impl<S: Scheme> Tracer<S> for NoTrace {
     fn pause_sent(&mut self, _: Site, _: u8, _: u16, _: Reason, _: u64) {}
     #[inline(always)]
     fn pause_received(&mut self, _: Site, _: u8, _: u16, _: Time) {}
+    #[inline(always)]
+    fn watchdog(&mut self, _: Site, _: u8, _: Reason) {}
     #[inline(always)]
     fn rl_state(&mut self, _: Site, _: RlView, _: Reason) {}
     #[inline(always)]

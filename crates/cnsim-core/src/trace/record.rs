@@ -574,6 +574,13 @@ impl<S: Scheme> Tracer<S> for Recorder {
         }
     }
 
+    fn watchdog(&mut self, site: Site, prio: u8, reason: Reason) {
+        let mut r = EventRow::new(site.at, Kind::Watchdog, site.node, site.port);
+        r.priority = Some(prio);
+        r.reason = reason;
+        self.emit(r);
+    }
+
     fn rl_state(&mut self, site: Site, rl: RlView, reason: Reason) {
         let id = rl.id as usize;
         if self.rl_last.len() <= id {

@@ -1,0 +1,144 @@
+//! Flow control and transmission selection as a run is configured: 802.3x
+//! PAUSE or 802.1Qbb PFC (`[pause]`, with the PFC watchdog) and a bridge
+//! port's scheduler among its eight priorities (`bridge.strict_priorities`,
+//! `bridge.ets_weights`), each default the declaration's (`sections`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A port's transmission selection among the eight data classes
+/// (`bridge.strict_priorities`, `bridge.ets_weights`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchedulerConfig {
+    /// Priorities served by strict priority, ahead of the ETS classes.
+    pub strict: Vec<u8>,
+    /// ETS weights of priorities 0-7.
+    pub ets_weights: [u32; 8],
+}
+
+impl Default for SchedulerConfig {
+    /// The declared defaults (`sections::bridge`).
+    fn default() -> SchedulerConfig {
+        let d = crate::sections::bridge().defaults();
+        let ints = |k: &str| -> Vec<i64> { d[k].as_array().expect("declared a list").iter().filter_map(Value::as_i64).collect() };
+        let w = ints("ets_weights");
+        SchedulerConfig {
+            strict: ints("strict_priorities").into_iter().map(|p| p as u8).collect(),
+            ets_weights: std::array::from_fn(|i| w[i] as u32),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PauseTrigger {
+    /// From the bridge's buffer mode: `output_queue` for per_output and
+    /// infinite, `partition` for per_input, `ingress` for shared.
+    Auto,
+    /// An output queue at XOFF pauses every ingress port with frames in it.
+    OutputQueue,
+    /// Bytes held per ingress port at XOFF pause that port.
+    Ingress,
+    /// A per-input partition of an output buffer at XOFF pauses its input;
+    /// the input resumes when every partition holding it is back at XON.
+    Partition,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PauseConfig {
+    pub enabled: bool,
+    pub trigger: PauseTrigger,
+    pub xoff_bytes: u64,
+    pub xon_bytes: u64,
+    /// pause_time of an XOFF, in quanta of 512 bit times.
+    #[serde(default = "default_quanta")]
+    pub quanta: u16,
+    /// 802.3x PAUSE, or 802.1Qbb PFC for the `lossless` priorities.
+    #[serde(default)]
+    pub mode: PauseMode,
+    #[serde(default = "default_lossless")]
+    pub lossless: Vec<u8>,
+    /// The PFC watchdog (declared in `sections::pause`, in its units).
+    #[serde(default)]
+    pub watchdog: bool,
+    #[serde(default = "default_watchdog_ms")]
+    pub watchdog_detection_ms: f64,
+    #[serde(default = "default_restoration_ms")]
+    pub watchdog_restoration_ms: f64,
+    #[serde(default = "default_watchdog_poll_ms")]
+    pub watchdog_poll_ms: f64,
+    #[serde(default)]
+    pub watchdog_action: WatchdogAction,
+}
+
+/// What a stormed queue does (`pause.watchdog_action`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WatchdogAction {
+    /// Its frames, and those that arrive for it, are dropped.
+    #[default]
+    Drop,
+    /// It ignores PFC and sends.
+    Forward,
+}
+
+fn default_watchdog_ms() -> f64 {
+    crate::sections::pause().defaults()["watchdog_detection_ms"]
+        .as_f64()
+        .expect("declared a number")
+}
+
+fn default_restoration_ms() -> f64 {
+    crate::sections::pause().defaults()["watchdog_restoration_ms"]
+        .as_f64()
+        .expect("declared a number")
+}
+
+fn default_watchdog_poll_ms() -> f64 {
+    crate::sections::pause().defaults()["watchdog_poll_ms"]
+        .as_f64()
+        .expect("declared a number")
+}
+
+/// `pause.mode`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PauseMode {
+    /// IEEE 802.3x: every data frame on the link.
+    #[default]
+    Pause,
+    /// IEEE 802.1Qbb: per priority, the lossless ones only.
+    Pfc,
+}
+
+impl PauseConfig {
+    /// The lossless priorities as a bit set (PFC's class-enable vector).
+    pub fn lossless_mask(&self) -> u8 {
+        self.lossless.iter().fold(0, |m, &p| m | 1 << (p & 7))
+    }
+}
+
+/// The declared default (`sections::pause`).
+fn default_lossless() -> Vec<u8> {
+    let d = crate::sections::pause().defaults();
+    d["lossless"]
+        .as_array()
+        .expect("declared a list")
+        .iter()
+        .filter_map(Value::as_u64)
+        .map(|p| p as u8)
+        .collect()
+}
+
+/// The declared default (`sections::pause`).
+fn default_quanta() -> u16 {
+    crate::config::declared(crate::sections::pause(), "quanta") as u16
+}
+
+impl Default for PauseConfig {
+    /// The declared defaults (`sections::pause`).
+    fn default() -> Self {
+        serde_json::from_value(Value::Object(crate::sections::pause().defaults())).expect("the [pause] declaration matches PauseConfig")
+    }
+}
