@@ -136,7 +136,7 @@ impl TraceConfig {
 
 /// A declared default (`table`'s `key`), as a whole number: serde's
 /// defaults read the declaration, so each default is written once.
-pub(crate) fn declared(table: crate::params::Table, key: &str) -> u64 {
+fn declared(table: crate::params::Table, key: &str) -> u64 {
     table.defaults()[key]
         .as_u64()
         .unwrap_or_else(|| panic!("{}.{key} is declared a whole number", table.name))

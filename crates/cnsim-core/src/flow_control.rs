@@ -133,7 +133,9 @@ fn default_lossless() -> Vec<u8> {
 
 /// The declared default (`sections::pause`).
 fn default_quanta() -> u16 {
-    crate::config::declared(crate::sections::pause(), "quanta") as u16
+    crate::sections::pause().defaults()["quanta"]
+        .as_u64()
+        .expect("pause.quanta is declared a whole number") as u16
 }
 
 impl Default for PauseConfig {
