@@ -228,3 +228,19 @@ def test_a_storm_on_a_lossy_priority_warns_and_pauses_nothing():
     with pytest.warns(cnsim.ScenarioWarning, match="not lossless"):
         r = cnsim.run(cnsim.Scenario(doc))
     assert r.metric("pfc_frames_priority_0")[0] > 0 and r.metric("time_paused_ms_priority_0")[0] == 0
+
+
+def test_validate_multiclass_passes():
+    """`cnsim validate --only multiclass`: every check within tolerance."""
+    import json
+
+    p = subprocess.run(
+        [sys.executable, "-m", "cnsim", "validate", "--only", "multiclass", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    rows = rows["rows"] if isinstance(rows, dict) else rows
+    assert len(rows) == 9 and all(r["within"] for r in rows), rows

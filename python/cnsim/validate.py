@@ -754,3 +754,107 @@ def modern(jobs: int | None, progress: bool) -> list[Row]:
 
 
 STUDIES["modern"] = modern
+
+
+def _two_classes(**bridge: Any) -> dict[str, Any]:
+    """Two stations at line rate into one sink through one bridge, S1 at
+    priority 0 and S2 at priority 3; the bridge's buffer unbounded, so that
+    both classes stay backlogged and the scheduler alone shares the port."""
+    return {
+        "name": "two_classes",
+        "duration_ms": 5.0,
+        "measure": {"start_ms": 1.0, "end_ms": 5.0},
+        "bridge": {"buffer_mode": "infinite", **bridge},
+        "nodes": [
+            {"name": "S1", "kind": "station", "load": 1.0, "dest": "D", "priority": 0},
+            {"name": "S2", "kind": "station", "load": 1.0, "dest": "D", "priority": 3},
+            {"name": "D", "kind": "station"},
+            {"name": "B", "kind": "bridge"},
+        ],
+        "links": [{"a": "S1", "b": "B"}, {"a": "S2", "b": "B"}, {"a": "B", "b": "D"}],
+    }
+
+
+def _pfc_two_classes() -> dict[str, Any]:
+    """The same with per-input buffers, PFC for priority 3 (XOFF / XON 50 /
+    40 KB), both stopping at 3 ms and drained by 5 ms."""
+    doc = _two_classes()
+    doc["bridge"] = {"buffer_mode": "per_input"}
+    for n in doc["nodes"][:2]:
+        n["stop_ms"] = 3.0
+    doc["measure"] = {"start_ms": 0.5, "end_ms": 2.5}
+    doc["stats"] = {"per_flow": True}
+    doc["pause"] = {
+        "enabled": True,
+        "mode": "pfc",
+        "lossless": [3],
+        "xoff_bytes": 50_000,
+        "xon_bytes": 40_000,
+    }
+    return doc
+
+
+def multiclass(jobs: int | None, progress: bool) -> list[Row]:
+    """Eight priorities (issue 40): ETS shares and strict priority (IEEE
+    802.1Qaz), PFC's lossless class (802.1Qbb) and SONiC's PFC storm test;
+    docs/calibration.md section 8."""
+    scenarios = {
+        "ets 1:3": Scenario(_two_classes(ets_weights=[1, 1, 1, 3, 1, 1, 1, 1])),
+        "ets 1:1": Scenario(_two_classes()),
+        "strict 3": Scenario(_two_classes(strict_priorities=[3])),
+        "pfc": Scenario(_pfc_two_classes()),
+        "storm": load("pfc_storm"),
+    }
+    got = run_many(scenarios, "validate multiclass", jobs, progress)
+    m = _means(got)
+    s = "multiclass"
+    share = {k: m[k]["throughput_priority_3"] / m[k]["throughput_priority_0"] for k in ("ets 1:3", "ets 1:1")}
+    rows = [
+        _rel(s, "ETS weights 1:3, share of priority 3 / priority 0", 3.0, share["ets 1:3"], 0.05),
+        _rel(s, "ETS weights 1:1, share of priority 3 / priority 0", 1.0, share["ets 1:1"], 0.05),
+        _abs(
+            s,
+            "strict priority 3: priority 0's share of the port",
+            0.0,
+            m["strict 3"]["throughput_priority_0"] / 10.0,
+            0.01,
+        ),
+    ]
+    pfc = got["pfc"].runs[0]
+    t = pfc.table("flows")
+    lost = {src: g - d for src, g, d in zip(t["src"], t["generated"], t["delivered"], strict=True)}
+    lost3, lost0 = lost["S2"], lost["S1"]
+    rows += [
+        _abs(s, "PFC: frames of the lossless priority lost", 0, lost3, 0),
+        Row(
+            s,
+            "PFC: every drop is the lossy priority's",
+            "all",
+            lost0,
+            "= dropped_cp",
+            lost0 == m["pfc"]["dropped_cp"] > 0,
+        ),
+    ]
+    st = m["storm"]
+    from .metrics import flow_table
+
+    after = flow_table(got["storm"].runs[0])
+    back = dict(zip(after["src"], after["throughput_gbps_after"], strict=True))
+    rows += [
+        _abs(
+            s,
+            "SONiC storm test: the stormed priority receives (Gbit/s)",
+            0.0,
+            st["throughput_priority_3"],
+            0.01,
+        ),
+        _abs(
+            s, "SONiC storm test: lossy frames lost", 0, st["dropped_cp"] - st["watchdog_drops_priority_3"], 0
+        ),
+        _abs(s, "SONiC storm test: storms the watchdog detects", 1, st["watchdog_storms_priority_3"], 0),
+        _rel(s, "SONiC storm test: the lossless flow after restoration (Gbit/s)", 4.5, back["H1"], 0.05),
+    ]
+    return rows
+
+
+STUDIES["multiclass"] = multiclass
