@@ -17,20 +17,23 @@ import pytest
 def _two_classes(**bridge: Any) -> dict[str, Any]:
     """S1 (priority 0) and S2 (priority 3) at line rate into D through B: B's
     port to D is the bottleneck; its buffer is unbounded so that both classes
-    stay backlogged and the scheduler alone decides the shares."""
-    return {
-        "name": "two_classes",
-        "duration_ms": 5.0,
-        "measure": {"start_ms": 1.0, "end_ms": 5.0},
-        "bridge": {"buffer_mode": "infinite", **bridge},
-        "nodes": [
-            {"name": "S1", "kind": "station", "load": 1.0, "dest": "D", "priority": 0},
-            {"name": "S2", "kind": "station", "load": 1.0, "dest": "D"},
-            {"name": "D", "kind": "station"},
-            {"name": "B", "kind": "bridge"},
-        ],
-        "links": [{"a": "S1", "b": "B"}, {"a": "S2", "b": "B"}, {"a": "B", "b": "D"}],
-    }
+    stay backlogged and the scheduler alone decides the shares (the scenario
+    `cnsim validate --only multiclass` uses)."""
+    from cnsim.validate import _two_classes as two
+
+    return two(**bridge)
+
+
+def _refused(tmp_path: Path, f: Path, *args: str) -> list[str]:
+    """`cnsim run F ARGS` exits 2; its error lines."""
+    p = subprocess.run(
+        [sys.executable, "-m", "cnsim", "run", str(f), *args, "--no-report", "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 2, p.stderr
+    return [ln for ln in p.stderr.splitlines() if ln.startswith("error")]
 
 
 def _shares(doc: dict[str, Any]) -> tuple[float, float]:
@@ -97,25 +100,8 @@ def test_bad_priorities_and_weights_exit_2_naming_the_parameter(tmp_path, settin
     import tomli_w
 
     f.write_text(tomli_w.dumps(_two_classes()))
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cnsim",
-            "run",
-            str(f),
-            *f"--set {setting}".split(),
-            "--no-report",
-            "--out",
-            str(tmp_path / "o"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert p.returncode == 2, p.stderr
-    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("error")]
-    assert len(lines) == 1 and named in lines[0], p.stderr
+    lines = _refused(tmp_path, f, *f"--set {setting}".split())
+    assert len(lines) == 1 and named in lines[0], lines
     assert not Path(tmp_path / "o").exists()
 
 
@@ -208,15 +194,8 @@ def test_bad_storms_and_watchdogs_exit_2_naming_the_parameter(tmp_path, edit, na
     edit(doc)
     f = tmp_path / "s.toml"
     f.write_text(tomli_w.dumps(doc))
-    p = subprocess.run(
-        [sys.executable, "-m", "cnsim", "run", str(f), "--no-report", "--out", str(tmp_path / "o")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert p.returncode == 2, p.stderr
-    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("error")]
-    assert len(lines) == 1 and named in lines[0], p.stderr
+    lines = _refused(tmp_path, f)
+    assert len(lines) == 1 and named in lines[0], lines
 
 
 def test_a_storm_on_a_lossy_priority_warns_and_pauses_nothing():

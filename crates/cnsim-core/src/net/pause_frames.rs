@@ -12,7 +12,7 @@ use crate::frame::Frame;
 use crate::io::wire;
 use crate::scheme::Scheme;
 use crate::stats::{overlap, Stats};
-use crate::trace::{Reason, Site, Tracer};
+use crate::trace::{Reason, Tracer};
 
 impl<S: Scheme> Fabric<S> {
     fn thresholds(&self) -> Thresholds {
@@ -209,11 +209,7 @@ impl<S: Scheme> Fabric<S> {
         let f = Frame::pfc(ctx.now, classes, quanta, ctx.run.ctrl_bytes);
         let p = &mut self.ports[port as usize];
         if T::ON {
-            let site = Site {
-                at: ctx.now,
-                node: p.owner,
-                port,
-            };
+            let site = p.site(port, ctx.now);
             let held = match &p.pfc_in {
                 Some(s) => (0..8).filter(|&c| classes & (1 << c) != 0).map(|c| s.in_bytes[c]).sum(),
                 None => p.pause_in.in_bytes,
@@ -255,11 +251,7 @@ impl<S: Scheme> Fabric<S> {
         let classes = classes & !ignored;
         if was_pfc && (classes == 0 || (!p.multiclass && classes & (1 << p.data_prio) == 0)) {
             if T::ON {
-                let site = Site {
-                    at: now,
-                    node: p.owner,
-                    port,
-                };
+                let site = p.site(port, now);
                 ctx.tracer.pause_received(site, wire::pause_priority(was_classes), quanta, now);
             }
             return;
@@ -276,11 +268,7 @@ impl<S: Scheme> Fabric<S> {
                 _ => now, // not for this port's data
             };
             if T::ON {
-                let site = Site {
-                    at: now,
-                    node: p.owner,
-                    port,
-                };
+                let site = p.site(port, now);
                 ctx.tracer.pause_received(site, wire::pause_priority(classes), quanta, until);
             }
             if quanta == 0 {
@@ -300,11 +288,7 @@ impl<S: Scheme> Fabric<S> {
         if T::ON {
             let p = &self.ports[port as usize];
             let until = if p.is_paused(now) { p.pause_end } else { now };
-            let site = Site {
-                at: now,
-                node: p.owner,
-                port,
-            };
+            let site = p.site(port, now);
             ctx.tracer.pause_received(site, wire::pause_priority(classes), quanta, until);
         }
         if quanta == 0 {

@@ -253,6 +253,16 @@ impl<E: Copy + Default> Port<E> {
         (self.data.len() + classes + self.wire_data.len() + ctl) as u64
     }
 
+    /// Where an event at this port (`id`) at `at` happens, for the trace.
+    #[inline]
+    pub fn site(&self, id: PortId, at: Time) -> crate::trace::Site {
+        crate::trace::Site {
+            at,
+            node: self.owner,
+            port: id,
+        }
+    }
+
     /// Whether data frames wait in this port's queue (its FIFO or its classes).
     #[inline(always)]
     pub fn data_waiting(&self) -> bool {

@@ -15,7 +15,7 @@ use crate::engine::time::ms_to_ps;
 use crate::engine::Time;
 use crate::scheme::Scheme;
 use crate::stats;
-use crate::trace::{Kind, Reason, Site, Tracer};
+use crate::trace::{Kind, Reason, Tracer};
 
 impl<S: Scheme> Fabric<S> {
     /// A `pfc_storm` event: the NIC on `port` (a station's) starts (`on`)
@@ -72,7 +72,7 @@ impl<S: Scheme> Fabric<S> {
                     self.storm_detected(port, prio, ctx, nic);
                 }
                 if T::ON && restored & (1 << prio) != 0 {
-                    let site = self.site(port, now);
+                    let site = self.ports[port as usize].site(port, now);
                     ctx.tracer.watchdog(site, prio, Reason::Restored);
                 }
             }
@@ -83,14 +83,6 @@ impl<S: Scheme> Fabric<S> {
         }
     }
 
-    fn site(&self, port: PortId, at: Time) -> Site {
-        Site {
-            at,
-            node: self.ports[port as usize].owner,
-            port,
-        }
-    }
-
     /// Priority `prio`'s queue at `port` is stormed: it is paused no longer
     /// (PFC frames for it are ignored until it is restored) and, with the
     /// drop action, its frames are dropped.
@@ -98,7 +90,7 @@ impl<S: Scheme> Fabric<S> {
         let now = ctx.now;
         self.watchdog_storms[prio as usize] += 1;
         if T::ON {
-            let site = self.site(port, now);
+            let site = self.ports[port as usize].site(port, now);
             ctx.tracer.watchdog(site, prio, Reason::Stormed);
         }
         let measure = ctx.run.measure;
@@ -135,7 +127,7 @@ impl<S: Scheme> Fabric<S> {
             ctx.stats.count(ctx.now, stats::DROPPED_CP);
             self.watchdog_drops[(f.prio & 7) as usize] += 1;
             if T::ON {
-                let site = self.site(port, ctx.now);
+                let site = self.ports[port as usize].site(port, ctx.now);
                 ctx.tracer.frame(&ctx.scheme, site, Kind::Drop, Reason::Watchdog, &f, None);
             }
             self.pfc_on_dequeue(f.in_port, f.prio, len, ctx, nic);
