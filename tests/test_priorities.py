@@ -222,4 +222,83 @@ def test_validate_multiclass_passes():
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)
     rows = rows["rows"] if isinstance(rows, dict) else rows
-    assert len(rows) == 9 and all(r["within"] for r in rows), rows
+    assert len(rows) == 15 and all(r["within"] for r in rows), rows
+
+
+def test_an_mmu_with_auto_headroom_keeps_the_lossless_priority_lossless():
+    """The shared-buffer switch in its worst headroom pattern
+    (docs/classes.md, "Headroom"): `auto` loses no lossless frame and the
+    pattern fills more than 90% of it; the lossy priority is never paused."""
+    from cnsim.validate import headroom_case
+
+    doc = headroom_case(100, 100.0, 1500)
+    r = cnsim.run(cnsim.Scenario(doc))
+    import cnsim._core as _core
+
+    auto = _core.pause_headroom_bytes(100, 0.5, doc["bridge"]["latency_us"], 1500, 64, 1)
+    assert r.metric("headroom_drops_priority_3")[0] == 0
+    assert 0.9 * auto < r.metric("headroom_peak_bytes_priority_3")[0] <= auto
+    assert r.metric("pfc_frames_priority_3")[0] > 40 and r.metric("pfc_frames_priority_0")[0] == 0
+    doc = headroom_case(100, 100.0, 1500, headroom=auto * 9 // 10)
+    assert cnsim.run(cnsim.Scenario(doc)).metric("headroom_drops_priority_3")[0] > 0
+
+
+def test_an_mmu_caps_a_lossy_queue_at_its_egress_threshold():
+    """Two lossy stations at line rate into one port of an mmu bridge: the
+    queue stops at egress_alpha x the free pool and the rest is dropped
+    (buffer_drops), nothing paused; a larger alpha holds more."""
+    doc = _two_classes()
+    doc["bridge"] = {"buffer_mode": "mmu", "buffer_bytes": 100_000}
+    for n in doc["nodes"][:2]:
+        n["priority"] = 0
+    doc["stats"] = {"per_flow": True}
+    doc["nodes"][0]["priority"] = 1  # two lossy priorities: per-priority counters
+    drops = {}
+    for alpha in (0.5, 4.0):
+        doc["bridge"]["egress_alpha"] = alpha
+        r = cnsim.run(cnsim.Scenario(doc))
+        drops[alpha] = r.metric("buffer_drops_priority_0")[0] + r.metric("buffer_drops_priority_1")[0]
+        assert drops[alpha] == r.metric("dropped_cp")[0] > 0
+        assert r.metric("pfc_frames_priority_0")[0] == 0
+    assert drops[4.0] < drops[0.5]
+
+
+@pytest.mark.parametrize(
+    "setting,named",
+    [
+        (
+            "bridge.buffer_mode=mmu --set bridge.headroom_bytes=200000",
+            "bridge.reserve_bytes / bridge.headroom_bytes",
+        ),
+        (
+            "bridge.buffer_mode=mmu --set bridge.reserve_bytes=100000",
+            "bridge.reserve_bytes / bridge.headroom_bytes",
+        ),
+        ("bridge.buffer_mode=mmu --set pause.mode=pause", "pause.mode"),
+        ("bridge.headroom_bytes=lots", "bridge.headroom_bytes"),
+        ("bridge.headroom_bytes=-1", "bridge.headroom_bytes"),
+        ("bridge.ingress_alpha=0", "bridge.ingress_alpha"),
+        ("links.S1-B.cable_m=10 --set links.S1-B.delay_us=1", "delay_us or cable_m, not both"),
+        ("links.S1-B.cable_m=-3", "cable_m"),
+    ],
+)
+def test_bad_buffer_settings_exit_2_naming_the_parameter(tmp_path, setting, named):
+    import tomli_w
+
+    doc = _pfc(mode="pfc", lossless=[3])
+    doc["bridge"]["buffer_bytes"] = 150_000
+    f = tmp_path / "s.toml"
+    f.write_text(tomli_w.dumps(doc))
+    lines = _refused(tmp_path, f, *f"--set {setting}".split())
+    assert len(lines) == 1 and named in lines[0], lines
+
+
+def test_cable_length_sets_the_propagation_delay():
+    """A 200 m cable is 1 us each way (5 ns per metre), as delay_us = 1."""
+    doc = _two_classes()
+    doc["links"][0]["cable_m"] = 200.0
+    a = cnsim.Scenario(doc).engine_config()
+    doc["links"][0].pop("cable_m")
+    doc["links"][0]["delay_us"] = 1.0
+    b = cnsim.Scenario(doc).engine_config()
+    assert a["links"][0]["delay_ps"] == b["links"][0]["delay_ps"] == 1_000_000

@@ -260,7 +260,7 @@ RUST_LAYERS: list[tuple[str, ...]] = [
         "io/pcap.rs",
         "io/events.rs",
     ),  # vocabularies, files
-    ("sections.rs", "scheme/"),  # the declarations and the schemes
+    ("sections.rs", "generators.rs", "scheme/"),  # the declarations and the schemes
     # the resolved configuration and its compiler; frames' headers; the flow-level model's settings
     ("config.rs", "flow_control.rs", "compile.rs", "io/wire.rs", "flow/params.rs"),
     ("trace/", "stats.rs"),  # the event hook and recorder; the run's statistics

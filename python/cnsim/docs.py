@@ -32,6 +32,7 @@ _TYPES = {
     "str": "string",
     "choice": "choice",
     "flag_or": "bool or choice",
+    "int_or": "integer or choice",
     "strs": "list of strings",
     "choices": "list of choices",
     "ints": "list of integers",

@@ -249,7 +249,13 @@ def priority_metrics(run: Any, scenario: Any) -> dict[str, float]:
     delivered) when more than one priority is in use; with PFC or more than
     one priority, `pfc_frames_priority_P` (PFC frames naming P, whole run)
     and `time_paused_ms_priority_P` (the time P was paused inside the
-    measure window, summed over the link directions). Nothing otherwise."""
+    measure window, summed over the link directions); with the PFC
+    watchdog, `watchdog_storms_priority_P` and `watchdog_drops_priority_P`;
+    with `mmu` buffers, `buffer_drops_priority_P` (frames a buffer limit
+    refused: a lossy egress threshold, the pool), `headroom_drops_priority_P`
+    (lossless frames that fit neither pool nor headroom) and
+    `headroom_peak_bytes_priority_P` (the most headroom one port held).
+    Nothing otherwise."""
     prio = station_priorities(scenario.model)
     used = sorted(set(prio.values()))
     out: dict[str, float] = {}
@@ -262,6 +268,9 @@ def priority_metrics(run: Any, scenario: Any) -> dict[str, float]:
                 got[prio[name]] += g
         out.update({f"throughput_priority_{p}": g for p, g in got.items()})
     watchdog = scenario.model.pause.enabled and scenario.model.pause.watchdog
+    mmu = scenario.model.bridge.buffer_mode == "mmu" or any(
+        n.kind == "bridge" and n.buffer_mode == "mmu" for n in scenario.model.nodes
+    )
     for p in used:
         if f"pfc_frames_priority_{p}" in run.frames:
             out[f"pfc_frames_priority_{p}"] = run.frames[f"pfc_frames_priority_{p}"]
@@ -269,6 +278,9 @@ def priority_metrics(run: Any, scenario: Any) -> dict[str, float]:
             if watchdog:
                 out[f"watchdog_storms_priority_{p}"] = run.frames[f"watchdog_storms_priority_{p}"]
                 out[f"watchdog_drops_priority_{p}"] = run.frames[f"watchdog_drops_priority_{p}"]
+            if mmu:
+                for k in ("buffer_drops", "headroom_drops", "headroom_peak_bytes"):
+                    out[f"{k}_priority_{p}"] = run.frames[f"{k}_priority_{p}"]
     return out
 
 

@@ -124,6 +124,12 @@ def check_value(p: Mapping[str, Any], v: Any, optional: bool = False) -> tuple[A
     if t == "choice":
         ok = isinstance(v, str) and v in p["choices"]
         return (v, None) if ok else (None, f"expected one of {_words(p['choices'])}")
+    if t == "int_or":
+        if isinstance(v, str):
+            ok = v in p["choices"]
+            return (v, None) if ok else (None, f"expected an integer or {_words(p['choices'])}")
+        got, expected = check_value({**p, "type": "int"}, v, optional)
+        return (got, None) if expected is None else (None, f"{expected} or {_words(p['choices'])}")
     if t == "flag_or":
         ok = isinstance(v, bool) or (isinstance(v, str) and v in p["choices"])
         return (v, None) if ok else (None, f"expected true, false or {', '.join(map(repr, p['choices']))}")

@@ -794,6 +794,54 @@ def _pfc_two_classes() -> dict[str, Any]:
     return doc
 
 
+def headroom_case(gbps: float, cable_m: float, mtu: int, headroom: int | None = None) -> dict[str, Any]:
+    """The worst arrival pattern for one port's headroom (docs/classes.md,
+    "Headroom"; crates/cnsim-core/tests/mmu.rs builds the same): S sends
+    lossless priority 3 at line rate over `cable_m` metres into an mmu
+    bridge B whose port to D runs at a fiftieth of the rate, so that B
+    pauses S again and again and hardly drains while the headroom fills; R
+    keeps B's port towards S busy with full lossy frames; B's latency makes
+    each XOFF wait behind a frame just begun and land on S just after S
+    began one. Frames of `mtu` bytes; `headroom` bytes per port (None:
+    auto)."""
+    import cnsim._core as _core
+
+    rate_bps = gbps * 1e9
+    frame_ps = -(-mtu * 8 * 10**12 // int(rate_bps))
+    delay_ps = round(cable_m * 5_000)
+    latency_ps = (2 * frame_ps - (2 * delay_ps) % frame_ps + 1_000) % frame_ps
+    auto = _core.pause_headroom_bytes(gbps, delay_ps / 1e6, latency_ps / 1e6, mtu, 64, 1)
+    held = auto if headroom is None else headroom
+    cycle_ms = (auto + 3072) * 8 * 50 / rate_bps * 1e3
+    return {
+        "name": f"headroom_{gbps:g}g_{cable_m:g}m_{mtu}",
+        "duration_ms": 40 * cycle_ms,
+        "defaults": {"frame_bytes": mtu, "link_rate_gbps": gbps, "link_delay_us": 0.001},
+        "bridge": {
+            "buffer_mode": "mmu",
+            "buffer_bytes": 6 * 4096 + 3 * held + 40 * mtu,
+            "latency_us": latency_ps / 1e6,
+            "headroom_bytes": "auto" if headroom is None else headroom,
+        },
+        "pause": {"enabled": True, "mode": "pfc", "lossless": [3]},
+        "nodes": [
+            {"name": "S", "kind": "station", "load": 1.0, "dest": "D", "priority": 3},
+            {"name": "R", "kind": "station", "load": 1.0, "dest": "S", "priority": 0},
+            {"name": "D", "kind": "station", "priority": 3},
+            {"name": "B", "kind": "bridge"},
+        ],
+        "links": [
+            {"a": "S", "b": "B", "cable_m": cable_m},
+            {"a": "R", "b": "B"},
+            {"a": "B", "b": "D", "rate_gbps": gbps / 50},
+        ],
+    }
+
+
+#: The headroom checks' points: (Gbit/s, cable m, MTU B).
+HEADROOM_POINTS = [(10, 1.0, 1500), (100, 100.0, 1500), (400, 300.0, 9000)]
+
+
 def multiclass(jobs: int | None, progress: bool) -> list[Row]:
     """Eight priorities (issue 40): ETS shares and strict priority (IEEE
     802.1Qaz), PFC's lossless class (802.1Qbb) and SONiC's PFC storm test;
@@ -805,6 +853,13 @@ def multiclass(jobs: int | None, progress: bool) -> list[Row]:
         "pfc": Scenario(_pfc_two_classes()),
         "storm": load("pfc_storm"),
     }
+    import cnsim._core as _core
+
+    for g, c, mtu in HEADROOM_POINTS:
+        auto = headroom_case(g, c, mtu)
+        scenarios[f"auto {g} {c} {mtu}"] = Scenario(auto)
+        full = _core.pause_headroom_bytes(g, round(c * 5_000) / 1e6, auto["bridge"]["latency_us"], mtu, 64, 1)
+        scenarios[f"less {g} {c} {mtu}"] = Scenario(headroom_case(g, c, mtu, full * 9 // 10))
     got = run_many(scenarios, "validate multiclass", jobs, progress)
     m = _means(got)
     s = "multiclass"
@@ -854,6 +909,19 @@ def multiclass(jobs: int | None, progress: bool) -> list[Row]:
         _abs(s, "SONiC storm test: storms the watchdog detects", 1, st["watchdog_storms_priority_3"], 0),
         _rel(s, "SONiC storm test: the lossless flow after restoration (Gbit/s)", 4.5, back["H1"], 0.05),
     ]
+    for g, c, mtu in HEADROOM_POINTS:
+        at = f"{g} Gbit/s, {c:g} m, {mtu} B"
+        rows.append(
+            _abs(
+                s,
+                f"auto headroom, {at}: lossless frames lost",
+                0,
+                m[f"auto {g} {c} {mtu}"]["headroom_drops_priority_3"],
+                0,
+            )
+        )
+        lost = m[f"less {g} {c} {mtu}"]["headroom_drops_priority_3"]
+        rows.append(Row(s, f"90% of auto headroom, {at}: lossless frames lost", "> 0", lost, "> 0", lost > 0))
     return rows
 
 

@@ -36,6 +36,7 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
             ports: None,
             dt_alpha: 1.0,
             scheduler: Default::default(),
+            mmu: Default::default(),
         })
         .collect();
     bridges.push(BridgeConfig {
@@ -47,6 +48,7 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
         ports: None,
         dt_alpha: 1.0,
         scheduler: Default::default(),
+        mmu: Default::default(),
     });
     let link = |a: String, b: String| LinkConfig {
         a,
@@ -115,6 +117,7 @@ pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, schem
         ports: None,
         dt_alpha: 1.0,
         scheduler: Default::default(),
+        mmu: Default::default(),
     }];
     let links = (0..10)
         .map(|i| LinkConfig {
@@ -179,6 +182,7 @@ pub fn leafspine_config(leaves: usize, spines: usize, hosts_per_leaf: usize, loa
         ports: None,
         dt_alpha: 1.0,
         scheduler: Default::default(),
+        mmu: Default::default(),
     };
     let bridges = (0..leaves)
         .map(|l| bridge(format!("L{l}")))

@@ -22,6 +22,9 @@ use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use std::fmt;
 
+/// Propagation delay of a metre of cable (`links.cable_m`), picoseconds.
+pub const CABLE_PS_PER_M: f64 = 5_000.0;
+
 /// Stations up to which `stats.per_flow = "auto"` keeps per-flow counters.
 pub const PER_FLOW_AUTO_STATIONS: usize = 256;
 pub use crate::config::MAX_TRACED_FLOWS;
@@ -101,6 +104,11 @@ pub struct BridgeSection {
     pub dt_alpha: f64,
     pub strict_priorities: Vec<u8>,
     pub ets_weights: [u32; 8],
+    pub reserve_bytes: u64,
+    pub ingress_alpha: f64,
+    pub egress_alpha: f64,
+    pub headroom_bytes: crate::config::Headroom,
+    pub xon_offset_bytes: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -200,6 +208,8 @@ pub struct Link {
     pub b: String,
     pub rate_gbps: Option<f64>,
     pub delay_us: Option<f64>,
+    #[serde(default)]
+    pub cable_m: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -398,10 +408,27 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
                     strict: n.strict_priorities.clone().unwrap_or_else(|| br.strict_priorities.clone()),
                     ets_weights: n.ets_weights.unwrap_or(br.ets_weights),
                 },
+                mmu: crate::config::MmuConfig {
+                    reserve_bytes: br.reserve_bytes,
+                    ingress_alpha: br.ingress_alpha,
+                    egress_alpha: br.egress_alpha,
+                    headroom: br.headroom_bytes,
+                    xon_offset_bytes: br.xon_offset_bytes,
+                },
             });
         }
     }
     let d = &w.defaults;
+    // A cable length is the written link's own: its rules (not with
+    // delay_us) are checked here, before it becomes a delay.
+    for l in w.links.iter().filter(|l| l.cable_m.is_some()) {
+        let serde_json::Value::Object(written) = serde_json::json!({
+            "a": l.a, "b": l.b, "rate_gbps": l.rate_gbps, "delay_us": l.delay_us, "cable_m": l.cable_m,
+        }) else {
+            unreachable!()
+        };
+        crate::sections::link().check(&format!("links.{}-{}", l.a, l.b), &written)?;
+    }
     let links: Vec<LinkConfig> = w
         .links
         .iter()
@@ -409,7 +436,11 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
             a: l.a.clone(),
             b: l.b.clone(),
             rate_bps: gbps_to_bps(l.rate_gbps.unwrap_or(d.link_rate_gbps)),
-            delay_ps: us_to_ps(l.delay_us.unwrap_or(d.link_delay_us)),
+            delay_ps: match l.cable_m {
+                // 5 ns per metre: light at about 2/3 c in fibre or copper.
+                Some(m) => (m * CABLE_PS_PER_M).round() as Time,
+                None => us_to_ps(l.delay_us.unwrap_or(d.link_delay_us)),
+            },
         })
         .collect();
     if let Some(h) = &w.hotspot {

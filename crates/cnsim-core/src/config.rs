@@ -4,7 +4,7 @@
 //! the resolver cannot silently fall back to a default.
 
 use crate::engine::{Time, PS_PER_MS, PS_PER_S, PS_PER_US};
-pub use crate::flow_control::{PauseConfig, PauseMode, PauseTrigger, SchedulerConfig, WatchdogAction};
+pub use crate::flow_control::{AutoWord, Headroom, MmuConfig, PauseConfig, PauseMode, PauseTrigger, SchedulerConfig, WatchdogAction};
 use crate::params::{num, Table};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -399,6 +399,10 @@ pub enum BufferMode {
     /// Shared, with dynamic thresholds (Choudhury and Hahne): an output
     /// queue may hold at most `dt_alpha` x the buffer still free.
     Dynamic,
+    /// A shared-buffer switch (`net::mmu`): reserve, shared pool and
+    /// headroom per (ingress port, priority), egress thresholds for the
+    /// lossy priorities.
+    Mmu,
     /// No limit.
     Infinite,
 }
@@ -424,6 +428,9 @@ pub struct BridgeConfig {
     /// How each output port chooses among its data classes (802.1Qaz).
     #[serde(default)]
     pub scheduler: SchedulerConfig,
+    /// `mmu` buffers: the shared-buffer switch's settings.
+    #[serde(default)]
+    pub mmu: MmuConfig,
 }
 
 /// The declared default (`sections::bridge`).

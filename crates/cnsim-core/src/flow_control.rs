@@ -29,6 +29,48 @@ impl Default for SchedulerConfig {
     }
 }
 
+/// A shared-buffer switch's settings (`buffer_mode = "mmu"`; the
+/// `bridge.*` keys of the same names, in bytes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MmuConfig {
+    pub reserve_bytes: u64,
+    pub ingress_alpha: f64,
+    pub egress_alpha: f64,
+    pub headroom: Headroom,
+    pub xon_offset_bytes: u64,
+}
+
+/// `bridge.headroom_bytes`: bytes, or `auto` (per port, from its link).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Headroom {
+    Bytes(u64),
+    Auto(AutoWord),
+}
+
+/// The word `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AutoWord {
+    Auto,
+}
+
+impl Default for MmuConfig {
+    /// The declared defaults (`sections::bridge`).
+    fn default() -> MmuConfig {
+        let d = crate::sections::bridge().defaults();
+        let int = |k: &str| d[k].as_u64().expect("declared an integer");
+        let float = |k: &str| d[k].as_f64().expect("declared a number");
+        MmuConfig {
+            reserve_bytes: int("reserve_bytes"),
+            ingress_alpha: float("ingress_alpha"),
+            egress_alpha: float("egress_alpha"),
+            headroom: serde_json::from_value(d["headroom_bytes"].clone()).expect("declared bytes or auto"),
+            xon_offset_bytes: int("xon_offset_bytes"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PauseTrigger {

@@ -32,6 +32,7 @@ pub mod flow;
 pub mod flow_control;
 pub mod fluid;
 pub mod frame;
+pub mod generators;
 pub mod io;
 pub mod net;
 pub mod outputs;
@@ -58,6 +59,7 @@ extern crate self as cnsim_core;
 #[cfg(test)]
 #[path = "../tests"]
 mod end_to_end {
+    mod mmu;
     mod network;
     mod properties;
     mod scheme_params;

@@ -241,6 +241,9 @@ pub enum Kind {
     Strs,
     /// A list, each element one of these words.
     Choices(&'static [&'static str]),
+    /// An integer in the range, or one of these words (`auto`: derived
+    /// from the network when it is built).
+    IntOr(Range, &'static [&'static str]),
     /// A list of integers, each in the range; of exactly this many
     /// elements when the length is not 0 (a value per priority).
     Ints(Range, usize),
@@ -460,6 +463,23 @@ impl Table {
     pub fn choices(self, name: &'static str, choices: &'static [&'static str], help: &'static str) -> Table {
         self.push(name, Kind::Choices(choices), json!([]), help)
     }
+    /// An integer in `range` or one of `words`.
+    pub fn int_or(
+        self,
+        name: &'static str,
+        words: &'static [&'static str],
+        default: impl Into<Value>,
+        range: Range,
+        help: &'static str,
+    ) -> Table {
+        let default = default.into();
+        assert!(
+            default.as_i64().is_some_and(|d| range.contains(d as f64)) || default.as_str().is_some_and(|d| words.contains(&d)),
+            "{}.{name}: default neither an integer in range nor one of its words",
+            self.name
+        );
+        self.push(name, Kind::IntOr(range, words), default, help)
+    }
     /// A list of integers in `range`, of `len` elements (0: any number).
     pub fn ints(self, name: &'static str, default: &[i64], range: Range, len: usize, help: &'static str) -> Table {
         self.push(name, Kind::Ints(range, len), json!(default), help)
@@ -588,6 +608,15 @@ impl Table {
                         w.iter().map(|w| format!("'{w}'")).collect::<Vec<_>>().join(", ")
                     )),
                 },
+                Kind::IntOr(r, w) => match (v.as_i64(), v.as_str()) {
+                    (Some(x), _) if r.contains(x as f64) => None,
+                    (_, Some(s)) if w.contains(&s) => None,
+                    _ => Some(format!(
+                        "an integer {} or {}",
+                        r.text(),
+                        w.iter().map(|w| format!("'{w}'")).collect::<Vec<_>>().join(", ")
+                    )),
+                },
                 Kind::Str => match v.as_str() {
                     Some("") if p.nonempty => Some("a non-empty string".to_string()),
                     Some(_) => None,
@@ -659,6 +688,7 @@ impl Table {
                     Kind::Strs => ("strs", None, None),
                     Kind::Choices(c) => ("choices", None, Some(c.to_vec())),
                     Kind::Ints(r, _) => ("ints", Some(*r), None),
+                    Kind::IntOr(r, w) => ("int_or", Some(*r), Some(w.to_vec())),
                     Kind::CountOrList(r) => ("count_or_list", Some(*r), None),
                     Kind::Opaque(reader) => (*reader, None, None),
                 };

@@ -637,17 +637,26 @@ pub struct PriorityCounters {
     /// The PFC watchdog: queues stormed, and frames it dropped.
     pub watchdog_storms: [u64; 8],
     pub watchdog_drops: [u64; 8],
+    /// Frames a bridge's buffer refused (egress thresholds and every other
+    /// limit), and lossless frames lost for want of headroom (`mmu`).
+    pub buffer_drops: [u64; 8],
+    pub headroom_drops: [u64; 8],
+    /// `mmu` buffers: the most headroom one (port, priority) ever held, bytes.
+    pub headroom_peak_bytes: [u64; 8],
 }
 
 impl Serialize for PriorityCounters {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(32))?;
+        let mut m = s.serialize_map(Some(56))?;
         for (name, values) in [
             ("pfc_frames", &self.pfc_frames),
             ("paused_ps", &self.paused_ps),
             ("watchdog_storms", &self.watchdog_storms),
             ("watchdog_drops", &self.watchdog_drops),
+            ("buffer_drops", &self.buffer_drops),
+            ("headroom_drops", &self.headroom_drops),
+            ("headroom_peak_bytes", &self.headroom_peak_bytes),
         ] {
             for (p, v) in values.iter().enumerate() {
                 m.serialize_entry(&format!("{name}_priority_{p}"), v)?;

@@ -32,6 +32,7 @@ fn bridge(name: &str, mode: BufferMode, latency_ps: u64) -> BridgeConfig {
         ports: None,
         dt_alpha: 1.0,
         scheduler: Default::default(),
+        mmu: Default::default(),
     }
 }
 

@@ -114,6 +114,11 @@ fn values(kind: &Kind) -> Vec<Value> {
             .chain([json!(true), json!(false), json!("nosuch"), json!(1)])
             .collect(),
         // Kinds of the scenario's sections, not of a scheme's table.
+        Kind::IntOr(r, w) => edges(r, true)
+            .into_iter()
+            .chain(w.iter().map(|s| json!(s)))
+            .chain([json!("nosuch"), json!(true)])
+            .collect(),
         Kind::Str | Kind::Strs => vec![json!("x"), json!(["x"]), json!(1)],
         Kind::Choices(c) => vec![json!([c[0]]), json!(["nosuch"]), json!(c[0])],
         Kind::CountOrList(r) => edges(r, true).into_iter().chain([json!([0, 1]), json!([1, 1])]).collect(),

@@ -116,6 +116,8 @@ named_enum! {
         InputPartitionFull = "input_partition_full",
         SharedBufferFull = "shared_buffer_full",
         DynamicThreshold = "dynamic_threshold",
+        HeadroomFull = "headroom_full",
+        EgressThreshold = "egress_threshold",
         NoRoute = "no_route",
         RlqFull = "rlq_full",
         NicFull = "nic_full",

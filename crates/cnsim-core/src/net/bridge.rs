@@ -20,6 +20,8 @@ pub struct Bridge {
     /// Data bytes held by the whole bridge.
     pub total_bytes: u64,
     pub dropped_cp: u64,
+    /// `mmu` buffers: the shared-buffer switch (admission is its own).
+    pub mmu: Option<Box<super::mmu::Mmu>>,
 }
 
 impl Bridge {
@@ -36,7 +38,8 @@ impl Bridge {
                 let free = self.buffer_bytes.saturating_sub(self.total_bytes);
                 len <= free && (queue + len) as f64 <= self.dt_alpha * free as f64
             }
-            BufferMode::Infinite => true,
+            // Admitted by the MMU (`net::mmu`) before this is asked.
+            BufferMode::Infinite | BufferMode::Mmu => true,
         }
     }
 
@@ -44,7 +47,7 @@ impl Bridge {
     /// the refusing buffer held.
     pub fn refusal(&self, len: u64, queue: u64, partition: u64) -> (Reason, u64) {
         match self.buffer_mode {
-            BufferMode::PerOutput | BufferMode::Infinite => (Reason::OutputBufferFull, queue),
+            BufferMode::PerOutput | BufferMode::Infinite | BufferMode::Mmu => (Reason::OutputBufferFull, queue),
             BufferMode::PerInput => (Reason::InputPartitionFull, partition),
             BufferMode::Shared => (Reason::SharedBufferFull, self.total_bytes),
             BufferMode::Dynamic if self.total_bytes + len > self.buffer_bytes => (Reason::SharedBufferFull, self.total_bytes),
@@ -68,6 +71,7 @@ mod tests {
             trigger: PauseTrigger::Auto,
             total_bytes: held,
             dropped_cp: 0,
+            mmu: None,
         }
     }
 

@@ -347,6 +347,8 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
             pfc_frames: [0; 8],
             watchdog_storms: [0; 8],
             watchdog_drops: [0; 8],
+            buffer_drops: [0; 8],
+            headroom_drops: [0; 8],
             lossless: if cfg.pause.enabled && cfg.pause.mode == crate::config::PauseMode::Pfc {
                 cfg.pause.lossless_mask()
             } else {
@@ -416,6 +418,8 @@ fn network_view<S: Scheme>(fabric: &Fabric<S>, hosts: &Hosts<S>, paths: FlowPath
                     BufferMode::PerInput => bytes * inputs,
                     BufferMode::Dynamic => bytes * br.dt_alpha / (1.0 + br.dt_alpha),
                     BufferMode::Infinite => f64::INFINITY,
+                    // At most the whole buffer (a queue is capped by thresholds below it).
+                    BufferMode::Mmu => bytes,
                 })
             }
             NodeKind::Station(_) => None,

@@ -55,6 +55,10 @@ pub struct Fabric<S: Scheme> {
     /// The PFC watchdog: queues stormed, and frames it dropped, per priority.
     pub watchdog_storms: [u64; 8],
     pub watchdog_drops: [u64; 8],
+    /// Data frames a bridge's buffer refused (any limit but headroom), and
+    /// lossless frames an `mmu` buffer lost for want of headroom, per priority.
+    pub buffer_drops: [u64; 8],
+    pub headroom_drops: [u64; 8],
     /// The watchdog drops the frames of stormed queues (checked per frame).
     pub watchdog_drop: bool,
     /// PFC is on (`pause.enabled` and `pause.mode = "pfc"`).

@@ -10,6 +10,7 @@ use super::ctx::Ctx;
 use super::fabric::{Fabric, Nic};
 use super::port::{PortId, TxFrame};
 use super::routing::NO_ROUTE;
+use crate::config::BufferMode;
 use crate::frame::Frame;
 use crate::scheme::{CpFields, QueueView, Scheme};
 use crate::stats;
@@ -92,41 +93,21 @@ impl<S: Scheme> Fabric<S> {
         }
         self.settle(out, ctx, nic);
         let bridge = &mut self.bridges[b as usize];
-        let ports = &mut self.ports;
         let in_local = in_local as usize;
-        let o = &ports[out as usize];
-        if !bridge.admits(len, o.data_bytes, || o.bytes_by_ingress[in_local]) {
-            bridge.dropped_cp += 1;
-            ctx.stats.count(ctx.now, stats::DROPPED_CP);
-            if T::ON {
-                // Which buffer refused the frame, and what it held.
-                let (reason, held) = bridge.refusal(len, o.data_bytes, o.bytes_by_ingress[in_local]);
-                let site = Site {
-                    at: ctx.now,
-                    node: bridge.node,
-                    port: out,
-                };
-                ctx.tracer.frame(&ctx.scheme, site, Kind::Drop, reason, &f, Some(held));
+        let o = &self.ports[out as usize];
+        let mmu = bridge.buffer_mode == BufferMode::Mmu;
+        if mmu {
+            let m = bridge.mmu.as_deref_mut().expect("an mmu bridge has its MMU");
+            if let Err(reason) = m.admit(in_local, o.local as usize, (f.prio & 7) as usize, len) {
+                self.refuse(b, out, in_local, f, Some(reason), ctx, nic);
+                return;
             }
-            // The CP's sampler sits at the queue's input: it may see the frame
-            // the full queue is about to drop (scheme option `sample_dropped`).
-            if let Some(cp) = self.cps[out as usize].as_mut() {
-                if ctx.scheme.cp_samples_dropped() {
-                    let o = &self.ports[out as usize];
-                    let q = QueueView {
-                        bytes: o.data_bytes,
-                        rate_bps: o.rate_bps,
-                        tx_bytes: o.bytes_sent,
-                        now: ctx.now,
-                    };
-                    let sample = if T::ON { ctx.scheme.cp_fields(cp, q) } else { None };
-                    if let Some(note) = ctx.scheme.cp_on_enqueue(cp, &mut f, q, out + 1) {
-                        self.cp_notify(b, out, &f, note, q.bytes, sample, ctx, nic);
-                    }
-                }
-            }
+        } else if !bridge.admits(len, o.data_bytes, || o.bytes_by_ingress[in_local]) {
+            self.refuse(b, out, in_local, f, None, ctx, nic);
             return;
         }
+        let bridge = &mut self.bridges[b as usize];
+        let ports = &mut self.ports;
         f.in_port = ingress;
         f.in_local = in_local as u16;
         bridge.total_bytes += len;
@@ -149,7 +130,8 @@ impl<S: Scheme> Fabric<S> {
         // The CP sees the queue including this frame, and may mark it (QCN-3pt).
         if let Some(cp) = self.cps[out as usize].as_mut() {
             let q = QueueView {
-                bytes: o.data_bytes,
+                // Its own class's queue on a multi-class port (ECN per queue).
+                bytes: if o.multiclass { o.class_bytes(f.prio) + len } else { o.data_bytes },
                 rate_bps: o.rate_bps,
                 tx_bytes: o.bytes_sent,
                 now: ctx.now,
@@ -170,7 +152,9 @@ impl<S: Scheme> Fabric<S> {
         let prio = f.prio;
         self.ports[out as usize].push_data(f);
         self.queue_changed(out, ctx);
-        if self.pause.enabled {
+        if mmu {
+            self.mmu_on_enqueue(ingress, in_local, prio, ctx, nic);
+        } else if self.pause.enabled {
             if self.pfc_on {
                 self.pfc_on_enqueue(ingress, prio, len, ctx, nic);
             } else {
@@ -178,6 +162,62 @@ impl<S: Scheme> Fabric<S> {
             }
         }
         self.try_start(out, ctx, nic);
+    }
+
+    /// Bridge `b` refuses data frame `f` for output `out` (from local
+    /// ingress `in_local`): `why`, or (None) the bridge's own buffer rule.
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    fn refuse<T: Tracer<S>, N: Nic<S>>(
+        &mut self,
+        b: u32,
+        out: PortId,
+        in_local: usize,
+        mut f: Frame<S::Ext>,
+        why: Option<Reason>,
+        ctx: &mut Ctx<S, T>,
+        nic: &mut N,
+    ) {
+        let len = f.len as u64;
+        let bridge = &mut self.bridges[b as usize];
+        let o = &self.ports[out as usize];
+        let p = (f.prio & 7) as usize;
+        if why == Some(Reason::HeadroomFull) {
+            self.headroom_drops[p] += 1;
+        } else {
+            self.buffer_drops[p] += 1;
+        }
+        bridge.dropped_cp += 1;
+        ctx.stats.count(ctx.now, stats::DROPPED_CP);
+        if T::ON {
+            // Which buffer refused the frame, and what it held.
+            let (reason, held) = match why {
+                Some(r) => (r, o.class_bytes(f.prio)),
+                None => bridge.refusal(len, o.data_bytes, o.bytes_by_ingress[in_local]),
+            };
+            let site = Site {
+                at: ctx.now,
+                node: bridge.node,
+                port: out,
+            };
+            ctx.tracer.frame(&ctx.scheme, site, Kind::Drop, reason, &f, Some(held));
+        }
+        // The CP's sampler sits at the queue's input: it may see the frame
+        // the full queue is about to drop (scheme option `sample_dropped`).
+        if let Some(cp) = self.cps[out as usize].as_mut() {
+            if ctx.scheme.cp_samples_dropped() {
+                let q = QueueView {
+                    bytes: if o.multiclass { o.class_bytes(f.prio) } else { o.data_bytes },
+                    rate_bps: o.rate_bps,
+                    tx_bytes: o.bytes_sent,
+                    now: ctx.now,
+                };
+                let sample = if T::ON { ctx.scheme.cp_fields(cp, q) } else { None };
+                if let Some(note) = ctx.scheme.cp_on_enqueue(cp, &mut f, q, out + 1) {
+                    self.cp_notify(b, out, &f, note, q.bytes, sample, ctx, nic);
+                }
+            }
+        }
     }
 
     /// CP `out` of bridge `b` notifies the source of `sampled` (a 64-byte
@@ -278,10 +318,13 @@ impl<S: Scheme> Fabric<S> {
     /// A data frame left bridge `b` through `out`: free its buffer.
     pub(crate) fn bridge_release<T: Tracer<S>, N: Nic<S>>(&mut self, b: u32, out: PortId, f: &TxFrame, ctx: &mut Ctx<S, T>, nic: &mut N) {
         let len = f.len as u64;
-        self.bridges[b as usize].total_bytes -= len;
+        let bridge = &mut self.bridges[b as usize];
+        bridge.total_bytes -= len;
         let ingress = f.in_port as PortId;
         self.ports[out as usize].bytes_by_ingress[f.in_local as usize] -= len;
-        if self.pause.enabled {
+        if bridge.buffer_mode == BufferMode::Mmu {
+            self.mmu_release(b, out, f, ctx, nic);
+        } else if self.pause.enabled {
             if self.pfc_on {
                 self.pfc_on_dequeue(ingress, f.prio, len, ctx, nic);
             } else {

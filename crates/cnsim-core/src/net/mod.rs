@@ -10,6 +10,7 @@ pub mod fabric;
 mod flows;
 mod forwarding;
 pub mod hosts;
+pub mod mmu;
 pub mod node;
 mod paths;
 pub mod pause;

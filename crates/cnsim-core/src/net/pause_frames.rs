@@ -4,8 +4,9 @@
 
 use super::ctx::{Ctx, EV_PAUSE_REFRESH};
 use super::fabric::{Fabric, Nic};
+use super::node::NodeKind;
 use super::pause::{on_dequeue, on_enqueue, Decision, Thresholds};
-use super::port::PortId;
+use super::port::{PortId, TxFrame};
 use crate::engine::time::pause_quanta_ps;
 use crate::engine::Time;
 use crate::frame::Frame;
@@ -130,6 +131,80 @@ impl<S: Scheme> Fabric<S> {
         self.send_pause_frame(port, 0, 0, Reason::Xon, ctx, nic);
     }
 
+    /// An `mmu` bridge admitted a data frame of priority `prio` through
+    /// `ingress` (local index `in_local`): PFC as its ingress accounting says.
+    #[inline(never)]
+    pub(crate) fn mmu_on_enqueue<T: Tracer<S>, N: Nic<S>>(
+        &mut self,
+        ingress: PortId,
+        in_local: usize,
+        prio: u8,
+        ctx: &mut Ctx<S, T>,
+        nic: &mut N,
+    ) {
+        let p = (prio & 7) as usize;
+        let port = &self.ports[ingress as usize];
+        let Some(state) = port.pfc_in.as_deref() else {
+            return; // PFC off: nothing is lossless
+        };
+        if state.xoff & (1 << p) != 0 {
+            return;
+        }
+        let NodeKind::Bridge(b) = self.nodes[port.owner as usize].kind else {
+            unreachable!("an ingress port of a bridge")
+        };
+        let m = self.bridges[b as usize].mmu.as_deref().expect("an mmu bridge has its MMU");
+        if m.should_pause(in_local, p) {
+            self.pfc_xoff(ingress, prio, ctx, nic);
+        }
+    }
+
+    /// A data frame left `mmu` bridge `b` through `out`: its bytes freed,
+    /// and its ingress priority resumed if the accounting allows.
+    #[inline(never)]
+    pub(crate) fn mmu_release<T: Tracer<S>, N: Nic<S>>(&mut self, b: u32, out: PortId, f: &TxFrame, ctx: &mut Ctx<S, T>, nic: &mut N) {
+        let (i, p) = (f.in_local as usize, (f.prio & 7) as usize);
+        let m = self.bridges[b as usize].mmu.as_deref_mut().expect("an mmu bridge has its MMU");
+        m.release(i, self.ports[out as usize].local as usize, p, f.len as u64);
+        let ingress = f.in_port as PortId;
+        let held = self.ports[ingress as usize]
+            .pfc_in
+            .as_deref()
+            .is_some_and(|s| s.xoff & (1 << p) != 0);
+        if held && m.may_resume(i, p) {
+            self.pfc_xon(ingress, f.prio, ctx, nic);
+        }
+    }
+
+    /// PFC: pause priority `prio` of `ingress`'s upstream.
+    fn pfc_xoff<T: Tracer<S>, N: Nic<S>>(&mut self, ingress: PortId, prio: u8, ctx: &mut Ctx<S, T>, nic: &mut N) {
+        let state = self.ports[ingress as usize]
+            .pfc_in
+            .as_deref_mut()
+            .expect("PFC state on every bridge port");
+        state.xoff |= 1 << (prio & 7);
+        // One refresh timer per port renews every priority it holds.
+        if self.ports[ingress as usize].pause_in.refresh_at == Time::MAX {
+            let at = ctx.now + self.refresh_interval(ingress);
+            self.ports[ingress as usize].pause_in.refresh_at = at;
+            ctx.schedule(at, EV_PAUSE_REFRESH, ingress);
+        }
+        self.send_pause_frame(ingress, 1 << (prio & 7), self.pause.quanta, Reason::Xoff, ctx, nic);
+    }
+
+    /// PFC: let priority `prio` of `ingress`'s upstream go.
+    fn pfc_xon<T: Tracer<S>, N: Nic<S>>(&mut self, ingress: PortId, prio: u8, ctx: &mut Ctx<S, T>, nic: &mut N) {
+        let state = self.ports[ingress as usize]
+            .pfc_in
+            .as_deref_mut()
+            .expect("PFC state on every bridge port");
+        state.xoff &= !(1 << (prio & 7));
+        if state.xoff == 0 {
+            self.ports[ingress as usize].pause_in.refresh_at = Time::MAX;
+        }
+        self.send_pause_frame(ingress, 1 << (prio & 7), 0, Reason::Xon, ctx, nic);
+    }
+
     /// PFC: a data frame of priority `prio` and `len` bytes arrived through
     /// `ingress` and joined an output queue.
     #[inline(never)]
@@ -147,13 +222,7 @@ impl<S: Scheme> Fabric<S> {
             .as_mut()
             .expect("PFC state on every bridge port");
         if state.on_enqueue(prio, len, th, lossless) {
-            // One refresh timer per port renews every priority it holds.
-            if self.ports[ingress as usize].pause_in.refresh_at == Time::MAX {
-                let at = ctx.now + self.refresh_interval(ingress);
-                self.ports[ingress as usize].pause_in.refresh_at = at;
-                ctx.schedule(at, EV_PAUSE_REFRESH, ingress);
-            }
-            self.send_pause_frame(ingress, 1 << prio, self.pause.quanta, Reason::Xoff, ctx, nic);
+            self.pfc_xoff(ingress, prio, ctx, nic);
         }
     }
 
@@ -174,10 +243,7 @@ impl<S: Scheme> Fabric<S> {
             .as_mut()
             .expect("PFC state on every bridge port");
         if state.on_dequeue(prio, len, th) {
-            if state.xoff == 0 {
-                self.ports[ingress as usize].pause_in.refresh_at = Time::MAX;
-            }
-            self.send_pause_frame(ingress, 1 << prio, 0, Reason::Xon, ctx, nic);
+            self.pfc_xon(ingress, prio, ctx, nic);
         }
     }
 

@@ -275,6 +275,15 @@ impl<E: Copy + Default> Port<E> {
         self.classes.as_ref().is_some_and(|c| !c.is_empty())
     }
 
+    /// Data bytes queued at priority `prio`: its class queue on a
+    /// multi-class port, else the one FIFO (which holds one priority).
+    pub fn class_bytes(&self, prio: u8) -> u64 {
+        match self.classes.as_ref() {
+            Some(q) if self.multiclass => q.bytes((prio & 7) as usize),
+            _ => self.data_bytes,
+        }
+    }
+
     /// Queues a data frame: in the FIFO, or in its class.
     #[inline(always)]
     pub fn push_data(&mut self, f: Frame<E>) {

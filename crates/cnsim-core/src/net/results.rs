@@ -60,15 +60,22 @@ impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
     fn priority_counters(&self) -> Option<stats::PriorityCounters> {
         let net = &self.fabric;
         let pfc = net.pause.enabled && net.pause.mode == crate::config::PauseMode::Pfc;
-        if !pfc && !net.ports.iter().any(|p| p.multiclass) {
+        if !pfc && !net.ports.iter().any(|p| p.multiclass) && net.bridges.iter().all(|b| b.mmu.is_none()) {
             return None;
         }
         let mut c = stats::PriorityCounters {
             pfc_frames: net.pfc_frames,
             watchdog_storms: net.watchdog_storms,
             watchdog_drops: net.watchdog_drops,
+            buffer_drops: net.buffer_drops,
+            headroom_drops: net.headroom_drops,
             ..Default::default()
         };
+        for m in net.bridges.iter().filter_map(|b| b.mmu.as_deref()) {
+            for (peak, &h) in c.headroom_peak_bytes.iter_mut().zip(&m.headroom_peak) {
+                *peak = (*peak).max(h);
+            }
+        }
         for p in &net.ports {
             match p.classes.as_ref() {
                 Some(q) if p.multiclass => {

@@ -267,14 +267,21 @@ impl<E: Copy + Default> Network<E> {
                     PauseTrigger::Auto => match b.buffer_mode {
                         BufferMode::PerOutput | BufferMode::Infinite => PauseTrigger::OutputQueue,
                         BufferMode::PerInput => PauseTrigger::Partition,
-                        BufferMode::Shared | BufferMode::Dynamic => PauseTrigger::Ingress,
+                        BufferMode::Shared | BufferMode::Dynamic | BufferMode::Mmu => PauseTrigger::Ingress,
                     },
                     t => t,
                 },
                 total_bytes: 0,
                 dropped_cp: 0,
+                mmu: None,
             })
             .collect();
+        let mut bridges = bridges;
+        for (i, b) in cfg.bridges.iter().enumerate() {
+            if b.buffer_mode == BufferMode::Mmu {
+                bridges[i].mmu = Some(Box::new(mmu_of(cfg, b, &nodes[n_st + i], &ports)?));
+            }
+        }
 
         for b in &cfg.bridges {
             let n = node_by_name.get(&b.name).map(|&i| nodes[i as usize].ports.len()).unwrap_or(0);
@@ -441,6 +448,52 @@ pub fn paths(cfg: &SimConfig, seed: u64, flows: &[(String, String)]) -> Result<V
                 .unwrap_or_default())
         })
         .collect()
+}
+
+/// The shared-buffer switch of bridge `b` (node `node`): its headroom per
+/// port (given, or `auto` from the port's link: `pause::headroom_bytes`
+/// for one upstream), a reserve for every priority the stations use.
+fn mmu_of<E>(cfg: &SimConfig, b: &crate::config::BridgeConfig, node: &Node, ports: &[Port<E>]) -> Result<super::mmu::Mmu, ConfigError> {
+    use crate::config::Headroom;
+    let pfc = cfg.pause.enabled && cfg.pause.mode == PauseMode::Pfc;
+    if cfg.pause.enabled && !pfc {
+        return fail(
+            "pause.mode",
+            format!(
+                "'pause' (802.3x) with bridge {}'s buffer_mode = \"mmu\": a shared-buffer switch pauses per priority; set pause.mode = \"pfc\" (or pause.enabled = false: every priority lossy)",
+                b.name
+            ),
+        );
+    }
+    let headroom = node
+        .ports
+        .iter()
+        .map(|&p| match b.mmu.headroom {
+            Headroom::Bytes(h) => h,
+            Headroom::Auto(_) => {
+                let port = &ports[p as usize];
+                super::pause::headroom_bytes(
+                    port.nominal_rate_bps,
+                    port.delay_ps,
+                    b.latency_ps,
+                    cfg.frame_bytes as u64,
+                    cfg.control_frame_bytes as u64,
+                    1,
+                )
+            }
+        })
+        .collect();
+    let in_use = cfg.stations.iter().fold(0u8, |m, s| m | 1 << (s.priority & 7));
+    let lossless = if pfc { cfg.pause.lossless_mask() } else { 0 };
+    super::mmu::Mmu::new(&b.mmu, b.buffer_bytes, headroom, in_use, lossless).map_err(|e| {
+        ConfigError::new(
+            "bridge.reserve_bytes / bridge.headroom_bytes",
+            format!(
+                "bridge {}: reserves of {} B and headroom of {} B leave no shared pool in its buffer_bytes = {}",
+                b.name, e.reserves, e.headrooms, b.buffer_bytes
+            ),
+        )
+    })
 }
 
 fn station_index(by_name: &BTreeMap<String, u32>, nodes: &[Node], name: &str, src: &str) -> Result<u32, ConfigError> {

@@ -9,7 +9,7 @@ use super::ctx::{Ctx, EV_PAUSE_REFRESH, EV_WATCHDOG};
 use super::fabric::{Fabric, Nic};
 use super::node::NodeKind;
 use super::pause::PfcIngress;
-use super::port::PortId;
+use super::port::{PortId, TxFrame};
 use crate::config::WatchdogAction;
 use crate::engine::time::ms_to_ps;
 use crate::engine::Time;
@@ -130,7 +130,18 @@ impl<S: Scheme> Fabric<S> {
                 let site = self.ports[port as usize].site(port, ctx.now);
                 ctx.tracer.frame(&ctx.scheme, site, Kind::Drop, Reason::Watchdog, &f, None);
             }
-            self.pfc_on_dequeue(f.in_port, f.prio, len, ctx, nic);
+            if self.bridges[b as usize].mmu.is_some() {
+                let tx = TxFrame {
+                    in_port: f.in_port,
+                    len: f.len,
+                    in_local: f.in_local,
+                    data: true,
+                    prio: f.prio,
+                };
+                self.mmu_release(b, port, &tx, ctx, nic);
+            } else {
+                self.pfc_on_dequeue(f.in_port, f.prio, len, ctx, nic);
+            }
         }
         self.queue_changed(port, ctx);
     }
