@@ -222,7 +222,7 @@ def test_validate_multiclass_passes():
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)
     rows = rows["rows"] if isinstance(rows, dict) else rows
-    assert len(rows) == 15 and all(r["within"] for r in rows), rows
+    assert len(rows) == 18 and all(r["within"] for r in rows), rows
 
 
 def test_an_mmu_with_auto_headroom_keeps_the_lossless_priority_lossless():
@@ -302,3 +302,51 @@ def test_cable_length_sets_the_propagation_delay():
     doc["links"][0]["delay_us"] = 1.0
     b = cnsim.Scenario(doc).engine_config()
     assert a["links"][0]["delay_ps"] == b["links"][0]["delay_ps"] == 1_000_000
+
+
+def test_the_deadlock_scenario_deadlocks_names_its_cycle_and_the_watchdog_breaks_it(tmp_path):
+    """pfc_deadlock: a cyclic buffer dependency on a 3-bridge ring stops
+    every flow for good (aggregate throughput 0 in 30-50 ms); the detector
+    names the cycle of paused ports in the counters, summary.json and the
+    event trace, with its time. The watchdog (forward) breaks it."""
+    import json
+
+    sc = cnsim.load("pfc_deadlock").replace(**{"trace.events": ["deadlock"]})
+    r = cnsim.run(sc)
+    assert r.metric("aggregate_throughput")[0] == 0.0
+    assert r.metric("deadlocks")[0] == 1 and 0 < r.metric("deadlock_at_ms")[0] <= 5.0
+    (d,) = r.deadlocks()
+    assert d["cycle"] == "priority 3: B0->B1, B1->B2, B2->B0"
+    ev = r.events()
+    rows = ev.filter(ev["kind"] == "deadlock")
+    assert sorted(rows["port"].to_list()) == ["B0->B1", "B1->B2", "B2->B0"]
+    assert set(rows["priority"].to_list()) == {3}
+    assert set(rows["time_ps"].to_list()) == {round(d["at_ms"] * 1e9)}
+    r.save(tmp_path / "o")
+    saved = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert saved["deadlocks"][0]["cycle"] == d["cycle"]
+    w = cnsim.run(cnsim.load("pfc_deadlock").replace(**{"pause.watchdog": True}))
+    assert w.metric("aggregate_throughput")[0] == pytest.approx(15.0, rel=0.05)
+    assert w.metric("watchdog_storms_priority_3")[0] >= 3
+
+
+def test_the_deadlock_detector_only_reads_the_network():
+    """With the detector off the run is the same, frame for frame; the
+    counters just leave out what it found."""
+    on = cnsim.run(cnsim.load("pfc_deadlock"))
+    off = cnsim.run(cnsim.load("pfc_deadlock").replace(**{"pause.deadlock_detector": False}))
+    assert "deadlocks" not in off.runs[0].frames
+    for k in ("generated", "delivered", "deferred", "dropped_cp"):
+        assert on.runs[0].frames[k] == off.runs[0].frames[k], k
+    assert on.runs[0].table("links")["paused_ps"] == off.runs[0].table("links")["paused_ps"]
+
+
+def test_no_deadlock_without_a_cycle():
+    """The same ring with shortest-path routes (no flow goes the long way):
+    PFC pauses, but no cycle forms and nothing deadlocks."""
+    doc = copy.deepcopy(cnsim.load("pfc_deadlock").raw)
+    doc.pop("routes")
+    r = cnsim.run(cnsim.Scenario(doc))
+    assert r.metric("deadlocks")[0] == 0 and r.metric("deadlock_at_ms")[0] is None
+    assert r.metric("aggregate_throughput")[0] > 25.0
+    assert r.deadlocks() == []

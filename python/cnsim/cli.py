@@ -266,6 +266,8 @@ def _summary_text(sc: Any, res: Any, target: Path, report: bool) -> str:
                 f"(quartiles {agg['transient_rep_q1_ms']:g}-{agg['transient_rep_q3_ms']:g}, "
                 f"range {agg['transient_rep_min_ms']:g}-{agg['transient_rep_max_ms']:g})"
             )
+    for d in summary.get("deadlocks", []):
+        lines.append(f"deadlock, seed {d['seed']}, at {d['at_ms']:g} ms: {d['cycle']}")
     e = summary["engine"]
     lines.append(
         f"engine: {e['frames']:,} frames, {e['events']:,} events, {e['wall_s']:.2f} s, "

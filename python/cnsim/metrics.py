@@ -254,8 +254,10 @@ def priority_metrics(run: Any, scenario: Any) -> dict[str, float]:
     with `mmu` buffers, `buffer_drops_priority_P` (frames a buffer limit
     refused: a lossy egress threshold, the pool), `headroom_drops_priority_P`
     (lossless frames that fit neither pool nor headroom) and
-    `headroom_peak_bytes_priority_P` (the most headroom one port held).
-    Nothing otherwise."""
+    `headroom_peak_bytes_priority_P` (the most headroom one port held);
+    with PFC's deadlock detector, `deadlocks` (distinct cycles of paused
+    ports found) and `deadlock_at_ms` (the first; None: none). Nothing
+    otherwise."""
     prio = station_priorities(scenario.model)
     used = sorted(set(prio.values()))
     out: dict[str, float] = {}
@@ -281,6 +283,10 @@ def priority_metrics(run: Any, scenario: Any) -> dict[str, float]:
             if mmu:
                 for k in ("buffer_drops", "headroom_drops", "headroom_peak_bytes"):
                     out[f"{k}_priority_{p}"] = run.frames[f"{k}_priority_{p}"]
+    if "deadlocks" in run.frames:
+        out["deadlocks"] = run.frames["deadlocks"]
+        at = run.frames["deadlock_at_ps"]
+        out["deadlock_at_ms"] = None if at is None else at / 1e9
     return out
 
 

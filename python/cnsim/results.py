@@ -520,7 +520,24 @@ class Results:
         agg = {k: v for k, v in self.aggregates().items() if v is not None}
         if agg:
             lines.append("  across seeds: " + ", ".join(f"{k} = {v:.6g}" for k, v in agg.items()))
+        for d in self.deadlocks():
+            lines.append(f"  deadlock, seed {d['seed']}, at {d['at_ms']:.6g} ms: {d['cycle']}")
         return "\n".join(lines)
+
+    def deadlocks(self) -> list[dict[str, Any]]:
+        """Per seed whose run deadlocked (PFC's deadlock detector): the seed,
+        when the first cycle of paused ports was found (ms), the cycle
+        (`priority P: A->B, B->C, ...`) and how many distinct cycles."""
+        return [
+            {
+                "seed": r.seed,
+                "at_ms": r.frames["deadlock_at_ps"] / 1e9,
+                "cycle": r.frames["deadlock_cycle"],
+                "count": r.frames["deadlocks"],
+            }
+            for r in self.runs
+            if r.frames.get("deadlocks")
+        ]
 
     def _repr_html_(self) -> str:
         from .report.html import results_html
@@ -556,6 +573,7 @@ class Results:
                 )
             },
             "engine": _clean(self.engine()),
+            **({"deadlocks": deadlocks} if (deadlocks := self.deadlocks()) else {}),
             **({"trace": trace} if (trace := self._trace_summary()) else {}),
             **({"files": self._files} if getattr(self, "_files", None) else {}),
         }

@@ -852,6 +852,8 @@ def multiclass(jobs: int | None, progress: bool) -> list[Row]:
         "strict 3": Scenario(_two_classes(strict_priorities=[3])),
         "pfc": Scenario(_pfc_two_classes()),
         "storm": load("pfc_storm"),
+        "deadlock": load("pfc_deadlock"),
+        "deadlock watchdog": load("pfc_deadlock").replace(**{"pause.watchdog": True}),
     }
     import cnsim._core as _core
 
@@ -908,6 +910,33 @@ def multiclass(jobs: int | None, progress: bool) -> list[Row]:
         ),
         _abs(s, "SONiC storm test: storms the watchdog detects", 1, st["watchdog_storms_priority_3"], 0),
         _rel(s, "SONiC storm test: the lossless flow after restoration (Gbit/s)", 4.5, back["H1"], 0.05),
+    ]
+    dl, dw = m["deadlock"], m["deadlock watchdog"]
+    cycle = got["deadlock"].deadlocks()
+    named = cycle[0]["cycle"] if cycle else "none"
+    rows += [
+        _abs(
+            s,
+            "PFC deadlock (pfc_deadlock): throughput in 30-50 ms (Gbit/s)",
+            0.0,
+            dl["aggregate_throughput"],
+            0.0,
+        ),
+        Row(
+            s,
+            f"PFC deadlock: the cycle named ({named})",
+            "a cycle",
+            dl["deadlocks"],
+            ">= 1",
+            dl["deadlocks"] >= 1,
+        ),
+        _rel(
+            s,
+            "PFC deadlock with the watchdog (forward): throughput in 30-50 ms (Gbit/s)",
+            15.0,
+            dw["aggregate_throughput"],
+            0.05,
+        ),
     ]
     for g, c, mtu in HEADROOM_POINTS:
         at = f"{g} Gbit/s, {c:g} m, {mtu} B"

@@ -125,6 +125,8 @@ pub struct PauseSection {
     pub watchdog_restoration_ms: f64,
     pub watchdog_poll_ms: f64,
     pub watchdog_action: WatchdogAction,
+    pub deadlock_detector: bool,
+    pub deadlock_poll_ms: f64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -545,6 +547,8 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
             watchdog_restoration_ms: w.pause.watchdog_restoration_ms,
             watchdog_poll_ms: w.pause.watchdog_poll_ms,
             watchdog_action: w.pause.watchdog_action,
+            deadlock_detector: w.pause.deadlock_detector,
+            deadlock_poll_ms: w.pause.deadlock_poll_ms,
         },
         trace,
         routing,

@@ -112,6 +112,21 @@ pub struct PauseConfig {
     pub watchdog_poll_ms: f64,
     #[serde(default)]
     pub watchdog_action: WatchdogAction,
+    /// The deadlock detector (declared in `sections::pause`).
+    #[serde(default = "default_true")]
+    pub deadlock_detector: bool,
+    #[serde(default = "default_deadlock_poll_ms")]
+    pub deadlock_poll_ms: f64,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_deadlock_poll_ms() -> f64 {
+    crate::sections::pause().defaults()["deadlock_poll_ms"]
+        .as_f64()
+        .expect("declared a number")
 }
 
 /// What a stormed queue does (`pause.watchdog_action`).

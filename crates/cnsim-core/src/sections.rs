@@ -52,6 +52,12 @@ pub fn pause() -> Table {
     .float("watchdog_detection_ms", 200.0, Range::gt(0.0), "how long a queue stays paused with frames waiting before it is stormed")
     .float("watchdog_restoration_ms", 200.0, Range::gt(0.0), "how long a stormed queue must go without a PFC frame before it is restored")
     .float("watchdog_poll_ms", 20.0, Range::gt(0.0), "how often the watchdog looks at the queues (detection takes up to one poll longer)")
+    .flag(
+        "deadlock_detector",
+        true,
+        "mode = pfc: every deadlock_poll_ms, look for a cycle of bridge ports each paused at a lossless priority with frames waiting on the next (a cyclic buffer dependency: Guo et al., SIGCOMM 2016); the first is named in the run's counters (deadlock_cycle) and the event trace (kind deadlock)",
+    )
+    .float("deadlock_poll_ms", 1.0, Range::gt(0.0), "how often the deadlock detector looks")
     .choice(
         "watchdog_action",
         &["drop", "forward"],

@@ -486,6 +486,9 @@ pub struct RunResult {
     /// Per priority, with more than one priority in use or PFC.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub priorities: Option<PriorityCounters>,
+    /// The deadlock detector's findings, in PFC runs that run it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadlock: Option<DeadlockCounters>,
     pub engine: EngineFigures,
     pub windows: Vec<WindowResult>,
     pub flows: Vec<FlowResult>,
@@ -623,6 +626,18 @@ pub struct RunCounters<'a> {
     /// Runs with more than one priority or with PFC only.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub priorities: Option<&'a PriorityCounters>,
+    /// PFC runs with the deadlock detector only.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub deadlock: Option<&'a DeadlockCounters>,
+}
+
+/// What the PFC deadlock detector found (`net::deadlock`): distinct
+/// deadlocked cycles, when the first was found (none: null) and its ports.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DeadlockCounters {
+    pub deadlocks: u64,
+    pub deadlock_at_ps: Option<Time>,
+    pub deadlock_cycle: String,
 }
 
 /// Per 802.1p priority, in a run with more than one priority in use or with
@@ -758,6 +773,7 @@ impl RunResult {
             frames: &self.frames,
             transport: &self.transport.counts,
             priorities: self.priorities.as_ref(),
+            deadlock: self.deadlock.as_ref(),
         }
     }
 

@@ -211,6 +211,7 @@ pub(super) fn build_result(r: &Model<'_>, fct: impl Fn(usize) -> f64) -> RunResu
         n_bins,
         frames: FrameCounts::new(counts, generated_frames - delivered_frames),
         priorities: None,
+        deadlock: None,
         engine: stats::EngineFigures {
             events: r.events,
             wall_s: r.wall_s,

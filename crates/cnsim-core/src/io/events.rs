@@ -82,6 +82,10 @@ named_enum! {
         /// The PFC watchdog stormed or restored a port's queue (`reason`:
         /// stormed, restored; `priority`: the queue's).
         Watchdog = "watchdog",
+        /// The deadlock detector found a cycle of ports each paused at a
+        /// lossless priority with frames waiting on the next: one row per
+        /// port of the cycle (`priority`: the cycle's).
+        Deadlock = "deadlock",
         /// A CP or a notification point sent a congestion notification.
         CnTx = "cn_tx",
         /// A congestion notification reached its reaction point.

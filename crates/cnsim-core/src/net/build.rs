@@ -3,7 +3,7 @@
 //! scheme chosen once per run (`build`: schemes are type parameters, so the
 //! per-frame path has no dynamic dispatch).
 
-use super::ctx::{Action, Ctx, RunSpec, EV_SCENARIO, EV_WATCHDOG};
+use super::ctx::{Action, Ctx, RunSpec, EV_DEADLOCK, EV_SCENARIO, EV_WATCHDOG};
 use super::fabric::{Fabric, NO_EXPRESS};
 use super::hosts::Hosts;
 use super::port::{Port, PortId, NO_PEER_BRIDGE, NO_TRACE};
@@ -294,6 +294,12 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
                 q.push(first, EV_WATCHDOG, 0);
             }
         }
+        if cfg.pause.enabled && cfg.pause.mode == crate::config::PauseMode::Pfc && cfg.pause.deadlock_detector {
+            let first = crate::engine::time::ms_to_ps(cfg.pause.deadlock_poll_ms).max(1);
+            if first < cfg.duration_ps {
+                q.push(first, EV_DEADLOCK, 0);
+            }
+        }
 
         let open_loop = net.stations.iter().any(|st| st.load > 0.0);
         let has_flows = !(cfg.transport.flows.is_empty() && cfg.transport.arrivals.is_empty());
@@ -347,6 +353,7 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
             pfc_frames: [0; 8],
             watchdog_storms: [0; 8],
             watchdog_drops: [0; 8],
+            deadlock: Default::default(),
             buffer_drops: [0; 8],
             headroom_drops: [0; 8],
             lossless: if cfg.pause.enabled && cfg.pause.mode == crate::config::PauseMode::Pfc {

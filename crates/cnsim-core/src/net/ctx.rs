@@ -38,6 +38,8 @@ pub(crate) const EV_FLOW_ARRIVAL: u8 = 10;
 pub(crate) const EV_FLOW_RTO: u8 = 11;
 /// The PFC watchdog's poll of every bridge port (index: 0).
 pub(crate) const EV_WATCHDOG: u8 = 12;
+/// The deadlock detector's poll.
+pub(crate) const EV_DEADLOCK: u8 = 13;
 
 /// The constants of one run that elements read.
 #[derive(Clone, Debug)]

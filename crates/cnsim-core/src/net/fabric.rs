@@ -59,6 +59,8 @@ pub struct Fabric<S: Scheme> {
     /// lossless frames an `mmu` buffer lost for want of headroom, per priority.
     pub buffer_drops: [u64; 8],
     pub headroom_drops: [u64; 8],
+    /// The deadlock detector's findings (`net::deadlock`).
+    pub deadlock: super::deadlock::Deadlocks,
     /// The watchdog drops the frames of stormed queues (checked per frame).
     pub watchdog_drop: bool,
     /// PFC is on (`pause.enabled` and `pause.mode = "pfc"`).

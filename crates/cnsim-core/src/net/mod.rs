@@ -6,6 +6,7 @@ pub mod bridge;
 pub mod build;
 pub mod classes;
 pub mod ctx;
+mod deadlock;
 pub mod fabric;
 mod flows;
 mod forwarding;

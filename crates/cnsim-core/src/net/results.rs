@@ -192,6 +192,14 @@ impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
             n_bins: s.bins_reached(end),
             frames,
             priorities: self.priority_counters(),
+            deadlock: {
+                let (net, p) = (&self.fabric, &self.fabric.pause);
+                (p.enabled && p.mode == crate::config::PauseMode::Pfc && p.deadlock_detector).then(|| stats::DeadlockCounters {
+                    deadlocks: net.deadlock.count,
+                    deadlock_at_ps: net.deadlock.first_at,
+                    deadlock_cycle: net.deadlock.first_cycle.clone(),
+                })
+            },
             engine: stats::EngineFigures {
                 events: self.ctx.q.popped(),
                 wall_s: self.wall.run_s,

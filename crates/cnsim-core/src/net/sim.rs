@@ -168,6 +168,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                     Action::PfcStorm(p, prio, on) => fabric.pfc_storm(p, prio, on, ctx, hosts),
                 },
                 EV_WATCHDOG => fabric.on_watchdog_poll(ctx, hosts),
+                EV_DEADLOCK => fabric.on_deadlock_poll(ctx),
                 EV_RL_TIMER => hosts.on_rl_timer(ev.index, ctx, fabric),
                 EV_FLOW_START => hosts.on_flow_start(ev.index, ctx, fabric),
                 EV_FLOW_ARRIVAL => hosts.on_flow_arrival(ev.index, ctx, fabric),

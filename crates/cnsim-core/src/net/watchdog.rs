@@ -44,7 +44,7 @@ impl<S: Scheme> Fabric<S> {
 
     /// The lossless priorities whose queue at bridge port `port` is paused
     /// with frames waiting, as a bit set.
-    fn stalled(&self, port: PortId, now: Time) -> u8 {
+    pub(super) fn stalled(&self, port: PortId, now: Time) -> u8 {
         let p = &self.ports[port as usize];
         match p.classes.as_ref() {
             Some(c) if p.multiclass => c.waiting() & c.paused(now),

@@ -107,6 +107,8 @@ pub trait Tracer<S: Scheme>: Send + 'static {
     /// The PFC watchdog stormed (`Reason::Stormed`) or restored
     /// (`Reason::Restored`) priority `prio`'s queue at port `site.port`.
     fn watchdog(&mut self, site: Site, prio: u8, reason: Reason);
+    /// A port of a deadlocked cycle, paused at `prio`.
+    fn deadlock(&mut self, site: Site, prio: u8);
 
     /// A rate limiter's state (created, changed or not); the tracer keeps the changes.
     fn rl_state(&mut self, site: Site, rl: RlView, reason: Reason);
@@ -137,6 +139,7 @@ impl<S: Scheme> Tracer<S> for NoTrace {
     fn pause_received(&mut self, _: Site, _: u8, _: u16, _: Time) {}
     #[inline(always)]
     fn watchdog(&mut self, _: Site, _: u8, _: Reason) {}
+    fn deadlock(&mut self, _: Site, _: u8) {}
     #[inline(always)]
     fn rl_state(&mut self, _: Site, _: RlView, _: Reason) {}
     #[inline(always)]

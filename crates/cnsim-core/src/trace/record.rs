@@ -581,6 +581,12 @@ impl<S: Scheme> Tracer<S> for Recorder {
         self.emit(r);
     }
 
+    fn deadlock(&mut self, site: Site, prio: u8) {
+        let mut r = EventRow::new(site.at, Kind::Deadlock, site.node, site.port);
+        r.priority = Some(prio);
+        self.emit(r);
+    }
+
     fn rl_state(&mut self, site: Site, rl: RlView, reason: Reason) {
         let id = rl.id as usize;
         if self.rl_last.len() <= id {
