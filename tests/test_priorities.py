@@ -350,3 +350,74 @@ def test_no_deadlock_without_a_cycle():
     assert r.metric("deadlocks")[0] == 0 and r.metric("deadlock_at_ms")[0] is None
     assert r.metric("aggregate_throughput")[0] > 25.0
     assert r.deadlocks() == []
+
+
+def _diamond() -> dict[str, Any]:
+    """S -> B0 -> {B1, B2} -> B3 -> D at half line rate; shortest-path
+    routing takes B1 (the lower port) while it is up."""
+    bridge = [{"name": n, "kind": "bridge"} for n in ("B0", "B1", "B2", "B3")]
+    return {
+        "name": "diamond",
+        "duration_ms": 10.0,
+        "measure": {"start_ms": 0.5, "end_ms": 2.0},
+        "windows": {"down": {"start_ms": 3.0, "end_ms": 6.0}, "back": {"start_ms": 7.0, "end_ms": 10.0}},
+        "stats": {"per_flow": True},
+        "nodes": [
+            {"name": "S", "kind": "station", "load": 0.5, "dest": "D"},
+            {"name": "D", "kind": "station"},
+            *bridge,
+        ],
+        "links": [
+            {"a": "S", "b": "B0"},
+            {"a": "B0", "b": "B1"},
+            {"a": "B0", "b": "B2"},
+            {"a": "B1", "b": "B3"},
+            {"a": "B2", "b": "B3"},
+            {"a": "B3", "b": "D"},
+        ],
+        "events": [{"at_ms": 2.5, "action": "link_down", "from": "B0", "to": "B1", "until_ms": 6.5}],
+    }
+
+
+def test_a_link_going_down_reroutes_around_it_and_back():
+    """While B0-B1 is down the flow goes through B2 and is delivered in
+    full; once it is back, through B1 again. Frames queued on the dead link
+    wait there (in flight), counted, never lost without a word."""
+    r = cnsim.run(cnsim.Scenario(_diamond()))
+    flows = r.flows.row(0, named=True)
+    for w in ("measure", "down", "back"):
+        assert flows[f"throughput_gbps_{w}"] == pytest.approx(5.0, rel=0.08), w  # Bernoulli at 0.5
+    links = {row["name"]: row for row in r.links.iter_rows(named=True)}
+    via = {
+        w: (links["B0->B1"][f"bytes_{w}"], links["B0->B2"][f"bytes_{w}"]) for w in ("measure", "down", "back")
+    }
+    assert via["measure"][1] == via["down"][0] == via["back"][1] == 0, via
+    assert min(via["measure"][0], via["down"][1], via["back"][0]) > 0, via
+    assert r.metric("dropped_cp")[0] == 0
+    # With no end to the failure the flow stays on B2 to the end.
+    doc = _diamond()
+    del doc["events"][0]["until_ms"]
+    r = cnsim.run(cnsim.Scenario(doc))
+    assert r.flows.row(0, named=True)["throughput_gbps_back"] == pytest.approx(5.0, rel=0.08)
+
+
+@pytest.mark.parametrize(
+    "event,named",
+    [
+        ({"at_ms": 1.0, "action": "link_down", "from": "B0"}, "a link_down event names from and to"),
+        ({"at_ms": 1.0, "action": "link_down", "from": "B0", "to": "B3"}, "'B0->B3' is not a link direction"),
+        (
+            {"at_ms": 2.0, "action": "link_down", "from": "B0", "to": "B1", "until_ms": 1.0},
+            "until_ms >= at_ms",
+        ),
+    ],
+)
+def test_bad_link_down_events_exit_2_naming_the_event(tmp_path, event, named):
+    import tomli_w
+
+    doc = _diamond()
+    doc["events"] = [event]
+    f = tmp_path / "s.toml"
+    f.write_text(tomli_w.dumps(doc))
+    lines = _refused(tmp_path, f)
+    assert len(lines) == 1 and named in lines[0] and "events[0]" in lines[0], lines

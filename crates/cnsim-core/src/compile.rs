@@ -498,6 +498,27 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
                     None => continue,
                 }
             }
+            "link_down" => {
+                let (a, b) = (
+                    e.from.clone().ok_or_else(|| missing("from"))?,
+                    e.to.clone().ok_or_else(|| missing("to"))?,
+                );
+                events.push(EventConfig::LinkState {
+                    at_ps,
+                    a: a.clone(),
+                    b: b.clone(),
+                    up: false,
+                });
+                match e.until_ms {
+                    Some(until) => EventConfig::LinkState {
+                        at_ps: ms_to_ps(until),
+                        a,
+                        b,
+                        up: true,
+                    },
+                    None => continue,
+                }
+            }
             other => return crate::error::fail(format!("events[{i}].action"), format!("'{other}' is not an action")),
         };
         events.push(event);

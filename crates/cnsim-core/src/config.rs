@@ -468,6 +468,9 @@ pub enum EventConfig {
     /// A station's NIC starts (`on`) or stops sending PFC frames that pause
     /// `priority` on its link.
     PfcStorm { at_ps: Time, node: String, priority: u8, on: bool },
+    /// The link between `a` and `b` goes down (`up` false: both directions
+    /// stop and routes are recomputed around it) or comes back up.
+    LinkState { at_ps: Time, a: String, b: String, up: bool },
 }
 
 impl EventConfig {
@@ -476,7 +479,8 @@ impl EventConfig {
             EventConfig::Start { at_ps, .. }
             | EventConfig::Stop { at_ps, .. }
             | EventConfig::LinkRate { at_ps, .. }
-            | EventConfig::PfcStorm { at_ps, .. } => *at_ps,
+            | EventConfig::PfcStorm { at_ps, .. }
+            | EventConfig::LinkState { at_ps, .. } => *at_ps,
         }
     }
 }
@@ -625,6 +629,7 @@ impl SimConfig {
                 EventConfig::PfcStorm { at_ps, node, priority, .. } => {
                     json!({"at_ms": ms(*at_ps), "action": "pfc_storm", "node": node, "priority": priority})
                 }
+                EventConfig::LinkState { at_ps, a, b, .. } => json!({"at_ms": ms(*at_ps), "action": "link_down", "from": a, "to": b}),
             };
             let Value::Object(values) = values else { unreachable!() };
             event.check(&format!("events[{i}]"), &values)?;

@@ -59,6 +59,7 @@ extern crate self as cnsim_core;
 #[cfg(test)]
 #[path = "../tests"]
 mod end_to_end {
+    mod faults;
     mod mmu;
     mod network;
     mod properties;

@@ -481,16 +481,16 @@ pub fn event() -> Table {
     .required("at_ms")
     .choice(
         "action",
-        &["start", "stop", "link_rate", "pfc_storm"],
+        &["start", "stop", "link_rate", "pfc_storm", "link_down"],
         "start",
-        "start / stop (a station's source), link_rate (one link direction's rate) or pfc_storm (a station's NIC sends PFC frames pausing `priority` on its link, refreshed before they expire, until until_ms)",
+        "start / stop (a station's source), link_rate (one link direction's rate), pfc_storm (a station's NIC sends PFC frames pausing `priority` on its link, refreshed before they expire, until until_ms) or link_down (the link between from and to fails, both directions, until until_ms: routes are recomputed around it, and again when it is back)",
     )
     .required("action")
     .string("node", "", "the station (start / stop)")
     .optional("node", "none")
-    .string("from", "", "link_rate: sending node")
+    .string("from", "", "link_rate: sending node; link_down: one end")
     .optional("from", "none")
-    .string("to", "", "link_rate: receiving node")
+    .string("to", "", "link_rate: receiving node; link_down: the other end")
     .optional("to", "none")
     .float(
         "rate_gbps",
@@ -501,7 +501,7 @@ pub fn event() -> Table {
     .optional("rate_gbps", "none")
     .int("priority", 0, Range::ge(0.0).le(7.0), "pfc_storm: the priority the storm pauses")
     .optional("priority", "none")
-    .float("until_ms", 0.0, Range::ge(0.0), "pfc_storm: when the storm stops")
+    .float("until_ms", 0.0, Range::ge(0.0), "pfc_storm: when the storm stops; link_down: when the link is back up")
     .optional("until_ms", "none: at the end of the run")
     .rule(&["rate_gbps"], "rate_gbps = 0 (stopped) or >= 1e-09 (1 bit/s)", |v| {
         v.get("rate_gbps").is_none_or(stopped_or_a_bit)
@@ -511,6 +511,9 @@ pub fn event() -> Table {
     })
     .rule(&["action", "node", "priority"], "a pfc_storm event names its node and priority", |v| {
         v.s("action") != Some("pfc_storm") || (v.s("node").is_some() && v.get("priority").is_some())
+    })
+    .rule(&["action", "from", "to"], "a link_down event names from and to", |v| {
+        v.s("action") != Some("link_down") || (v.s("from").is_some() && v.s("to").is_some())
     })
     .rule(&["at_ms", "until_ms"], "until_ms >= at_ms", |v| v.get("until_ms").is_none_or(|u| u >= v.f("at_ms")))
     .rule(

@@ -40,6 +40,12 @@ pub(super) fn representable(cfg: &SimConfig) -> Result<Vec<String>, ConfigError>
             format!("'flow' cannot change a link's rate during the run (a link_rate event at {} ms, or a [hotspot]): the flow-level model keeps links as built; use fidelity = \"packet\"", e.at_ps() as f64 / PS_PER_MS as f64),
         );
     }
+    if cfg.events.iter().any(|e| matches!(e, EventConfig::LinkState { .. })) {
+        return fail(
+            "fidelity",
+            "'flow' does not model links going down (a link_down event): use fidelity = \"packet\"",
+        );
+    }
     if cfg.events.iter().any(|e| matches!(e, EventConfig::PfcStorm { .. })) {
         return fail(
             "fidelity",

@@ -243,13 +243,22 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
                         .ok_or_else(|| ConfigError::new(format!("events[{i}].node"), format!("'{node}' is not a station")))?;
                     Action::PfcStorm(net.stations[s as usize].port, *priority, *on)
                 }
+                EventConfig::LinkState { a, b, up, .. } => {
+                    let p = net
+                        .port_by_name(a, b)
+                        .ok_or_else(|| ConfigError::new(format!("events[{i}]"), format!("no link between '{a}' and '{b}'")))?;
+                    Action::LinkState(p, *up)
+                }
             };
             actions.push(action);
             if at < cfg.duration_ps {
                 timed.push((at, i));
             }
         }
-        let storms = cfg.events.iter().any(|e| matches!(e, EventConfig::PfcStorm { .. }));
+        let storms = cfg
+            .events
+            .iter()
+            .any(|e| matches!(e, EventConfig::PfcStorm { .. } | EventConfig::LinkState { .. }));
         let quiet = !S::NOTIFIES && !cfg.pause.enabled && !storms && cfg.transport.flows.is_empty() && cfg.transport.arrivals.is_empty();
         let express = if quiet {
             let rate_changes: Vec<PortId> = actions
@@ -342,7 +351,7 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
             router,
             node_by_name,
         } = net;
-        let fabric = Fabric {
+        let mut fabric = Fabric {
             nodes,
             ports,
             bridges,
@@ -354,6 +363,7 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
             watchdog_storms: [0; 8],
             watchdog_drops: [0; 8],
             deadlock: Default::default(),
+            reroute: None,
             buffer_drops: [0; 8],
             headroom_drops: [0; 8],
             lossless: if cfg.pause.enabled && cfg.pause.mode == crate::config::PauseMode::Pfc {
@@ -366,6 +376,9 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
             n_stations: n_st,
             node_by_name,
         };
+        if cfg.events.iter().any(|e| matches!(e, EventConfig::LinkState { .. })) {
+            fabric.keep_routing(&cfg.routing, seed, &cfg.routes);
+        }
         let mut hosts = Hosts {
             stations,
             rps,

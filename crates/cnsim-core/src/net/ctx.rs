@@ -98,4 +98,6 @@ pub(crate) enum Action {
     LinkRate(PortId, u64),
     /// A station's NIC (its port) starts / stops a PFC storm on a priority.
     PfcStorm(PortId, u8, bool),
+    /// A link (one of its directions) goes down (false) or comes back up.
+    LinkState(PortId, bool),
 }

@@ -59,6 +59,9 @@ pub struct Fabric<S: Scheme> {
     /// lossless frames an `mmu` buffer lost for want of headroom, per priority.
     pub buffer_drops: [u64; 8],
     pub headroom_drops: [u64; 8],
+    /// What routing is rebuilt from when a link goes down or comes back
+    /// (runs with `link_down` events only).
+    pub reroute: Option<Box<super::link_state::Reroute>>,
     /// The deadlock detector's findings (`net::deadlock`).
     pub deadlock: super::deadlock::Deadlocks,
     /// The watchdog drops the frames of stormed queues (checked per frame).

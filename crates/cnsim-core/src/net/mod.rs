@@ -11,6 +11,7 @@ pub mod fabric;
 mod flows;
 mod forwarding;
 pub mod hosts;
+mod link_state;
 pub mod mmu;
 pub mod node;
 mod paths;

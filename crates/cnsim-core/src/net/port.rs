@@ -141,6 +141,8 @@ pub struct Port<E> {
     pub cnm_frames: u64,
     /// Display name `FROM->TO`.
     pub name: String,
+    /// The link is down (a `link_down` event): routing leaves it out.
+    pub down: bool,
 }
 
 /// What the transmitter keeps of the frame it is sending.
@@ -165,6 +167,7 @@ impl<E: Copy + Default> Port<E> {
     pub fn new(name: String, owner: u32, peer: u32, local: u16, rate_bps: u64, delay_ps: Time, frame_bytes: u32) -> Port<E> {
         let mut p = Port {
             name,
+            down: false,
             owner,
             peer,
             reverse: u32::MAX,

@@ -152,6 +152,7 @@ impl Router {
                 nodes[n as usize]
                     .ports
                     .iter()
+                    .filter(|&&p| !ports[p as usize].down)
                     .filter_map(|&p| bridge_of(ports[p as usize].peer).map(|u| (p, u)))
                     .collect()
             })

@@ -166,6 +166,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                     Action::Stop(s) => hosts.stop_source(s),
                     Action::LinkRate(p, rate) => fabric.set_rate(p, rate, ctx, hosts),
                     Action::PfcStorm(p, prio, on) => fabric.pfc_storm(p, prio, on, ctx, hosts),
+                    Action::LinkState(p, up) => fabric.set_link(p, up, ctx, hosts),
                 },
                 EV_WATCHDOG => fabric.on_watchdog_poll(ctx, hosts),
                 EV_DEADLOCK => fabric.on_deadlock_poll(ctx),
