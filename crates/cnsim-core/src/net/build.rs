@@ -3,7 +3,7 @@
 //! scheme chosen once per run (`build`: schemes are type parameters, so the
 //! per-frame path has no dynamic dispatch).
 
-use super::ctx::{Action, Ctx, RunSpec, EV_DEADLOCK, EV_SCENARIO, EV_WATCHDOG};
+use super::ctx::{Action, Ctx, RunSpec, EV_SCENARIO, EV_WATCHDOG, POLL_DEADLOCK};
 use super::fabric::{Fabric, NO_EXPRESS};
 use super::hosts::Hosts;
 use super::port::{Port, PortId, NO_PEER_BRIDGE, NO_TRACE};
@@ -306,7 +306,7 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
         if cfg.pause.enabled && cfg.pause.mode == crate::config::PauseMode::Pfc && cfg.pause.deadlock_detector {
             let first = crate::engine::time::ms_to_ps(cfg.pause.deadlock_poll_ms).max(1);
             if first < cfg.duration_ps {
-                q.push(first, EV_DEADLOCK, 0);
+                q.push(first, EV_WATCHDOG, POLL_DEADLOCK);
             }
         }
 

@@ -13,7 +13,7 @@
 //! cycle (another set of ports) counts again. Only reads the network: the
 //! poll never changes a run.
 
-use super::ctx::{Ctx, EV_DEADLOCK};
+use super::ctx::{Ctx, EV_WATCHDOG, POLL_DEADLOCK};
 use super::fabric::Fabric;
 use super::port::{PortId, NO_PEER_BRIDGE};
 use crate::engine::time::ms_to_ps;
@@ -37,6 +37,8 @@ pub struct Deadlocks {
 
 impl<S: Scheme> Fabric<S> {
     /// The detector's poll: a deadlock looked for; the next poll scheduled.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn on_deadlock_poll<T: Tracer<S>>(&mut self, ctx: &mut Ctx<S, T>) {
         let now = ctx.now;
         match self.find_deadlock(now) {
@@ -64,7 +66,7 @@ impl<S: Scheme> Fabric<S> {
         }
         let next = now + ms_to_ps(self.pause.deadlock_poll_ms).max(1);
         if next < ctx.run.duration {
-            ctx.schedule(next, EV_DEADLOCK, 0);
+            ctx.schedule(next, EV_WATCHDOG, POLL_DEADLOCK);
         }
     }
 

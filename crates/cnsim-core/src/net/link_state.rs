@@ -25,6 +25,8 @@ pub struct Reroute {
 
 impl<S: Scheme> Fabric<S> {
     /// The link of port `port` goes down (`up` false) or comes back up.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn set_link<T: Tracer<S>, N: Nic<S>>(&mut self, port: PortId, up: bool, ctx: &mut Ctx<S, T>, nic: &mut N) {
         let reverse = self.ports[port as usize].reverse;
         for p in [port, reverse] {

@@ -118,6 +118,9 @@ pub struct Port<E> {
     // --- PAUSE at this transmitter ---
     pub pause_start: Time,
     pub paused_ever: bool,
+    /// The link is down (a `link_down` event): routing leaves it out.
+    /// (Beside `paused_ever`: in its padding, the port no larger.)
+    pub down: bool,
     /// A PortWake event is pending for this time.
     pub wake_at: Time,
     /// Paused time accumulated inside the measure window.
@@ -141,8 +144,6 @@ pub struct Port<E> {
     pub cnm_frames: u64,
     /// Display name `FROM->TO`.
     pub name: String,
-    /// The link is down (a `link_down` event): routing leaves it out.
-    pub down: bool,
 }
 
 /// What the transmitter keeps of the frame it is sending.

@@ -22,6 +22,8 @@ impl<S: Scheme> Fabric<S> {
     /// or stops sending PFC frames that pause `prio`: an XOFF now, renewed
     /// before it expires by the port's refresh timer, as a stuck receiver
     /// would. Stopping sends nothing: the last pause runs out.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn pfc_storm<T: Tracer<S>, N: Nic<S>>(&mut self, port: PortId, prio: u8, on: bool, ctx: &mut Ctx<S, T>, nic: &mut N) {
         let p = &mut self.ports[port as usize];
         let state = p.pfc_in.get_or_insert_with(|| Box::new(PfcIngress::default()));
@@ -53,9 +55,21 @@ impl<S: Scheme> Fabric<S> {
         }
     }
 
+    /// A periodic poll (`EV_WATCHDOG`): the deadlock detector's
+    /// (`POLL_DEADLOCK`) or the watchdog's.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn on_poll<T: Tracer<S>, N: Nic<S>>(&mut self, index: u32, ctx: &mut Ctx<S, T>, nic: &mut N) {
+        if index == super::ctx::POLL_DEADLOCK {
+            self.on_deadlock_poll(ctx);
+        } else {
+            self.on_watchdog_poll(ctx, nic);
+        }
+    }
+
     /// The watchdog's poll: every bridge port's lossless queues looked at;
     /// the next poll scheduled.
-    pub(crate) fn on_watchdog_poll<T: Tracer<S>, N: Nic<S>>(&mut self, ctx: &mut Ctx<S, T>, nic: &mut N) {
+    fn on_watchdog_poll<T: Tracer<S>, N: Nic<S>>(&mut self, ctx: &mut Ctx<S, T>, nic: &mut N) {
         let now = ctx.now;
         let lossless = self.pause.lossless_mask();
         let detection = ms_to_ps(self.pause.watchdog_detection_ms);
