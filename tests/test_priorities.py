@@ -421,3 +421,22 @@ def test_bad_link_down_events_exit_2_naming_the_event(tmp_path, event, named):
     f.write_text(tomli_w.dumps(doc))
     lines = _refused(tmp_path, f)
     assert len(lines) == 1 and named in lines[0] and "events[0]" in lines[0], lines
+
+
+def test_the_report_draws_classes_for_a_multi_class_run_only(tmp_path):
+    """classes.png: throughput and paused fraction per priority, in runs
+    with more than one priority or PFC; none in a single-class run."""
+    from cnsim.report import figures
+
+    with pytest.warns(cnsim.ScenarioWarning, match="clipped"):
+        sc = cnsim.load("pfc_storm").replace(duration_ms=40.0)
+    fig = figures.classes_fig(cnsim.run(sc))
+    top, bottom = fig.axes
+    assert [ln.get_label() for ln in top.lines] == ["priority 0", "priority 3"]
+    assert [ln.get_label() for ln in bottom.lines] == ["priority 3 (lossless)"]
+    paused = bottom.lines[0].get_ydata()
+    assert max(paused) == pytest.approx(1.0) and paused[5] == 0.0  # paused once the storm starts at 20 ms
+    assert figures.classes_fig(cnsim.run(cnsim.Scenario(_two_classes(strict_priorities=[3])))) is not None
+    one = _two_classes()
+    one["nodes"][0]["priority"] = 3
+    assert figures.classes_fig(cnsim.run(cnsim.Scenario(one))) is None

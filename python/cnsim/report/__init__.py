@@ -21,6 +21,7 @@ RUN_FIGURES = {
     "rl_rate.png": figures.rl_fig,
     "rl_window.png": figures.window_fig,
     "paused.png": figures.paused_fig,
+    "classes.png": figures.classes_fig,
     "fairness.png": figures.fairness_fig,
     "transient.png": figures.transient_fig,
     "slowdown.png": figures.slowdown_fig,

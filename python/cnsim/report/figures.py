@@ -232,6 +232,64 @@ def paused_fig(res: Any) -> Any | None:
     return _finish(fig, ax, "fraction of time paused (1 ms average)", f"PAUSE, seed {res.runs[0].seed}")
 
 
+def classes_fig(res: Any) -> Any | None:
+    """Per 802.1p priority, in a run with more than one priority in use or
+    with PFC: the throughput of each priority's flows (the sum of the flows
+    whose source sends at it) and the fraction of time its senders were
+    paused (the mean over the stations of that priority), first seed."""
+    from ..metrics import station_priorities
+
+    model = res.scenario.model
+    prio = station_priorities(model)
+    used = sorted(set(prio.values()))
+    pfc = model.pause.enabled and model.pause.mode == "pfc"
+    if len(used) < 2 and not pfc:
+        return None
+    bin_ms, flows = _series(res, "flow_throughput")
+    _, paused = _series(res, "paused_fraction")
+    fig = Figure(figsize=(9, 6.4))
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    by_prio: dict[int, np.ndarray] = {}
+    for k, v in flows:
+        p = prio.get(k.split("->")[0])
+        if p is not None:
+            by_prio[p] = by_prio.get(p, 0) + v
+    for p in sorted(by_prio):
+        v = by_prio[p]
+        top.plot(np.arange(len(v)) * bin_ms, _smooth(v, bin_ms), lw=1.2, color=f"C{p}", label=f"priority {p}")
+    if not by_prio:
+        top.text(
+            0.5, 0.5, "no per-flow series (stats.per_flow = false)", ha="center", transform=top.transAxes
+        )
+    top.set_ylabel("throughput (Gbit/s, 1 ms average)")
+    top.set_title(f"Per priority, seed {res.runs[0].seed}")
+    lossless = set(model.pause.lossless) if pfc else set()
+    pauses: dict[int, list[np.ndarray]] = {}
+    for k, v in paused:
+        p = prio.get(k.split("->")[0])
+        if p is not None:
+            pauses.setdefault(p, []).append(v)
+    for p in sorted(pauses):
+        v = np.mean(pauses[p], axis=0)
+        kind = "lossless" if p in lossless else "lossy"
+        bottom.plot(
+            np.arange(len(v)) * bin_ms,
+            _smooth(v, bin_ms),
+            lw=1.2,
+            color=f"C{p}",
+            label=f"priority {p} ({kind})",
+        )
+    bottom.set_ylim(-0.02, 1.02)
+    bottom.set_ylabel("senders paused (fraction)")
+    bottom.set_xlabel("time (ms)")
+    for ax in (top, bottom):
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=7, ncol=3)
+    _layout(fig)
+    return fig
+
+
 def fairness_fig(res: Any) -> Any | None:
     if "jain" not in res.stats or len(res.runs) < 2:
         return None
