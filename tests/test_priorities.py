@@ -19,7 +19,7 @@ def _two_classes(**bridge: Any) -> dict[str, Any]:
     port to D is the bottleneck; its buffer is unbounded so that both classes
     stay backlogged and the scheduler alone decides the shares (the scenario
     `cnsim validate --only multiclass` uses)."""
-    from cnsim.validate import _two_classes as two
+    from cnsim.classes_cases import _two_classes as two
 
     return two(**bridge)
 
@@ -229,7 +229,7 @@ def test_an_mmu_with_auto_headroom_keeps_the_lossless_priority_lossless():
     """The shared-buffer switch in its worst headroom pattern
     (docs/classes.md, "Headroom"): `auto` loses no lossless frame and the
     pattern fills more than 90% of it; the lossy priority is never paused."""
-    from cnsim.validate import headroom_case
+    from cnsim.classes_cases import headroom_case
 
     doc = headroom_case(100, 100.0, 1500)
     r = cnsim.run(cnsim.Scenario(doc))
@@ -440,3 +440,37 @@ def test_the_report_draws_classes_for_a_multi_class_run_only(tmp_path):
     one = _two_classes()
     one["nodes"][0]["priority"] = 3
     assert figures.classes_fig(cnsim.run(cnsim.Scenario(one))) is None
+
+
+def test_a_port_scheduler_overrides_its_bridges(tmp_path):
+    """`[[ports]]`: B->D's own ETS weights (1:3) over the bridge's (1:1),
+    saved with the scenario and read back."""
+    doc = _two_classes()
+    doc["ports"] = [{"port": "B->D", "ets_weights": [1, 1, 1, 3, 1, 1, 1, 1]}]
+    sc = cnsim.Scenario(doc)
+    p0, p3 = _shares(doc)
+    assert p3 / p0 == pytest.approx(3.0, rel=0.05)
+    f = tmp_path / "s.toml"
+    f.write_text(sc.to_toml())
+    assert cnsim.load(str(f)).model.ports[0].ets_weights == [1, 1, 1, 3, 1, 1, 1, 1]
+
+
+@pytest.mark.parametrize(
+    "entry,named",
+    [
+        ({"port": "D->B", "ets_weights": [1] * 8}, "ports[0].port"),
+        ({"port": "B->X", "ets_weights": [1] * 8}, "ports[0].port"),
+        ({"port": "B->D", "ets_weights": [0] * 8}, "ets_weights not all 0"),
+        ({"port": "B->D", "strict_priorities": [9]}, "ports[0].strict_priorities[0]"),
+        ({"ets_weights": [1] * 8}, "ports[0].port"),
+    ],
+)
+def test_bad_port_schedulers_exit_2_naming_the_entry(tmp_path, entry, named):
+    import tomli_w
+
+    doc = _two_classes()
+    doc["ports"] = [entry]
+    f = tmp_path / "s.toml"
+    f.write_text(tomli_w.dumps(doc))
+    lines = _refused(tmp_path, f)
+    assert len(lines) == 1 and named in lines[0], lines

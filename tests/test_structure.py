@@ -263,7 +263,7 @@ RUST_LAYERS: list[tuple[str, ...]] = [
     ("sections.rs", "generators.rs", "scheme/"),  # the declarations and the schemes
     # the resolved configuration and its compiler; frames' headers; the flow-level model's settings
     ("config.rs", "flow_control.rs", "compile.rs", "io/wire.rs", "flow/params.rs"),
-    ("trace/", "stats.rs"),  # the event hook and recorder; the run's statistics
+    ("trace/", "stats.rs", "class_stats.rs"),  # the event hook and recorder; the run's statistics
     # the network model at either fidelity: Sim::new (net/sim.rs) chooses the flow-level
     # model, which runs the packet engine on its links (handed net::run::PacketRuns)
     ("net/", "flow/"),

@@ -160,6 +160,7 @@ def parameter_tables() -> str:
         ("`[[links]]`", m.Link),
         ("`[[events]]`", m.Event),
         ("`[[routes]]`", m.Route),
+        ("`[[ports]]`", m.PortEntry),
     ]
     out = [
         BEGIN,

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .classes_cases import HEADROOM_POINTS, _pfc_two_classes, _two_classes, headroom_case
 from .executor import Unit, run_units
 from .results import Results
 from .runner import run
@@ -756,92 +757,6 @@ def modern(jobs: int | None, progress: bool) -> list[Row]:
 STUDIES["modern"] = modern
 
 
-def _two_classes(**bridge: Any) -> dict[str, Any]:
-    """Two stations at line rate into one sink through one bridge, S1 at
-    priority 0 and S2 at priority 3; the bridge's buffer unbounded, so that
-    both classes stay backlogged and the scheduler alone shares the port."""
-    return {
-        "name": "two_classes",
-        "duration_ms": 5.0,
-        "measure": {"start_ms": 1.0, "end_ms": 5.0},
-        "bridge": {"buffer_mode": "infinite", **bridge},
-        "nodes": [
-            {"name": "S1", "kind": "station", "load": 1.0, "dest": "D", "priority": 0},
-            {"name": "S2", "kind": "station", "load": 1.0, "dest": "D", "priority": 3},
-            {"name": "D", "kind": "station"},
-            {"name": "B", "kind": "bridge"},
-        ],
-        "links": [{"a": "S1", "b": "B"}, {"a": "S2", "b": "B"}, {"a": "B", "b": "D"}],
-    }
-
-
-def _pfc_two_classes() -> dict[str, Any]:
-    """The same with per-input buffers, PFC for priority 3 (XOFF / XON 50 /
-    40 KB), both stopping at 3 ms and drained by 5 ms."""
-    doc = _two_classes()
-    doc["bridge"] = {"buffer_mode": "per_input"}
-    for n in doc["nodes"][:2]:
-        n["stop_ms"] = 3.0
-    doc["measure"] = {"start_ms": 0.5, "end_ms": 2.5}
-    doc["stats"] = {"per_flow": True}
-    doc["pause"] = {
-        "enabled": True,
-        "mode": "pfc",
-        "lossless": [3],
-        "xoff_bytes": 50_000,
-        "xon_bytes": 40_000,
-    }
-    return doc
-
-
-def headroom_case(gbps: float, cable_m: float, mtu: int, headroom: int | None = None) -> dict[str, Any]:
-    """The worst arrival pattern for one port's headroom (docs/classes.md,
-    "Headroom"; crates/cnsim-core/tests/mmu.rs builds the same): S sends
-    lossless priority 3 at line rate over `cable_m` metres into an mmu
-    bridge B whose port to D runs at a fiftieth of the rate, so that B
-    pauses S again and again and hardly drains while the headroom fills; R
-    keeps B's port towards S busy with full lossy frames; B's latency makes
-    each XOFF wait behind a frame just begun and land on S just after S
-    began one. Frames of `mtu` bytes; `headroom` bytes per port (None:
-    auto)."""
-    import cnsim._core as _core
-
-    rate_bps = gbps * 1e9
-    frame_ps = -(-mtu * 8 * 10**12 // int(rate_bps))
-    delay_ps = round(cable_m * 5_000)
-    latency_ps = (2 * frame_ps - (2 * delay_ps) % frame_ps + 1_000) % frame_ps
-    auto = _core.pause_headroom_bytes(gbps, delay_ps / 1e6, latency_ps / 1e6, mtu, 64, 1)
-    held = auto if headroom is None else headroom
-    cycle_ms = (auto + 3072) * 8 * 50 / rate_bps * 1e3
-    return {
-        "name": f"headroom_{gbps:g}g_{cable_m:g}m_{mtu}",
-        "duration_ms": 40 * cycle_ms,
-        "defaults": {"frame_bytes": mtu, "link_rate_gbps": gbps, "link_delay_us": 0.001},
-        "bridge": {
-            "buffer_mode": "mmu",
-            "buffer_bytes": 6 * 4096 + 3 * held + 40 * mtu,
-            "latency_us": latency_ps / 1e6,
-            "headroom_bytes": "auto" if headroom is None else headroom,
-        },
-        "pause": {"enabled": True, "mode": "pfc", "lossless": [3]},
-        "nodes": [
-            {"name": "S", "kind": "station", "load": 1.0, "dest": "D", "priority": 3},
-            {"name": "R", "kind": "station", "load": 1.0, "dest": "S", "priority": 0},
-            {"name": "D", "kind": "station", "priority": 3},
-            {"name": "B", "kind": "bridge"},
-        ],
-        "links": [
-            {"a": "S", "b": "B", "cable_m": cable_m},
-            {"a": "R", "b": "B"},
-            {"a": "B", "b": "D", "rate_gbps": gbps / 50},
-        ],
-    }
-
-
-#: The headroom checks' points: (Gbit/s, cable m, MTU B).
-HEADROOM_POINTS = [(10, 1.0, 1500), (100, 100.0, 1500), (400, 300.0, 9000)]
-
-
 def multiclass(jobs: int | None, progress: bool) -> list[Row]:
     """Eight priorities (issue 40): ETS shares and strict priority (IEEE
     802.1Qaz), PFC's lossless class (802.1Qbb) and SONiC's PFC storm test;
@@ -855,7 +770,7 @@ def multiclass(jobs: int | None, progress: bool) -> list[Row]:
         "deadlock": load("pfc_deadlock"),
         "deadlock watchdog": load("pfc_deadlock").replace(**{"pause.watchdog": True}),
     }
-    import cnsim._core as _core
+    from . import _core
 
     for g, c, mtu in HEADROOM_POINTS:
         auto = headroom_case(g, c, mtu)

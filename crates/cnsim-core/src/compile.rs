@@ -64,6 +64,9 @@ pub struct Written {
     pub events: Vec<Event>,
     #[serde(default)]
     pub routes: Vec<Route>,
+    /// `[[ports]]`: bridge ports with their own scheduler.
+    #[serde(default)]
+    pub ports: Vec<PortEntry>,
     #[serde(default)]
     pub cp_ports: Vec<String>,
     /// Which model answers (`fidelity`; crate::flow).
@@ -227,10 +230,42 @@ pub struct Event {
 }
 
 #[derive(Debug, Deserialize)]
+pub struct PortEntry {
+    pub port: String,
+    pub strict_priorities: Option<Vec<u8>>,
+    pub ets_weights: Option<[u32; 8]>,
+}
+
+#[derive(Debug, Deserialize)]
 pub struct Route {
     pub bridge: String,
     pub dst: String,
     pub via: String,
+}
+
+/// `[[ports]]` resolved: each port's bridge's scheduler with the port's
+/// own keys laid over it.
+fn port_schedulers(ports: &[PortEntry], bridges: &[BridgeConfig]) -> Result<Vec<crate::config::PortScheduler>, ConfigError> {
+    ports
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let from = e.port.split_once("->").map(|(a, _)| a);
+            let Some(b) = bridges.iter().find(|b| Some(b.name.as_str()) == from) else {
+                return crate::error::fail(
+                    format!("ports[{i}].port"),
+                    format!("'{}' is not an output port FROM->TO of a bridge", e.port),
+                );
+            };
+            Ok(crate::config::PortScheduler {
+                port: e.port.clone(),
+                scheduler: SchedulerConfig {
+                    strict: e.strict_priorities.clone().unwrap_or_else(|| b.scheduler.strict.clone()),
+                    ets_weights: e.ets_weights.unwrap_or(b.scheduler.ets_weights),
+                },
+            })
+        })
+        .collect()
 }
 
 /// A table read as (key, value) pairs in its order (a JSON object or a
@@ -540,6 +575,7 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
             pcap_max_bytes: t.pcap_max_bytes,
         }
     };
+    let port_schedulers = port_schedulers(&w.ports, &bridges)?;
     Ok(SimConfig {
         duration_ps: ms_to_ps(dur),
         bin_ps: us_to_ps(w.bin_us),
@@ -582,6 +618,7 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
                 via: r.via.clone(),
             })
             .collect(),
+        port_schedulers,
         cp_ports: w.cp_ports.clone(),
         transport: transport.unwrap_or_default(),
         scheme,

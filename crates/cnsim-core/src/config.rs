@@ -53,6 +53,10 @@ pub struct SimConfig {
     /// Explicit next hops that override the routing function.
     #[serde(default)]
     pub routes: Vec<RouteConfig>,
+    /// Bridge ports with their own transmission selection (`[[ports]]`),
+    /// resolved over their bridge's.
+    #[serde(default)]
+    pub port_schedulers: Vec<PortScheduler>,
     /// Per-flow counters (src x dst) besides the per-source and
     /// per-destination ones; the Python layer turns them on for small fabrics.
     #[serde(default = "default_true")]
@@ -441,6 +445,16 @@ fn default_dt_alpha() -> f64 {
 }
 
 /// A full-duplex link; both directions start at `rate_bps`.
+/// One bridge port's scheduler (`[[ports]]`), its bridge's with the
+/// port's own keys laid over it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortScheduler {
+    /// The output port, `FROM->TO`.
+    pub port: String,
+    pub scheduler: SchedulerConfig,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkConfig {
@@ -517,6 +531,7 @@ impl SimConfig {
             trace: TraceConfig::default(),
             routing: RoutingConfig::ShortestPath,
             routes: vec![],
+            port_schedulers: vec![],
             per_flow: true,
             max_series_keys: default_max_series_keys(),
             cp_ports: vec![],
@@ -608,6 +623,18 @@ impl SimConfig {
         for (i, r) in self.routes.iter().enumerate() {
             let Value::Object(values) = json!(r) else { unreachable!() };
             route.check(&format!("routes[{i}]"), &values)?;
+        }
+        // Each port's scheduler against `[[ports]]`'s declaration.
+        let port = crate::sections::port();
+        for (i, p) in self.port_schedulers.iter().enumerate() {
+            let Value::Object(values) = json!({
+                "port": p.port,
+                "strict_priorities": p.scheduler.strict,
+                "ets_weights": p.scheduler.ets_weights,
+            }) else {
+                unreachable!()
+            };
+            port.check(&format!("ports[{i}]"), &values)?;
         }
         // Each event against its declaration (`sections::event`), in the
         // user's units. The list holds the sources' and the hotspot's events

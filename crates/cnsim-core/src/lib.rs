@@ -24,6 +24,7 @@
 //! - [`bench`]: the reference workloads of `cnsim bench` and criterion.
 
 pub mod bench;
+pub mod class_stats;
 pub mod compile;
 pub mod config;
 pub mod engine;

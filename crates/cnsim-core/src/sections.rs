@@ -453,6 +453,41 @@ pub fn link() -> Table {
         })
 }
 
+/// One bridge port's own transmission selection (`[[ports]]`, `ports[i]`),
+/// over its bridge's (`strict_priorities`, `ets_weights`).
+pub fn port() -> Table {
+    Table::new(
+        "ports",
+        "One bridge port's transmission selection (802.1Qaz), instead of its bridge's: the keys it sets replace the bridge's for that port.",
+    )
+    .string("port", "", "the bridge's output port, FROM->TO")
+    .required("port")
+    .ints(
+        "strict_priorities",
+        &[],
+        Range::ge(0.0).le(7.0),
+        0,
+        "as the bridge's strict_priorities, for this port (none: the bridge's)",
+    )
+    .optional("strict_priorities", "the bridge's")
+    .ints(
+        "ets_weights",
+        &[1; 8],
+        Range::ge(0.0).le(1000.0),
+        8,
+        "as the bridge's ets_weights, for this port (none: the bridge's)",
+    )
+    .optional("ets_weights", "the bridge's")
+    .rule(&["strict_priorities"], "strict_priorities distinct", |v| {
+        let s = v.ints("strict_priorities");
+        s.iter().enumerate().all(|(i, p)| !s[..i].contains(p))
+    })
+    .rule(&["ets_weights"], "ets_weights not all 0", |v| {
+        let w = v.ints("ets_weights");
+        w.is_empty() || w.iter().any(|&w| w > 0)
+    })
+}
+
 /// An explicit next hop (`[[routes]]`, one table per entry, `routes[i]`):
 /// that the names exist and `via` neighbours `bridge` is checked against
 /// the built network (net/topology.rs).
@@ -670,6 +705,7 @@ pub fn tables() -> Vec<Table> {
         link(),
         event(),
         route(),
+        port(),
         workload(),
         node(),
         topology_fattree(),

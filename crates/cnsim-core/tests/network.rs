@@ -682,6 +682,26 @@ fn two_saturated_classes_share_a_port_by_ets_weight_and_strict_priority_starves(
     assert!(b * 100 < a, "strict priority 0 leaves S2 {b} bytes against S1's {a}");
 }
 
+/// A port's own scheduler (`[[ports]]`) replaces its bridge's for that port.
+#[test]
+fn a_port_scheduler_overrides_its_bridges() {
+    let mut cfg = two_classes(SchedulerConfig::default());
+    let mut weights = [1; 8];
+    weights[3] = 3;
+    cfg.port_schedulers = vec![PortScheduler {
+        port: "B->D".into(),
+        scheduler: SchedulerConfig {
+            strict: vec![],
+            ets_weights: weights,
+        },
+    }];
+    let r = run(&cfg, 0);
+    let (a, b) = (bytes_from(&r, "S1", 0) as f64, bytes_from(&r, "S2", 0) as f64);
+    assert!((b / a - 3.0).abs() / 3.0 < 0.05, "S2/S1 = {}", b / a);
+    cfg.port_schedulers[0].port = "D->B".into();
+    assert_eq!(Sim::new(&cfg, 0).err().expect("refused").path, "ports[0].port");
+}
+
 /// With one priority in use every port keeps its one FIFO: the scheduler's
 /// settings change nothing, to the bit.
 #[test]

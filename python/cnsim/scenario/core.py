@@ -412,6 +412,12 @@ class Scenario:
             _port(p, "cp_ports", adj)
             if names[p.partition("->")[0]].kind != "bridge":
                 raise ScenarioError.at("cp_ports", f"'{p}' is not allowed; expected a bridge port")
+        for i, e in enumerate(m.ports):
+            _port(e.port, f"ports[{i}].port", adj)
+            if names[e.port.partition("->")[0]].kind != "bridge":
+                raise ScenarioError.at(
+                    f"ports[{i}].port", f"'{e.port}' is not allowed; expected a bridge's output port"
+                )
         if m.workload is not None:
             from ..workloads import embed_file_cdf, scenario_plan
 

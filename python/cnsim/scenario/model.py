@@ -57,6 +57,9 @@ NODE_DEST_HELP = next(q for q in NODE["params"] if q["name"] == "dest")["help"]
 #: checks every link and route of the engine config against them.
 LINK = _section("links")
 ROUTE = _section("routes")
+#: `[[ports]]`: a bridge port's own scheduler, declared in the engine, which
+#: checks it (its bridge, its rules) in its config.
+PORT = _section("ports")
 #: `[[events]]`: declared in the engine (sections.rs), which checks every
 #: event as written (its rate, and that its action names its node or its
 #: link direction and rate: declared rules) and every event of the engine
@@ -101,6 +104,7 @@ Hotspot = record(HOTSPOT, "Hotspot")
 HotspotDest = record(HOTSPOT_DEST, "HotspotDest")
 Link = record(LINK, "Link")
 Route = record(ROUTE, "Route")
+PortEntry = record(PORT, "PortEntry")
 Event = record(EVENT, "Event")
 Trace = record(TRACE, "Trace")
 Workload = record(WORKLOAD, "Workload")
@@ -176,11 +180,18 @@ TOP_KEYS: tuple[str, ...] = (
     "links",
     "events",
     "routes",
+    "ports",
     "nocm",
     *(t["name"] for t in declarations()["tables"]),
 )
 #: What each array of tables and the other composite keys hold (docs, show).
-ARRAYS: dict[str, type[Record]] = {"nodes": Node, "links": Link, "events": Event, "routes": Route}
+ARRAYS: dict[str, type[Record]] = {
+    "nodes": Node,
+    "links": Link,
+    "events": Event,
+    "routes": Route,
+    "ports": PortEntry,
+}
 COMPOSITE_HELP = {
     "windows": "named windows ([windows.NAME]): start_ms, end_ms",
     "topology": TOPOLOGY_HELP,
@@ -188,6 +199,7 @@ COMPOSITE_HELP = {
     "links": "full-duplex links ([[links]])",
     "events": "timed events ([[events]])",
     "routes": "explicit next hops over the routing function ([[routes]])",
+    "ports": "bridge ports with their own transmission selection ([[ports]]: port, strict_priorities, ets_weights)",
 }
 
 
@@ -304,6 +316,8 @@ def read(raw: dict[str, Any]) -> ScenarioModel:
             out["events"] = _entries(Event, raw.get("events", []), "events", lambda i, e: f"events[{i}]")
         elif name == "routes":
             out["routes"] = _entries(Route, raw.get("routes", []), "routes", lambda i, e: f"routes[{i}]")
+        elif name == "ports":
+            out["ports"] = _entries(PortEntry, raw.get("ports", []), "ports", lambda i, e: f"ports[{i}]")
         else:  # a scheme's table
             out[name] = _scheme_tables()[name].read(v if v is not None else {}, name)
     for k in raw:

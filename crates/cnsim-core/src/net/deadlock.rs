@@ -22,19 +22,6 @@ use crate::scheme::Scheme;
 use crate::trace::Tracer;
 use std::collections::BTreeMap;
 
-/// What the detector found over the run.
-#[derive(Debug, Clone, Default)]
-pub struct Deadlocks {
-    /// Distinct cycles found (a cycle that persists counts once).
-    pub count: u64,
-    /// When the first was found (`Time::MAX`: never).
-    pub first_at: Option<Time>,
-    /// The first, as `priority P: A->B, B->C, C->A`.
-    pub first_cycle: String,
-    /// The ports of the cycle seen at the last poll, sorted.
-    last: Vec<PortId>,
-}
-
 impl<S: Scheme> Fabric<S> {
     /// The detector's poll: a deadlock looked for; the next poll scheduled.
     #[cold]

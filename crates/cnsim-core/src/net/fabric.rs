@@ -61,9 +61,9 @@ pub struct Fabric<S: Scheme> {
     pub headroom_drops: [u64; 8],
     /// What routing is rebuilt from when a link goes down or comes back
     /// (runs with `link_down` events only).
-    pub reroute: Option<Box<super::link_state::Reroute>>,
+    pub reroute: Option<Box<super::routing::Reroute>>,
     /// The deadlock detector's findings (`net::deadlock`).
-    pub deadlock: super::deadlock::Deadlocks,
+    pub deadlock: super::pause::Deadlocks,
     /// The watchdog drops the frames of stormed queues (checked per frame).
     pub watchdog_drop: bool,
     /// PFC is on (`pause.enabled` and `pause.mode = "pfc"`).

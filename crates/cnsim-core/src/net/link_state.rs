@@ -10,18 +10,10 @@ use super::ctx::Ctx;
 use super::fabric::{Fabric, Nic};
 use super::node::NodeKind;
 use super::port::PortId;
-use super::routing::Router;
+use super::routing::{Reroute, Router};
 use crate::config::RoutingConfig;
 use crate::scheme::Scheme;
 use crate::trace::Tracer;
-
-/// What routing is rebuilt from.
-pub struct Reroute {
-    pub routing: RoutingConfig,
-    pub seed: u64,
-    /// The explicit routes: (bridge index, destination station, port).
-    pub overrides: Vec<(u32, u32, PortId)>,
-}
 
 impl<S: Scheme> Fabric<S> {
     /// The link of port `port` goes down (`up` false) or comes back up.

@@ -278,6 +278,19 @@ pub fn on_dequeue(
     }
 }
 
+/// What the PFC deadlock detector (`net::deadlock`) found over the run.
+#[derive(Debug, Clone, Default)]
+pub struct Deadlocks {
+    /// Distinct cycles found (a cycle that persists counts once).
+    pub count: u64,
+    /// When the first was found (`Time::MAX`: never).
+    pub first_at: Option<Time>,
+    /// The first, as `priority P: A->B, B->C, C->A`.
+    pub first_cycle: String,
+    /// The ports of the cycle seen at the last poll, sorted.
+    pub last: Vec<u32>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

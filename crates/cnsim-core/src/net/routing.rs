@@ -373,3 +373,11 @@ fn bridge_hops(from: &[u32], links: &[Vec<(PortId, u32)>], dist: &mut [u32], que
         }
     }
 }
+/// What routing is rebuilt from when a link goes down or comes back
+/// (`net::link_state`).
+pub struct Reroute {
+    pub routing: crate::config::RoutingConfig,
+    pub seed: u64,
+    /// The explicit routes: (bridge index, destination station, port).
+    pub overrides: Vec<(u32, u32, PortId)>,
+}

@@ -142,6 +142,20 @@ impl<E: Copy + Default> Network<E> {
         // with more than one data priority in use, eight class queues there.
         let first = cfg.stations.first().map_or(0, |s| s.priority);
         let multiclass = cfg.stations.iter().any(|s| s.priority != first);
+        // Ports with their own scheduler (`[[ports]]`), by name.
+        let mut own: BTreeMap<&str, &crate::config::SchedulerConfig> = BTreeMap::new();
+        for (i, ps) in cfg.port_schedulers.iter().enumerate() {
+            let known = ports
+                .iter()
+                .any(|p| p.name == ps.port && matches!(nodes[p.owner as usize].kind, NodeKind::Bridge(_)));
+            if !known {
+                return fail(
+                    format!("ports[{i}].port"),
+                    format!("'{}' is not an output port FROM->TO of a bridge", ps.port),
+                );
+            }
+            own.insert(ps.port.as_str(), &ps.scheduler);
+        }
         for p in 0..ports.len() {
             let peer = ports[p].peer as usize;
             let extra = match nodes[peer].kind {
@@ -167,7 +181,10 @@ impl<E: Copy + Default> Network<E> {
                 ports[p].bytes_by_ingress = vec![0; k];
                 ports[p].holds = OutputHolds::new(k);
                 if multiclass {
-                    let sched = &cfg.bridges[b as usize].scheduler;
+                    let sched = own
+                        .get(ports[p].name.as_str())
+                        .copied()
+                        .unwrap_or(&cfg.bridges[b as usize].scheduler);
                     ports[p].classes = Some(Box::new(ClassQueues::new(sched, cfg.frame_bytes)));
                     ports[p].multiclass = true;
                 }
