@@ -35,7 +35,7 @@ NODE_KEYS = {k for s in ("station", "bridge") for k in ENGINE[s]["per_node"]}
 #: again by the engine's config.rs: what remains of issue 26.
 STILL_IN_PYTHON: set[str] = set()
 #: The arrays of tables ([[nodes]], ...): sections even when empty.
-ARRAYS = ("nodes", "links", "events", "routes")
+ARRAYS = ("nodes", "links", "events", "routes", "ports")
 
 
 def _shown(name: str) -> list[tuple[str, str]]:
@@ -91,6 +91,7 @@ def test_every_shown_parameter_is_declared_once(name: str) -> None:
         "": "ScenarioModel",
         "links": "Link",
         "routes": "Route",
+        "ports": "PortEntry",
         "events": "Event",
         "workload": "Workload",
         "defaults": "Defaults",

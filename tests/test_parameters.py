@@ -73,6 +73,10 @@ def _allowed(p: dict[str, Any], v: Any) -> bool:
         return isinstance(v, str) and v in p["choices"]
     if t == "flag_or":
         return isinstance(v, bool) or (isinstance(v, str) and v in p["choices"])
+    if t == "int_or":
+        return (isinstance(v, str) and v in p["choices"]) or (
+            not isinstance(v, str) and _allowed({**p, "type": "int"}, v)
+        )
     if t == "str":
         return isinstance(v, str) and not (p.get("nonempty") and v == "")
     if t in ("strs", "choices"):

@@ -82,7 +82,7 @@ def test_tiny_is_valid():
         (
             ("bridge", "buffer_mode"),
             "huge",
-            "bridge.buffer_mode: 'huge' is not allowed; expected one of 'per_output', 'per_input', 'shared', 'dynamic' or 'infinite'",
+            "bridge.buffer_mode: 'huge' is not allowed; expected one of 'per_output', 'per_input', 'shared', 'dynamic', 'mmu' or 'infinite'",
         ),
         (("pause", "enabled"), "maybe", "pause.enabled: 'maybe' is not allowed; expected true or false"),
         (("duration_ms",), 0, "duration_ms: 0 is not allowed; expected a number >= 1e-09"),
@@ -164,7 +164,8 @@ def test_unknown_keys_are_rejected_and_the_known_ones_listed():
     assert (
         error_of(raw)
         == "pause.xof_bytes: unknown parameter; known: enabled, xoff_bytes, xon_bytes, trigger, quanta, mode, "
-        "lossless, watchdog, watchdog_detection_ms, watchdog_restoration_ms, watchdog_poll_ms, watchdog_action"
+        "lossless, watchdog, watchdog_detection_ms, watchdog_restoration_ms, watchdog_poll_ms, deadlock_detector, "
+        "deadlock_poll_ms, watchdog_action"
     )
     assert error_of(tiny(nocm={"x": 1})) == "nocm.x: unknown parameter; this table takes no parameters"
     assert error_of(tiny(bcn={"qeq": 1})).startswith("bcn.qeq: unknown parameter; known: qeq_pages, w, gi")
@@ -385,6 +386,7 @@ def test_resolve_shape_and_units():
         "cp_ports",
         "routing",
         "routes",
+        "port_schedulers",
         "per_flow",
         "max_series_keys",
         "trace_rls",
@@ -424,6 +426,13 @@ def test_resolve_shape_and_units():
             "ports": None,
             "dt_alpha": 1.0,
             "scheduler": {"strict": [], "ets_weights": (1,) * 8},
+            "mmu": {
+                "reserve_bytes": 4096,
+                "ingress_alpha": 0.125,
+                "egress_alpha": 1.0,
+                "headroom": "auto",
+                "xon_offset_bytes": 3072,
+            },
         }
     ]
     assert cfg["links"] == [
@@ -449,6 +458,8 @@ def test_resolve_shape_and_units():
         "watchdog_restoration_ms": 200.0,
         "watchdog_poll_ms": 20.0,
         "watchdog_action": "drop",
+        "deadlock_detector": True,
+        "deadlock_poll_ms": 1.0,
     }
     assert cfg["trace_ports"] == ["B->S", "B->D"]  # default: every port of a cp bridge
     assert cfg["scheme"] == {"name": "nocm"}
@@ -720,6 +731,13 @@ def test_baseline_resolves_to_engine_units():
         "ports": None,
         "dt_alpha": 1.0,
         "scheduler": {"strict": [], "ets_weights": (1,) * 8},
+        "mmu": {
+            "reserve_bytes": 4096,
+            "ingress_alpha": 0.125,
+            "egress_alpha": 1.0,
+            "headroom": "auto",
+            "xon_offset_bytes": 3072,
+        },
     }
     assert all(link["rate_bps"] == 10**10 and link["delay_ps"] == 500_000 for link in cfg["links"])
     starts = sorted(e["node"] for e in cfg["events"] if e["action"] == "start")
