@@ -474,3 +474,19 @@ def test_bad_port_schedulers_exit_2_naming_the_entry(tmp_path, entry, named):
     f.write_text(tomli_w.dumps(doc))
     lines = _refused(tmp_path, f)
     assert len(lines) == 1 and named in lines[0], lines
+
+
+def test_a_port_headroom_overrides_its_bridges():
+    """`[[ports]]` headroom_bytes: the port towards the lossless sender S
+    with 90% of auto loses frames though the bridge's is auto; auto on that
+    port alone keeps it lossless under a bridge-wide 90%."""
+    import cnsim._core as _core
+    from cnsim.classes_cases import headroom_case
+
+    doc = headroom_case(100, 100.0, 1500)
+    auto = _core.pause_headroom_bytes(100, 0.5, doc["bridge"]["latency_us"], 1500, 64, 1)
+    doc["ports"] = [{"port": "B->S", "headroom_bytes": auto * 9 // 10}]
+    assert cnsim.run(cnsim.Scenario(doc)).metric("headroom_drops_priority_3")[0] > 0
+    doc = headroom_case(100, 100.0, 1500, headroom=auto * 9 // 10)
+    doc["ports"] = [{"port": "B->S", "headroom_bytes": "auto"}]
+    assert cnsim.run(cnsim.Scenario(doc)).metric("headroom_drops_priority_3")[0] == 0

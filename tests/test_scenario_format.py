@@ -386,7 +386,7 @@ def test_resolve_shape_and_units():
         "cp_ports",
         "routing",
         "routes",
-        "port_schedulers",
+        "port_overrides",
         "per_flow",
         "max_series_keys",
         "trace_rls",

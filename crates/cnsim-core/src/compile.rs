@@ -234,6 +234,8 @@ pub struct PortEntry {
     pub port: String,
     pub strict_priorities: Option<Vec<u8>>,
     pub ets_weights: Option<[u32; 8]>,
+    #[serde(default)]
+    pub headroom_bytes: Option<crate::config::Headroom>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -245,7 +247,7 @@ pub struct Route {
 
 /// `[[ports]]` resolved: each port's bridge's scheduler with the port's
 /// own keys laid over it.
-fn port_schedulers(ports: &[PortEntry], bridges: &[BridgeConfig]) -> Result<Vec<crate::config::PortScheduler>, ConfigError> {
+fn port_overrides(ports: &[PortEntry], bridges: &[BridgeConfig]) -> Result<Vec<crate::config::PortOverride>, ConfigError> {
     ports
         .iter()
         .enumerate()
@@ -257,12 +259,13 @@ fn port_schedulers(ports: &[PortEntry], bridges: &[BridgeConfig]) -> Result<Vec<
                     format!("'{}' is not an output port FROM->TO of a bridge", e.port),
                 );
             };
-            Ok(crate::config::PortScheduler {
+            Ok(crate::config::PortOverride {
                 port: e.port.clone(),
                 scheduler: SchedulerConfig {
                     strict: e.strict_priorities.clone().unwrap_or_else(|| b.scheduler.strict.clone()),
                     ets_weights: e.ets_weights.unwrap_or(b.scheduler.ets_weights),
                 },
+                headroom: e.headroom_bytes,
             })
         })
         .collect()
@@ -575,7 +578,7 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
             pcap_max_bytes: t.pcap_max_bytes,
         }
     };
-    let port_schedulers = port_schedulers(&w.ports, &bridges)?;
+    let port_overrides = port_overrides(&w.ports, &bridges)?;
     Ok(SimConfig {
         duration_ps: ms_to_ps(dur),
         bin_ps: us_to_ps(w.bin_us),
@@ -618,7 +621,7 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
                 via: r.via.clone(),
             })
             .collect(),
-        port_schedulers,
+        port_overrides,
         cp_ports: w.cp_ports.clone(),
         transport: transport.unwrap_or_default(),
         scheme,

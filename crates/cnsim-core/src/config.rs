@@ -53,10 +53,10 @@ pub struct SimConfig {
     /// Explicit next hops that override the routing function.
     #[serde(default)]
     pub routes: Vec<RouteConfig>,
-    /// Bridge ports with their own transmission selection (`[[ports]]`),
-    /// resolved over their bridge's.
+    /// Bridge ports with their own settings (`[[ports]]`), resolved over
+    /// their bridge's.
     #[serde(default)]
-    pub port_schedulers: Vec<PortScheduler>,
+    pub port_overrides: Vec<PortOverride>,
     /// Per-flow counters (src x dst) besides the per-source and
     /// per-destination ones; the Python layer turns them on for small fabrics.
     #[serde(default = "default_true")]
@@ -445,14 +445,17 @@ fn default_dt_alpha() -> f64 {
 }
 
 /// A full-duplex link; both directions start at `rate_bps`.
-/// One bridge port's scheduler (`[[ports]]`), its bridge's with the
-/// port's own keys laid over it.
+/// One bridge port's own settings (`[[ports]]`): its scheduler, its
+/// bridge's with the port's own keys laid over it, and (`mmu` buffers) its
+/// headroom as an ingress, if not its bridge's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PortScheduler {
+pub struct PortOverride {
     /// The output port, `FROM->TO`.
     pub port: String,
     pub scheduler: SchedulerConfig,
+    #[serde(default)]
+    pub headroom: Option<Headroom>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -531,7 +534,7 @@ impl SimConfig {
             trace: TraceConfig::default(),
             routing: RoutingConfig::ShortestPath,
             routes: vec![],
-            port_schedulers: vec![],
+            port_overrides: vec![],
             per_flow: true,
             max_series_keys: default_max_series_keys(),
             cp_ports: vec![],
@@ -626,11 +629,12 @@ impl SimConfig {
         }
         // Each port's scheduler against `[[ports]]`'s declaration.
         let port = crate::sections::port();
-        for (i, p) in self.port_schedulers.iter().enumerate() {
+        for (i, p) in self.port_overrides.iter().enumerate() {
             let Value::Object(values) = json!({
                 "port": p.port,
                 "strict_priorities": p.scheduler.strict,
                 "ets_weights": p.scheduler.ets_weights,
+                "headroom_bytes": p.headroom,
             }) else {
                 unreachable!()
             };

@@ -458,7 +458,7 @@ pub fn link() -> Table {
 pub fn port() -> Table {
     Table::new(
         "ports",
-        "One bridge port's transmission selection (802.1Qaz), instead of its bridge's: the keys it sets replace the bridge's for that port.",
+        "One bridge port's own settings: its transmission selection (802.1Qaz) and, with mmu buffers, its headroom as an ingress; the keys it sets replace the bridge's for that port.",
     )
     .string("port", "", "the bridge's output port, FROM->TO")
     .required("port")
@@ -478,6 +478,14 @@ pub fn port() -> Table {
         "as the bridge's ets_weights, for this port (none: the bridge's)",
     )
     .optional("ets_weights", "the bridge's")
+    .int_or(
+        "headroom_bytes",
+        &["auto"],
+        "auto",
+        Range::ge(0.0).le(MAX_BYTES),
+        "mmu buffers: as the bridge's headroom_bytes, for this port as an ingress (what its upstream sends after an XOFF) (none: the bridge's)",
+    )
+    .optional("headroom_bytes", "the bridge's")
     .rule(&["strict_priorities"], "strict_priorities distinct", |v| {
         let s = v.ints("strict_priorities");
         s.iter().enumerate().all(|(i, p)| !s[..i].contains(p))

@@ -688,17 +688,18 @@ fn a_port_scheduler_overrides_its_bridges() {
     let mut cfg = two_classes(SchedulerConfig::default());
     let mut weights = [1; 8];
     weights[3] = 3;
-    cfg.port_schedulers = vec![PortScheduler {
+    cfg.port_overrides = vec![PortOverride {
         port: "B->D".into(),
         scheduler: SchedulerConfig {
             strict: vec![],
             ets_weights: weights,
         },
+        headroom: None,
     }];
     let r = run(&cfg, 0);
     let (a, b) = (bytes_from(&r, "S1", 0) as f64, bytes_from(&r, "S2", 0) as f64);
     assert!((b / a - 3.0).abs() / 3.0 < 0.05, "S2/S1 = {}", b / a);
-    cfg.port_schedulers[0].port = "D->B".into();
+    cfg.port_overrides[0].port = "D->B".into();
     assert_eq!(Sim::new(&cfg, 0).err().expect("refused").path, "ports[0].port");
 }
 

@@ -63,7 +63,7 @@ pub struct Fabric<S: Scheme> {
     /// (runs with `link_down` events only).
     pub reroute: Option<Box<super::routing::Reroute>>,
     /// The deadlock detector's findings (`net::deadlock`).
-    pub deadlock: super::pause::Deadlocks,
+    pub deadlock: Box<super::pause::Deadlocks>,
     /// The watchdog drops the frames of stormed queues (checked per frame).
     pub watchdog_drop: bool,
     /// PFC is on (`pause.enabled` and `pause.mode = "pfc"`).

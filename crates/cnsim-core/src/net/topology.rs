@@ -144,7 +144,7 @@ impl<E: Copy + Default> Network<E> {
         let multiclass = cfg.stations.iter().any(|s| s.priority != first);
         // Ports with their own scheduler (`[[ports]]`), by name.
         let mut own: BTreeMap<&str, &crate::config::SchedulerConfig> = BTreeMap::new();
-        for (i, ps) in cfg.port_schedulers.iter().enumerate() {
+        for (i, ps) in cfg.port_overrides.iter().enumerate() {
             let known = ports
                 .iter()
                 .any(|p| p.name == ps.port && matches!(nodes[p.owner as usize].kind, NodeKind::Bridge(_)));
@@ -485,7 +485,15 @@ fn mmu_of<E>(cfg: &SimConfig, b: &crate::config::BridgeConfig, node: &Node, port
     let headroom = node
         .ports
         .iter()
-        .map(|&p| match b.mmu.headroom {
+        .map(|&p| {
+            let own = cfg
+                .port_overrides
+                .iter()
+                .find(|o| o.port == ports[p as usize].name)
+                .and_then(|o| o.headroom);
+            (p, own.unwrap_or(b.mmu.headroom))
+        })
+        .map(|(p, headroom)| match headroom {
             Headroom::Bytes(h) => h,
             Headroom::Auto(_) => {
                 let port = &ports[p as usize];
