@@ -490,3 +490,12 @@ def test_a_port_headroom_overrides_its_bridges():
     doc = headroom_case(100, 100.0, 1500, headroom=auto * 9 // 10)
     doc["ports"] = [{"port": "B->S", "headroom_bytes": "auto"}]
     assert cnsim.run(cnsim.Scenario(doc)).metric("headroom_drops_priority_3")[0] == 0
+
+
+def test_a_port_headroom_without_an_mmu_warns():
+    doc = _two_classes()
+    doc["ports"] = [{"port": "B->D", "headroom_bytes": 10_000}]
+    with pytest.warns(
+        cnsim.ScenarioWarning, match=r"ports\[0\].headroom_bytes: bridge B's buffer_mode is not \"mmu\""
+    ):
+        cnsim.run(cnsim.Scenario(doc))

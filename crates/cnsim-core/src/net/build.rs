@@ -404,6 +404,7 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
         let view = network_view(&fabric, &hosts, paths);
         let mut warnings = ctx.scheme.check_network(&view)?;
         warnings.extend(pfc_warnings(cfg));
+        warnings.extend(headroom_warnings(cfg));
         Ok(Assembled {
             ctx,
             fabric,
@@ -458,6 +459,25 @@ fn network_view<S: Scheme>(fabric: &Fabric<S>, hosts: &Hosts<S>, paths: FlowPath
             })
             .collect(),
     }
+}
+
+/// A port's headroom (`[[ports]]`) on a bridge without an MMU: legal, and
+/// ignored.
+fn headroom_warnings(cfg: &SimConfig) -> Vec<String> {
+    cfg.port_overrides
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.headroom.is_some())
+        .filter_map(|(i, o)| {
+            let from = o.port.split_once("->").map(|(a, _)| a)?;
+            let b = cfg.bridges.iter().find(|b| b.name == from)?;
+            (b.buffer_mode != BufferMode::Mmu).then(|| {
+                format!(
+                    "ports[{i}].headroom_bytes: bridge {from}'s buffer_mode is not \"mmu\": a headroom is kept by mmu buffers only; ignored"
+                )
+            })
+        })
+        .collect()
 }
 
 /// PFC settings that are legal but pause nothing: said once per run.
