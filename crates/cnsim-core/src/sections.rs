@@ -174,11 +174,8 @@ pub fn bridge() -> Table {
             8,
             "ETS weights of priorities 0-7: the classes not in strict_priorities share what the strict ones leave by deficit-weighted round robin, a quantum of weight x frame_bytes per round (a weight of 0: only what the others leave)",
         )
-        .rule(&["strict_priorities"], "strict_priorities distinct", |v| {
-            let s = v.ints("strict_priorities");
-            s.iter().enumerate().all(|(i, p)| !s[..i].contains(p))
-        })
-        .rule(&["ets_weights"], "ets_weights not all 0", |v| v.ints("ets_weights").iter().any(|&w| w > 0))
+        .rule(&["strict_priorities"], "strict_priorities distinct", strict_distinct)
+        .rule(&["ets_weights"], "ets_weights not all 0", some_weight)
         .per_node(&["buffer_mode", "buffer_bytes", "latency_us", "strict_priorities", "ets_weights"])
 }
 
@@ -486,14 +483,20 @@ pub fn port() -> Table {
         "mmu buffers: as the bridge's headroom_bytes, for this port as an ingress (what its upstream sends after an XOFF) (none: the bridge's)",
     )
     .optional("headroom_bytes", "the bridge's")
-    .rule(&["strict_priorities"], "strict_priorities distinct", |v| {
-        let s = v.ints("strict_priorities");
-        s.iter().enumerate().all(|(i, p)| !s[..i].contains(p))
-    })
-    .rule(&["ets_weights"], "ets_weights not all 0", |v| {
-        let w = v.ints("ets_weights");
-        w.is_empty() || w.iter().any(|&w| w > 0)
-    })
+    .rule(&["strict_priorities"], "strict_priorities distinct", strict_distinct)
+    .rule(&["ets_weights"], "ets_weights not all 0", some_weight)
+}
+
+/// The scheduler's rules, a bridge's and a port's: no priority named twice
+/// in strict_priorities; ETS weights (when given) not all 0.
+fn strict_distinct(v: &crate::params::Values) -> bool {
+    let s = v.ints("strict_priorities");
+    s.iter().enumerate().all(|(i, p)| !s[..i].contains(p))
+}
+
+fn some_weight(v: &crate::params::Values) -> bool {
+    let w = v.ints("ets_weights");
+    w.is_empty() || w.iter().any(|&w| w > 0)
 }
 
 /// An explicit next hop (`[[routes]]`, one table per entry, `routes[i]`):
