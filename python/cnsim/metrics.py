@@ -237,10 +237,10 @@ def fairness(rates: list[float], target: float) -> dict[str, float]:
     }
 
 
-def station_priorities(model: Any) -> dict[str, int]:
-    """Each station's 802.1p priority (its own, else `[station]`'s)."""
-    default = model.station.priority
-    return {n.name: default if n.priority is None else n.priority for n in model.nodes if n.kind == "station"}
+def station_priorities(scenario: Any) -> dict[str, int]:
+    """Each station's 802.1p priority as the run has it (its own, else its
+    workload's, else `[station]`'s: the engine config's)."""
+    return {s["name"]: int(s["priority"]) for s in scenario.engine_config()["stations"]}
 
 
 def priority_metrics(run: Any, scenario: Any) -> dict[str, float]:
@@ -258,9 +258,11 @@ def priority_metrics(run: Any, scenario: Any) -> dict[str, float]:
     with PFC's deadlock detector, `deadlocks` (distinct cycles of paused
     ports found) and `deadlock_at_ms` (the first; None: none). Nothing
     otherwise."""
-    prio = station_priorities(scenario.model)
+    prio = station_priorities(scenario)
     used = sorted(set(prio.values()))
     out: dict[str, float] = {}
+    if len(used) > 1 and has_flow_records(run):
+        out.update(class_flow_metrics(run, prio, used))
     if len(used) > 1:
         nodes = node_table(run)
         col = nodes[f"throughput_from_gbps_{run.window_names[0]}"]
@@ -287,6 +289,22 @@ def priority_metrics(run: Any, scenario: Any) -> dict[str, float]:
         out["deadlocks"] = run.frames["deadlocks"]
         at = run.frames["deadlock_at_ps"]
         out["deadlock_at_ms"] = None if at is None else at / 1e9
+    return out
+
+
+def class_flow_metrics(run: Any, prio: dict[str, int], used: list[int]) -> dict[str, Any]:
+    """Per priority P in use, of the flows whose source sends at P:
+    `slowdown_p99_priority_P` and `fct_mean_us_priority_P` (over the flows
+    that finished) and `flows_completed_priority_P`."""
+    t = fct_table(run)
+    out: dict[str, Any] = {}
+    for p in used:
+        rows = [i for i, s in enumerate(t["src"]) if prio.get(s) == p and t["fct_us"][i] is not None]
+        if not any(prio.get(s) == p for s in t["src"]):
+            continue
+        out[f"flows_completed_priority_{p}"] = len(rows)
+        out[f"slowdown_p99_priority_{p}"] = percentile([t["slowdown"][i] for i in rows], 99)
+        out[f"fct_mean_us_priority_{p}"] = seq_mean([t["fct_us"][i] for i in rows])
     return out
 
 

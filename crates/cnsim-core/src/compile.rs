@@ -12,12 +12,12 @@
 //! this module existed, so that every run is the run it was.
 
 use crate::config::{
-    BridgeConfig, BufferMode, DestConfig, EventConfig, LinkConfig, NicFull, PauseConfig, PauseMode, PauseTrigger, RlOrder, RlScope,
-    RouteConfig, RoutingConfig, SchedulerConfig, SchemeConfig, SimConfig, StationConfig, TraceConfig, TransportConfig, WatchdogAction,
-    WindowConfig,
+    BridgeConfig, BufferMode, ClassScheme, DestConfig, EventConfig, LinkConfig, NicFull, PauseConfig, PauseMode, PauseTrigger, RlOrder,
+    RlScope, RouteConfig, RoutingConfig, SchedulerConfig, SchemeConfig, SimConfig, StationConfig, TraceConfig, TransportConfig,
+    WatchdogAction, WindowConfig,
 };
 use crate::engine::{Time, PS_PER_MS, PS_PER_US};
-use crate::error::ConfigError;
+use crate::error::{fail, ConfigError};
 use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use std::fmt;
@@ -38,6 +38,9 @@ pub struct Input {
     pub scenario: Written,
     pub routing: RoutingConfig,
     pub scheme: SchemeConfig,
+    /// A second scheme for some priorities (a workload's own `scheme`).
+    #[serde(default)]
+    pub class_scheme: Option<ClassScheme>,
     #[serde(default)]
     pub transport: Option<TransportConfig>,
 }
@@ -370,6 +373,7 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
         scenario: w,
         routing,
         scheme,
+        class_scheme,
         transport,
     } = input;
     let dur = w.duration_ms;
@@ -457,6 +461,9 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
                 },
             });
         }
+    }
+    if let Some(t) = &transport {
+        workload_priorities(t, &w.nodes, &mut stations)?;
     }
     let d = &w.defaults;
     // A cable length is the written link's own: its rules (not with
@@ -625,9 +632,61 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
         cp_ports: w.cp_ports.clone(),
         transport: transport.unwrap_or_default(),
         scheme,
+        class_scheme,
         fidelity: w.fidelity,
         flow: Default::default(),
     })
+}
+
+/// A workload's `priority` is its sending stations' (a station's NIC sends
+/// one priority): set on them, refused where a station would send two or
+/// its node says otherwise.
+fn workload_priorities(t: &TransportConfig, nodes: &[Node], stations: &mut [StationConfig]) -> Result<(), ConfigError> {
+    use std::collections::BTreeMap;
+    let mut set: BTreeMap<&str, (u8, String)> = BTreeMap::new();
+    // Built on the first workload with a priority (most have none).
+    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut station_index: BTreeMap<String, usize> = BTreeMap::new();
+    let senders = t
+        .flows
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| f.priority.map(|p| (f.src.as_str(), p, format!("transport.flows[{i}].priority"))));
+    let arrivals = t.arrivals.iter().enumerate().flat_map(|(i, a)| {
+        a.priority.into_iter().flat_map(move |p| {
+            a.stations
+                .iter()
+                .map(move |s| (s.as_str(), p, format!("transport.arrivals[{i}].priority")))
+        })
+    });
+    for (name, prio, at) in senders.chain(arrivals) {
+        if let Some((was, by)) = set.get(name) {
+            if *was != prio {
+                return fail(
+                    at,
+                    format!("{prio} for station {name}, which {by} gives priority {was}: a station's NIC sends one priority; give the workloads hosts of their own"),
+                );
+            }
+            continue;
+        }
+        if index.is_empty() {
+            index = nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect();
+            station_index = stations.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect();
+        }
+        if let Some(n) = index.get(name).map(|&i| &nodes[i]) {
+            if let Some(own) = n.priority.filter(|&own| own != prio) {
+                return fail(
+                    at,
+                    format!("{prio} for station {name}, whose node sets priority {own}: a station's NIC sends one priority"),
+                );
+            }
+        }
+        if let Some(&i) = station_index.get(name) {
+            stations[i].priority = prio;
+        }
+        set.insert(name, (prio, at));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

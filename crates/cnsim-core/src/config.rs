@@ -73,6 +73,10 @@ pub struct SimConfig {
     #[serde(default)]
     pub transport: TransportConfig,
     pub scheme: SchemeConfig,
+    /// A second scheme for some priorities (scheme/dual.rs); `scheme` runs
+    /// every other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class_scheme: Option<ClassScheme>,
     /// Which model answers the scenario: every frame, or the flow-level
     /// model (flow/mod.rs), which runs `flow`'s settings.
     #[serde(default)]
@@ -215,6 +219,19 @@ pub struct FlowConfig {
     pub size_bytes: u64,
     #[serde(default)]
     pub start_ps: Time,
+    /// The 802.1p priority of the flow's data: its source station's, set so
+    /// (none: the station's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u8>,
+}
+
+/// The scheme of some priorities when a run holds two (`SimConfig::class_scheme`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassScheme {
+    /// The 802.1p priorities (0-7) whose frames and flows this scheme runs.
+    pub priorities: Vec<u8>,
+    pub scheme: SchemeConfig,
 }
 
 /// Poisson flow arrivals at each of `stations` (`rate_per_s` flows per
@@ -231,6 +248,10 @@ pub struct ArrivalConfig {
     pub start_ps: Time,
     #[serde(default = "max_time")]
     pub end_ps: Time,
+    /// The 802.1p priority of the flows the stations start: theirs, set so
+    /// (none: the stations' own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u8>,
 }
 
 fn max_time() -> Time {
@@ -540,6 +561,7 @@ impl SimConfig {
             cp_ports: vec![],
             transport: TransportConfig::default(),
             scheme: SchemeConfig::nocm(),
+            class_scheme: None,
             fidelity: Default::default(),
             flow: Default::default(),
         }

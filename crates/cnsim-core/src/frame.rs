@@ -144,6 +144,26 @@ impl<E: Copy + Default> Frame<E> {
 }
 
 impl<E> Frame<E> {
+    /// The same frame with extension `ext` (a scheme made of two schemes
+    /// hands each its own part: scheme/dual.rs).
+    #[inline]
+    pub fn with_ext<F>(&self, ext: F) -> Frame<F> {
+        Frame {
+            born: self.born,
+            src: self.src,
+            dst: self.dst,
+            in_port: self.in_port,
+            cpid: self.cpid,
+            flow: self.flow,
+            seq: self.seq,
+            len: self.len,
+            in_local: self.in_local,
+            kind: self.kind,
+            prio: self.prio,
+            ext,
+        }
+    }
+
     #[inline]
     pub fn is_data(&self) -> bool {
         self.kind == FrameKind::Data

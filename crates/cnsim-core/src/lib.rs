@@ -60,6 +60,7 @@ extern crate self as cnsim_core;
 #[cfg(test)]
 #[path = "../tests"]
 mod end_to_end {
+    mod dual;
     mod faults;
     mod mmu;
     mod network;

@@ -649,6 +649,13 @@ pub fn workload() -> Table {
     )
     .flag("end_when_done", true, "the run ends when the last flow has finished")
     .int(
+        "priority",
+        0,
+        Range::ge(0.0).le(7.0),
+        "802.1p priority (traffic class, 0-7) of the workload's data, set on its sending hosts (a station's NIC sends one priority: two workloads with different priorities need hosts of their own)",
+    )
+    .optional("priority", "the stations' own ([station] / [[nodes]] priority)")
+    .int(
         "max_flows",
         DEFAULT_MAX_FLOWS,
         Range::ge(1.0).le(MAX_FLOWS),
@@ -718,12 +725,30 @@ pub fn tables() -> Vec<Table> {
         route(),
         port(),
         workload(),
+        workloads(),
         node(),
         topology_fattree(),
         topology_leafspine(),
         topology_innocent(),
         topology_pods(),
     ]
+}
+
+/// Further workloads beside `[workload]` (`[[workloads]]`): the same keys
+/// but those of the one transport every flow shares (`ack_every`,
+/// `rto_us`, `end_when_done`: `[workload]`'s, refused here by the Python
+/// layer), and a scheme of their own.
+pub fn workloads() -> Table {
+    let mut t = workload()
+        .string(
+            "scheme",
+            "",
+            "the scheme of the workload's flows, when not the run's (a CP marks each frame by its own class's scheme, so the workload needs a priority of its own); pairs one run can hold: dcqcn or hpcc beside dctcp",
+        )
+        .optional("scheme", "the run's scheme");
+    t.name = "workloads";
+    t.doc = "More transport flows beside `[workload]` ([[workloads]], one table\neach): another CDF, load, set of hosts, priority or scheme (RDMA\nbeside TCP: the `rdma_tcp` scenario). The one transport's keys\n(ack_every, rto_us, end_when_done) are `[workload]`'s.";
+    t
 }
 
 /// The sections the engine config does not hold as the user wrote them
@@ -772,6 +797,19 @@ pub fn check_written(written: &Map<String, Value>) -> Result<(), ConfigError> {
                 }
                 continue;
             }
+            "workloads" => {
+                let table = workloads();
+                let Value::Array(entries) = values else {
+                    return Err(ConfigError::new(name, "expected an array of tables"));
+                };
+                for (i, e) in entries.iter().enumerate() {
+                    let Value::Object(e) = e else {
+                        return Err(ConfigError::new(format!("workloads[{i}]"), "expected a table"));
+                    };
+                    table.check(&format!("workloads[{i}]"), e)?;
+                }
+                continue;
+            }
             "events" => {
                 let event = event();
                 let Value::Array(entries) = values else {
@@ -788,7 +826,7 @@ pub fn check_written(written: &Map<String, Value>) -> Result<(), ConfigError> {
             _ => {
                 return fail(
                     name,
-                    "not a section checked as written (hotspot, trace, workload, topology, events, nodes)",
+                    "not a section checked as written (hotspot, trace, workload, workloads, topology, events, nodes)",
                 )
             }
         };

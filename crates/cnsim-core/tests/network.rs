@@ -506,6 +506,7 @@ fn every_config_error_names_its_parameter_apart_from_its_text() {
                 dst: "D".into(),
                 size_bytes: 1000,
                 start_ps: 0,
+                priority: None,
             })
         }),
         "flows[0].src",

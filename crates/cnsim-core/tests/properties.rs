@@ -117,6 +117,7 @@ fn config(c: &Case) -> SimConfig {
             dst: "D".into(),
             size_bytes: size,
             start_ps: start_us * PS_PER_US,
+            priority: None,
         })
         .collect();
     if let Some(rate) = c.arrivals_per_s {
@@ -127,6 +128,7 @@ fn config(c: &Case) -> SimConfig {
             rate_per_s: rate,
             cdf: vec![(1_000.0, 0.0), (10_000.0, 0.5), (200_000.0, 1.0)],
             start_ps: 0,
+            priority: None,
             end_ps: c.ms * PS_PER_MS / 2,
         });
     }

@@ -37,6 +37,7 @@ fn networks() -> Vec<(&'static str, SimConfig)> {
                 dst: "D".into(),
                 size_bytes: 1 << 30,
                 start_ps: i as u64 * 7 * PS_PER_US,
+                priority: None,
             })
             .collect();
         cfg

@@ -34,6 +34,7 @@ fn two_flows(rule: &str, init_gbps: f64, t_low_us: f64, second_at_ms: u64, windo
             dst: "D".into(),
             size_bytes: 1 << 40,
             start_ps: at * PS_PER_MS,
+            priority: None,
         })
         .collect();
     cfg.windows.push(WindowConfig {
@@ -95,6 +96,7 @@ fn star_with(p: &TimelyParams) -> cnsim_core::SimConfig {
             dst: "D".into(),
             size_bytes: 1 << 30,
             start_ps: 0,
+            priority: None,
         })
         .collect();
     cfg

@@ -71,6 +71,7 @@ fn dcqcn_flows(duration_ms: u64) -> SimConfig {
             dst: "D".into(),
             size_bytes: 2_000_000,
             start_ps: 0,
+            priority: None,
         })
         .collect();
     cfg

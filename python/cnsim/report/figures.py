@@ -240,7 +240,7 @@ def classes_fig(res: Any) -> Any | None:
     from ..metrics import station_priorities
 
     model = res.scenario.model
-    prio = station_priorities(model)
+    prio = station_priorities(res.scenario)
     used = sorted(set(prio.values()))
     pfc = model.pause.enabled and model.pause.mode == "pfc"
     if len(used) < 2 and not pfc:

@@ -15,7 +15,7 @@ from ..parameters import TableError
 from ..schemes import SCHEMES, TABLES
 from ..topologies import expand as expand_topology
 from ..topologies import routing_for, topology_params
-from .engine_config import compile_input
+from .engine_config import class_scheme, compile_input
 from .model import _BRIDGE_ONLY, _STATION_ONLY, MAX_SEEDS, NODE, HotspotDest, Node, read
 from .overrides import _fit_windows, _seeds_value, _table, name_sets, set_dotted
 
@@ -150,7 +150,7 @@ class Scenario:
             set_dotted(raw, key, value)
         running = scheme if scheme is not None else raw.get("scheme")
         if isinstance(running, str) and running in SCHEMES:  # else the model names what is wrong
-            check_scheme_keys(changes, running, schemes, label)
+            check_scheme_keys(changes, running, [*schemes, *workload_schemes(raw)], label)
         if "duration_ms" in changes:
             _fit_windows(raw)
         out = Scenario(raw, scheme=scheme, pause=pause, seeds=seeds, source=self.source, _owned=True)
@@ -418,11 +418,18 @@ class Scenario:
                 raise ScenarioError.at(
                     f"ports[{i}].port", f"'{e.port}' is not allowed; expected a bridge's output port"
                 )
+        if m.workloads and m.workload is None:
+            raise ScenarioError.at(
+                "workloads", "more workloads need a first one, [workload] (whose transport they share)"
+            )
         if m.workload is not None:
-            from ..workloads import embed_file_cdf, scenario_plan
+            from ..workloads import each_workload, embed_file_cdf, named, scenario_plans
 
-            embed_file_cdf(m.workload)  # read once: what runs is what is saved
-            scenario_plan(m)  # the workload's rules, and its flows counted (workload.max_flows)
+            for at, w in each_workload(m):
+                with named(at):
+                    embed_file_cdf(w)  # read once: what runs is what is saved
+            scenario_plans(m)  # the workloads' rules, and their flows counted (max_flows)
+            class_scheme(m, self.scheme)  # a second scheme's rules
 
     # ------------------------------------------------------------ engine
     def engine_config(self) -> dict[str, Any]:
@@ -501,6 +508,8 @@ class Scenario:
             out["topology"] = topology_params(m.topology).dump()  # as read (k = 4.0 is 4)
         if m.workload is not None:  # the engine config holds its flows or arrivals
             out["workload"] = m.workload.dump()
+        if m.workloads:
+            out["workloads"] = [w.dump() for w in m.workloads]
         if m.events:  # the engine config holds them rounded, behind the sources' events
             out["events"] = [e.dump() for e in m.events]
         return out
@@ -516,6 +525,16 @@ class Scenario:
         """What the engine's check of the built network warned about (legal
         but almost certainly unintended parameters), one line each."""
         return list(self.compiled().warnings)
+
+
+def workload_schemes(raw: dict[str, Any]) -> list[str]:
+    """The schemes `raw`'s `[[workloads]]` name (they run too)."""
+    ws = raw.get("workloads")
+    return (
+        [w["scheme"] for w in ws if isinstance(w, dict) and isinstance(w.get("scheme"), str)]
+        if isinstance(ws, list)
+        else []
+    )
 
 
 def check_scheme_keys(keys: Iterable[str], scheme: str, schemes: Iterable[str] = (), label: str = "") -> None:

@@ -25,7 +25,58 @@ def compile_input(scenario: Any) -> dict[str, Any]:
         "scenario": m.dump(),
         "routing": routing_for(m.routing, m.topology),
         "scheme": engine_scheme(scenario.scheme, scenario.table),
+        "class_scheme": class_scheme(m, scenario.scheme),
         "transport": flows_transport(m) if m.workload is not None else None,
+    }
+
+
+def class_scheme(m: Any, scheme: str) -> dict[str, Any] | None:
+    """The second scheme of scenario model `m` run under `scheme`: that of
+    its `[[workloads]]` naming another scheme, for their priorities (the
+    engine's `class_scheme`), or None. Raises ScenarioError naming the
+    workload for a third scheme, a missing priority, or a priority that
+    the run's scheme's workloads use too."""
+    from ..errors import ScenarioError
+    from ..schemes import SCHEMES
+
+    own: dict[int, str] = {}  # priority -> the workload of `scheme` using it
+    if m.workload is not None:
+        own[m.workload.priority if m.workload.priority is not None else m.station.priority] = "workload"
+    other: tuple[str, list[int]] | None = None
+    for i, w in enumerate(m.workloads or []):
+        at = f"workloads[{i}]"
+        name = w.scheme if w.scheme is not None else scheme
+        if name not in SCHEMES:
+            raise ScenarioError.at(f"{at}.scheme", f"'{name}' is not a scheme; known: {', '.join(SCHEMES)}")
+        prio = w.priority if w.priority is not None else m.station.priority
+        if name == scheme:
+            own.setdefault(prio, at)
+            continue
+        if w.priority is None:
+            raise ScenarioError.at(
+                f"{at}.priority",
+                f"a workload under a scheme of its own ({name}, the run's is {scheme}) needs a priority of its own: "
+                "switches tell its frames apart by it",
+            )
+        if other is not None and other[0] != name:
+            raise ScenarioError.at(
+                f"{at}.scheme",
+                f"'{name}' would be a third scheme beside {scheme} and {other[0]}; a run holds two",
+            )
+        other = (name, sorted({*(other[1] if other else []), prio}))
+    if other is None:
+        return None
+    for prio in other[1]:
+        if prio in own:
+            i = next(j for j, w in enumerate(m.workloads) if w.priority == prio and w.scheme == other[0])
+            raise ScenarioError.at(
+                f"workloads[{i}].priority",
+                f"{prio} is also the priority of {own[prio]}, under {scheme}; each scheme needs priorities of its own",
+            )
+    table_name = SCHEMES[other[0]][0]
+    return {
+        "priorities": other[1],
+        "scheme": engine_scheme(other[0], getattr(m, table_name) if table_name else None),
     }
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import ScenarioError
 from ..schemes import SCHEMES
 from . import toml_text
-from .core import Scenario, check_scheme_keys
+from .core import Scenario, check_scheme_keys, workload_schemes
 from .overrides import _fit_windows, name_sets, parse_value, set_dotted
 
 
@@ -91,7 +91,7 @@ def apply_sets(
             set_dotted(raw, key, value)
         running = raw.get("scheme")
         if isinstance(running, str) and running in SCHEMES:  # else the model names what is wrong
-            check_scheme_keys(changes, running, schemes, "--set ")
+            check_scheme_keys(changes, running, [*schemes, *workload_schemes(raw)], "--set ")
         if "duration_ms" in changes or "duration_ms" in (first or {}):
             _fit_windows(raw)
         out = Scenario(raw, source=sc.source)

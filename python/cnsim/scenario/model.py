@@ -70,6 +70,9 @@ TRACE = _section("trace")
 #: written (`Scenario.engine_config_checked`: ranges, start_ms < end_ms) and
 #: the transport it resolves to; `cdf` is a kind only Python reads (`_cdf`).
 WORKLOAD = _section("workload")
+#: `[[workloads]]`: more workloads beside `[workload]`, declared in the
+#: engine (sections.rs) with the same keys and a scheme of their own.
+WORKLOADS = _section("workloads")
 CDF_HELP = next(q for q in WORKLOAD["params"] if q["name"] == "cdf")["help"]
 SEEDS_HELP = "replications: a count N (seeds 0..N-1) or a list of seeds"
 #: The top-level keys: declared in the engine (sections.rs, the table named
@@ -108,6 +111,7 @@ PortEntry = record(PORT, "PortEntry")
 Event = record(EVENT, "Event")
 Trace = record(TRACE, "Trace")
 Workload = record(WORKLOAD, "Workload")
+MoreWorkload = record(WORKLOADS, "MoreWorkload")
 NocmTable = record(table("nocm", "No congestion management: no parameters."), "NocmTable")
 
 #: A node's own keys, and those of `[station]` and `[bridge]` a node may set
@@ -176,6 +180,7 @@ TOP_KEYS: tuple[str, ...] = (
     "innocent",
     "transient",
     "workload",
+    "workloads",
     "nodes",
     "links",
     "events",
@@ -191,6 +196,7 @@ ARRAYS: dict[str, type[Record]] = {
     "events": Event,
     "routes": Route,
     "ports": PortEntry,
+    "workloads": MoreWorkload,
 }
 COMPOSITE_HELP = {
     "windows": "named windows ([windows.NAME]): start_ms, end_ms",
@@ -200,6 +206,7 @@ COMPOSITE_HELP = {
     "events": "timed events ([[events]])",
     "routes": "explicit next hops over the routing function ([[routes]])",
     "ports": "bridge ports with their own transmission selection ([[ports]]: port, strict_priorities, ets_weights)",
+    "workloads": "more workloads beside [workload] ([[workloads]]: its keys, a priority and a scheme of their own)",
 }
 
 
@@ -318,6 +325,10 @@ def read(raw: dict[str, Any]) -> ScenarioModel:
             out["routes"] = _entries(Route, raw.get("routes", []), "routes", lambda i, e: f"routes[{i}]")
         elif name == "ports":
             out["ports"] = _entries(PortEntry, raw.get("ports", []), "ports", lambda i, e: f"ports[{i}]")
+        elif name == "workloads":
+            out["workloads"] = _entries(
+                MoreWorkload, raw.get("workloads", []), "workloads", lambda i, e: f"workloads[{i}]"
+            )
         else:  # a scheme's table
             out[name] = _scheme_tables()[name].read(v if v is not None else {}, name)
     for k in raw:

@@ -20,6 +20,8 @@ Everything a workload would start is counted before anything is built
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -304,11 +306,35 @@ def check_count(w: Any, p: Plan, fidelity: str = "packet") -> None:
         )
 
 
-def hosts_and_rates(m: Any) -> tuple[list[str], dict[str, float]]:
-    """The workload's hosts (`workload.hosts`, else every station) of
-    scenario model `m`, and each station's link rate (bit/s)."""
+def each_workload(m: Any) -> list[tuple[str, Any]]:
+    """Scenario model `m`'s workloads, each with the name its errors take:
+    `[workload]`, then each of `[[workloads]]` (`workloads[i]`)."""
+    out = [("workload", m.workload)] if m.workload is not None else []
+    return out + [(f"workloads[{i}]", w) for i, w in enumerate(getattr(m, "workloads", None) or [])]
+
+
+@contextmanager
+def named(at: str) -> Iterator[None]:
+    """Errors of the workload named `at` (`workloads[1]`) name it, where
+    the checks below say `workload`."""
+    try:
+        yield
+    except ScenarioError as e:
+        if at == "workload" or not e.param or not e.param.startswith("workload"):
+            raise
+        param = at + e.param[len("workload") :]
+        what = e.what.replace("workload.", f"{at}.")
+        if what.startswith(f"{param}: "):
+            what = what[len(param) + 2 :]
+        raise ScenarioError.at(param, what) from None
+
+
+def hosts_and_rates(m: Any, w: Any = None) -> tuple[list[str], dict[str, float]]:
+    """Workload `w`'s hosts (`hosts`, else every station; default: `m`'s
+    `[workload]`) of scenario model `m`, and each station's link rate (bit/s)."""
+    w = m.workload if w is None else w
     stations = [n.name for n in m.nodes if n.kind == "station"]
-    hosts = list(m.workload.hosts) if m.workload.hosts is not None else stations
+    hosts = list(w.hosts) if w.hosts is not None else stations
     known = set(stations)
     unknown = [h for h in hosts if h not in known]
     if unknown:
@@ -325,19 +351,61 @@ def hosts_and_rates(m: Any) -> tuple[list[str], dict[str, float]]:
     return hosts, rate_bps
 
 
+#: The keys of the one transport every flow shares: `[workload]`'s only.
+TRANSPORT_KEYS = ("ack_every", "rto_us", "end_when_done")
+
+
+def scenario_plans(m: Any) -> list[Plan]:
+    """The checked plans of scenario model `m`'s workloads (it has one),
+    each's flow count within its `max_flows`."""
+    plans = []
+    sends: dict[str, tuple[int, str]] = {}  # host -> (priority, the workload setting it)
+    for at, w in each_workload(m):
+        if at != "workload":
+            given = [k for k in TRANSPORT_KEYS if k in w.fields_set]
+            if given:
+                raise ScenarioError.at(
+                    f"{at}.{given[0]}",
+                    "is the one transport's, which every workload shares: set it in [workload]",
+                )
+        with named(at):
+            hosts, rate_bps = hosts_and_rates(m, w)
+            p = plan(w, hosts, rate_bps, m.duration_ms)
+            check_count(w, p, m.fidelity)
+        plans.append(p)
+        if w.priority is not None:
+            for h in p.senders if p.senders is not None else p.hosts:
+                was = sends.setdefault(h, (w.priority, at))
+                if was[0] != w.priority:
+                    raise ScenarioError.at(
+                        f"{at}.priority",
+                        f"{w.priority} for {h}, which {was[1]} sends at priority {was[0]}: a station's NIC "
+                        "sends one priority; give the workloads hosts of their own",
+                    )
+    return plans
+
+
 def scenario_plan(m: Any) -> Plan:
-    """The checked plan of scenario model `m`'s workload (which it has),
-    its flow count within `workload.max_flows`."""
-    hosts, rate_bps = hosts_and_rates(m)
-    p = plan(m.workload, hosts, rate_bps, m.duration_ms)
-    check_count(m.workload, p, m.fidelity)
-    return p
+    """The checked plan of scenario model `m`'s `[workload]` (which it has;
+    its `[[workloads]]` checked too), its flow count within `workload.max_flows`."""
+    return scenario_plans(m)[0]
 
 
 def transport_of(m: Any) -> dict[str, Any]:
-    """The engine's `transport` table of scenario model `m` (which has a workload)."""
-    hosts, rate_bps = hosts_and_rates(m)
-    return transport(m.workload, hosts, rate_bps, m.duration_ms, m.fidelity)
+    """The engine's `transport` table of scenario model `m` (which has a
+    workload): every workload's flows and arrivals, `[workload]`'s transport."""
+    out: dict[str, Any] | None = None
+    for at, w in each_workload(m):
+        with named(at):
+            hosts, rate_bps = hosts_and_rates(m, w)
+            t = transport(w, hosts, rate_bps, m.duration_ms, m.fidelity)
+        if out is None:
+            out = t
+        else:
+            out["flows"] += t["flows"]
+            out["arrivals"] += t["arrivals"]
+    assert out is not None
+    return out
 
 
 def transport(
@@ -353,6 +421,7 @@ def transport(
         "rto_ps": round(w.rto_us * PS_PER_US),
         "end_when_done": w.end_when_done,
     }
+    prio = {"priority": w.priority} if w.priority is not None else {}
     if w.kind == "poisson":
         out["arrivals"].append(
             {
@@ -361,6 +430,7 @@ def transport(
                 "cdf": p.cdf,
                 "start_ps": p.start_ps,
                 "end_ps": p.end_ps,
+                **prio,
             }
         )
         return out
@@ -373,14 +443,20 @@ def transport(
         n = len(hosts)
         shift = max(n // 2, 1)
         out["flows"] = [
-            {"src": hosts[i], "dst": hosts[(i + shift) % n], "size_bytes": size, "start_ps": p.start_ps}
+            {
+                "src": hosts[i],
+                "dst": hosts[(i + shift) % n],
+                "size_bytes": size,
+                "start_ps": p.start_ps,
+                **prio,
+            }
             for i in range(n)
         ]
         return out
     # incast and long_lived: fan_in senders to one receiver
     assert p.senders is not None
     out["flows"] = [
-        {"src": s, "dst": p.receiver, "size_bytes": size, "start_ps": p.start_ps + k * p.period_ps}
+        {"src": s, "dst": p.receiver, "size_bytes": size, "start_ps": p.start_ps + k * p.period_ps, **prio}
         for k in range(p.times)
         for s in p.senders
     ]

@@ -98,6 +98,7 @@ pub fn chain_config(cfg: &SimConfig, fabric: &Fabric, path: &[PortId], size: u64
             dst: fabric.node_name(last).to_string(),
             size_bytes: size,
             start_ps: 0,
+            priority: None,
         }],
         arrivals: vec![],
         ack_every: cfg.transport.ack_every,

@@ -187,6 +187,7 @@ pub fn link_net(cfg: &SimConfig, fabric: &Fabric, all: &Flows, p: PortId, flows:
                 dst: if d_is_station { d_in_cfg.clone() } else { dest_name(dst) },
                 size_bytes: all.size[f as usize],
                 start_ps: all.start[f as usize],
+                priority: None,
             }
         })
         .collect();

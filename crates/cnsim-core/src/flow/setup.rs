@@ -46,6 +46,12 @@ pub(super) fn representable(cfg: &SimConfig) -> Result<Vec<String>, ConfigError>
             "'flow' does not model links going down (a link_down event): use fidelity = \"packet\"",
         );
     }
+    if cfg.class_scheme.is_some() {
+        return fail(
+            "fidelity",
+            "'flow' runs one scheme; this scenario gives a workload a scheme of its own (workloads[].scheme): use fidelity = \"packet\"",
+        );
+    }
     if cfg.events.iter().any(|e| matches!(e, EventConfig::PfcStorm { .. })) {
         return fail(
             "fidelity",

@@ -170,6 +170,7 @@ impl<S: Scheme> Hosts<S> {
         let line = fabric.ports[port as usize].nominal_rate_bps as f64;
         let mut core = RlCore {
             base_rtt_ps: self.tp.flows[id as usize].base_rtt_ps,
+            prio: self.tp.flows[id as usize].prio,
             ..RlCore::at_line_rate(line)
         };
         let (state, timer) = ctx.scheme.new_rl(&mut core, now);

@@ -223,7 +223,10 @@ impl<S: Scheme> Hosts<S> {
         let now = ctx.now;
         let port = self.stations[s].port;
         let line = fabric.ports[port as usize].nominal_rate_bps as f64;
-        let mut core = RlCore::at_line_rate(line);
+        let mut core = RlCore {
+            prio: self.stations[s].priority,
+            ..RlCore::at_line_rate(line)
+        };
         let (state, timer) = ctx.scheme.new_rl(&mut core, now);
         let trace = self.rl_trace_for(s, key, ctx, fabric);
         let mut rl = RateLimiter::new(s, key, cpid, NO_FLOW, core, state, now, trace);

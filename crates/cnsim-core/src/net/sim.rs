@@ -394,11 +394,49 @@ mod transport_tests;
 /// instantiation per scheme: the untraced one has no hook at all).
 pub(crate) fn build(cfg: &SimConfig, seed: u64, out: Option<&TraceOutput>) -> Result<Box<dyn Run>, ConfigError> {
     let scheme = AnyScheme::from_config(&cfg.scheme)?;
+    if let Some(cs) = &cfg.class_scheme {
+        return build_dual(cfg, seed, out, scheme, cs);
+    }
     Ok(match out.filter(|_| cfg.trace.records()) {
         Some(out) => crate::with_scheme!(scheme, s => Box::new(NetSim::with_tracer(cfg, seed, s, |plan, net| {
             Recorder::new(plan, net, out, seed)
         })?) as Box<dyn Run>),
         None => crate::with_scheme!(scheme, s => Box::new(NetSim::with_tracer(cfg, seed, s, |_, _| Ok(NoTrace))?) as Box<dyn Run>),
+    })
+}
+
+/// `build` for a run of two schemes: `cs`'s for its priorities, `a` for
+/// the others (scheme/dual.rs).
+fn build_dual(
+    cfg: &SimConfig,
+    seed: u64,
+    out: Option<&TraceOutput>,
+    a: AnyScheme,
+    cs: &crate::config::ClassScheme,
+) -> Result<Box<dyn Run>, ConfigError> {
+    if let Some(p) = cs.priorities.iter().find(|&&p| p > 7) {
+        return crate::error::fail("workloads.priority", format!("{p} is not a priority; expected 0-7"));
+    }
+    if cs.priorities.is_empty() {
+        return crate::error::fail(
+            "workloads.priority",
+            "no priority given for the workloads of a scheme of their own; expected some of 0-7",
+        );
+    }
+    let mask = cs.priorities.iter().fold(0u8, |m, &p| m | (1 << p));
+    let b = AnyScheme::from_config(&cs.scheme)?;
+    let (a_name, b_name) = (cfg.scheme.name.clone(), cs.scheme.name.clone());
+    let built = match out.filter(|_| cfg.trace.records()) {
+        Some(out) => crate::with_dual!(a, b, mask, s => Box::new(NetSim::with_tracer(cfg, seed, s, |plan, net| {
+            Recorder::new(plan, net, out, seed)
+        })?) as Box<dyn Run>),
+        None => crate::with_dual!(a, b, mask, s => Box::new(NetSim::with_tracer(cfg, seed, s, |_, _| Ok(NoTrace))?) as Box<dyn Run>),
+    };
+    built.or_else(|pairs| {
+        crate::error::fail(
+            "workloads.scheme",
+            format!("{b_name} beside {a_name} is not a pair one run can hold; the pairs built: {pairs}"),
+        )
     })
 }
 

@@ -37,6 +37,7 @@ pub struct DcqcnParams {
     pub r_ai_mbps: f64,
     pub r_hai_mbps: f64,
     pub min_rate_mbps: f64,
+    pub window: bool,
 }
 
 /// The `[dcqcn]` table (schemes.md "DCQCN"); run it with PAUSE (PFC) on.
@@ -68,6 +69,11 @@ pub fn table() -> Table {
         .float("r_ai_mbps", 40.0, Range::ge(0.0), "additive-increase step R_AI (Mbit/s)")
         .float("r_hai_mbps", 100.0, Range::ge(0.0), "[assumed] hyper-increase step R_HAI (Mbit/s)")
         .float("min_rate_mbps", 10.0, Range::gt(0.0), "[assumed] rate floor (Mbit/s)")
+        .flag(
+            "window",
+            false,
+            "transport flows: besides the rate, a fixed window of one BDP in flight (line rate x the flow's base RTT): DCQCN+w of HPCC's evaluation (Li et al., SIGCOMM 2019), which keeps DCQCN's first RTT at line rate from filling buffers; open-loop traffic has no window",
+        )
         .rule(&["kmin_bytes", "kmax_bytes"], "kmin_bytes < kmax_bytes", |v| {
             v.f("kmin_bytes") < v.f("kmax_bytes")
         })
@@ -234,6 +240,11 @@ impl Scheme for Dcqcn {
     }
 
     fn new_rl(&self, core: &mut RlCore, _now: Time) -> (DcqcnRl, Option<Time>) {
+        if self.p.window && core.base_rtt_ps > 0 {
+            // One BDP of the flow's own path (the HPCC fork takes the
+            // fabric's largest: the same on a uniform leaf-spine).
+            core.window_bytes = ((core.line_rate_bps / 8.0 * core.base_rtt_ps as f64 / 1e12) as u64).max(1);
+        }
         let rl = DcqcnRl {
             alpha: 1.0,
             tr: core.line_rate_bps,

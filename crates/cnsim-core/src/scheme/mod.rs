@@ -25,6 +25,7 @@
 //! all made from that entry. Schemes are type parameters of the simulation,
 //! so the per-frame path has no dynamic dispatch.
 
+pub mod dual;
 pub mod params;
 
 // The schemes' modules, `SCHEMES`, `tables()`, `AnyScheme` and its
@@ -63,6 +64,9 @@ pub struct RlCore {
     /// A transport flow's base RTT (a full frame there and its ACK back on
     /// the empty path), known from the start; 0 for open-loop traffic.
     pub base_rtt_ps: Time,
+    /// The 802.1p priority of the RL's frames (its station's): a run of two
+    /// schemes gives each its priorities (scheme/dual.rs).
+    pub prio: u8,
 }
 
 impl RlCore {
@@ -75,6 +79,7 @@ impl RlCore {
             window_bytes: u64::MAX,
             inflight_bytes: 0,
             base_rtt_ps: 0,
+            prio: crate::frame::DATA_PRIORITY,
         }
     }
 }

@@ -22,6 +22,7 @@ fn incast(n: usize, size: u64, pause: bool, buffer: u64) -> SimConfig {
             dst: "D".into(),
             size_bytes: size,
             start_ps: 10 * PS_PER_US,
+            priority: None,
         })
         .collect();
     cfg
@@ -121,6 +122,7 @@ fn poisson_arrivals_follow_their_rate_and_repeat_with_the_seed() {
         rate_per_s: 10_000.0,
         cdf: vec![(1000.0, 0.0), (20_000.0, 1.0)],
         start_ps: 0,
+        priority: None,
         end_ps: 10 * PS_PER_MS,
     }];
     let a = run(&cfg, 3);
@@ -149,6 +151,7 @@ fn arrivals(rate_per_s: f64, stations: &[&str]) -> SimConfig {
         rate_per_s,
         cdf: vec![(1.0, 0.0), (1.0, 1.0)],
         start_ps: 0,
+        priority: None,
         end_ps: 10 * PS_PER_MS,
     }];
     cfg
@@ -199,6 +202,7 @@ fn a_dctcp_window_grows_only_while_it_limits_the_flow() {
             dst: "D".into(),
             size_bytes,
             start_ps,
+            priority: None,
         };
         cfg.transport.flows = vec![
             flow("S1", 20_000_000, 0),
