@@ -90,10 +90,10 @@ def jobs() -> list[tuple[str, str]]:
         for scheme in SCHEMES:
             for pause in (False, True):
                 try:
-                    sc = short.replace(scheme=scheme, pause=pause)
+                    cfg = short.replace(scheme=scheme, pause=pause).engine_json()
                 except Exception:  # a combination the scenario refuses
                     continue
-                out.append((f"{name} {scheme} pause={pause}", sc.engine_json()))
+                out.append((f"{name} {scheme} pause={pause}", cfg))
     return out
 
 

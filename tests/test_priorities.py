@@ -222,7 +222,7 @@ def test_validate_multiclass_passes():
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)
     rows = rows["rows"] if isinstance(rows, dict) else rows
-    assert len(rows) == 18 and all(r["within"] for r in rows), rows
+    assert len(rows) == 21 and all(r["within"] for r in rows), rows
 
 
 def test_an_mmu_with_auto_headroom_keeps_the_lossless_priority_lossless():

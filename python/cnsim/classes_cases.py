@@ -1,10 +1,12 @@
 """The multi-class checks' scenarios (`cnsim validate --only multiclass`,
 docs/calibration.md section 8), as scenario tables: two classes through one
 port, the same under PFC, and the worst arrival pattern for one port's
-headroom (docs/classes.md, "Headroom")."""
+headroom (docs/classes.md, "Headroom"), and a web-search load with incasts
+under DCQCN with and without a window, and HPCC."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 
@@ -92,3 +94,36 @@ def headroom_case(gbps: float, cable_m: float, mtu: int, headroom: int | None = 
 
 #: The headroom checks' points: (Gbit/s, cable m, MTU B).
 HEADROOM_POINTS = [(10, 1.0, 1500), (100, 100.0, 1500), (400, 300.0, 9000)]
+
+
+def websearch_incast(scheme: str, window: bool = False) -> Any:
+    """The HPCC maintainers' observation (issue 14 of their ns-3 fork;
+    ../shared/spec/fabrics.md section 1): flows_websearch's 128-host
+    leaf-spine at 30% web-search load, beside it a 32-to-1 incast of 64 KB
+    flows every 2 ms into H0 (`[[workloads]]`), arrivals for 5 ms, in 4 MB
+    shared-buffer switches (mmu) with PFC on priority 3, seeds 0-2. DCQCN
+    starts every flow at line rate and triggers PFC; with a window of one
+    BDP (`dcqcn.window`), or HPCC, it does not."""
+    from .scenario import load
+
+    sc = load("flows_websearch").replace(
+        scheme=scheme,
+        seeds=3,
+        **{"workload.end_ms": 5.0, "duration_ms": 40.0, "workload.load": 0.3},
+    )
+    doc = copy.deepcopy(sc.raw)
+    doc["bridge"] = {"buffer_mode": "mmu", "buffer_bytes": 4_000_000, "latency_us": 1.0}
+    doc["pause"] = {"enabled": True, "mode": "pfc", "lossless": [3]}
+    doc["workloads"] = [
+        {
+            "kind": "incast",
+            "fan_in": 32,
+            "receiver": "H0",
+            "size_bytes": 64_000,
+            "start_ms": 0.5,
+            "period_us": 2000.0,
+        }
+    ]
+    if window:
+        doc.setdefault("dcqcn", {})["window"] = True
+    return type(sc)(doc)

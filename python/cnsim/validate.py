@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .classes_cases import HEADROOM_POINTS, _pfc_two_classes, _two_classes, headroom_case
+from .classes_cases import HEADROOM_POINTS, _pfc_two_classes, _two_classes, headroom_case, websearch_incast
 from .executor import Unit, run_units
 from .results import Results
 from .runner import run
@@ -769,6 +769,9 @@ def multiclass(jobs: int | None, progress: bool) -> list[Row]:
         "storm": load("pfc_storm"),
         "deadlock": load("pfc_deadlock"),
         "deadlock watchdog": load("pfc_deadlock").replace(**{"pause.watchdog": True}),
+        "dcqcn": websearch_incast("dcqcn"),
+        "dcqcn+w": websearch_incast("dcqcn", window=True),
+        "hpcc": websearch_incast("hpcc"),
     }
     from . import _core
 
@@ -851,6 +854,27 @@ def multiclass(jobs: int | None, progress: bool) -> list[Row]:
             15.0,
             dw["aggregate_throughput"],
             0.05,
+        ),
+    ]
+    pfc = {k: min(got[k].metric("pfc_frames_priority_3")) for k in ("dcqcn", "dcqcn+w", "hpcc")}
+    rows += [
+        Row(
+            s,
+            "web search + incasts: DCQCN's PFC frames (fewest of 3 seeds)",
+            "> 0",
+            pfc["dcqcn"],
+            "> 0",
+            pfc["dcqcn"] > 0,
+        ),
+        *(
+            _abs(
+                s,
+                f"web search + incasts: {k}'s PFC frames (most of 3 seeds)",
+                0,
+                max(got[k].metric("pfc_frames_priority_3")),
+                0,
+            )
+            for k in ("dcqcn+w", "hpcc")
         ),
     ]
     for g, c, mtu in HEADROOM_POINTS:

@@ -734,10 +734,12 @@ pub fn tables() -> Vec<Table> {
     ]
 }
 
+/// The keys of the one transport every flow shares: `[workload]`'s only.
+const TRANSPORT_KEYS: [&str; 3] = ["ack_every", "rto_us", "end_when_done"];
+
 /// Further workloads beside `[workload]` (`[[workloads]]`): the same keys
-/// but those of the one transport every flow shares (`ack_every`,
-/// `rto_us`, `end_when_done`: `[workload]`'s, refused here by the Python
-/// layer), and a scheme of their own.
+/// but those of the one transport every flow shares ([`TRANSPORT_KEYS`]),
+/// and a scheme of their own.
 pub fn workloads() -> Table {
     let mut t = workload()
         .string(
@@ -746,6 +748,7 @@ pub fn workloads() -> Table {
             "the scheme of the workload's flows, when not the run's (a CP marks each frame by its own class's scheme, so the workload needs a priority of its own); pairs one run can hold: dcqcn or hpcc beside dctcp",
         )
         .optional("scheme", "the run's scheme");
+    t.params.retain(|p| !TRANSPORT_KEYS.contains(&p.name));
     t.name = "workloads";
     t.doc = "More transport flows beside `[workload]` ([[workloads]], one table\neach): another CDF, load, set of hosts, priority or scheme (RDMA\nbeside TCP: the `rdma_tcp` scenario). The one transport's keys\n(ack_every, rto_us, end_when_done) are `[workload]`'s.";
     t

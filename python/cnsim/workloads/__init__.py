@@ -351,23 +351,12 @@ def hosts_and_rates(m: Any, w: Any = None) -> tuple[list[str], dict[str, float]]
     return hosts, rate_bps
 
 
-#: The keys of the one transport every flow shares: `[workload]`'s only.
-TRANSPORT_KEYS = ("ack_every", "rto_us", "end_when_done")
-
-
 def scenario_plans(m: Any) -> list[Plan]:
     """The checked plans of scenario model `m`'s workloads (it has one),
     each's flow count within its `max_flows`."""
     plans = []
     sends: dict[str, tuple[int, str]] = {}  # host -> (priority, the workload setting it)
     for at, w in each_workload(m):
-        if at != "workload":
-            given = [k for k in TRANSPORT_KEYS if k in w.fields_set]
-            if given:
-                raise ScenarioError.at(
-                    f"{at}.{given[0]}",
-                    "is the one transport's, which every workload shares: set it in [workload]",
-                )
         with named(at):
             hosts, rate_bps = hosts_and_rates(m, w)
             p = plan(w, hosts, rate_bps, m.duration_ms)
@@ -414,13 +403,9 @@ def transport(
     """The engine's `transport` table for workload `w` over `hosts`."""
     p = plan(w, hosts, rate_bps, duration_ms)
     check_count(w, p, fidelity)
-    out: dict[str, Any] = {
-        "flows": [],
-        "arrivals": [],
-        "ack_every": w.ack_every,
-        "rto_ps": round(w.rto_us * PS_PER_US),
-        "end_when_done": w.end_when_done,
-    }
+    out: dict[str, Any] = {"flows": [], "arrivals": []}
+    if "rto_us" in w.names:  # [workload]'s: the one transport's keys ([[workloads]] share them)
+        out.update(ack_every=w.ack_every, rto_ps=round(w.rto_us * PS_PER_US), end_when_done=w.end_when_done)
     prio = {"priority": w.priority} if w.priority is not None else {}
     if w.kind == "poisson":
         out["arrivals"].append(
