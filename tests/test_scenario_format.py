@@ -704,7 +704,7 @@ def test_engine_accepts_every_resolved_builtin_scenario():
     for name in [n for n in builtin_names() if n != "flows_pods"]:  # flow level: test_fidelity.py
         for scheme in SCHEMES:
             sc = load(name, scheme=scheme)
-            if name == "rdma_tcp" and scheme not in ("dcqcn", "hpcc", "dctcp"):
+            if name == "rdma_tcp" and scheme not in ("nocm", "pause", "dcqcn", "hpcc", "timely", "dctcp"):
                 # DCTCP's workload beside a scheme no pair is built for.
                 with pytest.raises(cnsim.ScenarioError, match="workloads.scheme: dctcp beside .* not a pair"):
                     sc.engine_json()

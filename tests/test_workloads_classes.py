@@ -85,7 +85,7 @@ def test_the_run_scheme_for_the_first_workload_and_a_parameter_of_the_second_is_
         (lambda d: d["workloads"][0].pop("priority"), "workloads[0].priority"),
         (lambda d: d["workloads"][0].update(priority=3), "workloads[0].priority"),
         (lambda d: d["workloads"][0].update(rto_us=100.0), "workloads[0].rto_us"),
-        (lambda d: d["workloads"][0].update(scheme="timely"), "workloads.scheme"),
+        (lambda d: d["workloads"][0].update(scheme="swift"), "workloads.scheme"),
         (lambda d: d["workloads"][0].update(scheme="fastcc"), "workloads[0].scheme"),
         (lambda d: d["workloads"][0].update(priority=9), "workloads[0].priority"),
         (lambda d: d["workloads"][0].update(load=1.5), "workloads[0].load"),

@@ -745,7 +745,7 @@ pub fn workloads() -> Table {
         .string(
             "scheme",
             "",
-            "the scheme of the workload's flows, when not the run's (a CP marks each frame by its own class's scheme, so the workload needs a priority of its own); pairs one run can hold: dcqcn or hpcc beside dctcp",
+            "the scheme of the workload's flows, when not the run's (a CP marks each frame by its own class's scheme, so the workload needs a priority of its own); pairs one run can hold: dcqcn, hpcc, timely or nocm (PFC alone) beside dctcp",
         )
         .optional("scheme", "the run's scheme");
     t.params.retain(|p| !TRANSPORT_KEYS.contains(&p.name));

@@ -251,10 +251,21 @@ macro_rules! with_dual {
                 let $s = Dual { a, b, b_priorities: $mask };
                 Ok($body)
             }
+            (S::Timely(a), S::Dctcp(b)) => {
+                let $s = Dual { a, b, b_priorities: $mask };
+                Ok($body)
+            }
+            (S::NoCm(a), S::Dctcp(b)) => {
+                let $s = Dual { a, b, b_priorities: $mask };
+                Ok($body)
+            }
             _ => Err($crate::scheme::dual::PAIRS),
         }
     }};
 }
 
-/// The pairs of schemes a run may hold (`with_dual!`), as a message says them.
-pub const PAIRS: &str = "dcqcn or hpcc beside dctcp";
+/// The pairs of schemes a run may hold (`with_dual!`), as a message says
+/// them: the schemes of RoCE's lossless class (and PFC alone) beside TCP's
+/// DCTCP. Each pair is two more copies of the simulator (traced and not),
+/// so pairs are built where a study needs them.
+pub const PAIRS: &str = "dcqcn, hpcc, timely or nocm (PFC alone) beside dctcp";
