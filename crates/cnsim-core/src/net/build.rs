@@ -373,9 +373,14 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
             },
             pfc_on: cfg.pause.enabled && cfg.pause.mode == crate::config::PauseMode::Pfc,
             watchdog_drop: cfg.pause.watchdog && cfg.pause.watchdog_action == crate::config::WatchdogAction::Drop,
+            plain: false,
             n_stations: n_st,
             node_by_name,
         };
+        fabric.plain = !(fabric.pfc_on
+            || fabric.watchdog_drop
+            || fabric.bridges.iter().any(|b| b.buffer_mode == BufferMode::Mmu)
+            || fabric.ports.iter().any(|p| p.multiclass));
         if cfg.events.iter().any(|e| matches!(e, EventConfig::LinkState { .. })) {
             fabric.keep_routing(&cfg.routing, seed, &cfg.routes);
         }

@@ -71,6 +71,10 @@ pub struct Fabric<S: Scheme> {
     /// The lossless priorities (`pause.lossless`) when PFC is on, else none:
     /// the PFC-enable vector of every port.
     pub lossless: u8,
+    /// No multi-class port, no mmu buffer, no PFC and no watchdog that
+    /// drops: a bridge forwards as the 802.1Qau-era model did, by a path
+    /// without their checks (`Fabric::bridge_receive`).
+    pub plain: bool,
     pub n_stations: usize,
     pub node_by_name: BTreeMap<String, u32>,
 }

@@ -75,6 +75,42 @@ impl<S: Scheme> Fabric<S> {
             self.try_start(out, ctx, nic);
             return;
         }
+        if !self.plain {
+            self.receive_classes(b, ingress, in_local, out, f, ctx, nic);
+            return;
+        }
+        // The 802.1Qau-era bridge: one FIFO per output port, PAUSE at most.
+        let len = f.len as u64;
+        self.settle(out, ctx, nic);
+        let in_local = in_local as usize;
+        let o = &self.ports[out as usize];
+        if !self.bridges[b as usize].admits(len, o.data_bytes, || o.bytes_by_ingress[in_local]) {
+            self.refuse(b, out, in_local, f, None, ctx, nic);
+            return;
+        }
+        self.admit(b, ingress, in_local, out, &mut f, ctx, nic);
+        self.ports[out as usize].data.push_back(f);
+        self.queue_changed(out, ctx);
+        if self.pause.enabled {
+            self.pause_on_enqueue(b, out, ingress, ctx, nic);
+        }
+        self.try_start(out, ctx, nic);
+    }
+
+    /// `bridge_receive` of a data frame in a run with more than one
+    /// priority, mmu buffers, PFC or a watchdog that drops.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn receive_classes<T: Tracer<S>, N: Nic<S>>(
+        &mut self,
+        b: u32,
+        ingress: PortId,
+        in_local: u16,
+        out: PortId,
+        mut f: Frame<S::Ext>,
+        ctx: &mut Ctx<S, T>,
+        nic: &mut N,
+    ) {
         let len = f.len as u64;
         if self.watchdog_drop && self.stormed_drop(out, f.prio) {
             let bridge = &mut self.bridges[b as usize];
@@ -106,6 +142,38 @@ impl<S: Scheme> Fabric<S> {
             self.refuse(b, out, in_local, f, None, ctx, nic);
             return;
         }
+        self.admit(b, ingress, in_local, out, &mut f, ctx, nic);
+        let prio = f.prio;
+        self.ports[out as usize].push_data(f);
+        self.queue_changed(out, ctx);
+        if mmu {
+            self.mmu_on_enqueue(ingress, in_local, prio, ctx, nic);
+        } else if self.pause.enabled {
+            if self.pfc_on {
+                self.pfc_on_enqueue(ingress, prio, len, ctx, nic);
+            } else {
+                self.pause_on_enqueue(b, out, ingress, ctx, nic);
+            }
+        }
+        self.try_start(out, ctx, nic);
+    }
+
+    /// Bridge `b` accepted data frame `f` (from local ingress `in_local`)
+    /// for output `out`: its bytes counted, its enqueue traced, its CP's
+    /// sample taken (which may mark it or notify its source).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn admit<T: Tracer<S>, N: Nic<S>>(
+        &mut self,
+        b: u32,
+        ingress: PortId,
+        in_local: usize,
+        out: PortId,
+        f: &mut Frame<S::Ext>,
+        ctx: &mut Ctx<S, T>,
+        nic: &mut N,
+    ) {
+        let len = f.len as u64;
         let bridge = &mut self.bridges[b as usize];
         let ports = &mut self.ports;
         f.in_port = ingress;
@@ -125,7 +193,7 @@ impl<S: Scheme> Fabric<S> {
                 port: out,
             };
             let held = Some(o.data_bytes);
-            ctx.tracer.frame(&ctx.scheme, site, Kind::Enqueue, Reason::Output, &f, held);
+            ctx.tracer.frame(&ctx.scheme, site, Kind::Enqueue, Reason::Output, f, held);
         }
         // The CP sees the queue including this frame, and may mark it (QCN-3pt).
         if let Some(cp) = self.cps[out as usize].as_mut() {
@@ -141,33 +209,20 @@ impl<S: Scheme> Fabric<S> {
             } else {
                 (None, None)
             };
-            let note = ctx.scheme.cp_on_enqueue(cp, &mut f, q, out + 1);
+            let note = ctx.scheme.cp_on_enqueue(cp, f, q, out + 1);
             if T::ON {
-                self.trace_mark(out, &f, before, q.bytes, ctx);
+                self.trace_mark(out, f, before, q.bytes, ctx);
             }
             if let Some(note) = note {
-                self.cp_notify(b, out, &f, note, q.bytes, sample, ctx, nic);
+                self.cp_notify(b, out, f, note, q.bytes, sample, ctx, nic);
             }
         }
-        let prio = f.prio;
-        self.ports[out as usize].push_data(f);
-        self.queue_changed(out, ctx);
-        if mmu {
-            self.mmu_on_enqueue(ingress, in_local, prio, ctx, nic);
-        } else if self.pause.enabled {
-            if self.pfc_on {
-                self.pfc_on_enqueue(ingress, prio, len, ctx, nic);
-            } else {
-                self.pause_on_enqueue(b, out, ingress, ctx, nic);
-            }
-        }
-        self.try_start(out, ctx, nic);
     }
 
     /// Bridge `b` refuses data frame `f` for output `out` (from local
     /// ingress `in_local`): `why`, or (None) the bridge's own buffer rule.
     #[allow(clippy::too_many_arguments)]
-    #[cold]
+    #[inline(always)]
     fn refuse<T: Tracer<S>, N: Nic<S>>(
         &mut self,
         b: u32,
@@ -322,7 +377,12 @@ impl<S: Scheme> Fabric<S> {
         bridge.total_bytes -= len;
         let ingress = f.in_port as PortId;
         self.ports[out as usize].bytes_by_ingress[f.in_local as usize] -= len;
-        if bridge.buffer_mode == BufferMode::Mmu {
+        if self.plain {
+            if self.pause.enabled {
+                self.ports[ingress as usize].pause_in.in_bytes -= len;
+                self.pause_on_dequeue(b, out, ingress, ctx, nic);
+            }
+        } else if bridge.buffer_mode == BufferMode::Mmu {
             self.mmu_release(b, out, f, ctx, nic);
         } else if self.pause.enabled {
             if self.pfc_on {
