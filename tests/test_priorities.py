@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import cnsim
+import polars as pl
 import pytest
 
 
@@ -499,3 +500,45 @@ def test_a_port_headroom_without_an_mmu_warns():
         cnsim.ScenarioWarning, match=r"ports\[0\].headroom_bytes: bridge B's buffer_mode is not \"mmu\""
     ):
         cnsim.run(cnsim.Scenario(doc))
+
+
+def test_pause_rows_follow_each_priority_of_a_multi_class_port():
+    """Two lossless priorities (3 and 4) meet at B1 and are paused by B2,
+    whose port to D runs at 4 Gbit/s: B1's port to B2 (eight class
+    queues) is paused at both, each on its own. The trace's pause_on /
+    pause_off rows follow each (port, priority): they alternate, and over
+    every port their spans add up to the run's paused time per priority."""
+    doc = {
+        "name": "two_lossless",
+        "duration_ms": 4.0,
+        "bridge": {"buffer_mode": "per_input"},
+        "pause": {"enabled": True, "mode": "pfc", "lossless": [3, 4], "xoff_bytes": 30_000, "xon_bytes": 20_000},
+        "trace": {"events": ["pause_on", "pause_off"]},
+        "nodes": [
+            {"name": "S1", "kind": "station", "load": 0.6, "dest": "D", "priority": 3, "stop_ms": 3.0},
+            {"name": "S2", "kind": "station", "load": 0.6, "dest": "D", "priority": 4, "stop_ms": 3.0},
+            {"name": "D", "kind": "station"},
+            {"name": "B1", "kind": "bridge"},
+            {"name": "B2", "kind": "bridge"},
+        ],
+        "links": [
+            {"a": "S1", "b": "B1"},
+            {"a": "S2", "b": "B1"},
+            {"a": "B1", "b": "B2"},
+            {"a": "B2", "b": "D", "rate_gbps": 4.0},
+        ],
+    }
+    r = cnsim.run(cnsim.Scenario(doc))
+    ev = r.events().sort("time_ps")
+    spans: dict[int, int] = {}
+    for (port, prio), g in ev.group_by(["port", "priority"]):
+        kinds = g["kind"].to_list()
+        assert kinds == ["pause_on", "pause_off"] * (len(kinds) // 2), (port, prio, kinds[:6])
+        t = g["time_ps"].to_list()
+        spans[prio] = spans.get(prio, 0) + sum(t[i + 1] - t[i] for i in range(0, len(t), 2))
+    b1 = ev.filter(pl.col("port") == "B1->B2")
+    assert set(b1["priority"].to_list()) == {3, 4}, "B1's port is paused at each priority"
+    for p in (3, 4):
+        assert spans[p] == r.runs[0].frames[f"paused_ps_priority_{p}"] > 0
+    # No row names a priority that is not paused.
+    assert set(ev["priority"].to_list()) == {3, 4}

@@ -318,7 +318,7 @@ impl<S: Scheme> Fabric<S> {
         if was_pfc && (classes == 0 || (!p.multiclass && classes & (1 << p.data_prio) == 0)) {
             if T::ON {
                 let site = p.site(port, now);
-                ctx.tracer.pause_received(site, wire::pause_priority(was_classes), quanta, now);
+                ctx.tracer.pause_received(site, was_classes, None, quanta, now);
             }
             return;
         }
@@ -335,7 +335,8 @@ impl<S: Scheme> Fabric<S> {
             };
             if T::ON {
                 let site = p.site(port, now);
-                ctx.tracer.pause_received(site, wire::pause_priority(classes), quanta, until);
+                let honoured = p.multiclass.then_some(classes); // else not for this port's data
+                ctx.tracer.pause_received(site, was_classes, honoured, quanta, until);
             }
             if quanta == 0 {
                 self.try_start(port, ctx, nic);
@@ -355,7 +356,9 @@ impl<S: Scheme> Fabric<S> {
             let p = &self.ports[port as usize];
             let until = if p.is_paused(now) { p.pause_end } else { now };
             let site = p.site(port, now);
-            ctx.tracer.pause_received(site, wire::pause_priority(classes), quanta, until);
+            // A single-class port (a station's) pauses its data's priority.
+            let honoured = if was_pfc { 1 << p.data_prio } else { 0 };
+            ctx.tracer.pause_received(site, was_classes, Some(honoured), quanta, until);
         }
         if quanta == 0 {
             self.try_start(port, ctx, nic);

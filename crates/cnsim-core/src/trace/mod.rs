@@ -100,9 +100,11 @@ pub trait Tracer<S: Scheme>: Send + 'static {
     /// bridge holds `in_bytes` that arrived through that port.
     fn pause_sent(&mut self, site: Site, prio: u8, quanta: u16, reason: Reason, in_bytes: u64);
 
-    /// Transmitter `site.port` received a PAUSE of `quanta`: it is paused
-    /// until `until` (`site.at`: not paused).
-    fn pause_received(&mut self, site: Site, prio: u8, quanta: u16, until: Time);
+    /// Transmitter `site.port` received a PAUSE or PFC frame of `quanta`
+    /// naming `classes` (its class-enable vector; 0: 802.3x). `honoured`:
+    /// the priorities it pauses, each until `until` (`site.at`: resumed);
+    /// `Some(0)`: 802.3x, the whole port; None: the frame was ignored.
+    fn pause_received(&mut self, site: Site, classes: u8, honoured: Option<u8>, quanta: u16, until: Time);
 
     /// The PFC watchdog stormed (`Reason::Stormed`) or restored
     /// (`Reason::Restored`) priority `prio`'s queue at port `site.port`.
@@ -136,7 +138,7 @@ impl<S: Scheme> Tracer<S> for NoTrace {
     #[inline(always)]
     fn pause_sent(&mut self, _: Site, _: u8, _: u16, _: Reason, _: u64) {}
     #[inline(always)]
-    fn pause_received(&mut self, _: Site, _: u8, _: u16, _: Time) {}
+    fn pause_received(&mut self, _: Site, _: u8, _: Option<u8>, _: u16, _: Time) {}
     #[inline(always)]
     fn watchdog(&mut self, _: Site, _: u8, _: Reason) {}
     fn deadlock(&mut self, _: Site, _: u8) {}

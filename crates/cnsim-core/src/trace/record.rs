@@ -289,7 +289,8 @@ pub struct Recorder {
     /// Bytes the captures hold (all ports), and when the byte cap first refused a frame.
     pcap_bytes: u64,
     pcap_capped_at: Option<Time>,
-    /// Per port: the end of the pause the trace last saw it take (None: not paused).
+    /// Per (port, priority), at port x 8 + priority: the end of the pause
+    /// the trace last saw it take (None: not paused).
     pause_until: Vec<Option<Time>>,
     /// Per RL id: the rate and window last recorded.
     rl_last: Vec<Option<(f64, u64)>>,
@@ -337,7 +338,7 @@ impl Recorder {
         Ok(Recorder {
             run: out.run.clone(),
             seed,
-            pause_until: vec![None; names.ports.len()],
+            pause_until: vec![None; names.ports.len() * 8],
             plan,
             names,
             port_owner: net.port_owner,
@@ -469,12 +470,13 @@ impl Recorder {
         }
     }
 
-    fn pause_off(&mut self, port: u32, at: Time, reason: Reason) {
-        self.pause_until[port as usize] = None;
+    /// Priority `prio` of `port` resumes at `at`.
+    fn pause_off(&mut self, port: u32, prio: u8, at: Time, reason: Reason) {
+        self.pause_until[port as usize * 8 + prio as usize] = None;
         let node = self.port_owner[port as usize];
         let mut r = EventRow::new(at, Kind::PauseOff, node, port);
         r.reason = reason;
-        r.priority = Some(DATA_PRIORITY);
+        r.priority = Some(prio);
         self.emit(r);
     }
 }
@@ -546,31 +548,38 @@ impl<S: Scheme> Tracer<S> for Recorder {
         self.emit(r);
     }
 
-    fn pause_received(&mut self, site: Site, prio: u8, quanta: u16, until: Time) {
+    fn pause_received(&mut self, site: Site, classes: u8, honoured: Option<u8>, quanta: u16, until: Time) {
         let (t, port) = (site.at, site.port);
         let mut r = EventRow::new(t, Kind::PauseRx, site.node, port);
         r.frame = Some(FrameCol::Pause);
         r.bytes = Some(self.ctrl_bytes as u64);
         r.quanta = Some(quanta);
-        r.priority = Some(prio);
+        r.priority = Some(wire::pause_priority(classes));
         self.emit(r);
-        // The transmitter is paused while now < its pause end (`Port::is_paused`).
-        if let Some(u) = self.pause_until[port as usize] {
-            if u <= t {
-                self.pause_off(port, u, Reason::Expired);
+        // Each priority it pauses (802.3x: the whole port, shown at the data
+        // priority) is paused while now < its end (`Port::is_paused`, a
+        // class's pause on a multi-class port).
+        let Some(honoured) = honoured else { return };
+        let mask = if honoured == 0 { 1 << DATA_PRIORITY } else { honoured };
+        for prio in (0..8u8).filter(|p| mask & (1 << p) != 0) {
+            let i = port as usize * 8 + prio as usize;
+            if let Some(u) = self.pause_until[i] {
+                if u <= t {
+                    self.pause_off(port, prio, u, Reason::Expired);
+                }
             }
-        }
-        match self.pause_until[port as usize] {
-            None if until > t => {
-                self.pause_until[port as usize] = Some(until);
-                let mut r = EventRow::new(t, Kind::PauseOn, site.node, port);
-                r.quanta = Some(quanta);
-                r.priority = Some(prio);
-                self.emit(r);
+            match self.pause_until[i] {
+                None if until > t => {
+                    self.pause_until[i] = Some(until);
+                    let mut r = EventRow::new(t, Kind::PauseOn, site.node, port);
+                    r.quanta = Some(quanta);
+                    r.priority = Some(prio);
+                    self.emit(r);
+                }
+                None => {}
+                Some(_) if until <= t => self.pause_off(port, prio, t, Reason::Xon),
+                Some(_) => self.pause_until[i] = Some(until),
             }
-            None => {}
-            Some(_) if until <= t => self.pause_off(port, t, Reason::Xon),
-            Some(_) => self.pause_until[port as usize] = Some(until),
         }
     }
 
@@ -628,12 +637,13 @@ impl<S: Scheme> Tracer<S> for Recorder {
     }
 
     fn finish(&mut self, end: Time) -> Result<Option<TraceSummary>, String> {
-        for port in 0..self.pause_until.len() as u32 {
-            if let Some(u) = self.pause_until[port as usize] {
+        for i in 0..self.pause_until.len() {
+            if let Some(u) = self.pause_until[i] {
+                let (port, prio) = ((i / 8) as u32, (i % 8) as u8);
                 if u <= end {
-                    self.pause_off(port, u, Reason::Expired);
+                    self.pause_off(port, prio, u, Reason::Expired);
                 } else {
-                    self.pause_off(port, end, Reason::RunEnd);
+                    self.pause_off(port, prio, end, Reason::RunEnd);
                 }
             }
         }
