@@ -512,7 +512,13 @@ def test_pause_rows_follow_each_priority_of_a_multi_class_port():
         "name": "two_lossless",
         "duration_ms": 4.0,
         "bridge": {"buffer_mode": "per_input"},
-        "pause": {"enabled": True, "mode": "pfc", "lossless": [3, 4], "xoff_bytes": 30_000, "xon_bytes": 20_000},
+        "pause": {
+            "enabled": True,
+            "mode": "pfc",
+            "lossless": [3, 4],
+            "xoff_bytes": 30_000,
+            "xon_bytes": 20_000,
+        },
         "trace": {"events": ["pause_on", "pause_off"]},
         "nodes": [
             {"name": "S1", "kind": "station", "load": 0.6, "dest": "D", "priority": 3, "stop_ms": 3.0},

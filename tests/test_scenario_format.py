@@ -885,3 +885,23 @@ def test_show_roundtrips(tmp_path):
     again = load(path)
     assert again.scheme == "ecm"
     assert json.loads(again.engine_json()) == json.loads(sc.engine_json())
+
+
+def test_entries_alike_but_for_their_names_are_each_checked():
+    """Entries alike but for their identity keys are checked once and
+    copied (a generated fabric's hosts); each one's name or ends are still
+    checked, and a key that only a later entry adds is still refused."""
+    raw = tiny()
+    raw["nodes"].append({"name": "S2", "kind": "station"})
+    raw["links"].append({"a": "S2", "b": "B"})
+    sc = cnsim.Scenario(raw)
+    s2 = next(n for n in sc.model.nodes if n.name == "S2")
+    assert s2.kind == "station" and s2.load == 0.0 and s2.fields_set == {"name", "kind"}
+    bad = tiny()
+    bad["nodes"].append({"name": 7, "kind": "station"})
+    with pytest.raises(cnsim.ScenarioError, match=r"nodes\.7\.name: 7 is not allowed; expected a string"):
+        cnsim.Scenario(bad)
+    extra = tiny()
+    extra["nodes"].append({"name": "S2", "kind": "station", "a": "x"})
+    with pytest.raises(cnsim.ScenarioError, match=r"nodes\.S2\.a: unknown parameter"):
+        cnsim.Scenario(extra)

@@ -240,9 +240,10 @@ class Record:
     def made(cls, values: dict[str, Any], fields_set: frozenset[str] = frozenset()) -> Record:
         """A record of values already checked."""
         r = object.__new__(cls)
+        put = object.__setattr__
         for k, v in values.items():
-            object.__setattr__(r, _slot(k), v)
-        object.__setattr__(r, "_fields_set", fields_set)
+            put(r, "from_" if k == "from" else k, v)
+        put(r, "_fields_set", fields_set)
         return r
 
     @property
@@ -256,7 +257,9 @@ class Record:
         for n in self.names:
             if n in exclude:
                 continue
-            v = _dumped(getattr(self, _slot(n)), exclude_none)
+            v = getattr(self, "from_" if n == "from" else n)
+            if type(v) not in _SCALARS:  # a record, a list or a table: dumped in turn
+                v = _dumped(v, exclude_none)
             if v is not None or not exclude_none:
                 out[n] = v
         return out
@@ -279,6 +282,10 @@ class Record:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.dump().items())})"
+
+
+#: Values a dump holds as they are (the common case: no call per value).
+_SCALARS = frozenset((int, float, str, bool, type(None)))
 
 
 def _dumped(v: Any, exclude_none: bool) -> Any:
