@@ -25,18 +25,6 @@ def _two_classes(**bridge: Any) -> dict[str, Any]:
     return two(**bridge)
 
 
-def _refused(tmp_path: Path, f: Path, *args: str) -> list[str]:
-    """`cnsim run F ARGS` exits 2; its error lines."""
-    p = subprocess.run(
-        [sys.executable, "-m", "cnsim", "run", str(f), *args, "--no-report", "--out", str(tmp_path / "o")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert p.returncode == 2, p.stderr
-    return [ln for ln in p.stderr.splitlines() if ln.startswith("error")]
-
-
 def _shares(doc: dict[str, Any]) -> tuple[float, float]:
     r = cnsim.run(cnsim.Scenario(doc))
     return r.metric("throughput_priority_0")[0], r.metric("throughput_priority_3")[0]
@@ -96,12 +84,12 @@ def test_priority_is_saved_with_the_scenario(tmp_path):
         ("pause.mode=pcf", "pause.mode"),
     ],
 )
-def test_bad_priorities_and_weights_exit_2_naming_the_parameter(tmp_path, setting, named):
+def test_bad_priorities_and_weights_exit_2_naming_the_parameter(tmp_path, setting, named, refused):
     f = tmp_path / "s.toml"
     import tomli_w
 
     f.write_text(tomli_w.dumps(_two_classes()))
-    lines = _refused(tmp_path, f, *f"--set {setting}".split())
+    lines = refused(tmp_path, f, *f"--set {setting}".split())
     assert len(lines) == 1 and named in lines[0], lines
     assert not Path(tmp_path / "o").exists()
 
@@ -188,14 +176,14 @@ def _pause(**change: Any) -> Any:
         (_pause(watchdog_action="ignore"), "pause.watchdog_action"),
     ],
 )
-def test_bad_storms_and_watchdogs_exit_2_naming_the_parameter(tmp_path, edit, named):
+def test_bad_storms_and_watchdogs_exit_2_naming_the_parameter(tmp_path, edit, named, refused):
     import tomli_w
 
     doc = copy.deepcopy(cnsim.load("pfc_storm").raw)
     edit(doc)
     f = tmp_path / "s.toml"
     f.write_text(tomli_w.dumps(doc))
-    lines = _refused(tmp_path, f)
+    lines = refused(tmp_path, f)
     assert len(lines) == 1 and named in lines[0], lines
 
 
@@ -283,14 +271,14 @@ def test_an_mmu_caps_a_lossy_queue_at_its_egress_threshold():
         ("links.S1-B.cable_m=-3", "cable_m"),
     ],
 )
-def test_bad_buffer_settings_exit_2_naming_the_parameter(tmp_path, setting, named):
+def test_bad_buffer_settings_exit_2_naming_the_parameter(tmp_path, setting, named, refused):
     import tomli_w
 
     doc = _pfc(mode="pfc", lossless=[3])
     doc["bridge"]["buffer_bytes"] = 150_000
     f = tmp_path / "s.toml"
     f.write_text(tomli_w.dumps(doc))
-    lines = _refused(tmp_path, f, *f"--set {setting}".split())
+    lines = refused(tmp_path, f, *f"--set {setting}".split())
     assert len(lines) == 1 and named in lines[0], lines
 
 
@@ -413,14 +401,14 @@ def test_a_link_going_down_reroutes_around_it_and_back():
         ),
     ],
 )
-def test_bad_link_down_events_exit_2_naming_the_event(tmp_path, event, named):
+def test_bad_link_down_events_exit_2_naming_the_event(tmp_path, event, named, refused):
     import tomli_w
 
     doc = _diamond()
     doc["events"] = [event]
     f = tmp_path / "s.toml"
     f.write_text(tomli_w.dumps(doc))
-    lines = _refused(tmp_path, f)
+    lines = refused(tmp_path, f)
     assert len(lines) == 1 and named in lines[0] and "events[0]" in lines[0], lines
 
 
@@ -466,14 +454,14 @@ def test_a_port_scheduler_overrides_its_bridges(tmp_path):
         ({"ets_weights": [1] * 8}, "ports[0].port"),
     ],
 )
-def test_bad_port_schedulers_exit_2_naming_the_entry(tmp_path, entry, named):
+def test_bad_port_schedulers_exit_2_naming_the_entry(tmp_path, entry, named, refused):
     import tomli_w
 
     doc = _two_classes()
     doc["ports"] = [entry]
     f = tmp_path / "s.toml"
     f.write_text(tomli_w.dumps(doc))
-    lines = _refused(tmp_path, f)
+    lines = refused(tmp_path, f)
     assert len(lines) == 1 and named in lines[0], lines
 
 

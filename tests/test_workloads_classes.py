@@ -5,9 +5,6 @@ and two schemes apart."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import cnsim
@@ -25,20 +22,6 @@ def _doc(sc: cnsim.Scenario) -> dict[str, Any]:
     import copy
 
     return copy.deepcopy(sc.raw)
-
-
-def _refused(tmp_path: Path, doc: dict[str, Any], *args: str) -> list[str]:
-    """`cnsim run` of `doc` exits 2; its error lines."""
-    f = tmp_path / "s.toml"
-    f.write_text(tomli_w.dumps(doc))
-    p = subprocess.run(
-        [sys.executable, "-m", "cnsim", "run", str(f), *args, "--no-report", "--out", str(tmp_path / "o")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert p.returncode == 2, p.stderr
-    return [ln for ln in p.stderr.splitlines() if ln.startswith("error")]
 
 
 def test_rdma_beside_tcp_keeps_the_lossless_class_lossless_and_runs_each_flow_under_its_scheme():
@@ -98,10 +81,12 @@ def test_the_run_scheme_for_the_first_workload_and_a_parameter_of_the_second_is_
         ),
     ],
 )
-def test_bad_workloads_exit_2_naming_the_parameter(tmp_path, edit, named):
+def test_bad_workloads_exit_2_naming_the_parameter(tmp_path, refused, edit, named):
     doc = _doc(_rdma_tcp())
     edit(doc)
-    lines = _refused(tmp_path, doc)
+    f = tmp_path / "s.toml"
+    f.write_text(tomli_w.dumps(doc))
+    lines = refused(tmp_path, f)
     assert len(lines) == 1 and named in lines[0], lines
 
 

@@ -42,7 +42,7 @@ impl<S: Scheme> Fabric<S> {
         ingress: PortId,
         in_local: u16,
         out: PortId,
-        mut f: Frame<S::Ext>,
+        f: Frame<S::Ext>,
         ctx: &mut Ctx<S, T>,
         nic: &mut N,
     ) {
@@ -75,33 +75,20 @@ impl<S: Scheme> Fabric<S> {
             self.try_start(out, ctx, nic);
             return;
         }
-        if !self.plain {
-            self.receive_classes(b, ingress, in_local, out, f, ctx, nic);
-            return;
+        if self.plain {
+            self.receive_data::<true, T, N>(b, ingress, in_local, out, f, ctx, nic);
+        } else {
+            self.receive_data::<false, T, N>(b, ingress, in_local, out, f, ctx, nic);
         }
-        // The 802.1Qau-era bridge: one FIFO per output port, PAUSE at most.
-        let len = f.len as u64;
-        self.settle(out, ctx, nic);
-        let in_local = in_local as usize;
-        let o = &self.ports[out as usize];
-        if !self.bridges[b as usize].admits(len, o.data_bytes, || o.bytes_by_ingress[in_local]) {
-            self.refuse(b, out, in_local, f, None, ctx, nic);
-            return;
-        }
-        self.admit(b, ingress, in_local, out, &mut f, ctx, nic);
-        self.ports[out as usize].data.push_back(f);
-        self.queue_changed(out, ctx);
-        if self.pause.enabled {
-            self.pause_on_enqueue(b, out, ingress, ctx, nic);
-        }
-        self.try_start(out, ctx, nic);
     }
 
-    /// `bridge_receive` of a data frame in a run with more than one
-    /// priority, mmu buffers, PFC or a watchdog that drops.
+    /// A data frame joins output queue `out` of bridge `b`. `PLAIN`
+    /// (`Fabric::plain`): the 802.1Qau-era bridge, one FIFO per output port
+    /// and PAUSE at most, compiled without the checks of priorities, mmu
+    /// buffers, PFC and the watchdog.
     #[allow(clippy::too_many_arguments)]
-    #[inline(never)]
-    fn receive_classes<T: Tracer<S>, N: Nic<S>>(
+    #[inline(always)]
+    fn receive_data<const PLAIN: bool, T: Tracer<S>, N: Nic<S>>(
         &mut self,
         b: u32,
         ingress: PortId,
@@ -112,26 +99,15 @@ impl<S: Scheme> Fabric<S> {
         nic: &mut N,
     ) {
         let len = f.len as u64;
-        if self.watchdog_drop && self.stormed_drop(out, f.prio) {
-            let bridge = &mut self.bridges[b as usize];
-            bridge.dropped_cp += 1;
-            ctx.stats.count(ctx.now, stats::DROPPED_CP);
-            self.watchdog_drops[(f.prio & 7) as usize] += 1;
-            if T::ON {
-                let site = Site {
-                    at: ctx.now,
-                    node: bridge.node,
-                    port: out,
-                };
-                ctx.tracer.frame(&ctx.scheme, site, Kind::Drop, Reason::Watchdog, &f, None);
-            }
+        if !PLAIN && self.watchdog_drop && self.stormed_drop(out, f.prio) {
+            self.watchdog_refuse(b, out, f, ctx);
             return;
         }
         self.settle(out, ctx, nic);
         let bridge = &mut self.bridges[b as usize];
         let in_local = in_local as usize;
         let o = &self.ports[out as usize];
-        let mmu = bridge.buffer_mode == BufferMode::Mmu;
+        let mmu = !PLAIN && bridge.buffer_mode == BufferMode::Mmu;
         if mmu {
             let m = bridge.mmu.as_deref_mut().expect("an mmu bridge has its MMU");
             if let Err(reason) = m.admit(in_local, o.local as usize, (f.prio & 7) as usize, len) {
@@ -144,18 +120,40 @@ impl<S: Scheme> Fabric<S> {
         }
         self.admit(b, ingress, in_local, out, &mut f, ctx, nic);
         let prio = f.prio;
-        self.ports[out as usize].push_data(f);
+        if PLAIN {
+            self.ports[out as usize].data.push_back(f);
+        } else {
+            self.ports[out as usize].push_data(f);
+        }
         self.queue_changed(out, ctx);
         if mmu {
             self.mmu_on_enqueue(ingress, in_local, prio, ctx, nic);
         } else if self.pause.enabled {
-            if self.pfc_on {
+            if !PLAIN && self.pfc_on {
                 self.pfc_on_enqueue(ingress, prio, len, ctx, nic);
             } else {
                 self.pause_on_enqueue(b, out, ingress, ctx, nic);
             }
         }
         self.try_start(out, ctx, nic);
+    }
+
+    /// The watchdog drops data frame `f` of a stormed queue at `out`.
+    #[cold]
+    #[inline(never)]
+    fn watchdog_refuse<T: Tracer<S>>(&mut self, b: u32, out: PortId, f: Frame<S::Ext>, ctx: &mut Ctx<S, T>) {
+        let bridge = &mut self.bridges[b as usize];
+        bridge.dropped_cp += 1;
+        ctx.stats.count(ctx.now, stats::DROPPED_CP);
+        self.watchdog_drops[(f.prio & 7) as usize] += 1;
+        if T::ON {
+            let site = Site {
+                at: ctx.now,
+                node: bridge.node,
+                port: out,
+            };
+            ctx.tracer.frame(&ctx.scheme, site, Kind::Drop, Reason::Watchdog, &f, None);
+        }
     }
 
     /// Bridge `b` accepted data frame `f` (from local ingress `in_local`)
