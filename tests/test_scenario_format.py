@@ -16,6 +16,15 @@ import cnsim
 import pytest
 from cnsim.scenario import apply_sets, builtin_names, load, parse_value, resolve
 
+#: A bridge's mmu settings in the engine config, every one at its default.
+MMU_DEFAULTS = {
+    "reserve_bytes": 4096,
+    "ingress_alpha": 0.125,
+    "egress_alpha": 1.0,
+    "headroom": "auto",
+    "xon_offset_bytes": 3072,
+}
+
 
 def tiny(**top: Any) -> dict[str, Any]:
     """A valid two-station scenario: S -> B -> D."""
@@ -426,13 +435,7 @@ def test_resolve_shape_and_units():
             "ports": None,
             "dt_alpha": 1.0,
             "scheduler": {"strict": [], "ets_weights": (1,) * 8},
-            "mmu": {
-                "reserve_bytes": 4096,
-                "ingress_alpha": 0.125,
-                "egress_alpha": 1.0,
-                "headroom": "auto",
-                "xon_offset_bytes": 3072,
-            },
+            "mmu": MMU_DEFAULTS,
         }
     ]
     assert cfg["links"] == [
@@ -736,13 +739,7 @@ def test_baseline_resolves_to_engine_units():
         "ports": None,
         "dt_alpha": 1.0,
         "scheduler": {"strict": [], "ets_weights": (1,) * 8},
-        "mmu": {
-            "reserve_bytes": 4096,
-            "ingress_alpha": 0.125,
-            "egress_alpha": 1.0,
-            "headroom": "auto",
-            "xon_offset_bytes": 3072,
-        },
+        "mmu": MMU_DEFAULTS,
     }
     assert all(link["rate_bps"] == 10**10 and link["delay_ps"] == 500_000 for link in cfg["links"])
     starts = sorted(e["node"] for e in cfg["events"] if e["action"] == "start")

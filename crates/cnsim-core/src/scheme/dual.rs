@@ -235,30 +235,21 @@ impl<A: Scheme, B: Scheme> Scheme for Dual<A, B> {
 
 /// `with_dual!(a, b, mask, s => expr)`: evaluates `expr` with `s` bound to
 /// the [`Dual`] of the two [`AnyScheme`](crate::scheme::AnyScheme)s `a`
-/// (every priority but `mask`'s) and `b`, for the pairs built; an error
-/// naming `class_scheme` for any other.
+/// (every priority but `mask`'s) and `b`, for the pairs built (listed once,
+/// below: one arm each); `Err(PAIRS)` for any other.
 #[macro_export]
 macro_rules! with_dual {
-    ($a:expr, $b:expr, $mask:expr, $s:ident => $body:expr) => {{
+    ($a:expr, $b:expr, $mask:expr, $s:ident => $body:expr) => {
+        $crate::with_dual!(@pairs ($a, $b, $mask, $s, $body) Dcqcn Dctcp, Hpcc Dctcp, Timely Dctcp, NoCm Dctcp)
+    };
+    (@pairs ($a:expr, $b:expr, $mask:expr, $s:ident, $body:expr) $($x:ident $y:ident),+) => {{
         use $crate::scheme::dual::Dual;
         use $crate::scheme::AnyScheme as S;
         match ($a, $b) {
-            (S::Dcqcn(a), S::Dctcp(b)) => {
+            $((S::$x(a), S::$y(b)) => {
                 let $s = Dual { a, b, b_priorities: $mask };
                 Ok($body)
-            }
-            (S::Hpcc(a), S::Dctcp(b)) => {
-                let $s = Dual { a, b, b_priorities: $mask };
-                Ok($body)
-            }
-            (S::Timely(a), S::Dctcp(b)) => {
-                let $s = Dual { a, b, b_priorities: $mask };
-                Ok($body)
-            }
-            (S::NoCm(a), S::Dctcp(b)) => {
-                let $s = Dual { a, b, b_priorities: $mask };
-                Ok($body)
-            }
+            })+
             _ => Err($crate::scheme::dual::PAIRS),
         }
     }};
