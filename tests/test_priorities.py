@@ -269,6 +269,12 @@ def test_an_mmu_caps_a_lossy_queue_at_its_egress_threshold():
         ("bridge.ingress_alpha=0", "bridge.ingress_alpha"),
         ("links.S1-B.cable_m=10 --set links.S1-B.delay_us=1", "delay_us or cable_m, not both"),
         ("links.S1-B.cable_m=-3", "cable_m"),
+        ("bridge.ecn_kmin_bytes=5000", "ecn_kmin_bytes and ecn_kmax_bytes both set or both not"),
+        ("bridge.ecn_kmin_bytes=9000 --set bridge.ecn_kmax_bytes=5000", "ecn_kmin_bytes <= ecn_kmax_bytes"),
+        (
+            "bridge.ecn_kmin_bytes=1 --set bridge.ecn_kmax_bytes=2 --set bridge.ecn_pmax=1.5",
+            "bridge.ecn_pmax",
+        ),
     ],
 )
 def test_bad_buffer_settings_exit_2_naming_the_parameter(tmp_path, setting, named, refused):
@@ -280,6 +286,20 @@ def test_bad_buffer_settings_exit_2_naming_the_parameter(tmp_path, setting, name
     f.write_text(tomli_w.dumps(doc))
     lines = refused(tmp_path, f, *f"--set {setting}".split())
     assert len(lines) == 1 and named in lines[0], lines
+
+
+def test_a_bridges_red_profile_reaches_the_engine_and_warns_without_ecn():
+    """bridge.ecn_kmin_bytes / ecn_kmax_bytes / ecn_pmax: the bridge's own RED
+    profile in the engine config (none: the scheme's, `red` null); under a
+    scheme that marks no ECN the run says it is ignored. (What it marks:
+    crates/cnsim-core/tests/red.rs.)"""
+    doc = _two_classes()
+    assert cnsim.Scenario(doc).engine_config()["bridges"][0]["red"] is None
+    doc["bridge"].update(ecn_kmin_bytes=5_000, ecn_kmax_bytes=200_000, ecn_pmax=0.01)
+    red = cnsim.Scenario(doc).engine_config()["bridges"][0]["red"]
+    assert red == {"kmin_bytes": 5_000.0, "kmax_bytes": 200_000.0, "pmax": 0.01}
+    with pytest.warns(cnsim.ScenarioWarning, match="the scheme marks no ECN; the RED profile is ignored"):
+        cnsim.run(cnsim.Scenario(doc))
 
 
 def test_cable_length_sets_the_propagation_delay():

@@ -436,6 +436,7 @@ def test_resolve_shape_and_units():
             "dt_alpha": 1.0,
             "scheduler": {"strict": [], "ets_weights": (1,) * 8},
             "mmu": MMU_DEFAULTS,
+            "red": None,
         }
     ]
     assert cfg["links"] == [
@@ -740,6 +741,7 @@ def test_baseline_resolves_to_engine_units():
         "dt_alpha": 1.0,
         "scheduler": {"strict": [], "ets_weights": (1,) * 8},
         "mmu": MMU_DEFAULTS,
+        "red": None,
     }
     assert all(link["rate_bps"] == 10**10 and link["delay_ps"] == 500_000 for link in cfg["links"])
     starts = sorted(e["node"] for e in cfg["events"] if e["action"] == "start")

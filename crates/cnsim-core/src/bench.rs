@@ -37,6 +37,7 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
             dt_alpha: 1.0,
             scheduler: Default::default(),
             mmu: Default::default(),
+            red: None,
         })
         .collect();
     bridges.push(BridgeConfig {
@@ -49,6 +50,7 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
         dt_alpha: 1.0,
         scheduler: Default::default(),
         mmu: Default::default(),
+        red: None,
     });
     let link = |a: String, b: String| LinkConfig {
         a,
@@ -118,6 +120,7 @@ pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, schem
         dt_alpha: 1.0,
         scheduler: Default::default(),
         mmu: Default::default(),
+        red: None,
     }];
     let links = (0..10)
         .map(|i| LinkConfig {
@@ -183,6 +186,7 @@ pub fn leafspine_config(leaves: usize, spines: usize, hosts_per_leaf: usize, loa
         dt_alpha: 1.0,
         scheduler: Default::default(),
         mmu: Default::default(),
+        red: None,
     };
     let bridges = (0..leaves)
         .map(|l| bridge(format!("L{l}")))

@@ -115,6 +115,9 @@ pub struct BridgeSection {
     pub egress_alpha: f64,
     pub headroom_bytes: crate::config::Headroom,
     pub xon_offset_bytes: u64,
+    pub ecn_kmin_bytes: Option<f64>,
+    pub ecn_kmax_bytes: Option<f64>,
+    pub ecn_pmax: f64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -377,6 +380,17 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
         transport,
     } = input;
     let dur = w.duration_ms;
+    // The RED profile's keys are written together: their rules are checked
+    // here, before the two become one profile (or none).
+    let br = &w.bridge;
+    if br.ecn_kmin_bytes.is_some() || br.ecn_kmax_bytes.is_some() {
+        let serde_json::Value::Object(red) = serde_json::json!({
+            "ecn_kmin_bytes": br.ecn_kmin_bytes, "ecn_kmax_bytes": br.ecn_kmax_bytes, "ecn_pmax": br.ecn_pmax,
+        }) else {
+            unreachable!()
+        };
+        crate::sections::bridge().check("bridge", &red)?;
+    }
     let mut windows = vec![WindowConfig {
         name: "measure".into(),
         start_ps: ms_to_ps(w.measure.start_ms),
@@ -459,6 +473,14 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
                     headroom: br.headroom_bytes,
                     xon_offset_bytes: br.xon_offset_bytes,
                 },
+                red: br
+                    .ecn_kmin_bytes
+                    .zip(br.ecn_kmax_bytes)
+                    .map(|(kmin_bytes, kmax_bytes)| crate::scheme::Red {
+                        kmin_bytes,
+                        kmax_bytes,
+                        pmax: br.ecn_pmax,
+                    }),
             });
         }
     }

@@ -456,6 +456,10 @@ pub struct BridgeConfig {
     /// `mmu` buffers: the shared-buffer switch's settings.
     #[serde(default)]
     pub mmu: MmuConfig,
+    /// The bridge's own RED profile for ECN marking at every queue of its
+    /// CPs, replacing the scheme's (None: the scheme's).
+    #[serde(default)]
+    pub red: Option<crate::scheme::Red>,
 }
 
 /// The declared default (`sections::bridge`).
@@ -824,6 +828,9 @@ impl SimConfig {
                 "dt_alpha": b.dt_alpha,
                 "strict_priorities": b.scheduler.strict,
                 "ets_weights": b.scheduler.ets_weights,
+                "ecn_kmin_bytes": b.red.map(|r| r.kmin_bytes),
+                "ecn_kmax_bytes": b.red.map(|r| r.kmax_bytes),
+                "ecn_pmax": b.red.map_or(1.0, |r| r.pmax),
             });
             check(&bridge, &format!("nodes.{}", b.name), "bridge", values)?;
         }

@@ -65,6 +65,7 @@ mod end_to_end {
     mod mmu;
     mod network;
     mod properties;
+    mod red;
     mod scheme_params;
     mod timely;
     mod trace;

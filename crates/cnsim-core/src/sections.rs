@@ -160,6 +160,35 @@ pub fn bridge() -> Table {
             Range::ge(0.0).le(MAX_BYTES),
             "mmu buffers: a paused (ingress port, lossless priority) resumes when its headroom is empty and its shared bytes + this are within the threshold",
         )
+        .float(
+            "ecn_kmin_bytes",
+            0.0,
+            Range::ge(0.0).le(MAX_BYTES),
+            "the bridge's own RED profile for ECN marking, replacing the scheme's (dcqcn.kmin_bytes .., dctcp.k_bytes) at every queue of its CPs: no frame is marked while the queue holds at most this",
+        )
+        .optional("ecn_kmin_bytes", "none: the scheme's marking")
+        .float(
+            "ecn_kmax_bytes",
+            0.0,
+            Range::ge(0.0).le(MAX_BYTES),
+            "the bridge's RED profile: frames are marked with a probability rising linearly from 0 at ecn_kmin_bytes to ecn_pmax here, every frame above (equal to ecn_kmin_bytes: DCTCP's step)",
+        )
+        .optional("ecn_kmax_bytes", "none: the scheme's marking")
+        .float(
+            "ecn_pmax",
+            1.0,
+            Range::gt(0.0).le(1.0),
+            "the bridge's RED profile: the marking probability at ecn_kmax_bytes (read only with ecn_kmin_bytes and ecn_kmax_bytes)",
+        )
+        .rule(&["ecn_kmin_bytes", "ecn_kmax_bytes"], "ecn_kmin_bytes and ecn_kmax_bytes both set or both not", |v| {
+            v.get("ecn_kmin_bytes").is_some() == v.get("ecn_kmax_bytes").is_some()
+        })
+        .rule(&["ecn_kmin_bytes", "ecn_kmax_bytes"], "ecn_kmin_bytes <= ecn_kmax_bytes", |v| {
+            match (v.get("ecn_kmin_bytes"), v.get("ecn_kmax_bytes")) {
+                (Some(a), Some(b)) => a <= b,
+                _ => true,
+            }
+        })
         .ints(
             "strict_priorities",
             &[],

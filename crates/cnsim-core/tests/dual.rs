@@ -11,18 +11,18 @@ use cnsim_core::scheme::dcqcn::DcqcnParams;
 use cnsim_core::scheme::dctcp::DctcpParams;
 use cnsim_core::{RunResult, Sim};
 
-fn dcqcn() -> SchemeConfig {
+pub(super) fn dcqcn() -> SchemeConfig {
     SchemeConfig::of("dcqcn", &DcqcnParams::default())
 }
 
-fn dctcp() -> SchemeConfig {
+pub(super) fn dctcp() -> SchemeConfig {
     SchemeConfig::of("dctcp", &DctcpParams::default())
 }
 
 /// S1 and S2 each send a 2 MB flow to D through B0's port towards D (a
 /// CP), S1 at priority `p1` and S2 at `p2`; `scheme` for priority 0 and
 /// DCQCN for the others when `dual`.
-fn two_flows(p1: u8, p2: u8, scheme: SchemeConfig, dual: bool) -> SimConfig {
+pub(super) fn two_flows(p1: u8, p2: u8, scheme: SchemeConfig, dual: bool) -> SimConfig {
     let mut cfg = star_config(2, 0.0, 20 * PS_PER_MS, 0);
     cfg.events.clear();
     cfg.pause.enabled = true;
@@ -51,11 +51,11 @@ fn two_flows(p1: u8, p2: u8, scheme: SchemeConfig, dual: bool) -> SimConfig {
     cfg
 }
 
-fn run(cfg: &SimConfig) -> RunResult {
+pub(super) fn run(cfg: &SimConfig) -> RunResult {
     Sim::new(cfg, 1).expect("valid config").run().expect("conservation holds")
 }
 
-fn finishes(r: &RunResult) -> Vec<Time> {
+pub(super) fn finishes(r: &RunResult) -> Vec<Time> {
     r.transport.flows.iter().map(|f| f.finish_ps).collect()
 }
 

@@ -36,6 +36,7 @@ fn bridge(name: &str) -> BridgeConfig {
         dt_alpha: 1.0,
         scheduler: Default::default(),
         mmu: Default::default(),
+        red: None,
     }
 }
 

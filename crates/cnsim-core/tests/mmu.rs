@@ -71,6 +71,7 @@ fn worst_case(rate_bps: u64, cable_m: f64, mtu: u32, latency_ps: u64, r_start_ps
         dt_alpha: 1.0,
         scheduler: Default::default(),
         mmu,
+        red: None,
     };
     // Long enough for 40 pause cycles (each drains about the headroom and
     // the XON offset at a fiftieth of the rate).
@@ -180,4 +181,73 @@ fn ten_percent_less_than_auto_loses_frames() {
 fn auto_headroom_of_the_documented_case() {
     assert_eq!(headroom_bytes(100_000_000_000, cable_ps(100.0), 1_000_000, 1500, 64, 1), 29_564);
     assert_eq!(headroom_bytes(100_000_000_000, cable_ps(100.0), 0, 1500, 64, 1), 17_064);
+}
+
+/// Two of the buffer modes cnsim had before the MMU are instances of it: a
+/// lossy-only MMU with no reserve is `shared` when its egress threshold never
+/// binds (alpha 1e12), and `dynamic` (Choudhury and Hahne) when its egress
+/// alpha is `dt_alpha`. Same seed, same frames: every count, delay and
+/// flow's figures equal. (`per_output` and `per_input` are static
+/// partitions, which no setting of a shared pool reproduces.)
+#[test]
+fn shared_and_dynamic_buffers_are_instances_of_the_mmu() {
+    // Three hosts into D and one into F through one bridge, PAUSE off: D's
+    // queue fills the buffer, and F's share of what is left is the threshold.
+    let cfg = |mode: BufferMode, dt_alpha: f64, egress_alpha: f64| {
+        let bridge = BridgeConfig {
+            name: "B".into(),
+            buffer_mode: mode,
+            buffer_bytes: 150_000,
+            latency_ps: 500_000,
+            cp: false,
+            ports: None,
+            dt_alpha,
+            scheduler: Default::default(),
+            mmu: MmuConfig {
+                reserve_bytes: 0,
+                egress_alpha,
+                ..MmuConfig::default()
+            },
+            red: None,
+        };
+        let mut stations: Vec<_> = ["H1", "H2", "H3"].iter().map(|h| station(h, 0.45, "D", 3)).collect();
+        stations.push(station("H4", 0.9, "F", 3));
+        stations.extend([station("D", 0.0, "", 3), station("F", 0.0, "", 3)]);
+        let links = ["H1", "H2", "H3", "H4", "D", "F"]
+            .iter()
+            .map(|h| link(h, "B", 10_000_000_000, 1_000_000))
+            .collect();
+        let starts = ["H1", "H2", "H3", "H4"]
+            .iter()
+            .map(|h| EventConfig::Start {
+                at_ps: 0,
+                node: (*h).into(),
+            })
+            .collect();
+        let mut c = SimConfig::new(20_000_000_000, stations, vec![bridge], links, starts);
+        c.pause.enabled = false;
+        c
+    };
+    let same = |a: &RunResult, b: &RunResult, what: &str| {
+        let (x, y) = (&a.frames.counts, &b.frames.counts);
+        assert!(x.dropped_cp > 1_000, "{what}: the buffer binds ({} drops)", x.dropped_cp);
+        assert_eq!(
+            (x.generated, x.delivered, x.dropped_cp, x.delay_sum_ps, x.delay_max_ps),
+            (y.generated, y.delivered, y.dropped_cp, y.delay_sum_ps, y.delay_max_ps),
+            "{what}"
+        );
+        let flows = |r: &RunResult| {
+            r.flows
+                .iter()
+                .map(|f| (f.src.clone(), f.dst.clone(), f.delivered))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(flows(a), flows(b), "{what}: per flow");
+    };
+    let shared = run(&cfg(BufferMode::Shared, 1.0, 0.0));
+    same(&shared, &run(&cfg(BufferMode::Mmu, 1.0, 1e12)), "shared");
+    let dynamic = run(&cfg(BufferMode::Dynamic, 0.5, 0.0));
+    same(&dynamic, &run(&cfg(BufferMode::Mmu, 1.0, 0.5)), "dynamic");
+    // The threshold binds: F's flow loses frames it would not under `shared`.
+    assert!(dynamic.frames.counts.dropped_cp != shared.frames.counts.dropped_cp);
 }

@@ -33,6 +33,7 @@ fn bridge(name: &str, mode: BufferMode, latency_ps: u64) -> BridgeConfig {
         dt_alpha: 1.0,
         scheduler: Default::default(),
         mmu: Default::default(),
+        red: None,
     }
 }
 

@@ -120,9 +120,18 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
             .ports
             .iter()
             .zip(&cp_on)
-            .map(|(p, &on)| on.then(|| scheme.new_cp(stream(seed, &format!("{}/cp", p.name)))))
+            .map(|(p, &on)| {
+                on.then(|| {
+                    let red = match net.nodes[p.owner as usize].kind {
+                        NodeKind::Bridge(b) => cfg.bridges[b as usize].red,
+                        _ => None,
+                    };
+                    scheme.new_cp(stream(seed, &format!("{}/cp", p.name)), red)
+                })
+            })
             .collect();
         let has_cp: Vec<bool> = cps.iter().map(Option::is_some).collect();
+        let red_warned = red_warnings(cfg, S::MARKS_ECN, &cp_on, &net);
         let rps = (0..n_st)
             .map(|s| {
                 let st = &net.stations[s];
@@ -410,6 +419,7 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
         let mut warnings = ctx.scheme.check_network(&view)?;
         warnings.extend(pfc_warnings(cfg));
         warnings.extend(headroom_warnings(cfg));
+        warnings.extend(red_warned);
         Ok(Assembled {
             ctx,
             fabric,
@@ -483,6 +493,33 @@ fn headroom_warnings(cfg: &SimConfig) -> Vec<String> {
             })
         })
         .collect()
+}
+
+/// A bridges' RED profile that marks nothing: the scheme marks no ECN, or
+/// no bridge with a profile has a CP port.
+fn red_warnings<E>(cfg: &SimConfig, marks_ecn: bool, cp_on: &[bool], net: &Network<E>) -> Vec<String> {
+    let with_red: Vec<usize> = (0..cfg.bridges.len()).filter(|&b| cfg.bridges[b].red.is_some()).collect();
+    let Some(&first) = with_red.first() else {
+        return Vec::new();
+    };
+    let name = &cfg.bridges[first].name;
+    if !marks_ecn {
+        return vec![format!(
+            "bridge {name}: ecn_kmin_bytes / ecn_kmax_bytes: the scheme marks no ECN; the RED profile is ignored"
+        )];
+    }
+    let is_cp = |b: usize| {
+        net.ports
+            .iter()
+            .zip(cp_on)
+            .any(|(p, &on)| on && matches!(net.nodes[p.owner as usize].kind, NodeKind::Bridge(x) if x as usize == b))
+    };
+    if with_red.iter().any(|&b| is_cp(b)) {
+        return Vec::new();
+    }
+    vec![format!(
+        "bridge {name}: ecn_kmin_bytes / ecn_kmax_bytes: no bridge with a RED profile has a CP port (cp = false), so nothing is marked"
+    )]
 }
 
 /// PFC settings that are legal but pause nothing: said once per run.

@@ -4,7 +4,7 @@
 
 use super::params::SchemeConfig;
 use super::params::{Range, Table};
-use super::{check_floor, unreachable_threshold, CpFields, ExtFields, NetView, NoteFormat, QueueView, RlCore, Scheme};
+use super::{CpFields, ExtFields, NetView, NoteFormat, QueueView, Red, RlCore, Scheme, check_floor, unreachable_threshold};
 use crate::engine::rng::Stream;
 use crate::engine::{us_to_ps, Time};
 use crate::error::ConfigError;
@@ -326,7 +326,7 @@ impl Scheme for Bcn {
         self.check(net)
     }
 
-    fn new_cp(&self, rng: Stream) -> BcnCp {
+    fn new_cp(&self, rng: Stream, _red: Option<Red>) -> BcnCp {
         BcnCp {
             rng,
             counter: 0.0,
@@ -510,7 +510,7 @@ mod tests {
                 ..p.clone()
             })
             .unwrap();
-            let mut cp = b.new_cp(stream(0, "cp"));
+            let mut cp = b.new_cp(stream(0, "cp"), None);
             let mut f: Frame<BcnExt> = Frame::data(0, 0, 1, 1500);
             b.cp_on_enqueue(&mut cp, &mut f, qv(5_000), 1);
             assert!(b.feedback(20_000, cp.qold_pages) < 0.0);
@@ -575,7 +575,7 @@ mod tests {
             ..BcnParams::default()
         })
         .unwrap();
-        let mut cp = b.new_cp(stream(0, "cp"));
+        let mut cp = b.new_cp(stream(0, "cp"), None);
         let f: Frame<BcnExt> = Frame::data(0, 0, 1, 1500);
         let mut samples = 0;
         for i in 0..100 {
@@ -587,7 +587,7 @@ mod tests {
         }
         assert_eq!(samples, 10, "one sample per 15 KB of 1500-byte frames");
         // An empty queue: positive feedback, but only for frames tagged with this CP.
-        let mut cp = b.new_cp(stream(0, "cp"));
+        let mut cp = b.new_cp(stream(0, "cp"), None);
         let mut tagged = f;
         tagged.cpid = 7;
         let untagged: usize = (0..100)
@@ -605,7 +605,7 @@ mod tests {
             ..b.params().clone()
         })
         .unwrap();
-        let mut cp = any.new_cp(stream(0, "cp"));
+        let mut cp = any.new_cp(stream(0, "cp"), None);
         let n = (0..100)
             .filter_map(|_| any.cp_on_enqueue(&mut cp, &mut f.clone(), qv(1500), 7))
             .filter(|fb| fb.msg == BcnMsg::Positive)
@@ -622,7 +622,7 @@ mod tests {
             ..BcnParams::default()
         })
         .unwrap();
-        let mut cp = both.new_cp(stream(0, "cp"));
+        let mut cp = both.new_cp(stream(0, "cp"), None);
         assert_eq!(
             both.cp_on_enqueue(&mut cp, &mut f.clone(), qv(130_000), 7).unwrap(),
             BcnExt::new(BcnMsg::Negative, -1875.0)
@@ -633,7 +633,7 @@ mod tests {
         );
         // Falling from 110 KB to 90 KB: Fb = -(375 - 2 x 312.5) > 0, and the frame is untagged.
         assert_eq!(both.cp_on_enqueue(&mut cp, &mut f.clone(), qv(90_000), 7), None);
-        let mut fresh = both.new_cp(stream(0, "cp"));
+        let mut fresh = both.new_cp(stream(0, "cp"), None);
         assert_eq!(
             both.cp_on_enqueue(&mut fresh, &mut f.clone(), qv(90_000), 7).unwrap(),
             BcnExt::new(BcnMsg::Negative, -1875.0)
@@ -653,7 +653,7 @@ mod tests {
         .unwrap();
         let f: Frame<BcnExt> = Frame::data(0, 0, 1, 1500);
         let count = |q: u64| {
-            let mut cp = b.new_cp(stream(0, "cp"));
+            let mut cp = b.new_cp(stream(0, "cp"), None);
             (0..3000)
                 .filter(|_| b.cp_on_enqueue(&mut cp, &mut f.clone(), qv(q), 7).is_some())
                 .count()

@@ -14,12 +14,11 @@
 
 use super::params::SchemeConfig;
 use super::params::{Range, Table};
-use super::{check_floor, unreachable_threshold, ExtFields, NetView, NoteFormat, QueueView, RlCore, Scheme};
+use super::{ExtFields, NetView, NoteFormat, QueueView, Red, RlCore, Scheme, check_floor, unreachable_threshold};
 use crate::engine::rng::Stream;
 use crate::engine::{us_to_ps, Time};
 use crate::error::ConfigError;
 use crate::frame::Frame;
-use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 /// DCQCN parameters, in the units of their names; declared in [`table`].
@@ -137,16 +136,18 @@ impl Dcqcn {
         &self.p
     }
 
+    /// The scheme's RED profile (K_min, K_max, P_max).
+    pub fn red(&self) -> Red {
+        Red {
+            kmin_bytes: self.p.kmin_bytes,
+            kmax_bytes: self.p.kmax_bytes,
+            pmax: self.p.pmax,
+        }
+    }
+
     /// Marking probability at a queue of `q` bytes.
     pub fn mark_probability(&self, q: f64) -> f64 {
-        let p = &self.p;
-        if q <= p.kmin_bytes {
-            0.0
-        } else if q <= p.kmax_bytes {
-            p.pmax * (q - p.kmin_bytes) / (p.kmax_bytes - p.kmin_bytes)
-        } else {
-            1.0
-        }
+        self.red().probability(q)
     }
 
     fn increase(&self, core: &mut RlCore, rl: &mut DcqcnRl) {
@@ -168,6 +169,8 @@ impl Dcqcn {
 
 pub struct DcqcnCp {
     rng: Stream,
+    /// The bridge's RED profile, or the scheme's.
+    red: Red,
 }
 
 /// RP state of one flow's rate limiter.
@@ -187,24 +190,29 @@ impl Scheme for Dcqcn {
     type Rl = DcqcnRl;
     const NP_EVENTS: bool = true;
     const CP_ON_DEQUEUE: bool = true;
+    const MARKS_ECN: bool = true;
 
     fn check_network(&self, net: &NetView) -> Result<Vec<String>, ConfigError> {
         check_floor("dcqcn.min_rate_mbps", self.p.min_rate_mbps, net)?;
-        Ok(
-            unreachable_threshold("dcqcn.kmin_bytes", self.p.kmin_bytes, net, "no frame is ever marked")
-                .into_iter()
-                .collect(),
-        )
+        let mut warnings: Vec<String> = unreachable_threshold("dcqcn.kmin_bytes", self.p.kmin_bytes, net, "no frame is ever marked")
+            .into_iter()
+            .collect();
+        if self.p.window && net.paths.is_empty() {
+            warnings.push("dcqcn.window = true: there are no transport flows, and open-loop traffic has no window; it changes nothing".into());
+        }
+        Ok(warnings)
     }
 
-    fn new_cp(&self, rng: Stream) -> DcqcnCp {
-        DcqcnCp { rng }
+    fn new_cp(&self, rng: Stream, red: Option<Red>) -> DcqcnCp {
+        DcqcnCp {
+            rng,
+            red: red.unwrap_or_else(|| self.red()),
+        }
     }
 
     /// DCQCN marks at dequeue; nothing happens on arrival.
     fn cp_on_dequeue(&self, cp: &mut DcqcnCp, frame: &mut Frame<DcqcnExt>, q: QueueView, _cpid: u32) {
-        let p = self.mark_probability(q.bytes as f64);
-        if p > 0.0 && (p >= 1.0 || cp.rng.gen::<f64>() < p) {
+        if cp.red.marks(q.bytes as f64, &mut cp.rng) {
             frame.ext.ce = true; // ECN congestion experienced
         }
     }
@@ -315,7 +323,7 @@ mod tests {
         assert!((d.mark_probability(102_500.0) - 0.005).abs() < 1e-12);
         assert!((d.mark_probability(200_000.0) - 0.01).abs() < 1e-12);
         assert_eq!(d.mark_probability(200_001.0), 1.0);
-        let mut cp = d.new_cp(stream(0, "cp"));
+        let mut cp = d.new_cp(stream(0, "cp"), None);
         let marked = (0..100_000)
             .filter(|_| {
                 let mut f = Frame::data(0, 0, 1, 1500);

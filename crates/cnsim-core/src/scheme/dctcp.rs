@@ -40,7 +40,7 @@
 
 use super::params::SchemeConfig;
 use super::params::{Range, Table};
-use super::{unreachable_threshold, AckKind, AckView, ExtFields, NetView, QueueView, RlCore, Scheme};
+use super::{AckKind, AckView, ExtFields, NetView, QueueView, Red, RlCore, Scheme, unreachable_threshold};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
 use crate::error::ConfigError;
@@ -180,9 +180,26 @@ impl Dctcp {
     }
 }
 
+/// A DCTCP CP: the step at `dctcp.k_bytes`, unless its bridge has a RED
+/// profile of its own (then marked by it, with this stream).
+pub struct DctcpCp {
+    red: Option<(Red, Stream)>,
+}
+
+impl DctcpCp {
+    #[inline]
+    fn marks(&mut self, k_bytes: f64, q: u64) -> bool {
+        match &mut self.red {
+            None => q as f64 > k_bytes,
+            Some((red, rng)) => red.marks(q as f64, rng),
+        }
+    }
+}
+
 impl Scheme for Dctcp {
     type Ext = DctcpExt;
-    type Cp = ();
+    type Cp = DctcpCp;
+    const MARKS_ECN: bool = true;
     type Np = ();
     type Rl = DctcpRl;
 
@@ -197,20 +214,22 @@ impl Scheme for Dctcp {
         .collect())
     }
 
-    fn new_cp(&self, _rng: Stream) {}
+    fn new_cp(&self, rng: Stream, red: Option<Red>) -> DctcpCp {
+        DctcpCp { red: red.map(|r| (r, rng)) }
+    }
 
     const CP_ON_DEQUEUE: bool = true;
 
-    fn cp_on_enqueue(&self, _cp: &mut (), frame: &mut Frame<DctcpExt>, q: QueueView, _cpid: u32) -> Option<DctcpExt> {
-        if self.p.mark_at == MarkAt::Enqueue && q.bytes as f64 > self.p.k_bytes {
+    fn cp_on_enqueue(&self, cp: &mut DctcpCp, frame: &mut Frame<DctcpExt>, q: QueueView, _cpid: u32) -> Option<DctcpExt> {
+        if self.p.mark_at == MarkAt::Enqueue && cp.marks(self.p.k_bytes, q.bytes) {
             frame.ext.ce = true;
         }
         None
     }
 
-    fn cp_on_dequeue(&self, _cp: &mut (), frame: &mut Frame<DctcpExt>, q: QueueView, _cpid: u32) {
+    fn cp_on_dequeue(&self, cp: &mut DctcpCp, frame: &mut Frame<DctcpExt>, q: QueueView, _cpid: u32) {
         // The queue including the frame leaving it.
-        if self.p.mark_at == MarkAt::Dequeue && q.bytes as f64 > self.p.k_bytes {
+        if self.p.mark_at == MarkAt::Dequeue && cp.marks(self.p.k_bytes, q.bytes) {
             frame.ext.ce = true;
         }
     }
@@ -345,9 +364,9 @@ mod tests {
             now: 0,
         };
         let mut f: Frame<DctcpExt> = Frame::data(0, 0, 1, 1500);
-        d.cp_on_enqueue(&mut (), &mut f, q(97_500), 1);
+        d.cp_on_enqueue(&mut DctcpCp { red: None }, &mut f, q(97_500), 1);
         assert!(!f.ext.ce);
-        d.cp_on_enqueue(&mut (), &mut f, q(97_501), 1);
+        d.cp_on_enqueue(&mut DctcpCp { red: None }, &mut f, q(97_501), 1);
         assert!(f.ext.ce);
     }
 
@@ -425,16 +444,16 @@ mod tests {
             now: 0,
         };
         let mut f: Frame<DctcpExt> = Frame::data(0, 0, 1, 1500);
-        d.cp_on_enqueue(&mut (), &mut f, q(200_000), 1);
+        d.cp_on_enqueue(&mut DctcpCp { red: None }, &mut f, q(200_000), 1);
         assert!(!f.ext.ce);
-        d.cp_on_dequeue(&mut (), &mut f, q(97_500), 1);
+        d.cp_on_dequeue(&mut DctcpCp { red: None }, &mut f, q(97_500), 1);
         assert!(!f.ext.ce);
-        d.cp_on_dequeue(&mut (), &mut f, q(97_501), 1);
+        d.cp_on_dequeue(&mut DctcpCp { red: None }, &mut f, q(97_501), 1);
         assert!(f.ext.ce);
         // The default marks on arrival only.
         let e = Dctcp::new(DctcpParams::default()).unwrap();
         let mut f: Frame<DctcpExt> = Frame::data(0, 0, 1, 1500);
-        e.cp_on_dequeue(&mut (), &mut f, q(200_000), 1);
+        e.cp_on_dequeue(&mut DctcpCp { red: None }, &mut f, q(200_000), 1);
         assert!(!f.ext.ce);
     }
 

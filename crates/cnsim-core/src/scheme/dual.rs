@@ -15,7 +15,7 @@
 //! The pairs a run may hold are listed once, in [`with_dual!`](crate::with_dual):
 //! each is one more instantiation of the whole simulator.
 
-use super::{AckView, CpFields, ExtFields, NetView, QueueView, RlCore, Scheme};
+use super::{AckView, CpFields, ExtFields, NetView, QueueView, Red, RlCore, Scheme};
 use crate::engine::rng::{splitmix64, stream_from_u64, Stream};
 use crate::engine::Time;
 use crate::error::ConfigError;
@@ -93,11 +93,12 @@ impl<A: Scheme, B: Scheme> Scheme for Dual<A, B> {
     const NP_EVENTS: bool = A::NP_EVENTS || B::NP_EVENTS;
     const CP_ON_DEQUEUE: bool = A::CP_ON_DEQUEUE || B::CP_ON_DEQUEUE;
     const NOTIFIES: bool = A::NOTIFIES || B::NOTIFIES;
+    const MARKS_ECN: bool = A::MARKS_ECN || B::MARKS_ECN;
 
-    fn new_cp(&self, rng: Stream) -> Self::Cp {
+    fn new_cp(&self, rng: Stream, red: Option<Red>) -> Self::Cp {
         // B's stream is seeded from A's first draw (A's stream unchanged).
         let b_seed = splitmix64(rng.clone().gen::<u64>() ^ 0xB);
-        (self.a.new_cp(rng), self.b.new_cp(stream_from_u64(b_seed)))
+        (self.a.new_cp(rng, red), self.b.new_cp(stream_from_u64(b_seed), red))
     }
 
     fn cp_on_enqueue(&self, cp: &mut Self::Cp, frame: &mut Frame<Self::Ext>, q: QueueView, cpid: u32) -> Option<Self::Ext> {

@@ -21,7 +21,7 @@
 
 use super::params::SchemeConfig;
 use super::params::{Range, Table};
-use super::{AckKind, AckView, QueueView, RlCore, Scheme};
+use super::{AckKind, AckView, QueueView, Red, RlCore, Scheme};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
 use crate::error::ConfigError;
@@ -136,7 +136,7 @@ impl Scheme for Hpcc {
     type Rl = HpccRl;
     const CP_ON_DEQUEUE: bool = true;
 
-    fn new_cp(&self, _rng: Stream) {}
+    fn new_cp(&self, _rng: Stream, _red: Option<Red>) {}
 
     /// INT: the port stamps the frame as it leaves.
     fn cp_on_dequeue(&self, _cp: &mut (), frame: &mut Frame<HpccExt>, q: QueueView, _cpid: u32) {

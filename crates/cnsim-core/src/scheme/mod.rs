@@ -39,6 +39,8 @@ use crate::engine::Time;
 use crate::error::{fail, ConfigError};
 use crate::frame::Frame;
 use params::SchemeConfig;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 /// CPID of a notification that names no congestion point.
@@ -95,6 +97,39 @@ pub struct QueueView {
     pub rate_bps: u64,
     pub tx_bytes: u64,
     pub now: Time,
+}
+
+/// A RED profile for ECN marking at a queue: nothing marked up to
+/// `kmin_bytes`, then with a probability rising linearly to `pmax` at
+/// `kmax_bytes`, every frame past it (DCQCN's K_min, K_max, P_max; DCTCP's
+/// step at K is `kmin_bytes = kmax_bytes = K`). A bridge's own profile
+/// (`bridge.ecn_kmin_bytes` ...) replaces the scheme's on its queues.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Red {
+    pub kmin_bytes: f64,
+    pub kmax_bytes: f64,
+    pub pmax: f64,
+}
+
+impl Red {
+    /// The marking probability at a queue of `q` bytes.
+    #[inline]
+    pub fn probability(&self, q: f64) -> f64 {
+        if q <= self.kmin_bytes {
+            0.0
+        } else if q <= self.kmax_bytes {
+            self.pmax * (q - self.kmin_bytes) / (self.kmax_bytes - self.kmin_bytes)
+        } else {
+            1.0
+        }
+    }
+
+    /// Whether to mark a frame leaving or joining a queue of `q` bytes.
+    #[inline]
+    pub fn marks(&self, q: f64, rng: &mut Stream) -> bool {
+        let p = self.probability(q);
+        p > 0.0 && (p >= 1.0 || rng.gen::<f64>() < p)
+    }
 }
 
 /// What a transport event tells a flow's RL ([`Scheme::rp_on_ack`]).
@@ -232,7 +267,12 @@ pub trait Scheme: Send + 'static {
     /// without an event (`Fabric::express`).
     const NOTIFIES: bool = true;
 
-    fn new_cp(&self, rng: Stream) -> Self::Cp;
+    /// Whether the scheme's CPs mark ECN (a bridge's RED profile, `red`
+    /// below, is used only by such schemes).
+    const MARKS_ECN: bool = false;
+
+    /// A CP's state; `red`: its bridge's own RED profile, if it sets one.
+    fn new_cp(&self, rng: Stream, red: Option<Red>) -> Self::Cp;
 
     /// A data frame joined a CP's queue. Returning a notification sends it
     /// to the frame's source (about the frame's flow, from CP `cpid`).

@@ -1,7 +1,7 @@
 //! No congestion management: no CP, no NP, no RP (PAUSE is configured separately).
 
 use super::params::SchemeConfig;
-use super::{RlCore, Scheme};
+use super::{Red, RlCore, Scheme};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
 use crate::error::{fail, ConfigError};
@@ -24,7 +24,7 @@ impl Scheme for NoCm {
     type Rl = ();
     const NOTIFIES: bool = false;
 
-    fn new_cp(&self, _rng: Stream) {}
+    fn new_cp(&self, _rng: Stream, _red: Option<Red>) {}
 
     fn new_rl(&self, _core: &mut RlCore, _now: Time) -> ((), Option<Time>) {
         ((), None)

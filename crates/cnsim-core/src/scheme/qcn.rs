@@ -13,7 +13,7 @@
 
 use super::params::SchemeConfig;
 use super::params::{Range, Table};
-use super::{check_floor, unreachable_threshold, CpFields, ExtFields, NetView, NoteFormat, QueueView, RlCore, Scheme};
+use super::{CpFields, ExtFields, NetView, NoteFormat, QueueView, Red, RlCore, Scheme, check_floor, unreachable_threshold};
 use crate::engine::rng::Stream;
 use crate::engine::{ms_to_ps, Time};
 use crate::error::ConfigError;
@@ -439,7 +439,7 @@ impl Scheme for Qcn {
         self.check(net)
     }
 
-    fn new_cp(&self, rng: Stream) -> QcnCp {
+    fn new_cp(&self, rng: Stream, _red: Option<Red>) -> QcnCp {
         QcnCp {
             rng,
             time_to_mark: 0.0,
@@ -559,8 +559,8 @@ impl Scheme for Qcn3pt {
         self.0.check(net)
     }
 
-    fn new_cp(&self, rng: Stream) -> QcnCp {
-        self.0.new_cp(rng)
+    fn new_cp(&self, rng: Stream, red: Option<Red>) -> QcnCp {
+        self.0.new_cp(rng, red)
     }
     fn cp_on_enqueue(&self, cp: &mut QcnCp, frame: &mut Frame<QcnExt>, q: QueueView, cpid: u32) -> Option<QcnExt> {
         match self.0.p.mark_at {
@@ -704,7 +704,7 @@ mod tests {
             randomize: 0.0,
             ..QcnParams::default()
         });
-        let mut cp = q.new_cp(stream(0, "cp"));
+        let mut cp = q.new_cp(stream(0, "cp"), None);
         let mut f = Frame::data(0, 0, 1, 1500);
         // Below Qeq and steady: samples every 150 KB and sends nothing, not
         // even for the first sample, whose Qdelta (Qold still 0) is +10,000.
@@ -719,7 +719,7 @@ mod tests {
             notify_below_qeq: true,
             ..QcnParams::default()
         });
-        let mut lcp = lit.new_cp(stream(0, "cp"));
+        let mut lcp = lit.new_cp(stream(0, "cp"), None);
         let sent = (0..1000)
             .filter(|_| lit.cp_on_enqueue(&mut lcp, &mut f, qv(10_000), 3).is_some())
             .count();
@@ -735,7 +735,7 @@ mod tests {
             mark_at: MarkAt::Enqueue,
             ..QcnParams::default()
         });
-        let mut cp = q3.new_cp(stream(0, "cp"));
+        let mut cp = q3.new_cp(stream(0, "cp"), None);
         let mut marked = 0;
         for _ in 0..1000 {
             let mut g = f;
@@ -941,7 +941,7 @@ mod tests {
             randomize: 0.0,
             ..QcnParams::default()
         });
-        let (mut cp, mut cp2) = (q.new_cp(stream(0, "cp")), two_point.new_cp(stream(0, "cp")));
+        let (mut cp, mut cp2) = (q.new_cp(stream(0, "cp"), None), two_point.new_cp(stream(0, "cp"), None));
         let mut cnms = vec![];
         for i in 0..1000u64 {
             let q_bytes = 100_000 + 100 * i; // far above Qeq and rising
@@ -972,7 +972,7 @@ mod tests {
     #[test]
     fn mark_front_holds_at_most_one_mark_per_queued_frame() {
         let q = three_point(MarkAt::Front);
-        let mut cp = q.new_cp(stream(0, "cp"));
+        let mut cp = q.new_cp(stream(0, "cp"), None);
         // 30 KB of 10 KB frames (above Qeq): at most three frames to mark.
         for _ in 0..2000 {
             let mut arriving: Frame<QcnExt> = Frame::data(0, 0, 1, 10_000);
@@ -984,7 +984,7 @@ mod tests {
     #[test]
     fn mark_at_dequeue_samples_departures_and_enqueue_marks_the_arrival() {
         let deq = three_point(MarkAt::Dequeue);
-        let mut cp = deq.new_cp(stream(0, "cp"));
+        let mut cp = deq.new_cp(stream(0, "cp"), None);
         let mut marked = 0;
         for _ in 0..1000 {
             let mut f: Frame<QcnExt> = Frame::data(0, 0, 1, 1500);
@@ -995,7 +995,7 @@ mod tests {
         }
         assert!((70..=82).contains(&marked), "{marked}");
         let enq = three_point(MarkAt::Enqueue);
-        let mut cp = enq.new_cp(stream(0, "cp"));
+        let mut cp = enq.new_cp(stream(0, "cp"), None);
         let mut f: Frame<QcnExt> = Frame::data(0, 0, 1, 1500);
         for _ in 0..1000 {
             enq.cp_on_dequeue(&mut cp, &mut f, qv(200_000), 3);

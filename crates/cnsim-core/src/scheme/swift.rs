@@ -30,7 +30,7 @@
 
 use super::params::SchemeConfig;
 use super::params::{Range, Table};
-use super::{num_us, AckKind, AckView, NetView, PathView, RlCore, Scheme};
+use super::{AckKind, AckView, NetView, PathView, Red, RlCore, Scheme, num_us};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
 use crate::error::ConfigError;
@@ -198,7 +198,7 @@ impl Scheme for Swift {
     type Np = ();
     type Rl = SwiftRl;
 
-    fn new_cp(&self, _rng: Stream) {}
+    fn new_cp(&self, _rng: Stream, _red: Option<Red>) {}
 
     fn new_rl(&self, core: &mut RlCore, _now: Time) -> (SwiftRl, Option<Time>) {
         // One BDP of the path to start (1,500-byte frames until the first ACK).

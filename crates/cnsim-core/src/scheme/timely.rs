@@ -43,7 +43,7 @@
 
 use super::params::SchemeConfig;
 use super::params::{Range, Table};
-use super::{check_floor, num_us, AckKind, AckView, NetView, RlCore, Scheme};
+use super::{AckKind, AckView, NetView, Red, RlCore, Scheme, check_floor, num_us};
 use crate::engine::rng::Stream;
 use crate::engine::Time;
 use crate::error::ConfigError;
@@ -279,7 +279,7 @@ impl Scheme for Timely {
     type Np = ();
     type Rl = TimelyRl;
 
-    fn new_cp(&self, _rng: Stream) {}
+    fn new_cp(&self, _rng: Stream, _red: Option<Red>) {}
 
     fn new_rl(&self, core: &mut RlCore, _now: Time) -> (TimelyRl, Option<Time>) {
         if self.p.init_rate_gbps > 0.0 {

@@ -1,0 +1,121 @@
+//! A bridge's own RED profile (`bridge.ecn_kmin_bytes`, `ecn_kmax_bytes`,
+//! `ecn_pmax`) replaces the scheme's ECN marking at its CPs' queues: set to
+//! the scheme's own it changes nothing, to the frame; set lower, it marks
+//! earlier; under a scheme that marks no ECN it is said to be ignored.
+
+use super::dual::{dcqcn, dctcp, finishes, run, two_flows};
+use cnsim_core::config::SimConfig;
+use cnsim_core::scheme::dcqcn::DcqcnParams;
+use cnsim_core::scheme::dctcp::DctcpParams;
+use cnsim_core::scheme::Red;
+use cnsim_core::Sim;
+
+fn with_red(mut cfg: SimConfig, kmin_bytes: f64, kmax_bytes: f64, pmax: f64) -> SimConfig {
+    for b in &mut cfg.bridges {
+        b.red = Some(Red {
+            kmin_bytes,
+            kmax_bytes,
+            pmax,
+        });
+    }
+    cfg
+}
+
+#[test]
+fn the_schemes_own_profile_at_the_bridge_changes_nothing() {
+    // DCQCN's K_min, K_max, P_max, and the CP's stream drawn as before.
+    let d = DcqcnParams::default();
+    let plain = run(&two_flows(3, 3, dcqcn(), false));
+    let same = run(&with_red(two_flows(3, 3, dcqcn(), false), d.kmin_bytes, d.kmax_bytes, d.pmax));
+    assert!(plain.frames.counts.note_bytes_measure > 0, "the flows are marked");
+    assert_eq!(finishes(&same), finishes(&plain));
+    assert_eq!(same.frames.counts.note_bytes_measure, plain.frames.counts.note_bytes_measure);
+    // DCTCP's step at K is the profile (K, K, any P_max).
+    let k = DctcpParams::default().k_bytes;
+    let plain = run(&two_flows(0, 0, dctcp(), false));
+    let step = run(&with_red(two_flows(0, 0, dctcp(), false), k, k, 0.5));
+    assert_eq!(finishes(&step), finishes(&plain));
+    assert_eq!(step.frames.counts.delay_sum_ps, plain.frames.counts.delay_sum_ps);
+}
+
+#[test]
+fn a_lower_profile_marks_earlier_and_keeps_the_queue_shorter() {
+    let d = DcqcnParams::default();
+    let plain = run(&two_flows(3, 3, dcqcn(), false));
+    let low = run(&with_red(
+        two_flows(3, 3, dcqcn(), false),
+        d.kmin_bytes / 5.0,
+        d.kmin_bytes / 2.0,
+        1.0,
+    ));
+    assert!(
+        low.frames.counts.note_bytes_measure > plain.frames.counts.note_bytes_measure,
+        "more CNPs: {} against {}",
+        low.frames.counts.note_bytes_measure,
+        plain.frames.counts.note_bytes_measure
+    );
+    let mean_delay = |r: &cnsim_core::RunResult| r.frames.counts.delay_sum_ps as f64 / r.frames.counts.delivered as f64;
+    assert!(
+        mean_delay(&low) < mean_delay(&plain),
+        "a shorter queue: {} against {} ps",
+        mean_delay(&low),
+        mean_delay(&plain)
+    );
+    // DCTCP under a probabilistic profile: not the step's run.
+    let k = DctcpParams::default().k_bytes;
+    let step = run(&two_flows(0, 0, dctcp(), false));
+    let red = run(&with_red(two_flows(0, 0, dctcp(), false), k / 4.0, k, 0.2));
+    assert_ne!(finishes(&red), finishes(&step));
+    assert!(mean_delay(&red) < mean_delay(&step));
+}
+
+#[test]
+fn a_profile_under_a_scheme_without_ecn_is_said_to_be_ignored() {
+    let mut cfg = with_red(two_flows(3, 3, dcqcn(), false), 1_000.0, 2_000.0, 1.0);
+    let quiet = Sim::new(&cfg, 1).expect("valid");
+    assert!(
+        !quiet.warnings().iter().any(|w| w.contains("ecn_kmin_bytes")),
+        "{:?}",
+        quiet.warnings()
+    );
+    cfg.scheme = cnsim_core::config::SchemeConfig::of("timely", &cnsim_core::scheme::timely::TimelyParams::default());
+    let sim = Sim::new(&cfg, 1).expect("valid");
+    assert!(sim.warnings().iter().any(|w| w.contains("marks no ECN")), "{:?}", sim.warnings());
+    // And where no bridge with a profile has a CP port.
+    let mut cfg = with_red(two_flows(3, 3, dcqcn(), false), 1_000.0, 2_000.0, 1.0);
+    cfg.bridges.iter_mut().for_each(|b| b.cp = false);
+    let sim = Sim::new(&cfg, 1).expect("valid");
+    assert!(
+        sim.warnings()
+            .iter()
+            .any(|w| w.contains("no bridge with a RED profile has a CP port")),
+        "{:?}",
+        sim.warnings()
+    );
+}
+
+/// `dcqcn.window` limits transport flows only: set where there are none, the
+/// run says it changes nothing.
+#[test]
+fn a_dcqcn_window_without_transport_flows_is_said_to_change_nothing() {
+    let windowed = cnsim_core::config::SchemeConfig::of(
+        "dcqcn",
+        &DcqcnParams {
+            window: true,
+            ..DcqcnParams::default()
+        },
+    );
+    let said = |cfg: &SimConfig| {
+        Sim::new(cfg, 1)
+            .expect("valid")
+            .warnings()
+            .iter()
+            .any(|w| w.starts_with("dcqcn.window"))
+    };
+    let mut flows = two_flows(3, 3, dcqcn(), false);
+    flows.scheme = windowed.clone();
+    assert!(!said(&flows));
+    let mut open_loop = cnsim_core::bench::star_config(2, 0.5, 10 * cnsim_core::engine::PS_PER_MS, 0);
+    open_loop.scheme = windowed;
+    assert!(said(&open_loop));
+}
