@@ -112,10 +112,35 @@ def test_the_compiled_configuration_pickles_and_runs_the_same():
     back = pickle.loads(pickle.dumps(compiled))
     assert isinstance(back, _core.Compiled)
     assert back.json() == compiled.json() and back.warnings == compiled.warnings
-    one = cnsim.engine.run_seed(compiled, 0)
-    two = cnsim.engine.run_seed(back, 0)
+    from cnsim.engine import run_seed
+
+    one = run_seed(compiled, 0)
+    two = run_seed(back, 0)
     assert one.frames == two.frames
     assert one.series_buffer() == two.series_buffer()
+
+
+def test_seed_0_runs_on_the_network_the_compile_built_to_check_it():
+    """The compile builds the network (seed 0) to check it and keeps it for
+    the first run of seed 0, which runs on it as on one built anew (issue
+    39: not built twice); one network is kept per process, so a sweep that
+    compiles every point first holds one."""
+    from cnsim.engine import run_seed
+
+    sc = cnsim.load("singlehop_hotspot", seeds=[0]).replace(duration_ms=2.0)
+    compiled = sc.compiled()
+    assert _core._kept(compiled)
+    seed1 = run_seed(compiled, 1)  # another seed builds its own
+    assert _core._kept(compiled)
+    kept = run_seed(compiled, 0)
+    assert not _core._kept(compiled)
+    anew = run_seed(compiled, 0)
+    assert kept.frames == anew.frames != seed1.frames
+    assert kept.series_buffer() == anew.series_buffer()
+    # A later compile's network replaces an unused one.
+    first = cnsim.load("baseline", seeds=[0]).replace(duration_ms=3.0).compiled()
+    second = cnsim.load("baseline", seeds=[0]).replace(duration_ms=4.0).compiled()
+    assert _core._kept(second) and not _core._kept(first)
 
 
 def test_the_compiled_configuration_is_the_resolved_one():

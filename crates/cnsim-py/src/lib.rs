@@ -13,7 +13,8 @@
 #![allow(unexpected_cfgs)]
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array};
@@ -57,6 +58,28 @@ fn config_error(py: Python<'_>, e: ConfigError) -> PyErr {
 struct Compiled {
     cfg: Arc<SimConfig>,
     warnings: Vec<String>,
+    /// Which compile this is (the network it built is kept under it).
+    id: u64,
+}
+
+/// The network the latest `compile` built to check its config (seed 0,
+/// untraced), kept for the first run of that seed: the build is not done
+/// twice. One per process, so a sweep that compiles every point up front
+/// holds one network, not one per point; a later compile replaces it.
+static BUILT: Mutex<Option<(u64, Sim)>> = Mutex::new(None);
+static COMPILES: AtomicU64 = AtomicU64::new(1);
+
+/// The kept network of compile `id`, if it is still there (taken: the next
+/// run of that seed builds its own).
+fn take_built(id: u64) -> Option<Sim> {
+    let mut kept = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    match kept.take() {
+        Some((k, sim)) if k == id => Some(sim),
+        other => {
+            *kept = other;
+            None
+        }
+    }
 }
 
 #[pymethods]
@@ -100,6 +123,17 @@ impl Compiled {
     }
 }
 
+/// Whether the network compile `id` built is still kept for its first run
+/// (tests: the build is not done twice).
+#[pyfunction]
+fn _kept(compiled: &Bound<'_, Compiled>) -> bool {
+    BUILT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .is_some_and(|(k, _)| *k == compiled.get().id)
+}
+
 /// A `Compiled` from its pickle (its data and warnings), read without a check.
 #[pyfunction]
 fn _compiled(py: Python<'_>, config: &Bound<'_, PyAny>, warnings: Vec<String>) -> PyResult<Compiled> {
@@ -107,6 +141,7 @@ fn _compiled(py: Python<'_>, config: &Bound<'_, PyAny>, warnings: Vec<String>) -
     Ok(Compiled {
         cfg: Arc::new(cfg),
         warnings,
+        id: COMPILES.fetch_add(1, Ordering::Relaxed),
     })
 }
 
@@ -127,12 +162,21 @@ fn compile(py: Python<'_>, config: &Bound<'_, PyAny>, written: Option<&Bound<'_,
     } else {
         read_config(py, config)?
     };
+    let id = COMPILES.fetch_add(1, Ordering::Relaxed);
     let warnings = py
-        .allow_threads(|| Sim::new(&cfg, 0).map(|s| s.warnings().to_vec()))
+        .allow_threads(|| {
+            Sim::new(&cfg, 0).map(|sim| {
+                let warnings = sim.warnings().to_vec();
+                // Dropping the network this replaces is work too: outside the GIL.
+                let _older = BUILT.lock().unwrap_or_else(|e| e.into_inner()).replace((id, sim));
+                warnings
+            })
+        })
         .map_err(|e| config_error(py, e))?;
     Ok(Compiled {
         cfg: Arc::new(cfg),
         warnings,
+        id,
     })
 }
 
@@ -250,10 +294,16 @@ impl Simulation {
         trace_run: Vec<(String, String)>,
     ) -> PyResult<Self> {
         let cfg = shared_config(py, config)?;
+        // Seed 0 untraced of a config just compiled: the network its check built.
+        let built = match config.downcast::<Compiled>() {
+            Ok(c) if seed == 0 && trace_dir.is_none() => take_built(c.get().id),
+            _ => None,
+        };
         let sim = py
-            .allow_threads(|| match trace_dir {
-                Some(dir) => Sim::with_trace(&cfg, seed, &TraceOutput { dir, run: trace_run }),
-                None => Sim::new(&cfg, seed),
+            .allow_threads(|| match (built, trace_dir) {
+                (Some(sim), _) => Ok(sim),
+                (None, Some(dir)) => Sim::with_trace(&cfg, seed, &TraceOutput { dir, run: trace_run }),
+                (None, None) => Sim::new(&cfg, seed),
             })
             .map_err(|e| config_error(py, e))?;
         Ok(Simulation {
@@ -697,6 +747,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(_compiled, m)?)?;
+    m.add_function(wrap_pyfunction!(_kept, m)?)?;
     m.add("EngineConfigError", m.py().get_type_bound::<EngineConfigError>())?;
     m.add_function(wrap_pyfunction!(paths, m)?)?;
     m.add_function(wrap_pyfunction!(incast_config_json, m)?)?;
