@@ -298,6 +298,10 @@ def test_a_bridges_red_profile_reaches_the_engine_and_warns_without_ecn():
     doc["bridge"].update(ecn_kmin_bytes=5_000, ecn_kmax_bytes=200_000, ecn_pmax=0.01)
     red = cnsim.Scenario(doc).engine_config()["bridges"][0]["red"]
     assert red == {"kmin_bytes": 5_000.0, "kmax_bytes": 200_000.0, "pmax": 0.01}
+    # A port's own thresholds, with the bridge's ecn_pmax.
+    doc["ports"] = [{"port": "B->D", "ecn_kmin_bytes": 1_000, "ecn_kmax_bytes": 2_000}]
+    (port,) = cnsim.Scenario(doc).engine_config()["port_overrides"]
+    assert port["red"] == {"kmin_bytes": 1_000.0, "kmax_bytes": 2_000.0, "pmax": 0.01}
     with pytest.warns(cnsim.ScenarioWarning, match="the scheme marks no ECN; the RED profile is ignored"):
         cnsim.run(cnsim.Scenario(doc))
 
@@ -472,6 +476,9 @@ def test_a_port_scheduler_overrides_its_bridges(tmp_path):
         ({"port": "B->D", "ets_weights": [0] * 8}, "ets_weights not all 0"),
         ({"port": "B->D", "strict_priorities": [9]}, "ports[0].strict_priorities[0]"),
         ({"ets_weights": [1] * 8}, "ports[0].port"),
+        ({"port": "B->D", "ecn_kmax_bytes": 9000}, "ports[0].ecn_kmin_bytes / ports[0].ecn_kmax_bytes"),
+        ({"port": "B->D", "ecn_kmin_bytes": 9, "ecn_kmax_bytes": 5}, "ecn_kmin_bytes <= ecn_kmax_bytes"),
+        ({"port": "B->D", "ecn_kmin_bytes": 1, "ecn_kmax_bytes": 5, "ecn_pmax": 0}, "ports[0].ecn_pmax"),
     ],
 )
 def test_bad_port_schedulers_exit_2_naming_the_entry(tmp_path, entry, named, refused):

@@ -242,6 +242,12 @@ pub struct PortEntry {
     pub ets_weights: Option<[u32; 8]>,
     #[serde(default)]
     pub headroom_bytes: Option<crate::config::Headroom>,
+    #[serde(default)]
+    pub ecn_kmin_bytes: Option<f64>,
+    #[serde(default)]
+    pub ecn_kmax_bytes: Option<f64>,
+    #[serde(default)]
+    pub ecn_pmax: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -265,6 +271,23 @@ fn port_overrides(ports: &[PortEntry], bridges: &[BridgeConfig]) -> Result<Vec<c
                     format!("'{}' is not an output port FROM->TO of a bridge", e.port),
                 );
             };
+            // The RED keys' rules, before the two thresholds become one profile.
+            if e.ecn_kmin_bytes.is_some() || e.ecn_kmax_bytes.is_some() || e.ecn_pmax.is_some() {
+                let serde_json::Value::Object(red) = serde_json::json!({
+                    "port": e.port, "ecn_kmin_bytes": e.ecn_kmin_bytes, "ecn_kmax_bytes": e.ecn_kmax_bytes, "ecn_pmax": e.ecn_pmax,
+                }) else {
+                    unreachable!()
+                };
+                crate::sections::port().check(&format!("ports[{i}]"), &red)?;
+            }
+            let red = e
+                .ecn_kmin_bytes
+                .zip(e.ecn_kmax_bytes)
+                .map(|(kmin_bytes, kmax_bytes)| crate::scheme::Red {
+                    kmin_bytes,
+                    kmax_bytes,
+                    pmax: e.ecn_pmax.or(b.red.map(|r| r.pmax)).unwrap_or(1.0),
+                });
             Ok(crate::config::PortOverride {
                 port: e.port.clone(),
                 scheduler: SchedulerConfig {
@@ -272,6 +295,7 @@ fn port_overrides(ports: &[PortEntry], bridges: &[BridgeConfig]) -> Result<Vec<c
                     ets_weights: e.ets_weights.unwrap_or(b.scheduler.ets_weights),
                 },
                 headroom: e.headroom_bytes,
+                red,
             })
         })
         .collect()

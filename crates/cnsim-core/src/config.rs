@@ -473,7 +473,7 @@ fn default_dt_alpha() -> f64 {
 /// One bridge port's own settings (`[[ports]]`): its scheduler, its
 /// bridge's with the port's own keys laid over it, and (`mmu` buffers) its
 /// headroom as an ingress, if not its bridge's.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PortOverride {
     /// The output port, `FROM->TO`.
@@ -481,6 +481,9 @@ pub struct PortOverride {
     pub scheduler: SchedulerConfig,
     #[serde(default)]
     pub headroom: Option<Headroom>,
+    /// This port's own RED profile (None: its bridge's, or the scheme's).
+    #[serde(default)]
+    pub red: Option<crate::scheme::Red>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -661,6 +664,9 @@ impl SimConfig {
                 "strict_priorities": p.scheduler.strict,
                 "ets_weights": p.scheduler.ets_weights,
                 "headroom_bytes": p.headroom,
+                "ecn_kmin_bytes": p.red.map(|r| r.kmin_bytes),
+                "ecn_kmax_bytes": p.red.map(|r| r.kmax_bytes),
+                "ecn_pmax": p.red.map(|r| r.pmax),
             }) else {
                 unreachable!()
             };

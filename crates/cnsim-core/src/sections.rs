@@ -180,15 +180,8 @@ pub fn bridge() -> Table {
             Range::gt(0.0).le(1.0),
             "the bridge's RED profile: the marking probability at ecn_kmax_bytes (read only with ecn_kmin_bytes and ecn_kmax_bytes)",
         )
-        .rule(&["ecn_kmin_bytes", "ecn_kmax_bytes"], "ecn_kmin_bytes and ecn_kmax_bytes both set or both not", |v| {
-            v.get("ecn_kmin_bytes").is_some() == v.get("ecn_kmax_bytes").is_some()
-        })
-        .rule(&["ecn_kmin_bytes", "ecn_kmax_bytes"], "ecn_kmin_bytes <= ecn_kmax_bytes", |v| {
-            match (v.get("ecn_kmin_bytes"), v.get("ecn_kmax_bytes")) {
-                (Some(a), Some(b)) => a <= b,
-                _ => true,
-            }
-        })
+        .rule(&RED_PAIR, RED_TOGETHER, red_together)
+        .rule(&RED_PAIR, RED_ORDERED, red_ordered)
         .ints(
             "strict_priorities",
             &[],
@@ -512,8 +505,38 @@ pub fn port() -> Table {
         "mmu buffers: as the bridge's headroom_bytes, for this port as an ingress (what its upstream sends after an XOFF) (none: the bridge's)",
     )
     .optional("headroom_bytes", "the bridge's")
+    .float(
+        "ecn_kmin_bytes",
+        0.0,
+        Range::ge(0.0).le(MAX_BYTES),
+        "as the bridge's ecn_kmin_bytes, for this port's queues (a RED profile per link, as ECN thresholds set by link rate) (none: the bridge's profile)",
+    )
+    .optional("ecn_kmin_bytes", "the bridge's")
+    .float("ecn_kmax_bytes", 0.0, Range::ge(0.0).le(MAX_BYTES), "as the bridge's ecn_kmax_bytes, for this port's queues")
+    .optional("ecn_kmax_bytes", "the bridge's")
+    .float("ecn_pmax", 1.0, Range::gt(0.0).le(1.0), "as the bridge's ecn_pmax, for this port's queues")
+    .optional("ecn_pmax", "the bridge's")
     .rule(&["strict_priorities"], "strict_priorities distinct", strict_distinct)
     .rule(&["ets_weights"], "ets_weights not all 0", some_weight)
+    .rule(&RED_PAIR, RED_TOGETHER, red_together)
+    .rule(&RED_PAIR, RED_ORDERED, red_ordered)
+}
+
+/// A RED profile's rules, a bridge's and a port's: its two thresholds set
+/// together, in order.
+const RED_PAIR: [&str; 2] = ["ecn_kmin_bytes", "ecn_kmax_bytes"];
+const RED_TOGETHER: &str = "ecn_kmin_bytes and ecn_kmax_bytes both set or both not";
+const RED_ORDERED: &str = "ecn_kmin_bytes <= ecn_kmax_bytes";
+
+fn red_together(v: &crate::params::Values) -> bool {
+    v.get("ecn_kmin_bytes").is_some() == v.get("ecn_kmax_bytes").is_some()
+}
+
+fn red_ordered(v: &crate::params::Values) -> bool {
+    match (v.get("ecn_kmin_bytes"), v.get("ecn_kmax_bytes")) {
+        (Some(a), Some(b)) => a <= b,
+        _ => true,
+    }
 }
 
 /// The scheduler's rules, a bridge's and a port's: no priority named twice

@@ -697,6 +697,7 @@ fn a_port_scheduler_overrides_its_bridges() {
             ets_weights: weights,
         },
         headroom: None,
+        red: None,
     }];
     let r = run(&cfg, 0);
     let (a, b) = (bytes_from(&r, "S1", 0) as f64, bytes_from(&r, "S2", 0) as f64);

@@ -119,3 +119,37 @@ fn a_dcqcn_window_without_transport_flows_is_said_to_change_nothing() {
     open_loop.scheme = windowed;
     assert!(said(&open_loop));
 }
+
+/// A port's own profile (`[[ports]]`, as ECN thresholds set per link rate)
+/// replaces its bridge's on that port only.
+#[test]
+fn a_ports_own_profile_replaces_its_bridges_there() {
+    use cnsim_core::config::{PortOverride, SchedulerConfig};
+    let d = DcqcnParams::default();
+    let low = Red {
+        kmin_bytes: d.kmin_bytes / 5.0,
+        kmax_bytes: d.kmin_bytes / 2.0,
+        pmax: 1.0,
+    };
+    let on_port = |cfg: &mut SimConfig, port: &str| {
+        cfg.port_overrides = vec![PortOverride {
+            port: port.into(),
+            scheduler: SchedulerConfig::default(),
+            headroom: None,
+            red: Some(low),
+        }];
+    };
+    // On the bottleneck (B0 -> D): as the bridge-wide low profile.
+    let bridge_wide = run(&with_red(two_flows(3, 3, dcqcn(), false), low.kmin_bytes, low.kmax_bytes, low.pmax));
+    let mut cfg = two_flows(3, 3, dcqcn(), false);
+    on_port(&mut cfg, "B0->D");
+    let port = run(&cfg);
+    assert_eq!(finishes(&port), finishes(&bridge_wide));
+    assert_eq!(port.frames.counts.note_bytes_measure, bridge_wide.frames.counts.note_bytes_measure);
+    // On a port with no queue (towards a sender), over the bridge's own
+    // default: the run is the scheme's.
+    let plain = run(&two_flows(3, 3, dcqcn(), false));
+    let mut cfg = two_flows(3, 3, dcqcn(), false);
+    on_port(&mut cfg, "B0->B1");
+    assert_eq!(finishes(&run(&cfg)), finishes(&plain));
+}

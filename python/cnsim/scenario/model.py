@@ -205,7 +205,7 @@ COMPOSITE_HELP = {
     "links": "full-duplex links ([[links]])",
     "events": "timed events ([[events]])",
     "routes": "explicit next hops over the routing function ([[routes]])",
-    "ports": "bridge ports with their own transmission selection ([[ports]]: port, strict_priorities, ets_weights)",
+    "ports": "bridge ports with settings of their own ([[ports]]: port, strict_priorities, ets_weights, headroom_bytes, ecn_kmin_bytes, ecn_kmax_bytes, ecn_pmax)",
     "workloads": "more workloads beside [workload] ([[workloads]]: its keys, a priority and a scheme of their own)",
 }
 

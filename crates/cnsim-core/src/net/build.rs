@@ -122,10 +122,12 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
             .zip(&cp_on)
             .map(|(p, &on)| {
                 on.then(|| {
-                    let red = match net.nodes[p.owner as usize].kind {
+                    // The port's own profile, else its bridge's (else the scheme's).
+                    let own = cfg.port_overrides.iter().find(|o| o.port == p.name).and_then(|o| o.red);
+                    let red = own.or(match net.nodes[p.owner as usize].kind {
                         NodeKind::Bridge(b) => cfg.bridges[b as usize].red,
                         _ => None,
-                    };
+                    });
                     scheme.new_cp(stream(seed, &format!("{}/cp", p.name)), red)
                 })
             })
@@ -495,18 +497,32 @@ fn headroom_warnings(cfg: &SimConfig) -> Vec<String> {
         .collect()
 }
 
-/// A bridges' RED profile that marks nothing: the scheme marks no ECN, or
-/// no bridge with a profile has a CP port.
+/// A RED profile that marks nothing: the scheme marks no ECN, a port's
+/// profile is not on a CP port, or no bridge with a profile has one.
 fn red_warnings<E>(cfg: &SimConfig, marks_ecn: bool, cp_on: &[bool], net: &Network<E>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, o) in cfg.port_overrides.iter().enumerate().filter(|(_, o)| o.red.is_some()) {
+        if !marks_ecn {
+            out.push(format!(
+                "ports[{i}].ecn_kmin_bytes / ecn_kmax_bytes: the scheme marks no ECN; the RED profile is ignored"
+            ));
+        } else if !net.ports.iter().zip(cp_on).any(|(p, &on)| on && p.name == o.port) {
+            out.push(format!(
+                "ports[{i}].ecn_kmin_bytes / ecn_kmax_bytes: {} is not a CP port, so nothing is marked there",
+                o.port
+            ));
+        }
+    }
     let with_red: Vec<usize> = (0..cfg.bridges.len()).filter(|&b| cfg.bridges[b].red.is_some()).collect();
     let Some(&first) = with_red.first() else {
-        return Vec::new();
+        return out;
     };
     let name = &cfg.bridges[first].name;
     if !marks_ecn {
-        return vec![format!(
+        out.push(format!(
             "bridge {name}: ecn_kmin_bytes / ecn_kmax_bytes: the scheme marks no ECN; the RED profile is ignored"
-        )];
+        ));
+        return out;
     }
     let is_cp = |b: usize| {
         net.ports
@@ -514,12 +530,12 @@ fn red_warnings<E>(cfg: &SimConfig, marks_ecn: bool, cp_on: &[bool], net: &Netwo
             .zip(cp_on)
             .any(|(p, &on)| on && matches!(net.nodes[p.owner as usize].kind, NodeKind::Bridge(x) if x as usize == b))
     };
-    if with_red.iter().any(|&b| is_cp(b)) {
-        return Vec::new();
+    if !with_red.iter().any(|&b| is_cp(b)) {
+        out.push(format!(
+            "bridge {name}: ecn_kmin_bytes / ecn_kmax_bytes: no bridge with a RED profile has a CP port (cp = false), so nothing is marked"
+        ));
     }
-    vec![format!(
-        "bridge {name}: ecn_kmin_bytes / ecn_kmax_bytes: no bridge with a RED profile has a CP port (cp = false), so nothing is marked"
-    )]
+    out
 }
 
 /// PFC settings that are legal but pause nothing: said once per run.
