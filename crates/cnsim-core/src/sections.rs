@@ -477,7 +477,7 @@ pub fn link() -> Table {
 pub fn port() -> Table {
     Table::new(
         "ports",
-        "One bridge port's own settings: its transmission selection (802.1Qaz) and, with mmu buffers, its headroom as an ingress; the keys it sets replace the bridge's for that port.",
+        "One bridge port's own settings: its transmission selection (802.1Qaz), its RED profile for ECN marking and, with mmu buffers, its headroom as an ingress; the keys it sets replace the bridge's for that port.",
     )
     .string("port", "", "the bridge's output port, FROM->TO")
     .required("port")
