@@ -223,6 +223,17 @@ pub struct FlowConfig {
     /// (none: the station's own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<u8>,
+    /// The flows (indices into `flows`) this one waits for: it starts when
+    /// each has been received whole, `after_delay_ps` later, and not before
+    /// `start_ps` (net::deps).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<u32>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub after_delay_ps: Time,
+}
+
+fn is_zero(t: &Time) -> bool {
+    *t == 0
 }
 
 /// The scheme of some priorities when a run holds two (`SimConfig::class_scheme`).

@@ -37,6 +37,8 @@ pub(super) fn two_flows(p1: u8, p2: u8, scheme: SchemeConfig, dual: bool) -> Sim
             size_bytes: 2_000_000,
             start_ps: i as Time * 3 * PS_PER_US,
             priority: None,
+            after: vec![],
+            after_delay_ps: 0,
         })
         .collect();
     if dual {

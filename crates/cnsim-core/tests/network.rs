@@ -508,6 +508,8 @@ fn every_config_error_names_its_parameter_apart_from_its_text() {
                 size_bytes: 1000,
                 start_ps: 0,
                 priority: None,
+                after: vec![],
+                after_delay_ps: 0,
             })
         }),
         "flows[0].src",

@@ -118,6 +118,8 @@ fn config(c: &Case) -> SimConfig {
             size_bytes: size,
             start_ps: start_us * PS_PER_US,
             priority: None,
+            after: vec![],
+            after_delay_ps: 0,
         })
         .collect();
     if let Some(rate) = c.arrivals_per_s {

@@ -38,6 +38,8 @@ fn networks() -> Vec<(&'static str, SimConfig)> {
                 size_bytes: 1 << 30,
                 start_ps: i as u64 * 7 * PS_PER_US,
                 priority: None,
+                after: vec![],
+                after_delay_ps: 0,
             })
             .collect();
         cfg

@@ -35,6 +35,8 @@ fn two_flows(rule: &str, init_gbps: f64, t_low_us: f64, second_at_ms: u64, windo
             size_bytes: 1 << 40,
             start_ps: at * PS_PER_MS,
             priority: None,
+            after: vec![],
+            after_delay_ps: 0,
         })
         .collect();
     cfg.windows.push(WindowConfig {
@@ -97,6 +99,8 @@ fn star_with(p: &TimelyParams) -> cnsim_core::SimConfig {
             size_bytes: 1 << 30,
             start_ps: 0,
             priority: None,
+            after: vec![],
+            after_delay_ps: 0,
         })
         .collect();
     cfg

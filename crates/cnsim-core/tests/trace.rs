@@ -72,6 +72,8 @@ fn dcqcn_flows(duration_ms: u64) -> SimConfig {
             size_bytes: 2_000_000,
             start_ps: 0,
             priority: None,
+            after: vec![],
+            after_delay_ps: 0,
         })
         .collect();
     cfg

@@ -99,6 +99,8 @@ pub fn chain_config(cfg: &SimConfig, fabric: &Fabric, path: &[PortId], size: u64
             size_bytes: size,
             start_ps: 0,
             priority: None,
+            after: vec![],
+            after_delay_ps: 0,
         }],
         arrivals: vec![],
         ack_every: cfg.transport.ack_every,

@@ -188,6 +188,8 @@ pub fn link_net(cfg: &SimConfig, fabric: &Fabric, all: &Flows, p: PortId, flows:
                 size_bytes: all.size[f as usize],
                 start_ps: all.start[f as usize],
                 priority: None,
+                after: vec![],
+                after_delay_ps: 0,
             }
         })
         .collect();

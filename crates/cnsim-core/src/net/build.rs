@@ -414,6 +414,7 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
                 pending_starts: 0,
                 gens_live: 0,
                 counts: TransportCounters::default(),
+                deps: None,
             },
         };
         let paths = hosts.transport_init(cfg, &mut ctx, &fabric)?;

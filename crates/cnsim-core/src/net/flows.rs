@@ -3,6 +3,7 @@
 //! through its RL, ACKs and NACKs, the retransmission timeout, flow records.
 
 use super::ctx::{Ctx, EV_FLOW_ARRIVAL, EV_FLOW_RTO, EV_FLOW_START};
+use super::deps::{Deps, DepsError};
 use super::fabric::Fabric;
 use super::hosts::{station_site, Hosts};
 use super::node::NodeKind;
@@ -97,11 +98,27 @@ impl<S: Scheme> Hosts<S> {
                 }
             }
         }
+        let after: Vec<(&[u32], Time)> = t.flows.iter().map(|f| (f.after.as_slice(), f.after_delay_ps)).collect();
+        let deps = Deps::new(&after).map_err(|e| match e {
+            DepsError::NoSuchFlow { flow, after } => ConfigError::new(
+                format!("flows[{flow}].after"),
+                format!("no flow {after}; there are {}", t.flows.len()),
+            ),
+            DepsError::Cycle(c) => {
+                let named: Vec<String> = c.iter().map(|i| format!("flows[{i}]")).collect();
+                ConfigError::new(
+                    format!("flows[{}].after", c[0]),
+                    format!("a cycle: {} (each waits for the next)", named.join(" -> ")),
+                )
+            }
+        })?;
         let mut pending = 0;
         for (i, f) in flows.iter_mut().enumerate() {
             (f.hops, f.base_rtt_ps) = fabric.path_info(f.src, f.dst, frame_bytes, ctrl)?;
             paths.entry((f.base_rtt_ps, f.hops)).or_insert((f.src, f.dst));
-            if f.start < ctx.run.duration {
+            if deps.as_ref().is_some_and(|d| d.waits(i)) {
+                pending += 1; // started when what it waits for has been received
+            } else if f.start < ctx.run.duration {
                 ctx.schedule(f.start, EV_FLOW_START, i as u32);
                 pending += 1;
             }
@@ -123,8 +140,28 @@ impl<S: Scheme> Hosts<S> {
             pending_starts: pending,
             gens_live: live,
             counts: TransportCounters::default(),
+            deps: deps.map(Box::new),
         };
         Ok(paths)
+    }
+
+    /// Flow `done` was received whole: the flows waiting for it that now
+    /// wait for nothing start after their delay (not before their own
+    /// start); one that would start after the run never does.
+    #[cold]
+    #[inline(never)]
+    fn release_dependents<T: Tracer<S>>(&mut self, done: u32, ctx: &mut Ctx<S, T>) {
+        let Some(deps) = self.tp.deps.as_mut() else { return };
+        for (j, at) in deps.received(done as usize, ctx.now) {
+            let f = &mut self.tp.flows[j as usize];
+            let at = at.max(f.start);
+            if at < ctx.run.duration {
+                f.start = at;
+                ctx.schedule(at, EV_FLOW_START, j);
+            } else {
+                self.tp.pending_starts -= 1;
+            }
+        }
     }
 
     /// A flow given one by one starts.
@@ -267,6 +304,9 @@ impl<S: Scheme> Hosts<S> {
         if T::ON && got.finished {
             let site = station_site!(self, ctx, s);
             ctx.tracer.flow(site, Kind::FlowEnd, fl.view(f.flow, None));
+        }
+        if got.finished && self.tp.deps.is_some() {
+            self.release_dependents(f.flow, ctx);
         }
         if got.discarded {
             self.tp.counts.discarded += 1;

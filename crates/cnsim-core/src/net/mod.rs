@@ -7,6 +7,7 @@ pub mod build;
 pub mod classes;
 pub mod ctx;
 mod deadlock;
+pub mod deps;
 pub mod fabric;
 mod flows;
 mod forwarding;

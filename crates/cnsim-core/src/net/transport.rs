@@ -468,6 +468,8 @@ pub struct Transport {
     pub gens_live: usize,
     /// Acks, nacks, discarded frames and timeouts: the results' counters.
     pub counts: TransportCounters,
+    /// Given flows that wait for others (None: none does).
+    pub deps: Option<Box<super::deps::Deps>>,
 }
 
 impl Transport {

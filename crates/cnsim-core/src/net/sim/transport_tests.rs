@@ -23,6 +23,8 @@ fn incast(n: usize, size: u64, pause: bool, buffer: u64) -> SimConfig {
             size_bytes: size,
             start_ps: 10 * PS_PER_US,
             priority: None,
+            after: vec![],
+            after_delay_ps: 0,
         })
         .collect();
     cfg
@@ -203,6 +205,8 @@ fn a_dctcp_window_grows_only_while_it_limits_the_flow() {
             size_bytes,
             start_ps,
             priority: None,
+            after: vec![],
+            after_delay_ps: 0,
         };
         cfg.transport.flows = vec![
             flow("S1", 20_000_000, 0),
@@ -222,4 +226,49 @@ fn a_dctcp_window_grows_only_while_it_limits_the_flow() {
     // Growing S1's window by every ACK: 2,411 us.
     let fct = late_fct(false);
     assert!(fct > 2 * PS_PER_MS, "the 30 KB flow took {} us", fct / PS_PER_US);
+}
+
+/// Flows that wait for flows (net::deps): S2's flow starts 5 us after S1's
+/// has been received whole, S3's when both have; each then runs alone, in
+/// exactly its ideal time. A cycle and an unknown flow are refused, named;
+/// a flow whose dependency never finishes never starts, and the run ends.
+#[test]
+fn a_flow_that_waits_starts_when_what_it_waits_for_is_received() {
+    let mut cfg = incast(3, 100_000, false, 4_000_000);
+    cfg.transport.flows[1].after = vec![0];
+    cfg.transport.flows[1].after_delay_ps = 5 * PS_PER_US;
+    cfg.transport.flows[2].after = vec![1, 0];
+    let r = run(&cfg, 0);
+    let f = &r.transport.flows;
+    assert!(f.iter().all(|f| f.finish_ps != Time::MAX));
+    assert_eq!(f[1].start_ps, f[0].finish_ps + 5 * PS_PER_US);
+    assert_eq!(f[2].start_ps, f[1].finish_ps);
+    for x in f {
+        assert_eq!(x.finish_ps - x.start_ps, x.ideal_fct_ps, "alone on the fabric");
+    }
+    // A later start of its own is kept.
+    cfg.transport.flows[2].start_ps = f[1].finish_ps + PS_PER_MS;
+    assert_eq!(run(&cfg, 0).transport.flows[2].start_ps, f[1].finish_ps + PS_PER_MS);
+
+    let refused = |after: [(usize, u32); 2]| {
+        let mut cfg = incast(3, 100_000, false, 4_000_000);
+        for (i, a) in after {
+            cfg.transport.flows[i].after.push(a);
+        }
+        let e = Sim::new(&cfg, 0).err().expect("refused");
+        (e.path, e.message)
+    };
+    let (path, message) = refused([(0, 2), (2, 0)]);
+    assert_eq!(path, "flows[0].after");
+    assert!(message.contains("flows[0] -> flows[2] -> flows[0]"), "{message}");
+    let (path, message) = refused([(1, 0), (2, 7)]);
+    assert_eq!((path.as_str(), message.as_str()), ("flows[2].after", "no flow 7; there are 3"));
+
+    // S1's 1 GB takes 800 ms at 10 Gbit/s: S2's never starts in 50 ms.
+    let mut cfg = incast(2, 100_000, false, 4_000_000);
+    cfg.transport.flows[0].size_bytes = 1_000_000_000;
+    cfg.transport.flows[1].after = vec![0];
+    let r = run(&cfg, 0);
+    assert_eq!(r.transport.flows[1].finish_ps, Time::MAX);
+    assert_eq!(r.end_ps, 50 * PS_PER_MS);
 }
