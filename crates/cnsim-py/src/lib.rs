@@ -165,10 +165,13 @@ fn compile(py: Python<'_>, config: &Bound<'_, PyAny>, written: Option<&Bound<'_,
     let id = COMPILES.fetch_add(1, Ordering::Relaxed);
     let warnings = py
         .allow_threads(|| {
+            // The network an earlier compile kept goes first (outside the GIL:
+            // dropping it is work too), so that no more than one network is
+            // held at a time, as before networks were kept.
+            drop(BUILT.lock().unwrap_or_else(|e| e.into_inner()).take());
             Sim::new(&cfg, 0).map(|sim| {
                 let warnings = sim.warnings().to_vec();
-                // Dropping the network this replaces is work too: outside the GIL.
-                let _older = BUILT.lock().unwrap_or_else(|e| e.into_inner()).replace((id, sim));
+                *BUILT.lock().unwrap_or_else(|e| e.into_inner()) = Some((id, sim));
                 warnings
             })
         })

@@ -58,10 +58,14 @@ impl Deps {
     }
 
     /// Flow `done` was received whole at `now`: the flows this releases, each
-    /// with the time it may start (its delay after now).
+    /// with the time it may start (its delay after now). A flow beyond the
+    /// given ones (an arrival process's) releases none.
     pub fn received(&mut self, done: usize, now: Time) -> Vec<(u32, Time)> {
         let mut ready = Vec::new();
-        for &j in &self.dependents[done] {
+        let Some(dependents) = self.dependents.get(done) else {
+            return ready;
+        };
+        for &j in dependents {
             let w = &mut self.waiting[j as usize];
             *w -= 1;
             if *w == 0 {
@@ -129,6 +133,8 @@ mod tests {
         assert!(d.waits(3));
         assert_eq!(d.received(1, 200), vec![(3, 207)]);
         assert!(!d.waits(3));
+        // Flows of arrival processes come after the given ones: none waits for them.
+        assert_eq!(d.received(4, 300), vec![]);
     }
 
     #[test]
