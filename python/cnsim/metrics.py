@@ -77,8 +77,9 @@ def has_flow_records(run: Any) -> bool:
 
 def fct_table(run: Any) -> Table:
     """One row per transport flow: the engine's record (`src`, `dst`,
-    `size_bytes`, `start_ps`, `finish_ps`, `ideal_fct_ps`, `retransmitted`,
-    `timeouts`, `hops`) and `start_us`, `finish_us`, `fct_us`,
+    `size_bytes`, `start_ps`, `finish_ps`, `acked_ps`, `ideal_fct_ps`,
+    `retransmitted`, `timeouts`, `hops`) and `start_us`, `finish_us`,
+    `fct_us`, `fct_acked_us` (to the sender's last acknowledgement),
     `ideal_fct_us` and `slowdown` (FCT over the ideal FCT: the same flow alone
     on the empty network along its path); null for a flow that did not
     finish inside the run."""
@@ -87,11 +88,14 @@ def fct_table(run: Any) -> Table:
     k = _US_PER_PS
     finish_us = [None if f == _NEVER else float(f) * k for f in finish]
     fct_us = [None if f == _NEVER else float(f - s) * k for s, f in zip(start, finish, strict=True)]
+    acked = t["acked_ps"] if "acked_ps" in t.columns else [_NEVER] * len(start)
+    fct_acked_us = [None if a == _NEVER else float(a - s) * k for s, a in zip(start, acked, strict=True)]
     ideal_us = [float(i) * k for i in ideal]
     return t.with_columns(
         start_us=[float(s) * k for s in start],
         finish_us=finish_us,
         fct_us=fct_us,
+        fct_acked_us=fct_acked_us,
         ideal_fct_us=ideal_us,
         slowdown=[None if f is None else fdiv(f, i) for f, i in zip(fct_us, ideal_us, strict=True)],
     )

@@ -733,6 +733,7 @@ FLOW_RECORD_COLUMNS = (
     "size_bytes",
     "start_ps",
     "finish_ps",
+    "acked_ps",
     "ideal_fct_ps",
     "retransmitted",
     "timeouts",

@@ -173,6 +173,10 @@ pub struct TransportConfig {
     pub flows: Vec<FlowConfig>,
     #[serde(default)]
     pub arrivals: Vec<ArrivalConfig>,
+    /// Bytes of each data frame that are headers, not the flow's payload
+    /// (`workload.header_bytes`; 0: a flow's size is its bytes on the wire).
+    #[serde(default)]
+    pub header_bytes: u32,
     /// The receiver acknowledges every `ack_every` frames in order (and the last).
     #[serde(default = "default_ack_every")]
     pub ack_every: u32,
@@ -191,6 +195,7 @@ impl Default for TransportConfig {
         TransportConfig {
             flows: vec![],
             arrivals: vec![],
+            header_bytes: 0,
             ack_every: default_ack_every(),
             rto_ps: default_rto_ps(),
             end_when_done: true,
@@ -713,6 +718,7 @@ impl SimConfig {
         // (`sections::workload`), in the user's units; the workload as
         // written is checked before it is resolved (`sections::check_written`).
         let Value::Object(values) = json!({
+            "header_bytes": t.header_bytes,
             "ack_every": t.ack_every,
             "rto_us": t.rto_ps as f64 / PS_PER_US as f64,
             "end_when_done": t.end_when_done,
@@ -720,8 +726,17 @@ impl SimConfig {
             unreachable!()
         };
         crate::sections::workload()
-            .only(&["ack_every", "rto_us", "end_when_done"])
+            .only(&["header_bytes", "ack_every", "rto_us", "end_when_done"])
             .check("transport", &values)?;
+        if t.header_bytes >= self.frame_bytes {
+            return fail(
+                "workload.header_bytes",
+                format!(
+                    "{} is not allowed; expected less than defaults.frame_bytes ({}): each frame must carry some of its flow",
+                    t.header_bytes, self.frame_bytes
+                ),
+            );
+        }
         // The flows and arrivals are what the workload resolves to (the
         // Python layer's generated flows, up to millions: checked here in
         // engine units by hand, not by a table each), and a hand-written

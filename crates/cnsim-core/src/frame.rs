@@ -75,6 +75,11 @@ pub struct Frame<E> {
     /// 802.3x PAUSE. Other control frames are served ahead of every data
     /// class and carry 0.
     pub prio: u8,
+    /// The entropy value ECMP hashes beside the frame's source and
+    /// destination (a sprayed transport's path choice, per frame: UET's
+    /// entropy; an acknowledgement carries its data frame's); 0 for a frame
+    /// that keeps its flow's one path. In the frame's two spare bytes.
+    pub entropy: u16,
     /// The scheme's part of the frame.
     pub ext: E,
 }
@@ -93,6 +98,7 @@ impl<E: Copy + Default> Frame<E> {
             cpid: 0,
             flow: NO_FLOW,
             seq: 0,
+            entropy: 0,
             ext: E::default(),
         }
     }
@@ -110,6 +116,7 @@ impl<E: Copy + Default> Frame<E> {
             cpid: 0,
             flow: NO_FLOW,
             seq: quanta as u32,
+            entropy: 0,
             ext: E::default(),
         }
     }
@@ -138,6 +145,7 @@ impl<E: Copy + Default> Frame<E> {
             cpid,
             flow: NO_FLOW,
             seq: about,
+            entropy: 0,
             ext,
         }
     }
@@ -160,6 +168,7 @@ impl<E> Frame<E> {
             in_local: self.in_local,
             kind: self.kind,
             prio: self.prio,
+            entropy: self.entropy,
             ext,
         }
     }

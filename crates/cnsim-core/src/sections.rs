@@ -688,6 +688,12 @@ pub fn workload() -> Table {
     .float("end_ms", 0.0, Range::ge(0.0), "no flow starts after (none: the run end)")
     .optional("end_ms", "the run end")
     .int(
+        "header_bytes",
+        0,
+        Range::ge(0.0).le(65535.0),
+        "bytes of each data frame that are headers, not the flow's payload: a flow of size_bytes is sent in frames carrying frame_bytes - header_bytes of it, the last its rest plus a header (0: a flow's size is its bytes on the wire; below defaults.frame_bytes)",
+    )
+    .int(
         "ack_every",
         1,
         Range::ge(1.0).le(65535.0),
@@ -787,7 +793,7 @@ pub fn tables() -> Vec<Table> {
 }
 
 /// The keys of the one transport every flow shares: `[workload]`'s only.
-const TRANSPORT_KEYS: [&str; 3] = ["ack_every", "rto_us", "end_when_done"];
+const TRANSPORT_KEYS: [&str; 4] = ["header_bytes", "ack_every", "rto_us", "end_when_done"];
 
 /// Further workloads beside `[workload]` (`[[workloads]]`): the same keys
 /// but those of the one transport every flow shares ([`TRANSPORT_KEYS`]),
@@ -802,7 +808,7 @@ pub fn workloads() -> Table {
         .optional("scheme", "the run's scheme");
     t.params.retain(|p| !TRANSPORT_KEYS.contains(&p.name));
     t.name = "workloads";
-    t.doc = "More transport flows beside `[workload]` ([[workloads]], one table\neach): another CDF, load, set of hosts, priority or scheme (RDMA\nbeside TCP: the `rdma_tcp` scenario). The one transport's keys\n(ack_every, rto_us, end_when_done) are `[workload]`'s.";
+    t.doc = "More transport flows beside `[workload]` ([[workloads]], one table\neach): another CDF, load, set of hosts, priority or scheme (RDMA\nbeside TCP: the `rdma_tcp` scenario). The one transport's keys\n(header_bytes, ack_every, rto_us, end_when_done) are `[workload]`'s.";
     t
 }
 

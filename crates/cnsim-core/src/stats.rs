@@ -534,6 +534,8 @@ pub struct FlowRecord {
     pub start_ps: Time,
     /// `Time::MAX` when the flow did not finish inside the run.
     pub finish_ps: Time,
+    /// When its sender had every byte acknowledged (`Time::MAX`: not inside the run).
+    pub acked_ps: Time,
     pub ideal_fct_ps: Time,
     pub retransmitted: u32,
     pub timeouts: u32,
@@ -819,6 +821,7 @@ impl RunResult {
             ("size_bytes".into(), tu(&|x| x.size_bytes)),
             ("start_ps".into(), tu(&|x| x.start_ps)),
             ("finish_ps".into(), tu(&|x| x.finish_ps)),
+            ("acked_ps".into(), tu(&|x| x.acked_ps)),
             ("ideal_fct_ps".into(), tu(&|x| x.ideal_fct_ps)),
             ("retransmitted".into(), tu(&|x| x.retransmitted as u64)),
             ("timeouts".into(), tu(&|x| x.timeouts as u64)),

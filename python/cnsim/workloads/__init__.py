@@ -405,7 +405,12 @@ def transport(
     check_count(w, p, fidelity)
     out: dict[str, Any] = {"flows": [], "arrivals": []}
     if "rto_us" in w.names:  # [workload]'s: the one transport's keys ([[workloads]] share them)
-        out.update(ack_every=w.ack_every, rto_ps=round(w.rto_us * PS_PER_US), end_when_done=w.end_when_done)
+        out.update(
+            header_bytes=w.header_bytes,
+            ack_every=w.ack_every,
+            rto_ps=round(w.rto_us * PS_PER_US),
+            end_when_done=w.end_when_done,
+        )
     prio = {"priority": w.priority} if w.priority is not None else {}
     if w.kind == "poisson":
         out["arrivals"].append(

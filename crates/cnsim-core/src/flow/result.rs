@@ -137,6 +137,8 @@ pub(super) fn build_result(r: &Model<'_>, fct: impl Fn(usize) -> f64) -> RunResu
             size_bytes: r.flows.size[f],
             start_ps: r.flows.start[f],
             finish_ps: finish[f],
+            // The flow-level model has no acknowledgements.
+            acked_ps: Time::MAX,
             ideal_fct_ps: r.ideal[f],
             retransmitted: 0,
             timeouts: 0,

@@ -46,6 +46,12 @@ pub(super) fn representable(cfg: &SimConfig) -> Result<Vec<String>, ConfigError>
             "'flow' does not model links going down (a link_down event): use fidelity = \"packet\"",
         );
     }
+    if cfg.transport.header_bytes > 0 {
+        return fail(
+            "fidelity",
+            "'flow' counts a flow's bytes as its bytes on the wire; this scenario gives frames headers (workload.header_bytes): use fidelity = \"packet\"",
+        );
+    }
     if cfg.class_scheme.is_some() {
         return fail(
             "fidelity",

@@ -407,6 +407,7 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
             tp: Transport {
                 flows: Vec::new(),
                 gens: Vec::new(),
+                header_bytes: 0,
                 ack_every: 1,
                 rto_ps: Time::MAX,
                 end_when_done: false,

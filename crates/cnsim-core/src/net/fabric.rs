@@ -262,7 +262,7 @@ impl<S: Scheme> Fabric<S> {
                 // Routed once, here: on the wire `in_port` carries the port
                 // the next bridge forwards the frame on (the bridge sets the
                 // field to the frame's ingress when it accepts it).
-                let out = self.router.next_hop(p.peer_bridge, frame.src, frame.dst);
+                let out = self.router.next_hop_sprayed(p.peer_bridge, frame.src, frame.dst, frame.entropy);
                 frame.in_port = if out == NO_ROUTE { NO_PORT_IN } else { out };
             }
             p.wire_mut(class).push_back(frame);

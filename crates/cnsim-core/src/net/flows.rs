@@ -45,7 +45,7 @@ impl<S: Scheme> Hosts<S> {
         for (i, f) in t.flows.iter().enumerate() {
             let src = station(format!("flows[{i}].src"), &f.src)?;
             let dst = station(format!("flows[{i}].dst"), &f.dst)?;
-            let mut flow = Flow::new(src, dst, f.size_bytes, f.start_ps, frame_bytes);
+            let mut flow = Flow::new(src, dst, f.size_bytes, f.start_ps, frame_bytes, t.header_bytes);
             flow.prio = cfg.stations[src as usize].priority;
             flows.push(flow);
         }
@@ -133,6 +133,7 @@ impl<S: Scheme> Hosts<S> {
         self.tp = Transport {
             flows,
             gens,
+            header_bytes: t.header_bytes,
             ack_every: t.ack_every,
             rto_ps: t.rto_ps,
             end_when_done: t.end_when_done,
@@ -187,7 +188,7 @@ impl<S: Scheme> Hosts<S> {
             Some(next) => ctx.schedule(next, EV_FLOW_ARRIVAL, g),
             None => self.tp.gens_live -= 1,
         }
-        let mut f = Flow::new(src, dst, size, now, ctx.run.frame_bytes);
+        let mut f = Flow::new(src, dst, size, now, ctx.run.frame_bytes, self.tp.header_bytes);
         f.prio = self.stations[src as usize].priority;
         (f.hops, f.base_rtt_ps) = fabric
             .path_info(src, dst, ctx.run.frame_bytes, ctx.run.ctrl_bytes)
@@ -406,6 +407,7 @@ impl<S: Scheme> Hosts<S> {
     /// The flow's last frame is acknowledged: its RL goes.
     fn finish_sender<T: Tracer<S>>(&mut self, flow: u32, ctx: &mut Ctx<S, T>) {
         let fl = &mut self.tp.flows[flow as usize];
+        fl.acked = ctx.now;
         let id = std::mem::replace(&mut fl.rl, NO_RL);
         fl.rto_deadline = Time::MAX;
         let s = fl.src as usize;
@@ -466,6 +468,7 @@ impl<S: Scheme> Hosts<S> {
                 size_bytes: f.size,
                 start_ps: f.start,
                 finish_ps: f.finish,
+                acked_ps: f.acked,
                 ideal_fct_ps: fabric.ideal_fct(f, frame_bytes),
                 retransmitted: f.retransmitted,
                 timeouts: f.timeouts,
@@ -536,7 +539,7 @@ mod tests {
                 .collect();
             let full = 1500;
             let size = rng.gen_range(1..200_000u64);
-            let f = Flow::new(0, 1, size, 0, full as u32);
+            let f = Flow::new(0, 1, size, 0, full as u32, 0);
             let mut done = vec![0 as Time; h];
             let mut arrive = 0;
             for k in 0..f.n_frames {
@@ -554,14 +557,27 @@ mod tests {
 
     #[test]
     fn a_flow_is_cut_into_full_frames_and_a_remainder() {
-        let f = Flow::new(0, 1, 4000, 0, 1500);
+        let f = Flow::new(0, 1, 4000, 0, 1500, 0);
         assert_eq!((f.n_frames, f.last_len), (3, 1000));
         assert_eq!(f.bytes(0, 3, 1500), 4000);
         assert_eq!(f.bytes(1, 3, 1500), 2500);
         assert_eq!(f.bytes(0, 2, 1500), 3000);
-        let g = Flow::new(0, 1, 3000, 0, 1500);
+        let g = Flow::new(0, 1, 3000, 0, 1500, 0);
         assert_eq!((g.n_frames, g.last_len), (2, 1500));
-        let h = Flow::new(0, 1, 1, 0, 1500);
+        let h = Flow::new(0, 1, 1, 0, 1500, 0);
         assert_eq!((h.n_frames, h.last_len, h.bytes(0, 1, 1500)), (1, 1, 1));
+    }
+
+    /// With headers, frames carry frame_bytes - header_bytes of the flow
+    /// each, and the last its rest plus a header: the Ultra Ethernet
+    /// reference's 2,000,000 B in 4,150-byte packets with 64-byte headers
+    /// is 489 full packets and one of 2,010 bytes.
+    #[test]
+    fn headers_take_their_bytes_from_every_frame() {
+        let f = Flow::new(0, 1, 2_000_000, 0, 4150, 64);
+        assert_eq!((f.n_frames, f.last_len), (490, 2010));
+        assert_eq!(f.bytes(0, 490, 4150), 489 * 4150 + 2010);
+        let g = Flow::new(0, 1, 4086 * 3, 0, 4150, 64);
+        assert_eq!((g.n_frames, g.last_len), (3, 4150));
     }
 }

@@ -263,14 +263,22 @@ impl Router {
     /// The port bridge `b` forwards a frame of flow (`src`, `dst`) on, or `NO_ROUTE`.
     #[inline(always)]
     pub fn next_hop(&self, b: u32, src: u32, dst: u32) -> PortId {
+        self.next_hop_sprayed(b, src, dst, 0)
+    }
+
+    /// The port bridge `b` forwards a frame of flow (`src`, `dst`) with
+    /// entropy value `entropy` on (ECMP hashes it too; 0: the flow's one
+    /// path, as [`Router::next_hop`]), or `NO_ROUTE`.
+    #[inline(always)]
+    pub fn next_hop_sprayed(&self, b: u32, src: u32, dst: u32, entropy: u16) -> PortId {
         if !self.dense.is_empty() {
             return self.dense[b as usize * self.n_stations + dst as usize];
         }
-        self.lookup(b, src, dst)
+        self.lookup(b, src, dst, entropy)
     }
 
     #[inline(never)]
-    fn lookup(&self, b: u32, src: u32, dst: u32) -> PortId {
+    fn lookup(&self, b: u32, src: u32, dst: u32, entropy: u16) -> PortId {
         if self.any_override {
             let o = &self.overrides[b as usize];
             if let Ok(i) = o.binary_search_by_key(&dst, |e| e.0) {
@@ -301,6 +309,11 @@ impl Router {
                     // Stations past 65,535: their high bits mixed in apart
                     // (the key above is the 16-bit fabrics' own, unchanged).
                     key ^= splitmix64(((src as u64) << 32) | dst as u64);
+                }
+                if entropy != 0 {
+                    // A sprayed frame's entropy: mixed in apart, so that 0
+                    // leaves every unsprayed route as it was.
+                    key ^= splitmix64(0x5eed_0000_0000_0000 | entropy as u64);
                 }
                 // Multiply-shift onto [0, len): unbiased enough and no division.
                 (((splitmix64(key) >> 32) * len as u64) >> 32) as u32

@@ -49,6 +49,10 @@ pub struct Flow {
     pub start: Time,
     /// When the receiver had every byte in order (`Time::MAX`: not yet).
     pub finish: Time,
+    /// When the sender had every byte acknowledged (`Time::MAX`: not yet):
+    /// the sender's completion time, one acknowledgement's trip after
+    /// `finish` (the HPCC project's and the Ultra Ethernet reference's FCT).
+    pub acked: Time,
     /// Sender: next frame to send, first frame not acknowledged, highest
     /// frame sent so far + 1 (frames below it sent again are retransmissions).
     pub snd_nxt: u32,
@@ -76,10 +80,14 @@ pub struct Flow {
 }
 
 impl Flow {
-    pub(super) fn new(src: u32, dst: u32, size: u64, start: Time, frame_bytes: u32) -> Flow {
-        let fb = frame_bytes as u64;
-        let n_frames = size.div_ceil(fb) as u32;
-        let last_len = (size - (n_frames as u64 - 1) * fb) as u16;
+    /// A flow of `size` bytes of payload in frames of `frame_bytes` on the
+    /// wire, `header_bytes` of each frame headers (0: the size is the
+    /// flow's bytes on the wire): full frames and a last one of the rest
+    /// and its header.
+    pub(super) fn new(src: u32, dst: u32, size: u64, start: Time, frame_bytes: u32, header_bytes: u32) -> Flow {
+        let payload = (frame_bytes - header_bytes) as u64;
+        let n_frames = size.div_ceil(payload) as u32;
+        let last_len = (size - (n_frames as u64 - 1) * payload + header_bytes as u64) as u16;
         Flow {
             src,
             dst,
@@ -88,6 +96,7 @@ impl Flow {
             last_len,
             start,
             finish: Time::MAX,
+            acked: Time::MAX,
             snd_nxt: 0,
             snd_una: 0,
             snd_max: 0,
@@ -458,6 +467,8 @@ pub fn cdf_mean(cdf: &[(f64, f64)]) -> f64 {
 pub struct Transport {
     pub flows: Vec<Flow>,
     pub gens: Vec<FlowGen>,
+    /// Bytes of each data frame that are headers (`workload.header_bytes`).
+    pub header_bytes: u32,
     pub ack_every: u32,
     pub rto_ps: Time,
     pub end_when_done: bool,
@@ -519,7 +530,7 @@ mod tests {
     /// A flow of `n` full frames whose sender has its RL (so that its
     /// retransmission timer counts).
     fn flow(n: u32) -> Flow {
-        let mut f = Flow::new(0, 1, n as u64 * FB as u64, 0, FB);
+        let mut f = Flow::new(0, 1, n as u64 * FB as u64, 0, FB, 0);
         f.rl = 0;
         f
     }
