@@ -23,6 +23,7 @@ pub mod results;
 pub mod rl;
 pub mod routing;
 mod rp;
+pub mod sack;
 pub mod run;
 pub mod sim;
 pub mod station;
