@@ -22,8 +22,14 @@ pub enum FrameKind {
     /// A transport acknowledgement (cumulative, `seq` = next frame expected),
     /// in the control class like notifications.
     Ack = 3,
-    /// A transport negative acknowledgement (go-back-N from `seq`).
+    /// A transport negative acknowledgement (go-back-N from `seq`; a
+    /// selective transport's: frame `seq` was trimmed, send it again).
     Nack = 4,
+    /// A data frame a bridge cut to its header at a full queue (UET's
+    /// trimming): in the control class on to its flow's receiver, which
+    /// NACKs it. `cpid` is 1 when it was cut at the last hop (the port
+    /// into its destination), else 0.
+    Trimmed = 5,
 }
 
 /// The 802.1p priority of data frames unless their station sets one (the
@@ -56,6 +62,8 @@ pub struct Frame<E> {
     pub in_port: u32,
     /// Data: the CPID of the rate limiter the frame left (0: none).
     /// Notification: the CP that sent it (0: none, e.g. a destination).
+    /// A selective transport's ACK or NACK: the frame it answers (its
+    /// `seq`). Trimmed: 1 if cut at the last hop.
     pub cpid: u32,
     /// Transport flow of a data frame, acknowledgement or notification
     /// ([`NO_FLOW`]: open-loop traffic).
@@ -195,7 +203,7 @@ impl<E> Frame<E> {
     /// paused, queued in the control FIFO.
     #[inline]
     pub fn is_control(&self) -> bool {
-        matches!(self.kind, FrameKind::Note | FrameKind::Ack | FrameKind::Nack)
+        matches!(self.kind, FrameKind::Note | FrameKind::Ack | FrameKind::Nack | FrameKind::Trimmed)
     }
 }
 

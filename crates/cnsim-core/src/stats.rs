@@ -523,6 +523,20 @@ pub struct TransportCounters {
     pub discarded: u64,
     /// Retransmission timeouts that fired.
     pub timeouts: u64,
+    /// Data frames a selective receiver (UET) kept beyond a gap.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub held: u64,
+    /// Data frames bridges cut to their header (UET's trimming; their
+    /// payload is in `dropped_cp`), and headers or acknowledgements a full
+    /// header queue dropped.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub trimmed: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub header_drops: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 /// Per-flow outcome, as the results give it.

@@ -69,6 +69,14 @@ named_enum! {
         Defer = "defer",
         /// The receiver of a flow discarded a frame beyond a gap (go-back-N).
         Discard = "discard",
+        /// A selective receiver (UET) kept a data frame that arrived beyond a
+        /// gap (`reason`: out_of_order), to acknowledge it selectively.
+        Hold = "hold",
+        /// A bridge cut a data frame to its header at a full queue (UET's
+        /// trimming; `reason`: arriving, or queued: the last frame queued).
+        Trim = "trim",
+        /// A trimmed frame's header reached its flow's receiver.
+        TrimRx = "trim_rx",
         /// A CP marked a data frame (ECN CE; QCN three-point's mark).
         Mark = "mark",
         /// A bridge or station queued a PAUSE / PFC frame (`reason`: xoff, xon, refresh).
@@ -126,6 +134,10 @@ named_enum! {
         RlqFull = "rlq_full",
         NicFull = "nic_full",
         Watchdog = "watchdog",
+        HeaderQueueFull = "header_queue_full",
+        // trim (and drop, with trimming off): which frame
+        Arriving = "arriving",
+        Queued = "queued",
         // discard
         OutOfOrder = "out_of_order",
         // pause
@@ -156,6 +168,8 @@ pub enum FrameCol {
     Note,
     Ack,
     Nack,
+    /// A data frame cut to its header (UET's trimming).
+    Trimmed,
 }
 
 impl FrameCol {
@@ -166,6 +180,7 @@ impl FrameCol {
             FrameCol::Note => "note",
             FrameCol::Ack => "ack",
             FrameCol::Nack => "nack",
+            FrameCol::Trimmed => "trimmed",
         }
     }
 }

@@ -156,6 +156,7 @@ pub fn encode(f: &WireFrame, snaplen: u32) -> (Vec<u8>, u32) {
             let psn = if f.kind == FrameKind::Ack { f.seq.wrapping_sub(1) } else { f.seq };
             return roce(f, snaplen, OP_ACKNOWLEDGE, psn, CONTROL_PRIORITY, Ecn::NotCapable);
         }
+        FrameKind::Trimmed => return roce(f, snaplen, rc_data_opcode(f), f.seq, CONTROL_PRIORITY, Ecn::Capable(f.fields.ce)),
         FrameKind::Note => match f.fields.note {
             NoteFormat::Cnp => return roce(f, snaplen, OP_CNP, 0, CONTROL_PRIORITY, Ecn::NotCapable),
             NoteFormat::Cnm => cnm(&mut b, f),

@@ -11,6 +11,7 @@ use super::rl::StationRp;
 use super::station::Dest;
 use super::topology::{Network, NodeKind};
 use super::transport::{FlowPaths, Transport};
+use super::trim::Trimming;
 use crate::config::{fail, BufferMode, ConfigError, EventConfig, RoutingConfig, SimConfig};
 use crate::engine::queue::EventQueue;
 use crate::engine::rng::stream;
@@ -385,6 +386,7 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
             pfc_on: cfg.pause.enabled && cfg.pause.mode == crate::config::PauseMode::Pfc,
             watchdog_drop: cfg.pause.watchdog && cfg.pause.watchdog_action == crate::config::WatchdogAction::Drop,
             plain: false,
+            trim: None,
             n_stations: n_st,
             node_by_name,
         };
@@ -416,10 +418,25 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
                 gens_live: 0,
                 counts: TransportCounters::default(),
                 deps: None,
+                sel_cfg: Default::default(),
+                sel: Vec::new(),
             },
         };
         let paths = hosts.transport_init(cfg, &mut ctx, &fabric)?;
-        let view = network_view(&fabric, &hosts, paths);
+        let view = network_view(cfg, &fabric, &hosts, paths);
+        ctx.scheme.fit_network(&view);
+        if S::SELECTIVE {
+            let sel = ctx.scheme.selective();
+            if let Some(q) = sel.queue_bytes {
+                for b in fabric.bridges.iter_mut().filter(|b| b.buffer_mode == BufferMode::PerOutput) {
+                    b.buffer_bytes = q;
+                }
+            }
+            hosts.tp.selective(sel);
+            if S::TRIMS {
+                fabric.trim = Some(Box::new(Trimming::new(sel, fabric.ports.len(), stream(seed, "trim"))));
+            }
+        }
         let mut warnings = ctx.scheme.check_network(&view)?;
         warnings.extend(pfc_warnings(cfg));
         warnings.extend(headroom_warnings(cfg));
@@ -437,7 +454,7 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
 
 /// What a scheme checks its parameters against: the slowest sender's
 /// line rate and the flows' paths (from `Hosts::transport_init`).
-fn network_view<S: Scheme>(fabric: &Fabric<S>, hosts: &Hosts<S>, paths: FlowPaths) -> NetView {
+fn network_view<S: Scheme>(cfg: &SimConfig, fabric: &Fabric<S>, hosts: &Hosts<S>, paths: FlowPaths) -> NetView {
     let mut senders: Vec<usize> = (0..fabric.n_stations).filter(|&s| hosts.stations[s].load > 0.0).collect();
     senders.extend(hosts.tp.flows.iter().map(|f| f.src as usize));
     senders.extend(hosts.tp.gens.iter().map(|g| g.station as usize));
@@ -477,6 +494,9 @@ fn network_view<S: Scheme>(fabric: &Fabric<S>, hosts: &Hosts<S>, paths: FlowPath
                 hops,
             })
             .collect(),
+        frame_bytes: cfg.frame_bytes,
+        header_bytes: cfg.transport.header_bytes,
+        ctrl_bytes: cfg.control_frame_bytes,
     }
 }
 

@@ -75,6 +75,8 @@ pub struct Fabric<S: Scheme> {
     /// drops: a bridge forwards as the 802.1Qau-era model did, by a path
     /// without their checks (`Fabric::bridge_receive`).
     pub plain: bool,
+    /// Trimming at full queues (schemes with `Scheme::TRIMS`; net::trim).
+    pub trim: Option<Box<super::trim::Trimming>>,
     pub n_stations: usize,
     pub node_by_name: BTreeMap<String, u32>,
 }
@@ -117,6 +119,12 @@ impl<S: Scheme> Fabric<S> {
         let owner = p.owner as usize;
         let limited = owner < self.n_stations && nic.limited(owner);
         let frame = if let Some(f) = p.ctrl.pop_front() {
+            if S::TRIMS {
+                if let Some(tr) = self.trim.as_mut() {
+                    let q = &mut tr.ctrl_bytes[port as usize];
+                    *q = q.saturating_sub(f.len as u64);
+                }
+            }
             f
         } else if !(p.data_waiting() || limited && nic.has_queued(owner)) {
             return;
@@ -192,7 +200,7 @@ impl<S: Scheme> Fabric<S> {
         let class = match frame.kind {
             FrameKind::Pause => WIRE_MAC,
             FrameKind::Data => WIRE_DATA,
-            FrameKind::Note | FrameKind::Ack | FrameKind::Nack => WIRE_NOTE,
+            FrameKind::Note | FrameKind::Ack | FrameKind::Nack | FrameKind::Trimmed => WIRE_NOTE,
         };
         p.busy = true;
         p.tx = TxFrame {
@@ -414,6 +422,7 @@ impl<S: Scheme> Fabric<S> {
                 FrameKind::Note => Kind::CnRx,
                 FrameKind::Ack => Kind::AckRx,
                 FrameKind::Nack => Kind::NackRx,
+                FrameKind::Trimmed => Kind::TrimRx,
                 FrameKind::Pause => Kind::PauseRx,
             };
             let site = Site {
@@ -436,6 +445,11 @@ impl<S: Scheme> Fabric<S> {
     /// `port` and starts the port.
     pub(crate) fn send_control<T: Tracer<S>, N: Nic<S>>(&mut self, port: PortId, f: Frame<S::Ext>, ctx: &mut Ctx<S, T>, nic: &mut N) {
         self.settle(port, ctx, nic);
+        if S::TRIMS {
+            if let Some(tr) = self.trim.as_mut() {
+                tr.ctrl_bytes[port as usize] += f.len as u64;
+            }
+        }
         self.ports[port as usize].ctrl.push_back(f);
         self.try_start(port, ctx, nic);
     }

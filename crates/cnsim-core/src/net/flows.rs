@@ -142,6 +142,8 @@ impl<S: Scheme> Hosts<S> {
             gens_live: live,
             counts: TransportCounters::default(),
             deps: deps.map(Box::new),
+            sel_cfg: Default::default(),
+            sel: Vec::new(),
         };
         Ok(paths)
     }
@@ -151,7 +153,7 @@ impl<S: Scheme> Hosts<S> {
     /// start); one that would start after the run never does.
     #[cold]
     #[inline(never)]
-    fn release_dependents<T: Tracer<S>>(&mut self, done: u32, ctx: &mut Ctx<S, T>) {
+    pub(crate) fn release_dependents<T: Tracer<S>>(&mut self, done: u32, ctx: &mut Ctx<S, T>) {
         let Some(deps) = self.tp.deps.as_mut() else { return };
         for (j, at) in deps.received(done as usize, ctx.now) {
             let f = &mut self.tp.flows[j as usize];
@@ -194,6 +196,9 @@ impl<S: Scheme> Hosts<S> {
             .path_info(src, dst, ctx.run.frame_bytes, ctx.run.ctrl_bytes)
             .unwrap_or((0, 0));
         self.tp.flows.push(f);
+        if S::SELECTIVE {
+            self.tp.sel.push(super::sack::SelFlow::new());
+        }
         self.start_flow((self.tp.flows.len() - 1) as u32, ctx, fabric);
     }
 
@@ -247,6 +252,9 @@ impl<S: Scheme> Hosts<S> {
     /// The next frame of flow RL `id` at station `s` (its port `p`), if its
     /// pacing and window let one leave now.
     pub(crate) fn flow_frame<T: Tracer<S>>(&mut self, s: usize, id: u32, p: &mut Port<S::Ext>, ctx: &mut Ctx<S, T>) -> FlowPick<S::Ext> {
+        if S::SELECTIVE {
+            return self.sel_flow_frame(s, id, p, ctx);
+        }
         let now = ctx.now;
         let fb = ctx.run.frame_bytes;
         let rl = self.rls[id as usize].as_mut().expect("live");
@@ -300,6 +308,10 @@ impl<S: Scheme> Hosts<S> {
 
     /// A data frame of a flow reached its destination station `s`.
     pub(crate) fn transport_receive<T: Tracer<S>>(&mut self, s: usize, f: &Frame<S::Ext>, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>) {
+        if S::SELECTIVE {
+            self.sel_receive(s, f, ctx, fabric);
+            return;
+        }
         let fl = &mut self.tp.flows[f.flow as usize];
         let got = fl.receive(f.seq, ctx.now, self.tp.ack_every);
         if T::ON && got.finished {
@@ -360,6 +372,10 @@ impl<S: Scheme> Hosts<S> {
 
     /// An ACK or NACK reached the flow's sender.
     pub(crate) fn transport_ack<T: Tracer<S>>(&mut self, f: &Frame<S::Ext>, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>) {
+        if S::SELECTIVE {
+            self.sel_ack(f, ctx, fabric);
+            return;
+        }
         let now = ctx.now;
         let fb = ctx.run.frame_bytes;
         let fl = &mut self.tp.flows[f.flow as usize];
@@ -396,7 +412,7 @@ impl<S: Scheme> Hosts<S> {
     }
 
     /// A traced sender's window (window schemes only: `u64::MAX` is none).
-    fn trace_window<T: Tracer<S>>(&mut self, t: usize, window: u64, ctx: &Ctx<S, T>) {
+    pub(crate) fn trace_window<T: Tracer<S>>(&mut self, t: usize, window: u64, ctx: &Ctx<S, T>) {
         if window == u64::MAX {
             return;
         }
@@ -405,7 +421,7 @@ impl<S: Scheme> Hosts<S> {
     }
 
     /// The flow's last frame is acknowledged: its RL goes.
-    fn finish_sender<T: Tracer<S>>(&mut self, flow: u32, ctx: &mut Ctx<S, T>) {
+    pub(crate) fn finish_sender<T: Tracer<S>>(&mut self, flow: u32, ctx: &mut Ctx<S, T>) {
         let fl = &mut self.tp.flows[flow as usize];
         fl.acked = ctx.now;
         let id = std::mem::replace(&mut fl.rl, NO_RL);
@@ -426,6 +442,10 @@ impl<S: Scheme> Hosts<S> {
 
     /// The retransmission timer of `flow` fired.
     pub(crate) fn on_flow_rto<T: Tracer<S>>(&mut self, flow: u32, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>) {
+        if S::SELECTIVE {
+            self.sel_rto(flow, ctx, fabric);
+            return;
+        }
         let now = ctx.now;
         let fb = ctx.run.frame_bytes;
         let fl = &mut self.tp.flows[flow as usize];

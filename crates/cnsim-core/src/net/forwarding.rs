@@ -71,6 +71,12 @@ impl<S: Scheme> Fabric<S> {
             return;
         }
         if f.is_control() {
+            if S::TRIMS && self.trim.is_some() {
+                // The header queue: at most twice the port's data queue.
+                let limit = 2 * self.bridges[b as usize].buffer_bytes;
+                self.push_control(out, limit, f, ctx, nic);
+                return;
+            }
             self.ports[out as usize].ctrl.push_back(f);
             self.try_start(out, ctx, nic);
             return;
@@ -115,8 +121,16 @@ impl<S: Scheme> Fabric<S> {
                 return;
             }
         } else if !bridge.admits(len, o.data_bytes, || o.bytes_by_ingress[in_local]) {
-            self.refuse(b, out, in_local, f, None, ctx, nic);
-            return;
+            if !S::TRIMS || self.trim.is_none() {
+                self.refuse(b, out, in_local, f, None, ctx, nic);
+                return;
+            }
+            // Trimmed or dropped: the arriving frame, or the last one
+            // queued (the arriving one then takes its place).
+            match self.overflow(b, out, f, ctx, nic) {
+                Some(back) => f = back,
+                None => return,
+            }
         }
         self.admit(b, ingress, in_local, out, &mut f, ctx, nic);
         let prio = f.prio;

@@ -83,6 +83,7 @@ impl<S: Scheme> Nic<S> for Hosts<S> {
         match f.kind {
             FrameKind::Note => self.rp_receive(s, f, ctx, fabric),
             FrameKind::Ack | FrameKind::Nack => self.transport_ack(f, ctx, fabric),
+            FrameKind::Trimmed => self.transport_trimmed(s, f, ctx, fabric),
             FrameKind::Data | FrameKind::Pause => {}
         }
     }

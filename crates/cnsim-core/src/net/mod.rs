@@ -23,12 +23,14 @@ pub mod results;
 pub mod rl;
 pub mod routing;
 mod rp;
-pub mod sack;
 pub mod run;
+pub mod sack;
+mod sel_flows;
 pub mod sim;
 pub mod station;
 pub mod topology;
 pub mod transport;
+pub mod trim;
 mod watchdog;
 
 pub use crate::frame::{Frame, FrameKind};

@@ -216,7 +216,14 @@ impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
                 .collect(),
             transport: stats::TransportResult {
                 flows: hosts.flow_records(net, self.ctx.run.frame_bytes),
-                counts: hosts.tp.counts,
+                counts: {
+                    let mut c = hosts.tp.counts;
+                    if let Some(tr) = net.trim.as_ref() {
+                        c.trimmed = tr.trimmed;
+                        c.header_drops = tr.header_drops;
+                    }
+                    c
+                },
             },
             series: self.build_series(),
             trace: None,

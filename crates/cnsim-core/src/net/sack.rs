@@ -271,6 +271,26 @@ impl SelSender {
     }
 }
 
+/// One flow's two ends, and the sender's bytes in flight as the reference
+/// counts them (up at each send, down by what the receiver reports received
+/// and by each NACK or timeout; it may dip below zero for a moment).
+#[derive(Clone, Debug, Default)]
+pub struct SelFlow {
+    pub tx: SelSender,
+    pub rx: SelReceiver,
+    pub inflight: i64,
+}
+
+impl SelFlow {
+    pub fn new() -> SelFlow {
+        SelFlow {
+            tx: SelSender::new(),
+            rx: SelReceiver::default(),
+            inflight: 0,
+        }
+    }
+}
+
 /// What the receiver does with a data frame ([`SelReceiver::on_data`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RxOutcome {
@@ -313,9 +333,7 @@ pub struct SelReceiver {
 impl SelReceiver {
     #[inline]
     fn is_held(&self, psn: u32) -> bool {
-        self.held
-            .get((psn / 64) as usize)
-            .is_some_and(|w| w >> (psn % 64) & 1 == 1)
+        self.held.get((psn / 64) as usize).is_some_and(|w| w >> (psn % 64) & 1 == 1)
     }
 
     fn set_held(&mut self, psn: u32, on: bool) {
@@ -441,7 +459,10 @@ mod tests {
         let r = rx.on_data(2, 4150, false, n, ACK_BYTES);
         assert!(r.held && !r.ack && !r.duplicate);
         rx.on_data(3, 4150, false, n, ACK_BYTES);
-        assert!(!rx.on_data(4, 4150, false, n, ACK_BYTES).ack, "12,450 bytes since the last acknowledgement");
+        assert!(
+            !rx.on_data(4, 4150, false, n, ACK_BYTES).ack,
+            "12,450 bytes since the last acknowledgement"
+        );
         assert!(rx.on_data(5, 4150, false, n, ACK_BYTES).ack, "16,600 bytes: at least 16,384");
         assert_eq!(rx.cum(), 1);
         let (base, bits) = rx.sack(5, false);

@@ -269,6 +269,7 @@ impl Flow {
             mss: frame_bytes,
             hops: self.hops,
             base_rtt_ps: self.base_rtt_ps,
+            entropy: 0,
         }
     }
 
@@ -481,9 +482,20 @@ pub struct Transport {
     pub counts: TransportCounters,
     /// Given flows that wait for others (None: none does).
     pub deps: Option<Box<super::deps::Deps>>,
+    /// A selective transport's (`Scheme::SELECTIVE`) settings, and each
+    /// flow's two ends (net::sack), by flow id; empty otherwise.
+    pub sel_cfg: crate::scheme::Selective,
+    pub sel: Vec<super::sack::SelFlow>,
 }
 
 impl Transport {
+    /// Flows recover losses selectively, with `cfg`: every flow gets its
+    /// two ends (those that arrive later get theirs when they start).
+    pub fn selective(&mut self, cfg: crate::scheme::Selective) {
+        self.sel_cfg = cfg;
+        self.sel = (0..self.flows.len()).map(|_| super::sack::SelFlow::new()).collect();
+    }
+
     pub fn is_empty(&self) -> bool {
         self.flows.is_empty() && self.gens.is_empty()
     }

@@ -351,6 +351,7 @@ mod tests {
             mss: 1500,
             hops: 2,
             base_rtt_ps: 10_000_000,
+            entropy: 0,
         }
     }
 

@@ -260,6 +260,7 @@ mod tests {
             mss: 1500,
             hops: 1,
             base_rtt_ps: t_ps,
+            entropy: 0,
         };
         let int = |qlen: u32, tx: u64, ts: Time| {
             let mut hops = [IntHop::default(); MAX_HOPS];
@@ -312,6 +313,7 @@ mod tests {
             mss: 1500,
             hops: 2,
             base_rtt_ps: 10_000_000,
+            entropy: 0,
         };
         for k in 0..3 {
             h.rp_on_ack(&mut c, &mut rl, &ack, &HpccExt::default(), k, &mut rng);

@@ -104,7 +104,7 @@ pub struct QueueView {
 /// `kmax_bytes`, every frame past it (DCQCN's K_min, K_max, P_max; DCTCP's
 /// step at K is `kmin_bytes = kmax_bytes = K`). A bridge's own profile
 /// (`bridge.ecn_kmin_bytes` ...) replaces the scheme's on its queues.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Red {
     pub kmin_bytes: f64,
     pub kmax_bytes: f64,
@@ -164,6 +164,58 @@ pub struct AckView {
     /// The flow's base RTT: a full frame there and its ACK back on the
     /// empty network (HPCC's T, Swift's base delay).
     pub base_rtt_ps: Time,
+    /// The entropy value of the data frame the acknowledgement answers
+    /// (a sprayed transport's path feedback; 0 for a timeout).
+    pub entropy: u16,
+}
+
+/// What a selective transport's acknowledgement carries besides its
+/// cumulative point ([`Scheme::SELECTIVE`]; net::sack): written into the
+/// scheme's extension by [`Scheme::sack_ack`], read back by
+/// [`Scheme::sack_of`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SackFields {
+    /// The selective acknowledgement: bit i for PSN `base + i` received
+    /// beyond the cumulative point.
+    pub base: u32,
+    pub bits: u64,
+    /// Bytes the receiver has received in all (duplicates not counted).
+    pub recvd_bytes: u64,
+    /// The frame answered was a retransmission.
+    pub rtx: bool,
+    /// NACK: the frame was trimmed at the last hop (the port into its
+    /// destination).
+    pub last_hop: bool,
+}
+
+/// A selective transport's settings, as its scheme has fitted them to the
+/// network ([`Scheme::selective`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Selective {
+    /// The receiver acknowledges every this many bytes received.
+    pub ack_bytes: u32,
+    /// Retransmission timeout, from the oldest outstanding send.
+    pub rto_ps: Time,
+    /// Bridges trim (true) or drop (false) what a full queue cannot take
+    /// (schemes with [`Scheme::TRIMS`]).
+    pub trim: bool,
+    /// Length of a trimmed frame on the wire.
+    pub trim_bytes: u16,
+    /// The data queue of every `per_output` bridge port, when the scheme
+    /// sizes them (bytes; None: the bridges' own `buffer_bytes`).
+    pub queue_bytes: Option<u64>,
+}
+
+impl Default for Selective {
+    fn default() -> Self {
+        Selective {
+            ack_bytes: 1,
+            rto_ps: Time::MAX,
+            trim: false,
+            trim_bytes: 64,
+            queue_bytes: None,
+        }
+    }
 }
 
 /// A transport flow's path in the built network.
@@ -191,6 +243,11 @@ pub struct NetView {
     /// The paths transport flows may take: one per distinct (base RTT,
     /// hops), named by the first flow found on it.
     pub paths: Vec<PathView>,
+    /// Wire length of a full data frame and the bytes of it that are
+    /// headers (`workload.header_bytes`), of a control frame.
+    pub frame_bytes: u32,
+    pub header_bytes: u32,
+    pub ctrl_bytes: u32,
 }
 
 impl NetView {
@@ -270,6 +327,51 @@ pub trait Scheme: Send + 'static {
     /// Whether the scheme's CPs mark ECN (a bridge's RED profile, `red`
     /// below, is used only by such schemes).
     const MARKS_ECN: bool = false;
+
+    /// Transport flows recover losses selectively (net::sack: a send record
+    /// per frame, selective acknowledgements, a NACK per trimmed frame, one
+    /// timer at the oldest outstanding send) instead of going back N; the
+    /// receiver keeps frames that arrive beyond a gap. The settings are
+    /// [`Scheme::selective`]'s, the acknowledgement's fields travel in the
+    /// scheme's extension ([`Scheme::sack_ack`], [`Scheme::sack_of`]).
+    const SELECTIVE: bool = false;
+    /// Bridges trim a data frame that finds its output queue full to its
+    /// header (UET's packet trimming: the arriving frame, or the last one
+    /// queued) and forward the header in the control class to the flow's
+    /// receiver, which NACKs it; with [`Selective::trim`] off they drop the
+    /// same frame instead.
+    const TRIMS: bool = false;
+
+    /// The scheme fits its derived constants to the built network (its
+    /// paths' base RTTs, line rates, queue sizes), once per run before
+    /// anything is sent. Default: nothing.
+    fn fit_network(&mut self, _net: &NetView) {}
+
+    /// A selective transport's settings (after [`Scheme::fit_network`]).
+    fn selective(&self) -> Selective {
+        Selective::default()
+    }
+
+    /// Selective transports: the sender marks data frame `ext` as asking
+    /// for an acknowledgement at once (`ar`) and as sent again (`resent`).
+    fn sack_stamp(&self, _ext: &mut Self::Ext, _ar: bool, _resent: bool) {}
+
+    /// Selective transports: whether the receiver acknowledges data frame
+    /// `data` at once (ECN CE, an acknowledgement asked for).
+    fn sack_urgent(&self, _data: &Self::Ext) -> bool {
+        false
+    }
+
+    /// Selective transports: the extension of the acknowledgement (or NACK)
+    /// answering `data`, carrying `sack`.
+    fn sack_ack(&self, data: &Self::Ext, _sack: &SackFields) -> Self::Ext {
+        self.ack_echo(data)
+    }
+
+    /// Selective transports: what an acknowledgement's extension carries.
+    fn sack_of(&self, _ack: &Self::Ext) -> SackFields {
+        SackFields::default()
+    }
 
     /// A CP's state; `red`: its bridge's own RED profile, if it sets one.
     fn new_cp(&self, rng: Stream, red: Option<Red>) -> Self::Cp;
@@ -534,6 +636,14 @@ macro_rules! scheme_list {
                 tables: [swift::table()],
                 names: [
                     "swift": Some("swift"), [], "Swift (2020): window toward a delay target scaled by hops and window; transport flows";
+                ],
+            }
+            uet {
+                types: [Uet(Uet)],
+                build: |s| Ok(AnyScheme::Uet(uet::Uet::from_config(s)?)),
+                tables: [uet::table()],
+                names: [
+                    "uet": Some("uet"), [], "Ultra Ethernet transport (UE 1.0): NSCC window, packet spraying, trimming, selective acknowledgements; transport flows";
                 ],
             }
         }

@@ -292,6 +292,7 @@ mod tests {
             mss: 1500,
             hops,
             base_rtt_ps: 10_000_000,
+            entropy: 0,
         }
     }
 

@@ -472,6 +472,7 @@ mod tests {
             mss: 1500,
             hops: 2,
             base_rtt_ps: 20_000_000,
+            entropy: 0,
         }
     }
 

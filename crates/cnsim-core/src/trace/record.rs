@@ -423,6 +423,15 @@ impl Recorder {
                 r.priority = Some(CONTROL_PRIORITY);
                 r.ecn = Some(fields.ce);
             }
+            FrameKind::Trimmed => {
+                r.frame = Some(FrameCol::Trimmed);
+                r.flow = Some((f.src, f.dst));
+                r.seq = Some(f.seq);
+                r.priority = Some(CONTROL_PRIORITY);
+                r.ecn = Some(fields.ce);
+                // `cpid` is not a CP here: 1 marks a cut at the last hop.
+                r.cpid = None;
+            }
         }
         r
     }

@@ -1,0 +1,1010 @@
+//! The Ultra Ethernet transport (UE 1.0, 2025) as the consortium's
+//! reference simulator (`ultraethernet/uet-htsim`) runs it: a selective
+//! transport (net::sack: selective acknowledgements, a NACK per trimmed
+//! frame, a timer at the oldest outstanding send), packets sprayed over
+//! `paths` entropy values by a load balancer, bridges that trim instead of
+//! dropping (net::trim), ECN marked on dequeue between 20% and 80% of a BDP,
+//! and NSCC, the sender's window driven by delay and ECN:
+//!
+//! - **Constants** from the network (`fit_network`): its RTT (the longest
+//!   base RTT of the flows' paths: a full frame there and its ACK back) and
+//!   link rate C give its BDP; a = BDP / reference BDP (100 Gbit/s x 12 us),
+//!   target = 0.75 x RTT with trimming (the RTT without), b = target / 12 us;
+//!   alpha = 4 MSS a b / target, fair increase 5 MSS a, eta 0.15 MSS a,
+//!   fast increase 0.25 a; the first window and the largest 1.5 BDP.
+//! - **Per ACK**, from the delay (RTT less the flow's base RTT, its running
+//!   minimum) and the echoed ECN mark: no mark and delay >= target: fair
+//!   increase (fi per byte acknowledged, applied per window); no mark and
+//!   below: proportional increase alpha (target - delay) per byte, or, after
+//!   a window of delays under 1 us, fast increase 0.25 a per byte at once;
+//!   mark and above target: multiplicative decrease by gamma (avg - target)
+//!   / avg of the delay's moving average, at most once per base RTT and at
+//!   most by half; mark and below: no change (the balancer moves off the
+//!   path). Increases are applied when more than 8 MTU were acknowledged or
+//!   an RTT passed; eta once per RTT.
+//! - **Quick adapt**: per window of base RTT + target, if a NACK or a delay
+//!   over 4 x target was seen and fewer than maxwnd / 8 bytes arrived, the
+//!   window is set to what arrived and marks are ignored until what was then
+//!   in flight is acknowledged.
+//! - **A NACK** (a trimmed frame) takes its frame's bytes off the window; a
+//!   timeout too.
+//! - **Balancers** (`balancer`): oblivious (every entropy once per round,
+//!   in a random XOR order), bitmap (the same, skipping entropies penalised
+//!   by ECN 1, NACK 4 or timeout 15, one penalty point off per skip), reps
+//!   (recycle the entropies of unmarked ACKs from a buffer of 8, random when
+//!   none; frozen for 10 ms after a timeout), mixed (recycle every unmarked
+//!   ACK's entropy first, else bitmap; the reference's default).
+//!
+//! Where cnsim differs from the reference on purpose is said in
+//! docs/uet.md: a flow's sender sends through its station's NIC in round
+//! robin with the other flows there (the reference's NIC too) but control
+//! frames go strictly first (the reference gives them 10 turns in 11); ECMP
+//! hashes (source, destination, entropy) with the run's seed rather than
+//! (flow id, entropy, a random salt per switch); the random streams are
+//! cnsim's.
+
+use super::params::SchemeConfig;
+use super::params::{Range, Table};
+use super::{AckKind, AckView, ExtFields, NetView, QueueView, Red, RlCore, SackFields, Scheme, Selective};
+use crate::engine::rng::Stream;
+use crate::engine::{Time, PS_PER_US};
+use crate::error::ConfigError;
+use crate::frame::Frame;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// UET parameters, in the units of their names; declared in [`table`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UetParams {
+    pub cc: Cc,
+    pub balancer: BalancerKind,
+    pub paths: u32,
+    pub trim: bool,
+    pub trim_bytes: u32,
+    pub queue_bdp: f64,
+    pub ecn_low_bdp: f64,
+    pub ecn_high_bdp: f64,
+    pub ack_bytes: u32,
+    pub rto_us: Option<f64>,
+    pub target_qdelay_us: Option<f64>,
+    pub target_fraction: f64,
+    pub ref_rtt_us: f64,
+    pub ref_rate_gbps: f64,
+    pub maxwnd_bdp: f64,
+    pub fair_increase_mss: f64,
+    pub alpha_mss: f64,
+    pub eta_mss: f64,
+    pub fast_increase: f64,
+    pub fast_delay_us: f64,
+    pub gamma: f64,
+    pub max_decrease: f64,
+    pub delay_ewma: f64,
+    pub qa_gate: u32,
+    pub qa_threshold: f64,
+    pub adjust_mtus: f64,
+    pub nack_base_rtt: bool,
+}
+
+/// Which congestion control runs (`cc`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cc {
+    Nscc,
+    Rccc,
+    Both,
+}
+
+/// The load balancer (`balancer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BalancerKind {
+    Oblivious,
+    Bitmap,
+    Reps,
+    Mixed,
+}
+
+/// The `[uet]` table.
+pub fn table() -> Table {
+    Table::new(
+        "uet",
+        "Ultra Ethernet transport (UE 1.0) as its reference simulator runs it (docs/uet.md): NSCC, spraying, trimming; for transport flows",
+    )
+    .choice(
+        "cc",
+        &["nscc", "rccc", "both"],
+        "nscc",
+        "congestion control: nscc (the sender's window), rccc (receiver credit), both",
+    )
+    .choice(
+        "balancer",
+        &["oblivious", "bitmap", "reps", "mixed"],
+        "mixed",
+        "load balancer choosing each packet's entropy: oblivious, bitmap (skip penalised entropies), reps (recycle unmarked ACKs' entropies), mixed (recycle, else bitmap)",
+    )
+    .int(
+        "paths",
+        64,
+        Range::ge(1.0).le(65536.0),
+        "entropy values a flow sprays over (a power of 2 for oblivious, bitmap and mixed)",
+    )
+    .flag("trim", true, "bridges trim a frame a full queue cannot take (false: drop it)")
+    .int(
+        "trim_bytes",
+        64,
+        Range::ge(64.0).le(9000.0),
+        "length of a trimmed frame (bytes; at most a frame)",
+    )
+    .float(
+        "queue_bdp",
+        1.0,
+        Range::ge(0.0),
+        "each per_output bridge port's queue, in BDPs of the network (the reference: 1 with trimming, 5 without; 0: bridge.buffer_bytes)",
+    )
+    .float(
+        "ecn_low_bdp",
+        0.2,
+        Range::ge(0.0),
+        "ECN marking starts above this queue, in BDPs (probability rising linearly to 1 at ecn_high_bdp)",
+    )
+    .float("ecn_high_bdp", 0.8, Range::ge(0.0), "every frame leaving a longer queue is marked (BDPs)")
+    .int(
+        "ack_bytes",
+        16_384,
+        Range::ge(1.0).le(1e9),
+        "the receiver acknowledges every this many bytes received (and at once for CE, an ACK request, the first frame)",
+    )
+    .float(
+        "rto_us",
+        0.0,
+        Range::gt(0.0),
+        "retransmission timeout from the oldest outstanding send (us)",
+    )
+    .optional("rto_us", "15 us + six full queues at line rate, the reference's")
+    .float(
+        "target_qdelay_us",
+        0.0,
+        Range::gt(0.0),
+        "NSCC's target queueing delay (us)",
+    )
+    .optional("target_qdelay_us", "target_fraction x the network RTT with trimming, the RTT without")
+    .float(
+        "target_fraction",
+        0.75,
+        Range::gt(0.0),
+        "with trimming, the target delay as a fraction of the network RTT",
+    )
+    .float("ref_rtt_us", 12.0, Range::gt(0.0), "the reference network's RTT NSCC's constants scale from (us)")
+    .float("ref_rate_gbps", 100.0, Range::gt(0.0), "the reference network's link rate (Gbit/s)")
+    .float("maxwnd_bdp", 1.5, Range::gt(0.0), "largest (and first) window, in BDPs of the flow's base RTT")
+    .float("fair_increase_mss", 5.0, Range::ge(0.0), "fair increase per window: this many MSS x a")
+    .float("alpha_mss", 4.0, Range::ge(0.0), "proportional increase gain: alpha = alpha_mss x MSS x a x b / target")
+    .float("eta_mss", 0.15, Range::ge(0.0), "additive increase once per RTT: this many MSS x a")
+    .float("fast_increase", 0.25, Range::ge(0.0), "fast increase per byte acknowledged: this x a")
+    .float(
+        "fast_delay_us",
+        1.0,
+        Range::ge(0.0),
+        "fast increase after a window of delays below this (us)",
+    )
+    .float("gamma", 0.8, Range::ge(0.0).le(1.0), "multiplicative decrease gain")
+    .float("max_decrease", 0.5, Range::gt(0.0).le(1.0), "one decrease keeps at least this share of the window")
+    .float("delay_ewma", 0.0125, Range::gt(0.0).le(1.0), "weight of a delay sample in its moving average")
+    .int("qa_gate", 3, Range::ge(0.0).le(30.0), "quick adapt acts when fewer than maxwnd / 2^qa_gate bytes arrived in its window")
+    .float("qa_threshold", 4.0, Range::ge(0.0), "quick adapt considers delays above this x the target")
+    .float("adjust_mtus", 8.0, Range::ge(0.0), "increases are applied after more than this many MTU acknowledged (or an RTT)")
+    .flag("nack_base_rtt", true, "a NACK's round trip may lower the flow's base RTT (the reference's default)")
+    .rule(
+        &["ecn_low_bdp", "ecn_high_bdp"],
+        "ecn_low_bdp <= ecn_high_bdp",
+        |v| v.f("ecn_low_bdp") <= v.f("ecn_high_bdp"),
+    )
+}
+
+impl Default for UetParams {
+    fn default() -> Self {
+        table().default_params()
+    }
+}
+
+/// UET's frame extension. Data: its ECN mark and flags; an ACK or NACK:
+/// the mark it echoes, the selective acknowledgement and the receiver's
+/// count of bytes received.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UetExt {
+    pub sack_bits: u64,
+    pub recvd_bytes: u64,
+    pub sack_base: u32,
+    /// Bit 0: ECN CE (or its echo); 1: ACK requested; 2: sent again (or
+    /// answering a retransmission); 3: NACK of a frame trimmed at the last hop.
+    pub flags: u8,
+}
+
+const CE: u8 = 1;
+const AR: u8 = 2;
+const RTX: u8 = 4;
+const LAST_HOP: u8 = 8;
+
+impl UetExt {
+    #[inline]
+    pub fn ce(&self) -> bool {
+        self.flags & CE != 0
+    }
+}
+
+/// The network constants NSCC derives (`fit_network`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Fitted {
+    /// The network's RTT; a full frame (bytes).
+    rtt_ps: Time,
+    mtu: u64,
+    target_ps: Time,
+    /// Bytes per ps per ps of delay below target.
+    alpha: f64,
+    fi: f64,
+    eta: f64,
+    fi_scale: f64,
+    qa_threshold_ps: Time,
+    adjust_bytes: u64,
+    /// ECN thresholds (bytes), the queues (bytes), the RTO.
+    ecn: Red,
+    queue_bytes: Option<u64>,
+    rto_ps: Time,
+}
+
+pub struct Uet {
+    p: UetParams,
+    fit: Fitted,
+}
+
+impl Uet {
+    pub fn from_config(s: &SchemeConfig) -> Result<Uet, ConfigError> {
+        let p: UetParams = table().parse(s.table(), &s.params)?;
+        if matches!(p.balancer, BalancerKind::Oblivious | BalancerKind::Bitmap | BalancerKind::Mixed) && !p.paths.is_power_of_two() {
+            return crate::error::fail(
+                "uet.paths",
+                format!(
+                    "{} is not allowed with balancer = \"{}\"; expected a power of 2 (its entropies are masked)",
+                    p.paths,
+                    match p.balancer {
+                        BalancerKind::Oblivious => "oblivious",
+                        BalancerKind::Bitmap => "bitmap",
+                        _ => "mixed",
+                    }
+                ),
+            );
+        }
+        if p.cc != Cc::Nscc {
+            return crate::error::fail(
+                "uet.cc",
+                "only \"nscc\" is modelled so far (RCCC, the receiver's credit, is not yet); use uet.cc = \"nscc\"",
+            );
+        }
+        Ok(Uet { p, fit: Fitted::default() })
+    }
+
+    pub fn params(&self) -> &UetParams {
+        &self.p
+    }
+}
+
+/// A UET CP: ECN marking on dequeue, linear from the low to the high
+/// threshold on the queue the frame leaves behind (its bridge's RED profile
+/// if it has one, else the scheme's from the BDP).
+pub struct UetCp {
+    red: Option<Red>,
+    rng: Stream,
+}
+
+/// One flow's sender: NSCC's state and its load balancer.
+#[derive(Debug, Clone)]
+pub struct UetRl {
+    cwnd: u64,
+    maxwnd: u64,
+    base_rtt: Time,
+    avg_delay: Time,
+    inc_bytes: u64,
+    received_bytes: u64,
+    achieved_bytes: u64,
+    bytes_ignored: u64,
+    bytes_to_ignore: u64,
+    fi_count: u64,
+    increase: bool,
+    trigger_qa: bool,
+    qa_end: Time,
+    last_dec: Time,
+    last_adjust: Time,
+    lb: Balancer,
+}
+
+/// A load balancer's state (one flow's).
+#[derive(Debug, Clone)]
+pub enum Balancer {
+    /// Not yet drawn (its first frame draws it, from the station's stream).
+    Unset,
+    Oblivious(Sweep),
+    Bitmap(Sweep, Vec<u8>),
+    Reps(Reps),
+    Mixed(Sweep, Vec<u8>, VecDeque<u16>),
+}
+
+/// The oblivious sweep: every entropy once per round of `paths`, XORed
+/// with a random value per round, over random upper bits.
+#[derive(Debug, Clone)]
+pub struct Sweep {
+    mask: u16,
+    upper: u16,
+    xor: u16,
+    index: u32,
+    paths: u32,
+}
+
+impl Sweep {
+    fn new(paths: u32, rng: &mut Stream) -> Sweep {
+        let mask = (paths - 1) as u16;
+        let upper = rng.gen_range(0..u16::MAX);
+        Sweep {
+            mask,
+            upper: upper & !mask,
+            xor: rng.gen_range(0..paths) as u16,
+            index: 0,
+            paths,
+        }
+    }
+
+    fn current(&self) -> u16 {
+        (self.index as u16 ^ self.xor) & self.mask
+    }
+
+    fn advance(&mut self, rng: &mut Stream) {
+        self.index += 1;
+        if self.index == self.paths {
+            self.index = 0;
+            self.xor = rng.gen::<u16>() & self.mask;
+        }
+    }
+
+    fn next(&mut self, rng: &mut Stream) -> u16 {
+        let e = self.current();
+        self.advance(rng);
+        e | self.upper
+    }
+
+    /// The bitmap balancer's sweep: skips penalised entropies, taking one
+    /// point off the first it skips.
+    fn next_unpenalised(&mut self, penalty: &mut [u8], rng: &mut Stream) -> u16 {
+        let mut e = self.current();
+        let mut first = true;
+        let mut tries = 0;
+        while penalty[e as usize] > 0 {
+            if first {
+                penalty[e as usize] -= 1;
+            }
+            first = false;
+            tries += 1;
+            if tries > self.paths {
+                break;
+            }
+            self.advance(rng);
+            e = self.current();
+        }
+        self.advance(rng);
+        e | self.upper
+    }
+}
+
+/// Penalties of the bitmap balancer for each kind of feedback.
+const PENALTY_ECN: u8 = 1;
+const PENALTY_NACK: u8 = 4;
+const PENALTY_MAX: u8 = 15;
+
+fn penalise(penalty: &mut [u8], mask: u16, entropy: u16, feedback: Feedback) {
+    let add = match feedback {
+        Feedback::Good => 0,
+        Feedback::Ecn => PENALTY_ECN,
+        Feedback::Nack => PENALTY_NACK,
+        Feedback::Timeout => PENALTY_MAX,
+    };
+    let p = &mut penalty[(entropy & mask) as usize];
+    *p = p.saturating_add(add).min(PENALTY_MAX);
+}
+
+/// What a path's feedback says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Feedback {
+    Good,
+    Ecn,
+    Nack,
+    Timeout,
+}
+
+/// REPS: the entropies of unmarked ACKs in a circular buffer of 8, used
+/// once each; random when none is fresh; after a timeout the buffer is
+/// replayed for 10 ms (frozen), then reset and 16 random explorations.
+#[derive(Debug, Clone)]
+pub struct Reps {
+    value: [u16; REPS_SIZE],
+    valid: [bool; REPS_SIZE],
+    head: usize,
+    count: usize,
+    fresh: usize,
+    head_frozen: usize,
+    frozen: bool,
+    thaw_at: Time,
+    explore: u32,
+    paths: u32,
+}
+
+const REPS_SIZE: usize = 8;
+const REPS_FREEZE_PS: Time = 10_000_000_000;
+const REPS_EXPLORE: u32 = 16;
+
+impl Reps {
+    fn new(paths: u32) -> Reps {
+        Reps {
+            value: [0; REPS_SIZE],
+            valid: [false; REPS_SIZE],
+            head: 0,
+            count: 0,
+            fresh: 0,
+            head_frozen: 0,
+            frozen: false,
+            thaw_at: 0,
+            explore: 0,
+            paths,
+        }
+    }
+
+    fn add(&mut self, e: u16) {
+        if !self.valid[self.head] {
+            self.fresh += 1;
+        }
+        self.value[self.head] = e;
+        self.valid[self.head] = true;
+        self.head = (self.head + 1) % REPS_SIZE;
+        self.fresh = self.fresh.min(REPS_SIZE);
+        self.count = (self.count + 1).min(REPS_SIZE);
+    }
+
+    fn feedback(&mut self, e: u16, f: Feedback, now: Time) {
+        if f == Feedback::Timeout && !self.frozen && self.explore == 0 {
+            self.frozen = true;
+            self.thaw_at = now + REPS_FREEZE_PS;
+        }
+        if self.frozen && now > self.thaw_at {
+            *self = Reps {
+                explore: REPS_EXPLORE,
+                ..Reps::new(self.paths)
+            };
+        }
+        if f == Feedback::Good {
+            self.add(e);
+        }
+    }
+
+    fn next(&mut self, rng: &mut Stream) -> u16 {
+        if self.explore > 0 {
+            self.explore -= 1;
+            return rng.gen_range(0..self.paths) as u16;
+        }
+        if self.frozen {
+            if self.count == 0 {
+                return rng.gen_range(0..self.paths) as u16;
+            }
+            let i = self.head_frozen;
+            if self.valid[i] {
+                self.fresh -= 1;
+            }
+            self.valid[i] = false;
+            self.head_frozen = (self.head_frozen + 1) % self.count;
+            return self.value[i];
+        }
+        if self.count == 0 || self.fresh == 0 {
+            return rng.gen_range(0..self.paths) as u16;
+        }
+        // The earliest fresh entry: `fresh` places behind the head.
+        let i = (self.head + REPS_SIZE - self.fresh) % REPS_SIZE;
+        self.valid[i] = false;
+        self.fresh -= 1;
+        self.value[i]
+    }
+}
+
+impl Balancer {
+    fn new(kind: BalancerKind, paths: u32, rng: &mut Stream) -> Balancer {
+        match kind {
+            BalancerKind::Oblivious => Balancer::Oblivious(Sweep::new(paths, rng)),
+            BalancerKind::Bitmap => Balancer::Bitmap(Sweep::new(paths, rng), vec![0; paths as usize]),
+            BalancerKind::Reps => Balancer::Reps(Reps::new(paths)),
+            BalancerKind::Mixed => Balancer::Mixed(Sweep::new(paths, rng), vec![0; paths as usize], VecDeque::new()),
+        }
+    }
+
+    fn next(&mut self, rng: &mut Stream) -> u16 {
+        match self {
+            Balancer::Unset => 0,
+            Balancer::Oblivious(s) => s.next(rng),
+            Balancer::Bitmap(s, pen) => s.next_unpenalised(pen, rng),
+            Balancer::Reps(r) => r.next(rng),
+            Balancer::Mixed(s, pen, recycle) => match recycle.pop_front() {
+                Some(e) => e,
+                None => s.next_unpenalised(pen, rng),
+            },
+        }
+    }
+
+    fn feedback(&mut self, e: u16, f: Feedback, now: Time) {
+        match self {
+            Balancer::Unset | Balancer::Oblivious(_) => {}
+            Balancer::Bitmap(s, pen) => penalise(pen, s.mask, e, f),
+            Balancer::Reps(r) => r.feedback(e, f, now),
+            Balancer::Mixed(s, pen, recycle) => {
+                penalise(pen, s.mask, e, f);
+                if f == Feedback::Good {
+                    recycle.push_back(e);
+                }
+            }
+        }
+    }
+}
+
+impl Uet {
+    /// The delay's moving average takes sample `raw` (an RTT); a sample
+    /// above target without a mark pulls it towards base_rtt / 4.
+    fn update_delay(&self, rl: &mut UetRl, raw: Time, skip: bool) {
+        let delay = raw.saturating_sub(rl.base_rtt) as f64;
+        let w = self.p.delay_ewma;
+        let sample = if !skip && delay > self.fit.target_ps as f64 {
+            rl.base_rtt as f64 * 0.25
+        } else {
+            delay
+        };
+        rl.avg_delay = (w * sample + (1.0 - w) * rl.avg_delay as f64) as Time;
+    }
+
+    fn update_base_rtt(&self, rl: &mut UetRl, raw: Time, line_bps: f64) {
+        if raw < rl.base_rtt {
+            rl.base_rtt = raw;
+            let bdp = raw as f64 / PS_PER_US as f64 * line_bps / 8e6;
+            rl.maxwnd = (self.p.maxwnd_bdp * bdp) as u64;
+        }
+    }
+
+    fn bounds(&self, rl: &mut UetRl) {
+        rl.cwnd = rl.cwnd.max(self.fit.mtu).min(rl.maxwnd.max(self.fit.mtu));
+    }
+
+    /// Quick adapt; true when it acted (or ignores this feedback).
+    fn quick_adapt(&self, rl: &mut UetRl, core: &RlCore, is_loss: bool, skip: bool, delay: Time, now: Time) -> bool {
+        let mut done = false;
+        if rl.bytes_ignored < rl.bytes_to_ignore && skip {
+            done = true;
+        } else if now > rl.qa_end {
+            if rl.qa_end != 0
+                && (rl.trigger_qa || is_loss || delay > self.fit.qa_threshold_ps)
+                && rl.achieved_bytes < (rl.maxwnd >> self.p.qa_gate)
+            {
+                rl.cwnd = rl.achieved_bytes.max(self.fit.mtu);
+                rl.bytes_to_ignore = core.inflight_bytes;
+                rl.bytes_ignored = 0;
+                rl.trigger_qa = false;
+                done = true;
+            }
+            rl.achieved_bytes = 0;
+            rl.qa_end = now + rl.base_rtt + self.fit.target_ps;
+        }
+        if done {
+            rl.inc_bytes = 0;
+            rl.received_bytes = 0;
+        }
+        done
+    }
+
+    fn on_ack(&self, rl: &mut UetRl, core: &RlCore, ack: &AckView, ce: bool, now: Time) {
+        let newly = ack.acked_bytes;
+        rl.achieved_bytes += newly;
+        rl.received_bytes += newly;
+        rl.bytes_ignored += newly;
+        let delay = if ack.rtt_ps > 0 {
+            self.update_base_rtt(rl, ack.rtt_ps, core.line_rate_bps);
+            self.update_delay(rl, ack.rtt_ps, ce);
+            ack.rtt_ps - rl.base_rtt
+        } else {
+            rl.avg_delay
+        };
+        rl.lb.feedback(ack.entropy, if ce { Feedback::Ecn } else { Feedback::Good }, now);
+        if self.quick_adapt(rl, core, false, ce, delay, now) {
+            return;
+        }
+        let target = self.fit.target_ps;
+        if !ce && delay >= target {
+            rl.inc_bytes += (self.fit.fi * newly as f64) as u64;
+        } else if !ce {
+            // Fast increase after a window of delays under fast_delay_us.
+            let fast_ps = (self.p.fast_delay_us * PS_PER_US as f64) as Time;
+            if delay < fast_ps {
+                rl.fi_count += newly;
+                if rl.fi_count > rl.cwnd || rl.increase {
+                    rl.cwnd += (newly as f64 * self.fit.fi_scale) as u64;
+                    rl.increase = true;
+                } else {
+                    rl.increase = false;
+                }
+            } else {
+                rl.fi_count = 0;
+                rl.increase = false;
+            }
+            if !rl.increase {
+                rl.inc_bytes += (self.fit.alpha * newly as f64 * (target - delay) as f64) as u64;
+            }
+        } else if delay >= target {
+            rl.increase = false;
+            rl.fi_count = 0;
+            let avg = rl.avg_delay;
+            if avg > target && now.saturating_sub(rl.last_dec) > rl.base_rtt {
+                let factor = (1.0 - self.p.gamma * (avg - target) as f64 / avg as f64).max(self.p.max_decrease);
+                rl.cwnd = ((rl.cwnd as f64 * factor) as u64).max(self.fit.mtu);
+                rl.last_dec = now;
+            }
+        }
+        self.bounds(rl);
+        if rl.received_bytes > self.fit.adjust_bytes || now.saturating_sub(rl.last_adjust) > self.fit.rtt_ps {
+            rl.cwnd += rl.inc_bytes / rl.cwnd.max(1);
+            if now.saturating_sub(rl.last_adjust) >= self.fit.rtt_ps {
+                rl.cwnd = (rl.cwnd as f64 + self.fit.eta) as u64;
+                rl.last_adjust = now;
+            }
+            rl.inc_bytes = 0;
+            rl.received_bytes = 0;
+        }
+        self.bounds(rl);
+    }
+
+    fn on_nack(&self, rl: &mut UetRl, core: &RlCore, ack: &AckView, last_hop: bool, ce: bool, now: Time) {
+        if self.p.nack_base_rtt && ack.rtt_ps > 0 {
+            self.update_base_rtt(rl, ack.rtt_ps, core.line_rate_bps);
+        }
+        rl.bytes_ignored += ack.acked_bytes;
+        // The reference's estimate of a trimmed frame's delay: the network RTT.
+        let w = self.p.delay_ewma;
+        rl.avg_delay = (w * self.fit.rtt_ps as f64 + (1.0 - w) * rl.avg_delay as f64) as Time;
+        rl.trigger_qa = true;
+        if !self.quick_adapt(rl, core, true, true, 0, now) {
+            rl.cwnd = rl.cwnd.saturating_sub(ack.acked_bytes);
+            self.bounds(rl);
+        }
+        let f = if last_hop {
+            if ce {
+                Feedback::Ecn
+            } else {
+                Feedback::Good
+            }
+        } else {
+            Feedback::Nack
+        };
+        rl.lb.feedback(ack.entropy, f, now);
+    }
+}
+
+impl Scheme for Uet {
+    type Ext = UetExt;
+    type Cp = UetCp;
+    type Np = ();
+    type Rl = UetRl;
+
+    const MARKS_ECN: bool = true;
+    const CP_ON_DEQUEUE: bool = true;
+    const SELECTIVE: bool = true;
+    const TRIMS: bool = true;
+
+    fn fit_network(&mut self, net: &NetView) {
+        let p = &self.p;
+        let rtt_ps = net.longest_path().map_or(0, |x| x.base_rtt_ps);
+        let rate_bps = net.min_line_rate_bps;
+        let bdp = rtt_ps as f64 / 1e12 * rate_bps / 8.0;
+        let mtu = net.frame_bytes as u64;
+        let mss = (net.frame_bytes - net.header_bytes) as f64;
+        let ref_bdp = p.ref_rate_gbps * 1e9 / 8.0 * p.ref_rtt_us * 1e-6;
+        let a = bdp / ref_bdp;
+        let target_ps = match p.target_qdelay_us {
+            Some(us) => (us * PS_PER_US as f64) as Time,
+            None if p.trim => (rtt_ps as f64 * p.target_fraction) as Time,
+            None => rtt_ps,
+        };
+        let b = target_ps as f64 / (p.ref_rtt_us * PS_PER_US as f64);
+        // Queue and ECN thresholds in whole frames of the BDP, as the reference sizes them.
+        let bdp_frames = if mtu > 0 { (bdp / mtu as f64).ceil() } else { 0.0 };
+        let queue_bytes = (p.queue_bdp > 0.0).then(|| ((bdp_frames * p.queue_bdp).round() as u64) * mtu);
+        let ecn = Red {
+            kmin_bytes: ((bdp_frames * p.ecn_low_bdp).ceil() * mtu as f64),
+            kmax_bytes: ((bdp_frames * p.ecn_high_bdp).ceil() * mtu as f64),
+            pmax: 1.0,
+        };
+        let queue = queue_bytes.map_or(net.cp_queue_bytes, |q| q as f64);
+        let rto_ps = match p.rto_us {
+            Some(us) => (us * PS_PER_US as f64) as Time,
+            None if queue.is_finite() && rate_bps > 0.0 => {
+                15 * PS_PER_US + (queue * 6.0 * 8.0 / rate_bps * 1e12) as Time
+            }
+            None => 15 * PS_PER_US + 6 * rtt_ps,
+        };
+        self.fit = Fitted {
+            rtt_ps,
+            mtu,
+            target_ps: target_ps.max(1),
+            alpha: p.alpha_mss * mss * a * b / target_ps.max(1) as f64,
+            fi: p.fair_increase_mss * mss * a,
+            eta: p.eta_mss * mss * a,
+            fi_scale: p.fast_increase * a,
+            qa_threshold_ps: (p.qa_threshold * target_ps as f64) as Time,
+            adjust_bytes: (p.adjust_mtus * mtu as f64) as u64,
+            ecn,
+            queue_bytes,
+            rto_ps,
+        };
+    }
+
+    fn selective(&self) -> Selective {
+        Selective {
+            ack_bytes: self.p.ack_bytes,
+            rto_ps: self.fit.rto_ps.max(1),
+            trim: self.p.trim,
+            trim_bytes: self.p.trim_bytes as u16,
+            queue_bytes: self.fit.queue_bytes,
+        }
+    }
+
+    fn check_network(&self, net: &NetView) -> Result<Vec<String>, ConfigError> {
+        if self.p.trim_bytes >= net.frame_bytes && net.frame_bytes > 0 {
+            return crate::error::fail(
+                "uet.trim_bytes",
+                format!(
+                    "{} is not allowed here; expected less than a frame (defaults.frame_bytes = {})",
+                    self.p.trim_bytes, net.frame_bytes
+                ),
+            );
+        }
+        let mut out = Vec::new();
+        if net.paths.is_empty() {
+            out.push("uet: no transport flows ([workload]): UET acts on transport flows only; nothing is sprayed, trimmed or controlled".to_string());
+        }
+        if net.header_bytes == 0 {
+            out.push("uet: workload.header_bytes = 0: every byte of a frame counts as payload (the reference's packets carry 64 bytes of headers; set workload.header_bytes = 64 to compare)".to_string());
+        }
+        Ok(out)
+    }
+
+    fn new_cp(&self, rng: Stream, red: Option<Red>) -> UetCp {
+        UetCp { red, rng }
+    }
+
+    fn cp_on_dequeue(&self, cp: &mut UetCp, frame: &mut Frame<UetExt>, q: QueueView, _cpid: u32) {
+        // The queue the frame leaves behind.
+        let left = q.bytes.saturating_sub(frame.len as u64) as f64;
+        let red = cp.red.unwrap_or(self.fit.ecn);
+        if red.marks(left, &mut cp.rng) {
+            frame.ext.flags |= CE;
+        }
+    }
+
+    fn new_rl(&self, core: &mut RlCore, _now: Time) -> (UetRl, Option<Time>) {
+        // NSCC's first window is its largest: 1.5 BDP of the network's RTT.
+        let bdp = self.fit.rtt_ps as f64 / 1e12 * core.line_rate_bps / 8.0;
+        let maxwnd = (self.p.maxwnd_bdp * bdp) as u64;
+        core.window_bytes = maxwnd.max(self.fit.mtu);
+        let rl = UetRl {
+            cwnd: core.window_bytes,
+            maxwnd,
+            base_rtt: self.fit.rtt_ps,
+            avg_delay: 0,
+            inc_bytes: 0,
+            received_bytes: 0,
+            achieved_bytes: 0,
+            bytes_ignored: 0,
+            bytes_to_ignore: 0,
+            fi_count: 0,
+            increase: false,
+            trigger_qa: false,
+            qa_end: 0,
+            last_dec: 0,
+            last_adjust: 0,
+            lb: Balancer::Unset,
+        };
+        (rl, None)
+    }
+
+    fn rp_on_send(&self, _core: &mut RlCore, rl: &mut UetRl, frame: &mut Frame<UetExt>, _now: Time, rng: &mut Stream) -> Option<Time> {
+        if let Balancer::Unset = rl.lb {
+            rl.lb = Balancer::new(self.p.balancer, self.p.paths, rng);
+        }
+        frame.entropy = rl.lb.next(rng);
+        None
+    }
+
+    fn rp_on_ack(&self, core: &mut RlCore, rl: &mut UetRl, ack: &AckView, echo: &UetExt, now: Time, _rng: &mut Stream) -> Option<Time> {
+        match ack.kind {
+            AckKind::Ack => self.on_ack(rl, core, ack, echo.ce(), now),
+            AckKind::Nack => self.on_nack(rl, core, ack, echo.flags & LAST_HOP != 0, echo.ce(), now),
+            AckKind::Timeout => {
+                rl.cwnd = rl.cwnd.saturating_sub(ack.acked_bytes).max(self.fit.mtu);
+                // The reference reports a timeout on entropy 0.
+                rl.lb.feedback(0, Feedback::Timeout, now);
+            }
+        }
+        core.window_bytes = rl.cwnd;
+        None
+    }
+
+    fn sack_stamp(&self, ext: &mut UetExt, ar: bool, resent: bool) {
+        if ar {
+            ext.flags |= AR;
+        }
+        if resent {
+            ext.flags |= RTX;
+        }
+    }
+
+    fn sack_urgent(&self, data: &UetExt) -> bool {
+        data.flags & (CE | AR) != 0
+    }
+
+    fn sack_ack(&self, data: &UetExt, sack: &SackFields) -> UetExt {
+        let mut flags = data.flags & (CE | RTX);
+        if sack.last_hop {
+            flags |= LAST_HOP;
+        }
+        UetExt {
+            sack_bits: sack.bits,
+            recvd_bytes: sack.recvd_bytes,
+            sack_base: sack.base,
+            flags,
+        }
+    }
+
+    fn sack_of(&self, ack: &UetExt) -> SackFields {
+        SackFields {
+            base: ack.sack_base,
+            bits: ack.sack_bits,
+            recvd_bytes: ack.recvd_bytes,
+            rtx: ack.flags & RTX != 0,
+            last_hop: ack.flags & LAST_HOP != 0,
+        }
+    }
+
+    fn ack_echo(&self, data: &UetExt) -> UetExt {
+        UetExt {
+            flags: data.flags & CE,
+            ..UetExt::default()
+        }
+    }
+
+    fn ext_fields(&self, ext: &UetExt) -> ExtFields {
+        ExtFields {
+            ce: ext.ce(),
+            ..ExtFields::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::rng::stream;
+
+    #[test]
+    fn the_oblivious_sweep_uses_every_entropy_once_per_round() {
+        let mut rng = stream(1, "t");
+        let mut s = Sweep::new(16, &mut rng);
+        for _ in 0..3 {
+            let mut seen: Vec<u16> = (0..16).map(|_| s.next(&mut rng) & 15).collect();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..16).collect::<Vec<u16>>());
+        }
+    }
+
+    #[test]
+    fn the_bitmap_skips_penalised_entropies_and_forgives_one_point_per_skip() {
+        let mut rng = stream(2, "t");
+        let mut s = Sweep::new(8, &mut rng);
+        let mut pen = vec![0u8; 8];
+        let first = s.current();
+        penalise(&mut pen, 7, first, Feedback::Nack);
+        assert_eq!(pen[first as usize], 4);
+        let e = s.next_unpenalised(&mut pen, &mut rng) & 7;
+        assert_ne!(e, first, "the penalised entropy is skipped");
+        assert_eq!(pen[first as usize], 3, "one point off the first skipped");
+        penalise(&mut pen, 7, 3, Feedback::Timeout);
+        penalise(&mut pen, 7, 3, Feedback::Timeout);
+        assert_eq!(pen[3], PENALTY_MAX, "capped");
+    }
+
+    #[test]
+    fn reps_recycles_fresh_entropies_oldest_first_then_draws() {
+        let mut rng = stream(3, "t");
+        let mut r = Reps::new(64);
+        r.feedback(5, Feedback::Good, 0);
+        r.feedback(9, Feedback::Good, 0);
+        r.feedback(11, Feedback::Ecn, 0);
+        assert_eq!(r.next(&mut rng), 5);
+        assert_eq!(r.next(&mut rng), 9);
+        let drawn = r.next(&mut rng);
+        assert!(drawn < 64);
+        // A timeout freezes it: entries replayed for 10 ms, then reset and explore.
+        r.feedback(7, Feedback::Good, 0);
+        r.feedback(0, Feedback::Timeout, 1);
+        assert!(r.frozen);
+        r.feedback(8, Feedback::Good, REPS_FREEZE_PS + 2);
+        assert!(!r.frozen && r.explore == REPS_EXPLORE);
+    }
+
+    fn fitted() -> Uet {
+        let mut u = Uet::from_config(&SchemeConfig::of("uet", &UetParams::default())).unwrap();
+        let net = NetView {
+            min_line_rate_bps: 100e9,
+            slowest_sender: "H0".into(),
+            cp_queue_bytes: 1e9,
+            paths: vec![super::super::PathView {
+                flow: "H0->H13".into(),
+                base_rtt_ps: 14_022_720,
+                hops: 6,
+            }],
+            frame_bytes: 4150,
+            header_bytes: 64,
+            ctrl_bytes: 64,
+        };
+        u.fit_network(&net);
+        u
+    }
+
+    /// The reference's constants at 100 Gbit/s and a 14.02272 us RTT
+    /// (its validation fabric), from its own printout.
+    #[test]
+    fn nscc_constants_match_the_reference() {
+        let u = fitted();
+        let f = u.fit;
+        assert_eq!(f.rtt_ps, 14_022_720);
+        assert_eq!(f.target_ps, 10_517_040);
+        assert!((f.alpha - 0.00159158).abs() < 1e-7, "{}", f.alpha);
+        assert!((f.fi - 23_873.7).abs() < 0.1, "{}", f.fi);
+        assert!((f.eta - 716.21).abs() < 0.01, "{}", f.eta);
+        assert!((f.fi_scale - 0.29214).abs() < 1e-5);
+        assert_eq!(f.queue_bytes, Some(43 * 4150), "1 BDP: 43 frames");
+        assert_eq!((f.ecn.kmin_bytes, f.ecn.kmax_bytes), (37_350.0, 145_250.0));
+        assert_eq!(f.rto_ps, 100_656_000, "15 us + six queues at line rate");
+        let mut core = RlCore::at_line_rate(100e9);
+        let (rl, _) = u.new_rl(&mut core, 0);
+        assert_eq!(core.window_bytes, 262_926, "1.5 BDP");
+        assert_eq!(rl.maxwnd, 262_926);
+    }
+
+    /// A mark with a delay above target cuts the window by the moving
+    /// average's excess, at most once per base RTT and at most by half.
+    #[test]
+    fn a_marked_ack_above_target_cuts_once_per_base_rtt() {
+        let u = fitted();
+        let mut core = RlCore::at_line_rate(100e9);
+        let (mut rl, _) = u.new_rl(&mut core, 0);
+        rl.avg_delay = 3 * u.fit.target_ps;
+        rl.qa_end = u64::MAX; // quick adapt out of the way
+        let ack = AckView {
+            kind: AckKind::Ack,
+            acked_bytes: 4150,
+            rtt_ps: rl.base_rtt + 2 * u.fit.target_ps,
+            una_bytes: 0,
+            nxt_bytes: 0,
+            mss: 4150,
+            hops: 6,
+            base_rtt_ps: rl.base_rtt,
+            entropy: 1,
+        };
+        let before = rl.cwnd;
+        let t = 20_000_000;
+        u.on_ack(&mut rl, &core, &ack, true, t);
+        assert!(rl.cwnd < before && rl.cwnd >= before / 2, "{before} -> {}", rl.cwnd);
+        let once = rl.cwnd;
+        u.on_ack(&mut rl, &core, &ack, true, t + 1);
+        assert_eq!(rl.cwnd, once, "not twice in one base RTT");
+    }
+}
