@@ -26,6 +26,10 @@ A scenario asks for one with a `[topology]` table (docs/scenario-format.md):
     racks_per_pod = 48
 
     [topology]
+    generator = "kary_fattree" # the K-ary fat tree of K^3 / 4 hosts (the Ultra Ethernet reference's)
+    hosts = 1024
+
+    [topology]
     generator = "innocent"     # innocent-flows study, topology A / B / C
     variant = "A"
     degree = 6
@@ -81,6 +85,7 @@ FatTreeTopology = record(_declared("fattree"), "FatTreeTopology")
 LeafSpineTopology = record(_declared("leafspine"), "LeafSpineTopology")
 InnocentTopology = record(_declared("innocent"), "InnocentTopology")
 PodsTopology = record(_declared("pods"), "PodsTopology")
+KaryFatTreeTopology = record(_declared("kary_fattree"), "KaryFatTreeTopology")
 _DEST_HELP = FatTreeTopology._params["dest"]["help"]
 
 
@@ -90,6 +95,7 @@ GENERATORS: dict[str, type[Record]] = {
     "leafspine": LeafSpineTopology,
     "innocent": InnocentTopology,
     "pods": PodsTopology,
+    "kary_fattree": KaryFatTreeTopology,
 }
 
 
@@ -246,6 +252,34 @@ def pods(t: Any, default_gbps: float) -> tuple[list[dict[str, Any]], list[dict[s
     return nodes, links
 
 
+def kary_fattree(t: Any, default_gbps: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The K-ary fat tree of `hosts` = K^3 / 4 hosts (K even): the `pods`
+    fabric of K pods of K / 2 racks of K / 2 hosts, K / 2 aggregation
+    switches per pod and planes of K / 2 cores, every link at one rate."""
+    k = round((4 * t.hosts) ** (1 / 3))
+    k = next((c for c in (k - 1, k, k + 1) if c > 0 and c % 2 == 0 and c**3 // 4 == t.hosts), None)
+    if k is None:
+        sizes = ", ".join(f"{c**3 // 4:,}" for c in range(4, 34, 2))
+        raise ScenarioError.at(
+            "topology.hosts",
+            f"{t.hosts:,} is not allowed; a K-ary fat tree has K^3 / 4 hosts for an even K: {sizes}, ...",
+        )
+    half = k // 2
+    pod = PodsTopology.read(
+        {
+            "generator": "pods",
+            "pods": k,
+            "racks_per_pod": half,
+            "hosts_per_rack": half,
+            "fabric_per_pod": half,
+            "spines_per_plane": half,
+            **({"host_gbps": t.host_gbps} if t.host_gbps is not None else {}),
+        },
+        "topology",
+    )
+    return pods(pod, default_gbps)
+
+
 def apply_traffic(hosts: list[dict[str, Any]], t: Any) -> None:
     """Sets every generated host's `load` and `dest` from the topology's
     traffic keys (pattern, or load and dest)."""
@@ -355,11 +389,13 @@ def expand(raw: dict[str, Any]) -> dict[str, Any]:
     rate = defaults.get("link_rate_gbps", 10.0) if isinstance(defaults, dict) else 10.0
     if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate < float("inf"):
         rate = 10.0  # validation names the bad value; the generator needs a number
-    if isinstance(t, FatTreeTopology | LeafSpineTopology | PodsTopology):
+    if isinstance(t, FatTreeTopology | LeafSpineTopology | PodsTopology | KaryFatTreeTopology):
         if isinstance(t, FatTreeTopology):
             nodes, links = fattree(t.k, t.n)
         elif isinstance(t, LeafSpineTopology):
             nodes, links = leafspine(t, rate)
+        elif isinstance(t, KaryFatTreeTopology):
+            nodes, links = kary_fattree(t, rate)
         else:
             nodes, links = pods(t, rate)
         apply_traffic([nd for nd in nodes if nd["kind"] == "station"], t)

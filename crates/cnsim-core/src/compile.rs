@@ -401,8 +401,13 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
         routing,
         scheme,
         class_scheme,
-        transport,
+        mut transport,
     } = input;
+    if let Some(t) = transport.as_mut() {
+        if let Some(m) = t.matrix.take() {
+            matrix_flows(&m, &mut t.flows)?;
+        }
+    }
     let dur = w.duration_ms;
     // The RED profile's keys are written together: their rules are checked
     // here, before the two become one profile (or none).
@@ -687,6 +692,57 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
 /// A workload's `priority` is its sending stations' (a station's NIC sends
 /// one priority): set on them, refused where a station would send two or
 /// its node says otherwise.
+/// The flows of connection matrix `m` (io::matrix), after `flows`: node i
+/// is `m.hosts[i]`, its triggers become dependencies. Errors name
+/// `workload.file` and the line.
+fn matrix_flows(m: &crate::config::MatrixConfig, flows: &mut Vec<crate::config::FlowConfig>) -> Result<(), ConfigError> {
+    use crate::io::matrix;
+    let at = "workload.file";
+    let text = std::fs::read_to_string(&m.path).map_err(|e| ConfigError::new(at, format!("'{}' cannot be read ({e})", m.file)))?;
+    let where_ = |line: usize| {
+        if line == 0 {
+            format!("'{}'", m.file)
+        } else {
+            format!("'{}' line {line}", m.file)
+        }
+    };
+    let mx = matrix::parse(&text).map_err(|e| ConfigError::new(at, format!("{}: {}", where_(e.line), e.what)))?;
+    if mx.nodes as usize != m.hosts.len() {
+        return fail(
+            at,
+            format!(
+                "'{}' has Nodes {}; the workload has {} hosts (the fabric's stations, or workload.hosts): node i is the i-th of them",
+                m.file,
+                mx.nodes,
+                m.hosts.len()
+            ),
+        );
+    }
+    if mx.failures > 0 {
+        return fail(
+            at,
+            format!(
+                "'{}': failure lines (link failures) are not read; give them as [[events]] link_down or link_rate",
+                m.file
+            ),
+        );
+    }
+    let deps = matrix::dependencies(&mx).map_err(|e| ConfigError::new(at, format!("{}: {}", where_(e.line), e.what)))?;
+    let first = flows.len() as u32;
+    for (c, after) in mx.connections.iter().zip(deps) {
+        flows.push(crate::config::FlowConfig {
+            src: m.hosts[c.src as usize].clone(),
+            dst: m.hosts[c.dst as usize].clone(),
+            size_bytes: c.size,
+            start_ps: m.start_ps.saturating_add(c.start_us.map_or(0, us_to_ps)),
+            priority: m.priority,
+            after: after.into_iter().map(|a| a + first).collect(),
+            after_delay_ps: 0,
+        });
+    }
+    Ok(())
+}
+
 fn workload_priorities(t: &TransportConfig, nodes: &[Node], stations: &mut [StationConfig]) -> Result<(), ConfigError> {
     use std::collections::BTreeMap;
     let mut set: BTreeMap<&str, (u8, String)> = BTreeMap::new();

@@ -171,6 +171,10 @@ pub fn default_pcap_max_bytes() -> u64 {
 pub struct TransportConfig {
     #[serde(default)]
     pub flows: Vec<FlowConfig>,
+    /// A connection matrix's flows (`workload.kind = "matrix"`), which the
+    /// compiler reads into `flows` (compile.rs; io::matrix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matrix: Option<MatrixConfig>,
     #[serde(default)]
     pub arrivals: Vec<ArrivalConfig>,
     /// Bytes of each data frame that are headers, not the flow's payload
@@ -190,10 +194,28 @@ pub struct TransportConfig {
     pub end_when_done: bool,
 }
 
+/// A connection matrix to read (io::matrix): its file, and which station
+/// each of its nodes is.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixConfig {
+    /// The file as the scenario names it (messages say so) and its path.
+    pub file: String,
+    pub path: String,
+    /// Node i of the matrix is station `hosts[i]`.
+    pub hosts: Vec<String>,
+    /// Its flows start this much after their own start.
+    #[serde(default)]
+    pub start_ps: Time,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u8>,
+}
+
 impl Default for TransportConfig {
     fn default() -> Self {
         TransportConfig {
             flows: vec![],
+            matrix: None,
             arrivals: vec![],
             header_bytes: 0,
             ack_every: default_ack_every(),

@@ -136,6 +136,30 @@ pub fn topology_pods() -> Table {
     .optional("fabric_gbps", "host_gbps")
 }
 
+/// `[topology] generator = "kary_fattree"`: the K-ary fat tree the Ultra
+/// Ethernet reference simulator builds (`-tiers 3`), as a fabric of pods.
+pub fn topology_kary_fattree() -> Table {
+    generator(
+        "topology_kary_fattree",
+        &["kary_fattree"],
+        "`generator = \"kary_fattree\"`: the three-tier K-ary fat tree of Al-Fares\net al. (SIGCOMM 2008), as the Ultra Ethernet reference simulator builds\nit: `hosts` = K^3 / 4 hosts `H0..` in K pods; each pod K / 2 racks `T0..`\nof K / 2 hosts (host h in rack h // (K / 2)) and K / 2 aggregation\nswitches `F<pod>_<i>`, every rack linked to each; (K / 2)^2 core switches\n`S<i>_<j>`, aggregation switch i of every pod linked to the K / 2 cores of\nplane i (the `pods` generator with pods = K, racks_per_pod =\nhosts_per_rack = fabric_per_pod = spines_per_plane = K / 2): full\nbisection. Routing defaults to `ecmp`.",
+        true,
+    )
+    .int(
+        "hosts",
+        1024,
+        Range::ge(2.0).le(MAX_HOSTS),
+        "hosts: K^3 / 4 for an even K (16, 128, 432, 1024, 2000, 3456, 8192, ...)",
+    )
+    .float(
+        "host_gbps",
+        0.0,
+        Range::ge(MIN_GBPS).le(MAX_GBPS),
+        "every link's rate (none: [defaults] link_rate_gbps)",
+    )
+    .optional("host_gbps", "[defaults] link_rate_gbps")
+}
+
 /// `[topology] generator = "innocent"`.
 pub fn topology_innocent() -> Table {
     generator(
@@ -168,6 +192,7 @@ pub fn topology(generator: &str) -> Option<Table> {
         "leafspine" => Some(topology_leafspine()),
         "innocent" => Some(topology_innocent()),
         "pods" => Some(topology_pods()),
+        "kary_fattree" => Some(topology_kary_fattree()),
         _ => None,
     }
 }

@@ -10,7 +10,9 @@ use crate::error::{fail, ConfigError};
 use crate::params::{shown, Range, Table, MAX_GBPS, MIN_GBPS};
 use serde_json::{Map, Value};
 
-pub use crate::generators::{topology, topology_fattree, topology_innocent, topology_leafspine, topology_pods, MAX_HOSTS};
+pub use crate::generators::{
+    topology, topology_fattree, topology_innocent, topology_kary_fattree, topology_leafspine, topology_pods, MAX_HOSTS,
+};
 
 /// The engine's limits, declared once (`crate::params`).
 const MAX_BYTES: f64 = crate::params::MAX_BYTES as f64;
@@ -642,9 +644,9 @@ pub fn workload() -> Table {
     )
     .choice(
         "kind",
-        &["poisson", "incast", "permutation", "long_lived"],
+        &["poisson", "incast", "permutation", "long_lived", "matrix"],
         "poisson",
-        "poisson (arrivals at every host, sizes from `cdf`, to uniform destinations), incast (`fan_in` senders to one receiver), permutation (host i to host i + n/2), long_lived (`fan_in` senders to one receiver, flows longer than the run by default)",
+        "poisson (arrivals at every host, sizes from `cdf`, to uniform destinations), incast (`fan_in` senders to one receiver), permutation (host i to host i + n/2), long_lived (`fan_in` senders to one receiver, flows longer than the run by default), matrix (the flows of a connection matrix `file`, the Ultra Ethernet reference simulator's format)",
     )
     .required("kind")
     .strings("hosts", "the stations taking part (none: every station)")
@@ -661,6 +663,12 @@ pub fn workload() -> Table {
         "where inline cdf points were read from: the file and the SHA-256 of its bytes (written by cnsim when it saves a scenario; informational)",
     )
     .optional("cdf_source", "none")
+    .string(
+        "file",
+        "",
+        "matrix: a connection-matrix file (`Nodes N`, `Connections C`, lines `SRC->DST [id K] start T|trigger J size B ...`, start in us; node i is the i-th host), or the name of one of cnsim's (one.cm, incast.cm, incast_128.cm, perm_16n_16c_2MB.cm, perm_1024n_1024c_0u_2000000b.cm: the reference's published cases)",
+    )
+    .optional("file", "none (kind = \"matrix\" needs one)")
     .float(
         "load",
         0.5,
@@ -789,6 +797,7 @@ pub fn tables() -> Vec<Table> {
         topology_leafspine(),
         topology_innocent(),
         topology_pods(),
+        topology_kary_fattree(),
     ]
 }
 

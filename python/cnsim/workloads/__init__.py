@@ -11,6 +11,9 @@ engine's transport flows (docs/scenario-format.md, "Flows").
   receiving one flow (host i to host i + n/2 mod n).
 - `long_lived`: `fan_in` senders each send `size_bytes` (default: more than
   the run can carry) to one receiver, from `start_ms`.
+- `matrix`: the flows of a connection matrix `file` (the Ultra Ethernet
+  reference simulator's format), read by the engine (io/matrix.rs); node i
+  of the matrix is the i-th host.
 
 Everything a workload would start is counted before anything is built
 (`flow_count`), so that a workload of millions of flows is refused at once
@@ -243,6 +246,11 @@ def plan(w: Any, hosts: list[str], rate_bps: dict[str, float], duration_ms: floa
         )
     if w.kind == "permutation":
         return Plan(hosts, start, end, len(hosts), f"{len(hosts)} hosts", "use fewer hosts (workload.hosts)")
+    if w.kind == "matrix":
+        if w.file is None:
+            raise ScenarioError.at("workload.file", 'kind = "matrix" needs a connection-matrix file')
+        n = matrix_connections(matrix_path(w.file), w.file)
+        return Plan(hosts, start, end, float(n), f"{n:,} connections in {w.file}", "use a smaller matrix")
     receiver = w.receiver if w.receiver is not None else hosts[0]
     if receiver not in hosts:
         raise ScenarioError.at("workload.receiver", f"'{receiver}' is not one of the workload's hosts")
@@ -280,6 +288,40 @@ def plan(w: Any, hosts: list[str], rate_bps: dict[str, float], duration_ms: floa
         times=times,
         period_ps=period,
     )
+
+
+def matrix_path(name: str) -> Path:
+    """A connection matrix by path, else one of cnsim's by file name
+    (python/cnsim/matrices: the reference's published cases)."""
+    p = Path(name)
+    try:
+        if p.is_file():
+            return p.resolve()
+    except OSError as e:
+        raise ScenarioError.at("workload.file", f"'{name}' cannot be read ({e.strerror or e})") from None
+    own = resources.files("cnsim") / "matrices" / name
+    if p.name == name and own.is_file():
+        return Path(str(own))
+    known = sorted(f.name for f in (resources.files("cnsim") / "matrices").iterdir() if f.name.endswith(".cm"))
+    raise ScenarioError.at(
+        "workload.file", f"'{name}' is neither a file nor one of cnsim's matrices ({', '.join(known)})"
+    )
+
+
+def matrix_connections(path: Path, name: str) -> int:
+    """The `Connections C` of a matrix's header (the engine reads the rest
+    and checks it against this)."""
+    try:
+        with path.open("rb") as fh:
+            for i, raw in enumerate(fh):
+                if i > 1000:
+                    break
+                parts = raw.split()
+                if len(parts) == 2 and parts[0] == b"Connections" and parts[1].isdigit():
+                    return int(parts[1])
+    except OSError as e:
+        raise ScenarioError.at("workload.file", f"'{name}' cannot be read ({e.strerror or e})") from None
+    raise ScenarioError.at("workload.file", f"'{name}': no 'Connections C' line in its header")
 
 
 def _g(v: float | None) -> str:
@@ -391,6 +433,10 @@ def transport_of(m: Any) -> dict[str, Any]:
         if out is None:
             out = t
         else:
+            if "matrix" in t and "matrix" in out:
+                raise ScenarioError.at(f"{at}.kind", 'one workload of a run may be kind = "matrix"')
+            if "matrix" in t:
+                out["matrix"] = t["matrix"]
             out["flows"] += t["flows"]
             out["arrivals"] += t["arrivals"]
     assert out is not None
@@ -429,6 +475,15 @@ def transport(
         if w.size_bytes is not None
         else (int(limits()["max_bytes"]) if w.kind == "long_lived" else 500_000)
     )
+    if w.kind == "matrix":
+        out["matrix"] = {
+            "file": w.file,
+            "path": str(matrix_path(w.file)),
+            "hosts": hosts,
+            "start_ps": p.start_ps,
+            **prio,
+        }
+        return out
     if w.kind == "permutation":
         n = len(hosts)
         shift = max(n // 2, 1)

@@ -103,6 +103,7 @@ pub fn chain_config(cfg: &SimConfig, fabric: &Fabric, path: &[PortId], size: u64
             after_delay_ps: 0,
         }],
         arrivals: vec![],
+        matrix: None,
         header_bytes: cfg.transport.header_bytes,
         ack_every: cfg.transport.ack_every,
         rto_ps: cfg.transport.rto_ps,

@@ -214,6 +214,7 @@ pub fn link_net(cfg: &SimConfig, fabric: &Fabric, all: &Flows, p: PortId, flows:
     c.transport = TransportConfig {
         flows: transport_flows,
         arrivals: vec![],
+        matrix: None,
         header_bytes: cfg.transport.header_bytes,
         ack_every: cfg.transport.ack_every,
         rto_ps: cfg.transport.rto_ps,

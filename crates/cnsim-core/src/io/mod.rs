@@ -5,6 +5,7 @@
 //! the frames laid out by `wire`).
 
 pub mod events;
+pub mod matrix;
 pub mod parquet;
 pub mod pcap;
 pub mod wire;
