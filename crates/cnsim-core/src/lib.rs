@@ -69,4 +69,5 @@ mod end_to_end {
     mod scheme_params;
     mod timely;
     mod trace;
+    mod uet;
 }

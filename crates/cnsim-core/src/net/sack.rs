@@ -328,6 +328,9 @@ pub struct SelReceiver {
     /// acknowledgement, the sender's delivery clock.
     recvd: u64,
     first_seen: bool,
+    /// An acknowledgement was asked for beyond a gap: another is due when
+    /// the gap closes.
+    ack_request: bool,
 }
 
 impl SelReceiver {
@@ -360,10 +363,12 @@ impl SelReceiver {
         self.recvd
     }
 
-    /// Data frame `psn` of `len` bytes arrived; `urgent`: the scheme asks
-    /// for an acknowledgement at once (ECN CE, ACK requested); the flow has
-    /// `n_frames`; acknowledge every `ack_bytes` bytes received.
-    pub fn on_data(&mut self, psn: u32, len: u16, urgent: bool, n_frames: u32, ack_bytes: u32) -> RxOutcome {
+    /// Data frame `psn` of `len` bytes arrived, ECN-marked (`ce`) or asking
+    /// for an acknowledgement at once (`ar`); the flow has `n_frames`;
+    /// acknowledge every `ack_bytes` bytes received. An `ar` frame is
+    /// acknowledged at once, and again when the frames out of order before
+    /// it have all arrived.
+    pub fn on_data(&mut self, psn: u32, len: u16, ce: bool, ar: bool, n_frames: u32, ack_bytes: u32) -> RxOutcome {
         if psn < self.cum || self.is_held(psn) {
             self.since_ack = 0;
             return RxOutcome {
@@ -377,6 +382,10 @@ impl SelReceiver {
         self.recvd += len as u64;
         let first = !self.first_seen;
         self.first_seen = true;
+        let mut drained = false;
+        if ar {
+            self.ack_request = true;
+        }
         let held = psn != self.cum;
         if held {
             self.set_held(psn, true);
@@ -391,9 +400,13 @@ impl SelReceiver {
             if self.n_held == 0 && !self.held.is_empty() {
                 self.held = Vec::new();
             }
+            if self.n_held == 0 && self.ack_request {
+                drained = true;
+                self.ack_request = false;
+            }
         }
         let finished = self.cum == n_frames;
-        let ack = urgent || first || finished || self.since_ack >= ack_bytes;
+        let ack = ce || ar || drained || first || finished || self.since_ack >= ack_bytes;
         if ack {
             self.since_ack = 0;
         }
@@ -454,16 +467,19 @@ mod tests {
             tx.sent(psn, 4150, t, RTO);
         }
         // PSN 1 is trimmed; 0, 2, 3, 4, 5 arrive.
-        assert!(rx.on_data(0, 4150, false, n, ACK_BYTES).ack, "the first frame is acknowledged");
-        assert_eq!(rx.on_trimmed(1), TrimReply::Nack);
-        let r = rx.on_data(2, 4150, false, n, ACK_BYTES);
-        assert!(r.held && !r.ack && !r.duplicate);
-        rx.on_data(3, 4150, false, n, ACK_BYTES);
         assert!(
-            !rx.on_data(4, 4150, false, n, ACK_BYTES).ack,
+            rx.on_data(0, 4150, false, false, n, ACK_BYTES).ack,
+            "the first frame is acknowledged"
+        );
+        assert_eq!(rx.on_trimmed(1), TrimReply::Nack);
+        let r = rx.on_data(2, 4150, false, false, n, ACK_BYTES);
+        assert!(r.held && !r.ack && !r.duplicate);
+        rx.on_data(3, 4150, false, false, n, ACK_BYTES);
+        assert!(
+            !rx.on_data(4, 4150, false, false, n, ACK_BYTES).ack,
             "12,450 bytes since the last acknowledgement"
         );
-        assert!(rx.on_data(5, 4150, false, n, ACK_BYTES).ack, "16,600 bytes: at least 16,384");
+        assert!(rx.on_data(5, 4150, false, false, n, ACK_BYTES).ack, "16,600 bytes: at least 16,384");
         assert_eq!(rx.cum(), 1);
         let (base, bits) = rx.sack(5, false);
         assert_eq!((base, bits), (2, 0b1111), "2 to 5 held");
@@ -479,11 +495,11 @@ mod tests {
         assert_eq!(tx.next_psn(n), Some((6, false)), "2 to 5 were selectively acknowledged");
         tx.sent(6, 4150, 14, RTO);
         tx.sent(7, 100, 15, RTO);
-        let r = rx.on_data(1, 4150, false, n, ACK_BYTES);
+        let r = rx.on_data(1, 4150, false, false, n, ACK_BYTES);
         assert!(!r.held && !r.finished);
         assert_eq!(rx.cum(), 6, "the held frames join the cumulative point");
-        rx.on_data(6, 4150, false, n, ACK_BYTES);
-        let r = rx.on_data(7, 100, false, n, ACK_BYTES);
+        rx.on_data(6, 4150, false, false, n, ACK_BYTES);
+        let r = rx.on_data(7, 100, false, false, n, ACK_BYTES);
         assert!(r.finished && r.ack);
         let a = tx.on_ack(rx.cum(), 8, 0, rx.recvd(), 7, false, 20, n);
         assert!(a.done);
@@ -495,25 +511,37 @@ mod tests {
     #[test]
     fn a_duplicate_is_acknowledged_at_once_and_not_counted() {
         let mut rx = SelReceiver::default();
-        rx.on_data(0, 100, false, 10, ACK_BYTES);
-        let r = rx.on_data(0, 100, false, 10, ACK_BYTES);
+        rx.on_data(0, 100, false, false, 10, ACK_BYTES);
+        let r = rx.on_data(0, 100, false, false, 10, ACK_BYTES);
         assert!(r.duplicate && r.ack);
         assert_eq!(rx.recvd(), 100);
-        rx.on_data(3, 100, false, 10, ACK_BYTES);
-        assert!(rx.on_data(3, 100, false, 10, ACK_BYTES).duplicate, "held counts as received");
+        rx.on_data(3, 100, false, false, 10, ACK_BYTES);
+        assert!(rx.on_data(3, 100, false, false, 10, ACK_BYTES).duplicate, "held counts as received");
         assert_eq!(rx.on_trimmed(3), TrimReply::Ack);
         assert_eq!(rx.on_trimmed(0), TrimReply::Ack);
         assert_eq!(rx.on_trimmed(1), TrimReply::Nack);
     }
 
+    /// An ACK request beyond a gap is answered at once and again when the
+    /// gap closes, so that a sender whose window is full hears of both.
+    #[test]
+    fn an_ack_request_beyond_a_gap_is_answered_again_when_it_closes() {
+        let mut rx = SelReceiver::default();
+        rx.on_data(0, 100, false, false, 10, ACK_BYTES);
+        assert!(rx.on_data(2, 100, false, true, 10, ACK_BYTES).ack, "asked for: at once");
+        assert!(!rx.on_data(3, 100, false, false, 10, ACK_BYTES).ack);
+        assert!(rx.on_data(1, 100, false, false, 10, ACK_BYTES).ack, "the gap closed: again");
+        assert!(!rx.on_data(4, 100, false, false, 10, ACK_BYTES).ack, "and only once");
+    }
+
     #[test]
     fn urgent_frames_are_acknowledged_from_their_own_psn() {
         let mut rx = SelReceiver::default();
-        rx.on_data(0, 100, false, 100, ACK_BYTES);
-        assert!(!rx.on_data(1, 100, false, 100, ACK_BYTES).ack);
-        assert!(rx.on_data(5, 100, true, 100, ACK_BYTES).ack, "CE or ACK requested");
+        rx.on_data(0, 100, false, false, 100, ACK_BYTES);
+        assert!(!rx.on_data(1, 100, false, false, 100, ACK_BYTES).ack);
+        assert!(rx.on_data(5, 100, false, true, 100, ACK_BYTES).ack, "CE or ACK requested");
         assert_eq!(rx.sack(5, true), (5, 1));
-        rx.on_data(70, 100, false, 100, ACK_BYTES);
+        rx.on_data(70, 100, false, false, 100, ACK_BYTES);
         // Not urgent: the base is 63 below, but above the cumulative point.
         assert_eq!(rx.sack(70, false), (7, 1 << 63));
         assert_eq!(rx.sack(6, false), (3, 1 << 2));

@@ -96,8 +96,9 @@ impl<S: Scheme> Hosts<S> {
         let ack_bytes = self.tp.sel_cfg.ack_bytes;
         let fl = &mut self.tp.flows[f.flow as usize];
         let sel = &mut self.tp.sel[f.flow as usize];
-        let urgent = ctx.scheme.sack_urgent(&f.ext);
-        let got = sel.rx.on_data(f.seq, f.len, urgent, fl.n_frames, ack_bytes);
+        let (ce, ar) = ctx.scheme.sack_flags(&f.ext);
+        let urgent = ce || ar;
+        let got = sel.rx.on_data(f.seq, f.len, ce, ar, fl.n_frames, ack_bytes);
         fl.rcv_nxt = sel.rx.cum();
         if got.held {
             self.tp.counts.held += 1;

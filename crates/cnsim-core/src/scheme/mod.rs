@@ -356,10 +356,10 @@ pub trait Scheme: Send + 'static {
     /// for an acknowledgement at once (`ar`) and as sent again (`resent`).
     fn sack_stamp(&self, _ext: &mut Self::Ext, _ar: bool, _resent: bool) {}
 
-    /// Selective transports: whether the receiver acknowledges data frame
-    /// `data` at once (ECN CE, an acknowledgement asked for).
-    fn sack_urgent(&self, _data: &Self::Ext) -> bool {
-        false
+    /// Selective transports: data frame `data`'s ECN CE mark and whether
+    /// its sender asks for an acknowledgement at once (`ar`).
+    fn sack_flags(&self, _data: &Self::Ext) -> (bool, bool) {
+        (false, false)
     }
 
     /// Selective transports: the extension of the acknowledgement (or NACK)

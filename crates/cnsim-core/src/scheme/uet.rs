@@ -846,8 +846,8 @@ impl Scheme for Uet {
         }
     }
 
-    fn sack_urgent(&self, data: &UetExt) -> bool {
-        data.flags & (CE | AR) != 0
+    fn sack_flags(&self, data: &UetExt) -> (bool, bool) {
+        (data.flags & CE != 0, data.flags & AR != 0)
     }
 
     fn sack_ack(&self, data: &UetExt, sack: &SackFields) -> UetExt {
