@@ -336,6 +336,13 @@ def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
 
     if has_flow_records(run) or model.workload is not None:  # a flow run with no flow: 0 / null
         m.update(flow_metrics(run))
+        if scenario.scheme == "uet":
+            # The selective transport's and the trimming bridges' counters
+            # (the engine leaves a zero out).
+            m["frames_trimmed"] = run.frames.get("trimmed", 0)
+            m["header_drops"] = run.frames.get("header_drops", 0)
+            m["frames_held"] = run.frames.get("held", 0)
+            m["fct_acked_mean_us"] = seq_mean([x for x in fct_table(run)["fct_acked_us"] if x is not None])
     if model.stability is not None:
         m.update(stability_metrics(run, scenario))
     if model.innocent is not None:

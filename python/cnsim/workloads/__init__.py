@@ -302,7 +302,9 @@ def matrix_path(name: str) -> Path:
     own = resources.files("cnsim") / "matrices" / name
     if p.name == name and own.is_file():
         return Path(str(own))
-    known = sorted(f.name for f in (resources.files("cnsim") / "matrices").iterdir() if f.name.endswith(".cm"))
+    known = sorted(
+        f.name for f in (resources.files("cnsim") / "matrices").iterdir() if f.name.endswith(".cm")
+    )
     raise ScenarioError.at(
         "workload.file", f"'{name}' is neither a file nor one of cnsim's matrices ({', '.join(known)})"
     )

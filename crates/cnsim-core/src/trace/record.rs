@@ -422,6 +422,9 @@ impl Recorder {
                 r.seq = Some(f.seq);
                 r.priority = Some(CONTROL_PRIORITY);
                 r.ecn = Some(fields.ce);
+                // No CP sends an acknowledgement (a selective transport's
+                // `cpid` is the PSN it answers).
+                r.cpid = None;
             }
             FrameKind::Trimmed => {
                 r.frame = Some(FrameCol::Trimmed);
