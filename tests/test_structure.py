@@ -259,10 +259,11 @@ RUST_LAYERS: list[tuple[str, ...]] = [
         "io/parquet.rs",
         "io/pcap.rs",
         "io/events.rs",
+        "io/matrix.rs",
     ),  # vocabularies, files
-    ("sections.rs", "generators.rs", "scheme/"),  # the declarations and the schemes
+    ("sections.rs", "generators.rs", "workloads.rs", "scheme/"),  # the declarations and the schemes
     # the resolved configuration and its compiler; frames' headers; the flow-level model's settings
-    ("config.rs", "flow_control.rs", "compile.rs", "io/wire.rs", "flow/params.rs"),
+    ("config.rs", "flow_control.rs", "transport_config.rs", "compile.rs", "io/wire.rs", "flow/params.rs"),
     ("trace/", "stats.rs", "class_stats.rs"),  # the event hook and recorder; the run's statistics
     # the network model at either fidelity: Sim::new (net/sim.rs) chooses the flow-level
     # model, which runs the packet engine on its links (handed net::run::PacketRuns)

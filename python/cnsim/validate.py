@@ -7,88 +7,14 @@ executor, under one progress bar."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from .classes_cases import HEADROOM_POINTS, _pfc_two_classes, _two_classes, headroom_case, websearch_incast
-from .executor import Unit, run_units
 from .results import Results
 from .runner import run
 from .scenario import Scenario, load
-
-
-@dataclass
-class Row:
-    study: str
-    figure: str
-    published: float | str
-    ours: float | None
-    tolerance: str
-    ok: bool
-    #: For a figure out of tolerance whose disagreement is explained in
-    #: docs/calibration.md: the name of that explanation.
-    known: str = ""
-    #: For a mean over seeds: cnsim's 95% confidence interval, and whether
-    #: the published figure lies inside it (None: not a mean over seeds).
-    ci: tuple[float, float] | None = None
-
-    @property
-    def in_ci(self) -> bool | None:
-        if self.ci is None or not isinstance(self.published, int | float):
-            return None
-        return self.ci[0] <= self.published <= self.ci[1]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "study": self.study,
-            "figure": self.figure,
-            "published": self.published,
-            "cnsim": self.ours,
-            "tolerance": self.tolerance,
-            "within": self.ok,
-            "known_disagreement": self.known or None,
-            "ci95": list(self.ci) if self.ci is not None else None,
-            "published_in_ci95": self.in_ci,
-        }
-
-
-def _with_ci(row: Row, stats: dict[str, Any]) -> Row:
-    """Attaches the 95% confidence interval of a metric's mean over seeds."""
-    if stats.get("ci_low") is not None:
-        row.ci = (stats["ci_low"], stats["ci_high"])
-    return row
-
-
-def run_many(
-    scenarios: dict[Any, Scenario], description: str, jobs: int | None, progress: bool
-) -> dict[Any, Results]:
-    """Every seed of every scenario as one batch on the executor, under one
-    progress bar; the Results by key."""
-    units = [
-        Unit(sc.compiled(), seed, sc.duration_ms, tag=key)
-        for key, sc in scenarios.items()
-        for seed in sorted(sc.seeds)
-    ]
-    runs = run_units(units, description=description, item="runs", jobs=jobs, progress=progress)
-    by: dict[Any, list[Any]] = {k: [] for k in scenarios}
-    for u, r in zip(units, runs, strict=True):
-        by[u.tag].append(r)
-    return {k: Results(scenarios[k], by[k]) for k in scenarios}
-
-
-def _means(got: dict[Any, Results]) -> dict[Any, dict[str, Any]]:
-    """Each run's metrics, by key: the mean over its seeds."""
-    return {k: {m: v["mean"] for m, v in res.stats.items()} for k, res in got.items()}
-
-
-def _rel(study: str, figure: str, pub: float, ours: float | None, tol: float) -> Row:
-    ok = ours is not None and abs(ours - pub) <= tol * abs(pub)
-    return Row(study, figure, pub, ours, f"+-{tol:.0%}", ok)
-
-
-def _abs(study: str, figure: str, pub: float, ours: float | None, tol: float) -> Row:
-    ok = ours is not None and abs(ours - pub) <= tol
-    return Row(study, figure, pub, ours, f"+-{tol:g}", ok)
+from .validate_rows import Row, _abs, _means, _rel, _with_ci, run_many
+from .validate_uet import uet
 
 
 def baseline(jobs: int | None, progress: bool) -> list[Row]:
@@ -894,122 +820,6 @@ def multiclass(jobs: int | None, progress: bool) -> list[Row]:
 
 
 STUDIES["multiclass"] = multiclass
-
-
-# ------------------------------------------------------------- Ultra Ethernet
-
-#: The Ultra Ethernet reference simulator's published regression figures
-#: (uet-htsim 40ccb05, `datacenter/validate_outputs/validate_uec_sender.out`,
-#: NSCC only; fabrics.md section 2): per case, the matrix, its fabric, the
-#: entropies, the seeds cnsim averages over, and the slowest flow's and (where
-#: given) the first flow's completion (us).
-UET_CASES: dict[str, dict[str, Any]] = {
-    "one connection": {"file": "one.cm", "hosts": 16, "paths": 64, "seeds": 1, "tail": 176.2},
-    "16-node incast": {
-        "file": "incast.cm",
-        "hosts": 16,
-        "paths": 64,
-        "seeds": 20,
-        "tail": 2478.5,
-        "first": 1273.6,
-    },
-    "128-node incast": {
-        "file": "incast_128.cm",
-        "hosts": 128,
-        "paths": 64,
-        "seeds": 2,
-        "tail": 21029.0,
-        "first": 10788.0,
-    },
-    "16-node permutation, 128 paths": {
-        "file": "perm_16n_16c_2MB.cm",
-        "hosts": 16,
-        "paths": 128,
-        "seeds": 5,
-        "tail": 194.0,
-    },
-    "1,024-node permutation, 128 paths": {
-        "file": "perm_1024n_1024c_0u_2000000b.cm",
-        "hosts": 1024,
-        "paths": 128,
-        "seeds": 1,
-        "tail": 200.5,
-        "first": 167.6,
-    },
-}
-#: The reference's own spread over seeds where its published figure is one
-#: draw of a wide distribution: the 16-node incast's first FCT over seeds
-#: 1-20 (`htsim_uec -tm incast.cm -end 3000 -sender_cc_only -seed S`,
-#: measured on this project's machine; docs/calibration.md section 9).
-UET_REFERENCE_SEEDS = {("16-node incast", "first"): (1477.4, 230.0)}
-KNOWN_UET = {
-    (
-        "16-node incast",
-        "first",
-    ): "the published first FCT is one draw (seed 13) of the reference's own spread",
-}
-
-
-def uet_scenario(case: dict[str, Any]) -> Scenario:
-    """The built-in uet_fattree scenario set to one of UET_CASES."""
-    return load("uet_fattree").replace(
-        seeds=range(case["seeds"]),
-        **{"topology.hosts": case["hosts"], "workload.file": case["file"], "uet.paths": case["paths"]},
-    )
-
-
-def uet_fcts(res: Results) -> dict[str, float]:
-    """The mean over seeds of each seed's first, median and slowest flow's
-    completion (the sender's: fct_acked_us, as the reference prints it)."""
-    by: dict[int, list[float]] = {}
-    for seed, fct in zip(res.flows["seed"].to_list(), res.flows["fct_acked_us"].to_list(), strict=True):
-        if fct is not None:
-            by.setdefault(seed, []).append(fct)
-    per = [sorted(v) for v in by.values() if v]
-
-    def mean(xs: list[float]) -> float:
-        return sum(xs) / len(xs) if xs else float("nan")
-
-    return {
-        "first": mean([v[0] for v in per]),
-        "median": mean([v[(len(v) - 1) // 2] for v in per]),
-        "tail": mean([v[-1] for v in per]),
-        "flows": float(sum(len(v) for v in per)),
-    }
-
-
-def uet(jobs: int | None, progress: bool) -> list[Row]:
-    """The Ultra Ethernet transport against its reference simulator's
-    published figures (issue 41; docs/calibration.md section 9), each within
-    5%: the slowest flow's completion, and the first flow's where given."""
-    got = run_many({k: uet_scenario(c) for k, c in UET_CASES.items()}, "validate uet", jobs, progress)
-    s = "uet"
-    rows = []
-    for name, case in UET_CASES.items():
-        f = uet_fcts(got[name])
-        n = case["seeds"]
-        over = f", mean of {n} seeds" if n > 1 else ""
-        expected = len(got[name].runs[0].table("flow_records")) * n
-        rows.append(Row(s, f"{name}: flows finished", expected, f["flows"], "all", f["flows"] == expected))
-        for which in ("tail", "first"):
-            if which not in case:
-                continue
-            row = _rel(s, f"{name}: {which} FCT (us){over}", case[which], f[which], 0.05)
-            if not row.ok:
-                row.known = KNOWN_UET.get((name, which), "")
-            rows.append(row)
-            spread = UET_REFERENCE_SEEDS.get((name, which))
-            if spread is not None:
-                rows.append(
-                    _rel(
-                        s,
-                        f"{name}: {which} FCT (us){over}, vs the reference's mean of 20 seeds",
-                        spread[0],
-                        f[which],
-                        0.05,
-                    )
-                )
-    return rows
 
 
 STUDIES["uet"] = uet

@@ -42,6 +42,8 @@ pub mod scheme;
 pub mod sections;
 pub mod stats;
 pub mod trace;
+pub mod transport_config;
+pub mod workloads;
 
 pub use config::{ConfigError, SimConfig};
 pub use net::sim::Sim;

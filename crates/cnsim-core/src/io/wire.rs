@@ -126,6 +126,8 @@ pub struct WireFrame {
     /// Data: its 802.1p priority. PAUSE: a PFC frame's class-enable vector
     /// (0: 802.3x, or PFC for `DATA_PRIORITY` when `pfc`).
     pub prio: u8,
+    /// Its entropy value (a sprayed transport's; UET's UDP source port).
+    pub entropy: u16,
 }
 
 /// The priority an event row shows for a PAUSE frame of class-enable vector
@@ -141,6 +143,9 @@ pub fn pause_priority(classes: u8) -> u8 {
 /// The captured bytes of `f` (at most `snaplen`) and its length on the wire.
 pub fn encode(f: &WireFrame, snaplen: u32) -> (Vec<u8>, u32) {
     let mut b = Vec::with_capacity(128);
+    if let (Some(u), true) = (f.fields.uet, f.kind != FrameKind::Pause) {
+        return uet(f, &u, snaplen);
+    }
     match f.kind {
         FrameKind::Pause => pause(&mut b, f),
         FrameKind::Data if f.flow != NO_FLOW => return roce(f, snaplen, rc_data_opcode(f), f.seq, f.prio, Ecn::Capable(f.fields.ce)),
@@ -392,6 +397,135 @@ fn roce(f: &WireFrame, snaplen: u32, opcode: u8, psn: u32, priority: u8, ecn: Ec
     (b, wire)
 }
 
+pub const UET_UDP_PORT: u16 = 4793;
+/// PDS types (UE 1.0): RUD request, ACK with congestion-control state, NACK.
+pub const PDS_RUD_REQ: u8 = 2;
+pub const PDS_ACK_CC: u8 = 8;
+pub const PDS_NACK: u8 = 10;
+/// The SES standard request header follows (the PDS prologue's next_hdr).
+pub const PDS_NEXT_REQ_STD: u8 = 3;
+/// PDS request flags: retransmission, ACK request; ACK / NACK flags: ECN
+/// mark (M), retransmission.
+pub const PDS_RETX: u8 = 0x10;
+pub const PDS_AR: u8 = 0x08;
+pub const PDS_M: u8 = 0x20;
+/// NACK codes: trimmed, trimmed at the last hop.
+pub const NACK_TRIMMED: u8 = 0x01;
+pub const NACK_TRIMMED_LASTHOP: u8 = 0x02;
+/// SES opcode of every data frame: WRITE.
+pub const SES_WRITE: u8 = 0x01;
+/// DSCPs (operator-chosen; UE 1.0 fixes none): trimmable data, trimmed
+/// headers, control.
+pub const DSCP_TRIMMABLE: u8 = 8;
+pub const DSCP_TRIMMED: u8 = 16;
+pub const DSCP_CONTROL: u8 = 46;
+
+/// The PDS prologue: type (5 bits), next header (4), flags (7).
+fn pds_prologue(b: &mut Vec<u8>, ty: u8, next: u8, flags: u8) {
+    put16(b, ((ty as u16) << 11) | ((next as u16) << 7) | (flags as u16 & 0x7F));
+}
+
+/// A UET packet as UE 1.0 lays it out over UDP: Ethernet, 802.1Q, IPv4
+/// (ECN on data), UDP (source port: the entropy, destination 4793), then
+/// the PDS header: a RUD request and the SES standard header (data), a
+/// trimmed packet's request and the first bytes of its SES, an ACK_CC (the
+/// cumulative PSN, the PSN answered, 64 bits of SACK, the bytes received)
+/// or a NACK (code trimmed / trimmed at the last hop). Wireshark's UET
+/// dissector (`uet`) decodes UDP 4793; docs/uet.md says how to read it.
+fn uet(f: &WireFrame, u: &crate::scheme::UetFields, snaplen: u32) -> (Vec<u8>, u32) {
+    // Acknowledgements travel from the flow's receiver to its sender.
+    let (from, to) = (f.src, f.dst);
+    let pdc = |x: u32| ((x % 0xFFFF) + 1) as u16;
+    let mut b = Vec::with_capacity(128);
+    let priority = if f.kind == FrameKind::Data { f.prio } else { CONTROL_PRIORITY };
+    ethernet(&mut b, station_mac(to), station_mac(from), priority);
+    put16(&mut b, ETHERTYPE_IPV4);
+    let l3 = b.len();
+    let pds_len = match f.kind {
+        FrameKind::Data => 12 + 44,
+        FrameKind::Trimmed => 12,
+        FrameKind::Ack => 32,
+        _ => 16,
+    };
+    let min_wire = (l3 + 20 + 8 + pds_len) as u32 + FCS_BYTES;
+    let wire = (f.len as u32).max(MIN_FRAME).max(min_wire);
+    let ip_len = wire - FCS_BYTES - l3 as u32;
+    let tos = match f.kind {
+        FrameKind::Data => (DSCP_TRIMMABLE << 2) | if f.fields.ce { 0b11 } else { 0b10 },
+        FrameKind::Trimmed => (DSCP_TRIMMED << 2) | if f.fields.ce { 0b11 } else { 0b10 },
+        _ => DSCP_CONTROL << 2,
+    };
+    b.extend_from_slice(&[0x45, tos]);
+    put16(&mut b, ip_len as u16);
+    put16(&mut b, 0);
+    put16(&mut b, 0x4000);
+    b.extend_from_slice(&[64, 17, 0, 0]);
+    b.extend_from_slice(&station_ip(from));
+    b.extend_from_slice(&station_ip(to));
+    let sum = ipv4_checksum(&b[l3..l3 + 20]);
+    b[l3 + 10..l3 + 12].copy_from_slice(&sum.to_be_bytes());
+    // UDP: the entropy in the source port (kept above 49151, so that no
+    // well-known protocol claims it), no checksum.
+    put16(&mut b, 0xC000 | (f.entropy & 0x3FFF));
+    put16(&mut b, UET_UDP_PORT);
+    put16(&mut b, (ip_len - 20) as u16);
+    put16(&mut b, 0);
+    // The flow's two packet-delivery contexts: the sender's and the receiver's.
+    let (own, peer) = match f.kind {
+        FrameKind::Data | FrameKind::Trimmed => (pdc(2 * f.flow), pdc(2 * f.flow + 1)),
+        _ => (pdc(2 * f.flow + 1), pdc(2 * f.flow)),
+    };
+    match f.kind {
+        FrameKind::Data | FrameKind::Trimmed => {
+            let flags = if u.rtx { PDS_RETX } else { 0 } | if u.ar { PDS_AR } else { 0 };
+            pds_prologue(&mut b, PDS_RUD_REQ, PDS_NEXT_REQ_STD, flags);
+            put16(&mut b, 0); // clear PSN offset: not modelled
+            put32(&mut b, f.seq);
+            put16(&mut b, own);
+            put16(&mut b, peer);
+            // SES standard request: WRITE, the flow's message.
+            let first = f.seq == 0;
+            let last = f.n_frames.is_some_and(|n| f.seq + 1 >= n);
+            b.push(SES_WRITE);
+            b.push(0x08 | if last { 0x02 } else { 0 } | if first { 0x01 } else { 0 }); // REL, EOM, SOM
+            put16(&mut b, (f.flow & 0xFFFF) as u16); // message id
+            put32(&mut b, 1); // job 1
+            b.resize(b.len() + 36, 0); // the rest of the 44 bytes: not modelled
+        }
+        FrameKind::Ack => {
+            let flags = if f.fields.ce { PDS_M } else { 0 } | if u.rtx { PDS_RETX } else { 0 };
+            pds_prologue(&mut b, PDS_ACK_CC, 0, flags);
+            let cack = f.seq.wrapping_sub(1); // inclusive: the last PSN of the cumulative point
+            put16(&mut b, f.cpid.wrapping_sub(cack) as u16); // the PSN answered
+            put32(&mut b, cack);
+            put16(&mut b, own);
+            put16(&mut b, peer);
+            b.push(0); // cc_type 0: NSCC
+            b.push(0); // mpr
+            put16(&mut b, u.sack_base.wrapping_sub(cack) as u16);
+            b.extend_from_slice(&u.sack_bits.to_be_bytes());
+            put16(&mut b, 0); // service time: not modelled
+            b.push(0);
+            b.extend_from_slice(&((u.recvd_bytes & 0xFF_FFFF) as u32).to_be_bytes()[1..]);
+            put16(&mut b, 0); // out-of-order count: not modelled
+        }
+        _ => {
+            let flags = if f.fields.ce { PDS_M } else { 0 } | if u.rtx { PDS_RETX } else { 0 };
+            pds_prologue(&mut b, PDS_NACK, 0, flags);
+            b.push(if u.last_hop { NACK_TRIMMED_LASTHOP } else { NACK_TRIMMED });
+            b.push(0);
+            put32(&mut b, f.seq);
+            put16(&mut b, own);
+            put16(&mut b, peer);
+            put32(&mut b, 0);
+        }
+    }
+    let full = ((wire - FCS_BYTES) as usize).min(snaplen as usize);
+    b.resize(full.max(b.len().min(snaplen as usize)), 0);
+    b.truncate(snaplen as usize);
+    (b, wire)
+}
+
 /// The IPv4 header checksum of `h` (its checksum field zero).
 pub fn ipv4_checksum(h: &[u8]) -> u16 {
     let mut sum: u32 = h.chunks(2).map(|c| u16::from_be_bytes([c[0], c[1]]) as u32).sum();
@@ -440,7 +574,70 @@ mod tests {
             note: None,
             pfc: false,
             prio: if kind == FrameKind::Pause { 0 } else { DATA_PRIORITY },
+            entropy: 0,
         }
+    }
+
+    /// UET frames over UDP 4793: the entropy in the source port, the PDS
+    /// header's type, flags and PSNs where UE 1.0 puts them.
+    #[test]
+    fn uet_frames_are_pds_over_udp_4793() {
+        use crate::scheme::UetFields;
+        let mut f = frame(FrameKind::Data);
+        f.len = 4150;
+        f.flow = 3;
+        f.seq = 5;
+        f.entropy = 0x1234;
+        f.n_frames = Some(490);
+        f.fields.uet = Some(UetFields {
+            ar: true,
+            ..UetFields::default()
+        });
+        let (b, wire) = encode(&f, 256);
+        assert_eq!(wire, 4150);
+        let l3 = 18;
+        assert_eq!(b[l3 + 1] >> 2, DSCP_TRIMMABLE);
+        assert_eq!(b[l3 + 1] & 3, 0b10, "ECT(0)");
+        let udp = l3 + 20;
+        assert_eq!(&b[udp..udp + 4], &[0xD2, 0x34, 0x12, 0xB9], "0xC000 | entropy, 4793");
+        let pds = udp + 8;
+        assert_eq!(b[pds] >> 3, PDS_RUD_REQ);
+        assert_eq!(b[pds + 1] & 0x7F, PDS_AR);
+        assert_eq!(&b[pds + 4..pds + 8], &5u32.to_be_bytes());
+        assert_eq!(b[pds + 12], SES_WRITE);
+        // A NACK of a frame trimmed at the last hop, and an ACK's SACK.
+        let mut n = frame(FrameKind::Nack);
+        n.seq = 77;
+        n.fields.uet = Some(UetFields {
+            last_hop: true,
+            ..UetFields::default()
+        });
+        let (b, wire) = encode(&n, 256);
+        assert_eq!(wire, 18 + 20 + 8 + 16 + 4);
+        assert_eq!(b[pds] >> 3, PDS_NACK);
+        assert_eq!(b[pds + 2], NACK_TRIMMED_LASTHOP);
+        assert_eq!(&b[pds + 4..pds + 8], &77u32.to_be_bytes());
+        let mut a = frame(FrameKind::Ack);
+        a.seq = 10;
+        a.cpid = 12;
+        a.fields.uet = Some(UetFields {
+            sack_base: 11,
+            sack_bits: 0b101,
+            recvd_bytes: 40_000,
+            ..UetFields::default()
+        });
+        let (b, _) = encode(&a, 256);
+        assert_eq!(b[pds] >> 3, PDS_ACK_CC);
+        assert_eq!(&b[pds + 2..pds + 4], &3u16.to_be_bytes(), "PSN 12 answered, cumulative 9");
+        assert_eq!(&b[pds + 4..pds + 8], &9u32.to_be_bytes());
+        assert_eq!(&b[pds + 14..pds + 16], &2u16.to_be_bytes(), "SACK from PSN 11");
+        assert_eq!(&b[pds + 16..pds + 24], &0b101u64.to_be_bytes());
+        assert_eq!(&b[pds + 27..pds + 30], &[0x00, 0x9C, 0x40], "40,000 bytes received");
+        let mut t = frame(FrameKind::Trimmed);
+        t.fields.uet = Some(UetFields::default());
+        let (b, wire) = encode(&t, 256);
+        assert_eq!(wire, 64);
+        assert_eq!(b[l3 + 1] >> 2, DSCP_TRIMMED);
     }
 
     #[test]

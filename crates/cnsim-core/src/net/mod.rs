@@ -31,6 +31,7 @@ pub mod station;
 pub mod topology;
 pub mod transport;
 pub mod trim;
+mod trim_frames;
 mod watchdog;
 
 pub use crate::frame::{Frame, FrameKind};

@@ -540,6 +540,25 @@ pub struct ExtFields {
     /// A data frame's mark for reflection at its destination (QCN
     /// three-point): the marking CP's CPID (0: none), its feedback in `fb`.
     pub marked_by: u32,
+    /// An Ultra Ethernet transport frame's own fields (None: not UET; its
+    /// flows' frames are captured as RoCEv2 then).
+    pub uet: Option<UetFields>,
+}
+
+/// What a capture shows of a UET frame beyond the engine's fields
+/// (io/wire.rs lays it out as UE 1.0's PDS over UDP 4793).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UetFields {
+    /// Data: an acknowledgement asked for; sent again. ACK / NACK: the
+    /// frame answered was a retransmission.
+    pub ar: bool,
+    pub rtx: bool,
+    /// ACK: its selective acknowledgement and the receiver's bytes received.
+    pub sack_base: u32,
+    pub sack_bits: u64,
+    pub recvd_bytes: u64,
+    /// NACK: the frame was trimmed at the last hop.
+    pub last_hop: bool,
 }
 
 /// The queue a CP sampled ([`Scheme::cp_fields`]), in the scheme's units

@@ -883,6 +883,14 @@ impl Scheme for Uet {
     fn ext_fields(&self, ext: &UetExt) -> ExtFields {
         ExtFields {
             ce: ext.ce(),
+            uet: Some(super::UetFields {
+                ar: ext.flags & AR != 0,
+                rtx: ext.flags & RTX != 0,
+                sack_base: ext.sack_base,
+                sack_bits: ext.sack_bits,
+                recvd_bytes: ext.recvd_bytes,
+                last_hop: ext.flags & LAST_HOP != 0,
+            }),
             ..ExtFields::default()
         }
     }

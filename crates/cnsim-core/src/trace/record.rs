@@ -463,6 +463,7 @@ impl Recorder {
             note,
             pfc: self.pfc,
             prio: f.prio,
+            entropy: f.entropy,
         };
         let (bytes, wire_len) = wire::encode(&wf, self.plan.snaplen);
         // A frame shorter than its protocol's headers need (a flow's last
