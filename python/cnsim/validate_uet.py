@@ -12,9 +12,10 @@ from .validate_rows import Row, _rel, run_many
 
 #: The Ultra Ethernet reference simulator's published regression figures
 #: (uet-htsim 40ccb05, `datacenter/validate_outputs/validate_uec_sender.out`,
-#: NSCC only; fabrics.md section 2): per case, the matrix, its fabric, the
-#: entropies, the seeds cnsim averages over, and the slowest flow's and (where
-#: given) the first flow's completion (us).
+#: NSCC only, fabrics.md section 2; `validate_uec_rcv.out` and
+#: `validate_uec_both.out`, RCCC and both): per case, the matrix, its fabric,
+#: the entropies, the congestion control, the seeds cnsim averages over, and
+#: the slowest flow's and (where given) the first flow's completion (us).
 UET_CASES: dict[str, dict[str, Any]] = {
     "one connection": {"file": "one.cm", "hosts": 16, "paths": 64, "seeds": 1, "tail": 176.2},
     "16-node incast": {
@@ -39,6 +40,58 @@ UET_CASES: dict[str, dict[str, Any]] = {
         "paths": 128,
         "seeds": 5,
         "tail": 194.0,
+    },
+    "one connection, RCCC": {
+        "file": "one.cm",
+        "hosts": 16,
+        "paths": 64,
+        "seeds": 1,
+        "cc": "rccc",
+        "tail": 177.368,
+    },
+    "one connection, NSCC and RCCC": {
+        "file": "one.cm",
+        "hosts": 16,
+        "paths": 64,
+        "seeds": 1,
+        "cc": "both",
+        "tail": 177.368,
+    },
+    "16-node incast, RCCC": {
+        "file": "incast.cm",
+        "hosts": 16,
+        "paths": 64,
+        "seeds": 5,
+        "cc": "rccc",
+        "tail": 2464.44,
+        "first": 2368.38,
+    },
+    "16-node incast, NSCC and RCCC": {
+        "file": "incast.cm",
+        "hosts": 16,
+        "paths": 64,
+        "seeds": 5,
+        "cc": "both",
+        "tail": 2462.92,
+        "first": 2387.91,
+    },
+    "128-node incast, RCCC": {
+        "file": "incast_128.cm",
+        "hosts": 128,
+        "paths": 64,
+        "seeds": 1,
+        "cc": "rccc",
+        "tail": 20891.4,
+        "first": 20354.6,
+    },
+    "128-node incast, NSCC and RCCC": {
+        "file": "incast_128.cm",
+        "hosts": 128,
+        "paths": 64,
+        "seeds": 1,
+        "cc": "both",
+        "tail": 20892.4,
+        "first": 20353.9,
     },
     "1,024-node permutation, 128 paths": {
         "file": "perm_1024n_1024c_0u_2000000b.cm",
@@ -66,7 +119,12 @@ def uet_scenario(case: dict[str, Any]) -> Scenario:
     """The built-in uet_fattree scenario set to one of UET_CASES."""
     return load("uet_fattree").replace(
         seeds=range(case["seeds"]),
-        **{"topology.hosts": case["hosts"], "workload.file": case["file"], "uet.paths": case["paths"]},
+        **{
+            "topology.hosts": case["hosts"],
+            "workload.file": case["file"],
+            "uet.paths": case["paths"],
+            "uet.cc": case.get("cc", "nscc"),
+        },
     )
 
 

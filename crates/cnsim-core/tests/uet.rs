@@ -196,3 +196,39 @@ fn a_run_repeats_to_the_bit_and_seeds_differ() {
     let c = run(&cfg, 8);
     assert_ne!(key(&a), key(&c), "the coin flips and entropies are the seed's");
 }
+
+#[test]
+fn without_flows_the_bridges_keep_their_buffers_and_pause_loses_nothing() {
+    // No transport flow, no path, no BDP: a queue of 0 BDPs would drop
+    // every open-loop frame; the bridges keep bridge.buffer_bytes instead.
+    let mut cfg = star_config(2, 0.6, 5 * PS_PER_MS, 0);
+    cfg.scheme = uet(UetParams::default());
+    cfg.pause.enabled = true;
+    cfg.pause.xoff_bytes = 100_000;
+    cfg.pause.xon_bytes = 90_000;
+    for b in cfg.bridges.iter_mut() {
+        b.buffer_bytes = 150_000;
+    }
+    let r = run(&cfg, 3);
+    assert!(r.frames.counts.delivered > 1000);
+    assert_eq!(r.frames.counts.dropped_cp, 0);
+}
+
+#[test]
+fn pause_above_the_schemes_queue_is_warned() {
+    let mut cfg = incast(2, 100_000, UetParams::default());
+    cfg.pause.enabled = true;
+    cfg.pause.xoff_bytes = 10_000_000;
+    cfg.pause.xon_bytes = 9_000_000;
+    let sim = Sim::new(&cfg, 1).expect("valid config");
+    assert!(
+        sim.warnings()
+            .iter()
+            .any(|w| w.contains("pause.xoff_bytes") && w.contains("uet.queue_bdp")),
+        "{:?}",
+        sim.warnings()
+    );
+    cfg.pause.enabled = false;
+    let sim = Sim::new(&cfg, 1).expect("valid config");
+    assert!(!sim.warnings().iter().any(|w| w.contains("pause.xoff_bytes")));
+}

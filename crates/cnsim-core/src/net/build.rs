@@ -129,12 +129,13 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
                         NodeKind::Bridge(b) => cfg.bridges[b as usize].red,
                         _ => None,
                     });
-                    scheme.new_cp(stream(seed, &format!("{}/cp", p.name)), red)
+                    let into_station = matches!(net.nodes[p.peer as usize].kind, NodeKind::Station(_));
+                    scheme.new_cp_at(stream(seed, &format!("{}/cp", p.name)), red, into_station)
                 })
             })
             .collect();
         let has_cp: Vec<bool> = cps.iter().map(Option::is_some).collect();
-        let red_warned = red_warnings(cfg, S::MARKS_ECN, &cp_on, &net);
+        let mut red_warned = red_warnings(cfg, S::MARKS_ECN, &cp_on, &net);
         let rps = (0..n_st)
             .map(|s| {
                 let st = &net.stations[s];
@@ -420,6 +421,9 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
                 deps: None,
                 sel_cfg: Default::default(),
                 sel: Vec::new(),
+                pacers: Vec::new(),
+                quantum_ps: Vec::new(),
+                sinks: Vec::new(),
             },
         };
         let paths = hosts.transport_init(cfg, &mut ctx, &fabric)?;
@@ -431,8 +435,19 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
                 for b in fabric.bridges.iter_mut().filter(|b| b.buffer_mode == BufferMode::PerOutput) {
                     b.buffer_bytes = q;
                 }
+                if cfg.pause.enabled && cfg.pause.xoff_bytes >= q {
+                    red_warned.push(format!(
+                        "pause.xoff_bytes = {} is not below the scheme's queue of {q} bytes (uet.queue_bdp): the queue fills before PAUSE is sent, so frames are trimmed or dropped on a paused fabric",
+                        cfg.pause.xoff_bytes
+                    ));
+                }
             }
-            hosts.tp.selective(sel);
+            let lines: Vec<f64> = hosts
+                .stations
+                .iter()
+                .map(|st| fabric.ports[st.port as usize].nominal_rate_bps as f64)
+                .collect();
+            hosts.tp.selective(sel, &lines);
             if S::TRIMS {
                 fabric.trim = Some(Box::new(Trimming::new(sel, fabric.ports.len(), stream(seed, "trim"))));
             }

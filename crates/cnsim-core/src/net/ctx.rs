@@ -42,6 +42,9 @@ pub(crate) const EV_WATCHDOG: u8 = 12;
 /// for the periodic polls: a new arm in the event loop's dispatch costs
 /// every run a few percent, through the loop's code layout).
 pub(crate) const POLL_DEADLOCK: u32 = 1;
+/// EV_WATCHDOG's indices from this one on: station (index - POLL_PULL)'s
+/// pull pacer (receiver credit, net::credit).
+pub(crate) const POLL_PULL: u32 = 2;
 
 /// The constants of one run that elements read.
 #[derive(Clone, Debug)]

@@ -36,6 +36,8 @@ pub trait Nic<S: Scheme> {
     /// notification point or reaction point acts on it, and may put frames
     /// on its link through `fabric`.
     fn receive<T: Tracer<S>>(&mut self, s: usize, f: &Frame<S::Ext>, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>);
+    /// Station `s`'s pull pacer's event (receiver credit).
+    fn on_pull<T: Tracer<S>>(&mut self, s: usize, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>);
 }
 
 pub struct Fabric<S: Scheme> {

@@ -144,6 +144,9 @@ impl<S: Scheme> Hosts<S> {
             deps: deps.map(Box::new),
             sel_cfg: Default::default(),
             sel: Vec::new(),
+            pacers: Vec::new(),
+            quantum_ps: Vec::new(),
+            sinks: Vec::new(),
         };
         Ok(paths)
     }
@@ -198,6 +201,9 @@ impl<S: Scheme> Hosts<S> {
         self.tp.flows.push(f);
         if S::SELECTIVE {
             self.tp.sel.push(super::sack::SelFlow::new());
+            if self.tp.sel_cfg.credit.is_some() {
+                self.tp.sinks.push(Default::default());
+            }
         }
         self.start_flow((self.tp.flows.len() - 1) as u32, ctx, fabric);
     }

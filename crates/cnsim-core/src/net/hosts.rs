@@ -87,6 +87,10 @@ impl<S: Scheme> Nic<S> for Hosts<S> {
             FrameKind::Data | FrameKind::Pause => {}
         }
     }
+
+    fn on_pull<T: Tracer<S>>(&mut self, s: usize, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>) {
+        self.pull_event(s, ctx, fabric);
+    }
 }
 
 impl<S: Scheme> Hosts<S> {

@@ -5,6 +5,7 @@
 pub mod bridge;
 pub mod build;
 pub mod classes;
+pub mod credit;
 pub mod ctx;
 mod deadlock;
 pub mod deps;

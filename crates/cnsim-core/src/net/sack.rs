@@ -51,8 +51,9 @@ pub struct SelSender {
     recs: VecDeque<Rec>,
     /// Next PSN never sent.
     next_new: u32,
-    /// PSNs to send again, lowest first.
+    /// PSNs to send again, lowest first, and their bytes.
     rtx: BTreeSet<u32>,
+    rtx_bytes: u64,
     /// The receiver's count of bytes received, as last heard.
     last_recvd: u64,
     /// The one retransmission timer event pending (`Time::MAX`: none).
@@ -108,6 +109,12 @@ impl SelSender {
         (self.next_new < n_frames).then_some((self.next_new, false))
     }
 
+    /// Bytes of the PSNs waiting to be sent again.
+    #[inline]
+    pub fn rtx_bytes(&self) -> u64 {
+        self.rtx_bytes
+    }
+
     /// Whether anything is left to send.
     #[inline]
     pub fn has_pending(&self, n_frames: u32) -> bool {
@@ -139,7 +146,9 @@ impl SelSender {
             });
             self.next_new += 1;
         } else {
-            self.rtx.remove(&psn);
+            if self.rtx.remove(&psn) {
+                self.rtx_bytes -= len as u64;
+            }
             let r = &mut self.recs[(psn - self.base) as usize];
             r.sent = now;
             r.sends = r.sends.saturating_add(1);
@@ -188,6 +197,7 @@ impl SelSender {
             let r = self.recs.pop_front().expect("a record below the highest sent");
             if r.state == State::Lost {
                 self.rtx.remove(&self.base);
+                self.rtx_bytes -= r.len as u64;
                 recovered += r.len as u64;
             }
             self.base += 1;
@@ -199,9 +209,11 @@ impl SelSender {
             let psn = base.wrapping_add(i);
             if let Some(r) = self.rec(psn) {
                 if r.state == State::Lost {
-                    recovered += r.len as u64;
+                    let len = r.len as u64;
                     r.state = State::Done;
+                    recovered += len;
                     self.rtx.remove(&psn);
+                    self.rtx_bytes -= len;
                 } else {
                     r.state = State::Done;
                 }
@@ -227,6 +239,7 @@ impl SelSender {
         r.state = State::Lost;
         let out = (r.len, now.saturating_sub(r.sent));
         self.rtx.insert(psn);
+        self.rtx_bytes += out.0 as u64;
         Some(out)
     }
 
@@ -258,6 +271,7 @@ impl SelSender {
         r.state = State::Lost;
         let len = r.len;
         self.rtx.insert(psn);
+        self.rtx_bytes += len as u64;
         let next = self.oldest_deadline(rto).map(|(_, d)| d.max(now));
         if let Some(d) = next {
             self.rto_event = d;

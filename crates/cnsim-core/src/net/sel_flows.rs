@@ -11,6 +11,7 @@ use super::hosts::{station_site, Hosts};
 use super::port::Port;
 use super::rl::{FlowPick, NO_RL};
 use super::sack::{SelRto, SelSender, TrimReply};
+use crate::engine::Time;
 use crate::frame::{Frame, FrameKind};
 use crate::scheme::{AckKind, AckView, SackFields, Scheme};
 use crate::trace::{Kind, Reason, Tracer};
@@ -44,6 +45,9 @@ impl<S: Scheme> Hosts<S> {
         if window != u64::MAX && rl.core.inflight_bytes + len as u64 > window {
             return FlowPick::Nothing; // its acknowledgements will wake the port
         }
+        if !ctx.scheme.sack_gate(&rl.state) {
+            return FlowPick::Nothing; // no credit: a PULL will wake the port
+        }
         let mut f = Frame::data(now, fl.src, fl.dst, len);
         f.prio = fl.prio;
         f.flow = flow;
@@ -66,7 +70,9 @@ impl<S: Scheme> Hosts<S> {
         let still = sel.tx.has_pending(fl.n_frames);
         rl.last_release = now;
         rl.last_len = len;
+        rl.core.backlog_bytes = fl.bytes(sel.tx.sent_max(), fl.n_frames, fb) + sel.tx.rtx_bytes();
         let rp = &mut self.rps[s];
+        rl.core.nic_flows = rp.flow_pending;
         let rate_before = rl.core.rate_bps;
         // The scheme's part: the frame's entropy (its path), its pacing.
         let timer = ctx.scheme.rp_on_send(&mut rl.core, &mut rl.state, &mut f, now, &mut rp.rng);
@@ -100,6 +106,13 @@ impl<S: Scheme> Hosts<S> {
         let urgent = ce || ar;
         let got = sel.rx.on_data(f.seq, f.len, ce, ar, fl.n_frames, ack_bytes);
         fl.rcv_nxt = sel.rx.cum();
+        if !got.duplicate && !self.tp.sinks.is_empty() {
+            let target = ctx.scheme.sack_pull_target(&f.ext);
+            if self.tp.sinks[f.flow as usize].target(target) {
+                self.request_pull(s, f.flow, ctx);
+            }
+        }
+        let fl = &mut self.tp.flows[f.flow as usize];
         if got.held {
             self.tp.counts.held += 1;
             if T::ON {
@@ -128,6 +141,15 @@ impl<S: Scheme> Hosts<S> {
     pub(crate) fn transport_trimmed<T: Tracer<S>>(&mut self, s: usize, f: &Frame<S::Ext>, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>) {
         if !S::SELECTIVE || f.flow as usize >= self.tp.sel.len() {
             return;
+        }
+        if !self.tp.sinks.is_empty() {
+            // The sender will send it again: it needs credit.
+            let target = ctx.scheme.sack_pull_target(&f.ext);
+            let sink = &mut self.tp.sinks[f.flow as usize];
+            let join = sink.target(target) || !std::mem::replace(&mut sink.in_pull, true);
+            if join {
+                self.request_pull(s, f.flow, ctx);
+            }
         }
         let sel = &mut self.tp.sel[f.flow as usize];
         match sel.rx.on_trimmed(f.seq) {
@@ -310,5 +332,32 @@ impl<S: Scheme> Hosts<S> {
             .scheme
             .rp_on_ack(&mut rl.core, &mut rl.state, &view, &S::Ext::default(), now, &mut rp.rng);
         self.after_rate_change(id, timer, ctx, fabric);
+    }
+
+    /// Flow `flow` wants credit from its receiver, station `s`: it joins
+    /// the station's pull pacer, which starts now if it was idle.
+    fn request_pull<T: Tracer<S>>(&mut self, s: usize, flow: u32, ctx: &mut Ctx<S, T>) {
+        if self.tp.pacers[s].request(flow) {
+            ctx.schedule(ctx.now, super::ctx::EV_WATCHDOG, super::ctx::POLL_PULL + s as u32);
+        }
+    }
+
+    /// Station `s`'s pull pacer's event: the next PULL, and the next event
+    /// as many quanta of its line rate later as it granted.
+    pub(crate) fn pull_event<T: Tracer<S>>(&mut self, s: usize, ctx: &mut Ctx<S, T>, fabric: &mut Fabric<S>) {
+        let Some(c) = self.tp.sel_cfg.credit else { return };
+        let tp = &mut self.tp;
+        let Some(pull) = tp.pacers[s].next(&mut tp.sinks, c.per_pull, c.most_slow) else {
+            return;
+        };
+        let wait = (pull.wait_quanta as f64 * tp.quantum_ps[s]).round() as Time;
+        ctx.schedule(ctx.now + wait.max(1), super::ctx::EV_WATCHDOG, super::ctx::POLL_PULL + s as u32);
+        let fl = &tp.flows[pull.flow as usize];
+        let ext = ctx.scheme.sack_pull(pull.latest);
+        let mut n = Frame::note(ctx.now, s as u32, fl.src, s as u32, 0, ctx.run.ctrl_bytes, ext);
+        n.flow = pull.flow;
+        n.entropy = tp.sinks[pull.flow as usize].next_entropy();
+        let port = self.stations[s].port;
+        fabric.send_control(port, n, ctx, self);
     }
 }

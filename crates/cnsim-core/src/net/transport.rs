@@ -486,14 +486,27 @@ pub struct Transport {
     /// flow's two ends (net::sack), by flow id; empty otherwise.
     pub sel_cfg: crate::scheme::Selective,
     pub sel: Vec<super::sack::SelFlow>,
+    /// Receiver credit (`Selective::credit`): each station's pull pacer and
+    /// its time per quantum (ps), each flow's side at its receiver.
+    pub pacers: Vec<super::credit::PullPacer>,
+    pub quantum_ps: Vec<f64>,
+    pub sinks: Vec<super::credit::PullSink>,
 }
 
 impl Transport {
     /// Flows recover losses selectively, with `cfg`: every flow gets its
     /// two ends (those that arrive later get theirs when they start).
-    pub fn selective(&mut self, cfg: crate::scheme::Selective) {
+    pub fn selective(&mut self, cfg: crate::scheme::Selective, line_bps: &[f64]) {
         self.sel_cfg = cfg;
         self.sel = (0..self.flows.len()).map(|_| super::sack::SelFlow::new()).collect();
+        if let Some(c) = cfg.credit {
+            self.pacers = vec![Default::default(); line_bps.len()];
+            self.quantum_ps = line_bps
+                .iter()
+                .map(|&r| 8.0 * super::credit::QUANTUM as f64 * 1e12 / r.max(1.0) / c.rate_fraction)
+                .collect();
+            self.sinks = vec![Default::default(); self.flows.len()];
+        }
     }
 
     pub fn is_empty(&self) -> bool {

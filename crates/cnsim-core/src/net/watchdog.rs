@@ -60,7 +60,9 @@ impl<S: Scheme> Fabric<S> {
     #[cold]
     #[inline(never)]
     pub(crate) fn on_poll<T: Tracer<S>, N: Nic<S>>(&mut self, index: u32, ctx: &mut Ctx<S, T>, nic: &mut N) {
-        if index == super::ctx::POLL_DEADLOCK {
+        if index >= super::ctx::POLL_PULL {
+            nic.on_pull((index - super::ctx::POLL_PULL) as usize, ctx, self);
+        } else if index == super::ctx::POLL_DEADLOCK {
             self.on_deadlock_poll(ctx);
         } else {
             self.on_watchdog_poll(ctx, nic);

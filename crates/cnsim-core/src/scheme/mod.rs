@@ -69,6 +69,12 @@ pub struct RlCore {
     /// The 802.1p priority of the RL's frames (its station's): a run of two
     /// schemes gives each its priorities (scheme/dual.rs).
     pub prio: u8,
+    /// A selective transport's flow: the bytes it has left to send (new
+    /// and lost), and the flows of its station with frames to send, as the
+    /// transport sets them before each `rp_on_send` (receiver credit asks
+    /// for what is left).
+    pub backlog_bytes: u64,
+    pub nic_flows: u32,
 }
 
 impl RlCore {
@@ -82,6 +88,8 @@ impl RlCore {
             inflight_bytes: 0,
             base_rtt_ps: 0,
             prio: crate::frame::DATA_PRIORITY,
+            backlog_bytes: 0,
+            nic_flows: 0,
         }
     }
 }
@@ -204,6 +212,22 @@ pub struct Selective {
     /// The data queue of every `per_output` bridge port, when the scheme
     /// sizes them (bytes; None: the bridges' own `buffer_bytes`).
     pub queue_bytes: Option<u64>,
+    /// Receiver credit (net::credit; UET's RCCC), if the scheme asks for it.
+    pub credit: Option<Credit>,
+}
+
+/// Bytes in one quantum of receiver credit (UET's RCCC counts in them).
+pub const CREDIT_QUANTUM: u64 = 256;
+
+/// Receiver credit's settings ([`Selective::credit`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Credit {
+    /// Quanta (256 bytes) a pull grants.
+    pub per_pull: u64,
+    /// Speculative credit a flow that asks for none may get (quanta).
+    pub most_slow: u64,
+    /// Pulls are paced at this fraction of the receiver's line rate.
+    pub rate_fraction: f64,
 }
 
 impl Default for Selective {
@@ -214,6 +238,7 @@ impl Default for Selective {
             trim: false,
             trim_bytes: 64,
             queue_bytes: None,
+            credit: None,
         }
     }
 }
@@ -371,6 +396,25 @@ pub trait Scheme: Send + 'static {
     /// Selective transports: what an acknowledgement's extension carries.
     fn sack_of(&self, _ack: &Self::Ext) -> SackFields {
         SackFields::default()
+    }
+
+    /// Selective transports with receiver credit: whether the sender may
+    /// send now (its credit), the pull target (cumulative quanta) data frame
+    /// `data` carries, and the extension of a PULL granting up to `latest`.
+    fn sack_gate(&self, _rl: &Self::Rl) -> bool {
+        true
+    }
+    fn sack_pull_target(&self, _data: &Self::Ext) -> u64 {
+        0
+    }
+    fn sack_pull(&self, _latest: u64) -> Self::Ext {
+        Self::Ext::default()
+    }
+
+    /// A CP's state at a port into a station (`into_station`) or between
+    /// bridges; default: [`Scheme::new_cp`]'s.
+    fn new_cp_at(&self, rng: Stream, red: Option<Red>, _into_station: bool) -> Self::Cp {
+        self.new_cp(rng, red)
     }
 
     /// A CP's state; `red`: its bridge's own RED profile, if it sets one.

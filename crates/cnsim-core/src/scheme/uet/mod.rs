@@ -50,9 +50,10 @@ use crate::engine::rng::Stream;
 use crate::engine::{Time, PS_PER_US};
 use crate::error::ConfigError;
 use crate::frame::Frame;
-use rand::Rng;
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
+
+mod balance;
+use balance::{Balancer, Feedback};
 
 /// UET parameters, in the units of their names; declared in [`table`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -85,6 +86,8 @@ pub struct UetParams {
     pub qa_threshold: f64,
     pub adjust_mtus: f64,
     pub nack_base_rtt: bool,
+    pub credit_per_pull_bytes: u32,
+    pub pull_rate: f64,
 }
 
 /// Which congestion control runs (`cc`).
@@ -196,6 +199,18 @@ pub fn table() -> Table {
     .float("qa_threshold", 4.0, Range::ge(0.0), "quick adapt considers delays above this x the target")
     .float("adjust_mtus", 8.0, Range::ge(0.0), "increases are applied after more than this many MTU acknowledged (or an RTT)")
     .flag("nack_base_rtt", true, "a NACK's round trip may lower the flow's base RTT (the reference's default)")
+    .int(
+        "credit_per_pull_bytes",
+        16_384,
+        Range::ge(256.0).le(1e9),
+        "RCCC: credit one PULL grants (bytes, in quanta of 256; the reference's 16,384 whatever its MTU)",
+    )
+    .float(
+        "pull_rate",
+        0.99,
+        Range::gt(0.0).le(1.0),
+        "RCCC: a receiver paces its PULLs at this fraction of its line rate",
+    )
     .rule(
         &["ecn_low_bdp", "ecn_high_bdp"],
         "ecn_low_bdp <= ecn_high_bdp",
@@ -218,7 +233,8 @@ pub struct UetExt {
     pub recvd_bytes: u64,
     pub sack_base: u32,
     /// Bit 0: ECN CE (or its echo); 1: ACK requested; 2: sent again (or
-    /// answering a retransmission); 3: NACK of a frame trimmed at the last hop.
+    /// answering a retransmission); 3: NACK of a frame trimmed at the last
+    /// hop; 4: a PULL (RCCC's credit grant, in `recvd_bytes`).
     pub flags: u8,
 }
 
@@ -226,6 +242,11 @@ const CE: u8 = 1;
 const AR: u8 = 2;
 const RTX: u8 = 4;
 const LAST_HOP: u8 = 8;
+/// A PULL (RCCC): `recvd_bytes` is the receiver's cumulative grant (quanta);
+/// on a data frame, `recvd_bytes` is its pull target.
+const PULL: u8 = 16;
+/// Bytes in one quantum of credit.
+const QUANTUM: u64 = super::CREDIT_QUANTUM;
 
 impl UetExt {
     #[inline]
@@ -248,6 +269,9 @@ struct Fitted {
     fi_scale: f64,
     qa_threshold_ps: Time,
     adjust_bytes: u64,
+    /// The largest window of the network's BDP: RCCC's first (speculative)
+    /// credit and its cap (bytes).
+    maxwnd: u64,
     /// ECN thresholds (bytes), the queues (bytes), the RTO.
     ecn: Red,
     queue_bytes: Option<u64>,
@@ -276,17 +300,20 @@ impl Uet {
                 ),
             );
         }
-        if p.cc != Cc::Nscc {
-            return crate::error::fail(
-                "uet.cc",
-                "only \"nscc\" is modelled so far (RCCC, the receiver's credit, is not yet); use uet.cc = \"nscc\"",
-            );
-        }
         Ok(Uet { p, fit: Fitted::default() })
     }
 
     pub fn params(&self) -> &UetParams {
         &self.p
+    }
+
+    /// Receivers grant credit (RCCC); senders keep a window (NSCC).
+    fn credit(&self) -> bool {
+        self.p.cc != Cc::Nscc
+    }
+
+    fn window(&self) -> bool {
+        self.p.cc != Cc::Rccc
     }
 }
 
@@ -296,6 +323,9 @@ impl Uet {
 pub struct UetCp {
     red: Option<Red>,
     rng: Stream,
+    /// Marks nothing (a port into a station under receiver credit, as the
+    /// reference leaves its ToR downlinks unmarked then).
+    off: bool,
 }
 
 /// One flow's sender: NSCC's state and its load balancer.
@@ -317,237 +347,11 @@ pub struct UetRl {
     last_dec: Time,
     last_adjust: Time,
     lb: Balancer,
-}
-
-/// A load balancer's state (one flow's).
-#[derive(Debug, Clone)]
-pub enum Balancer {
-    /// Not yet drawn (its first frame draws it, from the station's stream).
-    Unset,
-    Oblivious(Sweep),
-    Bitmap(Sweep, Vec<u8>),
-    Reps(Reps),
-    Mixed(Sweep, Vec<u8>, VecDeque<u16>),
-}
-
-/// The oblivious sweep: every entropy once per round of `paths`, XORed
-/// with a random value per round, over random upper bits.
-#[derive(Debug, Clone)]
-pub struct Sweep {
-    mask: u16,
-    upper: u16,
-    xor: u16,
-    index: u32,
-    paths: u32,
-}
-
-impl Sweep {
-    fn new(paths: u32, rng: &mut Stream) -> Sweep {
-        let mask = (paths - 1) as u16;
-        let upper = rng.gen_range(0..u16::MAX);
-        Sweep {
-            mask,
-            upper: upper & !mask,
-            xor: rng.gen_range(0..paths) as u16,
-            index: 0,
-            paths,
-        }
-    }
-
-    fn current(&self) -> u16 {
-        (self.index as u16 ^ self.xor) & self.mask
-    }
-
-    fn advance(&mut self, rng: &mut Stream) {
-        self.index += 1;
-        if self.index == self.paths {
-            self.index = 0;
-            self.xor = rng.gen::<u16>() & self.mask;
-        }
-    }
-
-    fn next(&mut self, rng: &mut Stream) -> u16 {
-        let e = self.current();
-        self.advance(rng);
-        e | self.upper
-    }
-
-    /// The bitmap balancer's sweep: skips penalised entropies, taking one
-    /// point off the first it skips.
-    fn next_unpenalised(&mut self, penalty: &mut [u8], rng: &mut Stream) -> u16 {
-        let mut e = self.current();
-        let mut first = true;
-        let mut tries = 0;
-        while penalty[e as usize] > 0 {
-            if first {
-                penalty[e as usize] -= 1;
-            }
-            first = false;
-            tries += 1;
-            if tries > self.paths {
-                break;
-            }
-            self.advance(rng);
-            e = self.current();
-        }
-        self.advance(rng);
-        e | self.upper
-    }
-}
-
-/// Penalties of the bitmap balancer for each kind of feedback.
-const PENALTY_ECN: u8 = 1;
-const PENALTY_NACK: u8 = 4;
-const PENALTY_MAX: u8 = 15;
-
-fn penalise(penalty: &mut [u8], mask: u16, entropy: u16, feedback: Feedback) {
-    let add = match feedback {
-        Feedback::Good => 0,
-        Feedback::Ecn => PENALTY_ECN,
-        Feedback::Nack => PENALTY_NACK,
-        Feedback::Timeout => PENALTY_MAX,
-    };
-    let p = &mut penalty[(entropy & mask) as usize];
-    *p = p.saturating_add(add).min(PENALTY_MAX);
-}
-
-/// What a path's feedback says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Feedback {
-    Good,
-    Ecn,
-    Nack,
-    Timeout,
-}
-
-/// REPS: the entropies of unmarked ACKs in a circular buffer of 8, used
-/// once each; random when none is fresh; after a timeout the buffer is
-/// replayed for 10 ms (frozen), then reset and 16 random explorations.
-#[derive(Debug, Clone)]
-pub struct Reps {
-    value: [u16; REPS_SIZE],
-    valid: [bool; REPS_SIZE],
-    head: usize,
-    count: usize,
-    fresh: usize,
-    head_frozen: usize,
-    frozen: bool,
-    thaw_at: Time,
-    explore: u32,
-    paths: u32,
-}
-
-const REPS_SIZE: usize = 8;
-const REPS_FREEZE_PS: Time = 10_000_000_000;
-const REPS_EXPLORE: u32 = 16;
-
-impl Reps {
-    fn new(paths: u32) -> Reps {
-        Reps {
-            value: [0; REPS_SIZE],
-            valid: [false; REPS_SIZE],
-            head: 0,
-            count: 0,
-            fresh: 0,
-            head_frozen: 0,
-            frozen: false,
-            thaw_at: 0,
-            explore: 0,
-            paths,
-        }
-    }
-
-    fn add(&mut self, e: u16) {
-        if !self.valid[self.head] {
-            self.fresh += 1;
-        }
-        self.value[self.head] = e;
-        self.valid[self.head] = true;
-        self.head = (self.head + 1) % REPS_SIZE;
-        self.fresh = self.fresh.min(REPS_SIZE);
-        self.count = (self.count + 1).min(REPS_SIZE);
-    }
-
-    fn feedback(&mut self, e: u16, f: Feedback, now: Time) {
-        if f == Feedback::Timeout && !self.frozen && self.explore == 0 {
-            self.frozen = true;
-            self.thaw_at = now + REPS_FREEZE_PS;
-        }
-        if self.frozen && now > self.thaw_at {
-            *self = Reps {
-                explore: REPS_EXPLORE,
-                ..Reps::new(self.paths)
-            };
-        }
-        if f == Feedback::Good {
-            self.add(e);
-        }
-    }
-
-    fn next(&mut self, rng: &mut Stream) -> u16 {
-        if self.explore > 0 {
-            self.explore -= 1;
-            return rng.gen_range(0..self.paths) as u16;
-        }
-        if self.frozen {
-            if self.count == 0 {
-                return rng.gen_range(0..self.paths) as u16;
-            }
-            let i = self.head_frozen;
-            if self.valid[i] {
-                self.fresh -= 1;
-            }
-            self.valid[i] = false;
-            self.head_frozen = (self.head_frozen + 1) % self.count;
-            return self.value[i];
-        }
-        if self.count == 0 || self.fresh == 0 {
-            return rng.gen_range(0..self.paths) as u16;
-        }
-        // The earliest fresh entry: `fresh` places behind the head.
-        let i = (self.head + REPS_SIZE - self.fresh) % REPS_SIZE;
-        self.valid[i] = false;
-        self.fresh -= 1;
-        self.value[i]
-    }
-}
-
-impl Balancer {
-    fn new(kind: BalancerKind, paths: u32, rng: &mut Stream) -> Balancer {
-        match kind {
-            BalancerKind::Oblivious => Balancer::Oblivious(Sweep::new(paths, rng)),
-            BalancerKind::Bitmap => Balancer::Bitmap(Sweep::new(paths, rng), vec![0; paths as usize]),
-            BalancerKind::Reps => Balancer::Reps(Reps::new(paths)),
-            BalancerKind::Mixed => Balancer::Mixed(Sweep::new(paths, rng), vec![0; paths as usize], VecDeque::new()),
-        }
-    }
-
-    fn next(&mut self, rng: &mut Stream) -> u16 {
-        match self {
-            Balancer::Unset => 0,
-            Balancer::Oblivious(s) => s.next(rng),
-            Balancer::Bitmap(s, pen) => s.next_unpenalised(pen, rng),
-            Balancer::Reps(r) => r.next(rng),
-            Balancer::Mixed(s, pen, recycle) => match recycle.pop_front() {
-                Some(e) => e,
-                None => s.next_unpenalised(pen, rng),
-            },
-        }
-    }
-
-    fn feedback(&mut self, e: u16, f: Feedback, now: Time) {
-        match self {
-            Balancer::Unset | Balancer::Oblivious(_) => {}
-            Balancer::Bitmap(s, pen) => penalise(pen, s.mask, e, f),
-            Balancer::Reps(r) => r.feedback(e, f, now),
-            Balancer::Mixed(s, pen, recycle) => {
-                penalise(pen, s.mask, e, f);
-                if f == Feedback::Good {
-                    recycle.push_back(e);
-                }
-            }
-        }
-    }
+    /// RCCC: credit (bytes; one frame's worth below zero at most), before
+    /// any feedback (speculating), the receiver's cumulative grant (quanta).
+    credit: i64,
+    speculating: bool,
+    pull: u64,
 }
 
 impl Uet {
@@ -662,6 +466,31 @@ impl Uet {
         self.bounds(rl);
     }
 
+    /// RCCC's pull target after a frame was sent: what is left to send
+    /// (at most the window and a frame, at most the largest window), less
+    /// the credit in hand, shared with the station's other flows waiting
+    /// to send, on top of what was granted: cumulative quanta, rounded up.
+    fn pull_target(&self, core: &RlCore, rl: &UetRl) -> u64 {
+        let mtu = self.fit.mtu as i64;
+        let mut t = core.backlog_bytes as i64;
+        if self.window() {
+            t = t.min(rl.cwnd as i64 + mtu);
+        }
+        t = t.min(self.fit.maxwnd as i64) - rl.credit;
+        if rl.speculating && t < mtu && core.backlog_bytes > 0 {
+            t = mtu;
+        }
+        if core.nic_flows > 1 {
+            t /= core.nic_flows as i64;
+        }
+        let t = t + (rl.pull * QUANTUM) as i64;
+        if t <= 0 {
+            0
+        } else {
+            (t as u64).div_ceil(QUANTUM)
+        }
+    }
+
     fn on_nack(&self, rl: &mut UetRl, core: &RlCore, ack: &AckView, last_hop: bool, ce: bool, now: Time) {
         if self.p.nack_base_rtt && ack.rtt_ps > 0 {
             self.update_base_rtt(rl, ack.rtt_ps, core.line_rate_bps);
@@ -671,7 +500,9 @@ impl Uet {
         let w = self.p.delay_ewma;
         rl.avg_delay = (w * self.fit.rtt_ps as f64 + (1.0 - w) * rl.avg_delay as f64) as Time;
         rl.trigger_qa = true;
-        if !self.quick_adapt(rl, core, true, true, 0, now) {
+        // With receiver credit too, a frame trimmed at the last hop is the
+        // credit's to pace, not the window's.
+        if !(self.quick_adapt(rl, core, true, true, 0, now) || self.credit() && last_hop) {
             rl.cwnd = rl.cwnd.saturating_sub(ack.acked_bytes);
             self.bounds(rl);
         }
@@ -716,7 +547,10 @@ impl Scheme for Uet {
         let b = target_ps as f64 / (p.ref_rtt_us * PS_PER_US as f64);
         // Queue and ECN thresholds in whole frames of the BDP, as the reference sizes them.
         let bdp_frames = if mtu > 0 { (bdp / mtu as f64).ceil() } else { 0.0 };
-        let queue_bytes = (p.queue_bdp > 0.0).then(|| ((bdp_frames * p.queue_bdp).round() as u64) * mtu);
+        // No flows, no path, no BDP: the bridges keep their own buffers (a
+        // queue of 0 BDPs would drop every frame).
+        let queue_bytes =
+            (p.queue_bdp > 0.0 && bdp_frames > 0.0).then(|| ((bdp_frames * p.queue_bdp).round() as u64).max(1) * mtu);
         let ecn = Red {
             kmin_bytes: ((bdp_frames * p.ecn_low_bdp).ceil() * mtu as f64),
             kmax_bytes: ((bdp_frames * p.ecn_high_bdp).ceil() * mtu as f64),
@@ -740,6 +574,7 @@ impl Scheme for Uet {
             fi_scale: p.fast_increase * a,
             qa_threshold_ps: (p.qa_threshold * target_ps as f64) as Time,
             adjust_bytes: (p.adjust_mtus * mtu as f64) as u64,
+            maxwnd: (p.maxwnd_bdp * bdp) as u64,
             ecn,
             queue_bytes,
             rto_ps,
@@ -753,6 +588,11 @@ impl Scheme for Uet {
             trim: self.p.trim,
             trim_bytes: self.p.trim_bytes as u16,
             queue_bytes: self.fit.queue_bytes,
+            credit: self.credit().then(|| super::Credit {
+                per_pull: (self.p.credit_per_pull_bytes as u64).div_ceil(QUANTUM),
+                most_slow: self.fit.maxwnd / QUANTUM,
+                rate_fraction: self.p.pull_rate,
+            }),
         }
     }
 
@@ -777,10 +617,21 @@ impl Scheme for Uet {
     }
 
     fn new_cp(&self, rng: Stream, red: Option<Red>) -> UetCp {
-        UetCp { red, rng }
+        UetCp { red, rng, off: false }
+    }
+
+    fn new_cp_at(&self, rng: Stream, red: Option<Red>, into_station: bool) -> UetCp {
+        UetCp {
+            red,
+            rng,
+            off: into_station && self.credit(),
+        }
     }
 
     fn cp_on_dequeue(&self, cp: &mut UetCp, frame: &mut Frame<UetExt>, q: QueueView, _cpid: u32) {
+        if cp.off {
+            return;
+        }
         // The queue the frame leaves behind.
         let left = q.bytes.saturating_sub(frame.len as u64) as f64;
         let red = cp.red.unwrap_or(self.fit.ecn);
@@ -811,22 +662,90 @@ impl Scheme for Uet {
             last_dec: 0,
             last_adjust: 0,
             lb: Balancer::Unset,
+            credit: self.fit.maxwnd as i64,
+            speculating: true,
+            pull: 0,
         };
+        if !self.window() {
+            core.window_bytes = u64::MAX;
+        }
         (rl, None)
     }
 
-    fn rp_on_send(&self, _core: &mut RlCore, rl: &mut UetRl, frame: &mut Frame<UetExt>, _now: Time, rng: &mut Stream) -> Option<Time> {
+    fn rp_on_send(&self, core: &mut RlCore, rl: &mut UetRl, frame: &mut Frame<UetExt>, _now: Time, rng: &mut Stream) -> Option<Time> {
         if let Balancer::Unset = rl.lb {
             rl.lb = Balancer::new(self.p.balancer, self.p.paths, rng);
         }
         frame.entropy = rl.lb.next(rng);
+        if self.credit() {
+            rl.credit -= frame.len as i64;
+            frame.ext.recvd_bytes = self.pull_target(core, rl);
+            if rl.credit <= 0 {
+                // Out of credit: ask for the acknowledgement now, or it
+                // waits for frames that cannot be sent.
+                frame.ext.flags |= AR;
+            }
+        }
         None
     }
 
+    fn rp_on_note(&self, _core: &mut RlCore, rl: &mut UetRl, note: &UetExt, _cpid: u32, _now: Time, _rng: &mut Stream) -> Option<Time> {
+        if note.flags & PULL != 0 {
+            rl.speculating = false;
+            rl.credit = rl.credit.min(0);
+            if note.recvd_bytes > rl.pull {
+                rl.credit = (rl.credit + ((note.recvd_bytes - rl.pull) * QUANTUM) as i64).min(self.fit.maxwnd as i64);
+                rl.pull = note.recvd_bytes;
+            }
+        }
+        None
+    }
+
+    fn sack_gate(&self, rl: &UetRl) -> bool {
+        !self.credit() || rl.credit > 0
+    }
+
+    fn sack_pull_target(&self, data: &UetExt) -> u64 {
+        data.recvd_bytes
+    }
+
+    fn sack_pull(&self, latest: u64) -> UetExt {
+        UetExt {
+            recvd_bytes: latest,
+            flags: PULL,
+            ..UetExt::default()
+        }
+    }
+
     fn rp_on_ack(&self, core: &mut RlCore, rl: &mut UetRl, ack: &AckView, echo: &UetExt, now: Time, _rng: &mut Stream) -> Option<Time> {
+        if ack.kind != AckKind::Timeout && rl.speculating {
+            // The first feedback ends speculation: unused credit is dropped.
+            rl.speculating = false;
+            rl.credit = rl.credit.min(0);
+        }
+        let last_hop = echo.flags & LAST_HOP != 0;
+        if !self.window() {
+            // RCCC alone: no window, the balancer still learns.
+            let f = match ack.kind {
+                AckKind::Ack if echo.ce() => Feedback::Ecn,
+                AckKind::Ack => Feedback::Good,
+                AckKind::Nack if last_hop => {
+                    if echo.ce() {
+                        Feedback::Ecn
+                    } else {
+                        Feedback::Good
+                    }
+                }
+                AckKind::Nack => Feedback::Nack,
+                AckKind::Timeout => Feedback::Timeout,
+            };
+            let e = if ack.kind == AckKind::Timeout { 0 } else { ack.entropy };
+            rl.lb.feedback(e, f, now);
+            return None;
+        }
         match ack.kind {
             AckKind::Ack => self.on_ack(rl, core, ack, echo.ce(), now),
-            AckKind::Nack => self.on_nack(rl, core, ack, echo.flags & LAST_HOP != 0, echo.ce(), now),
+            AckKind::Nack => self.on_nack(rl, core, ack, last_hop, echo.ce(), now),
             AckKind::Timeout => {
                 rl.cwnd = rl.cwnd.saturating_sub(ack.acked_bytes).max(self.fit.mtu);
                 // The reference reports a timeout on entropy 0.
@@ -899,53 +818,6 @@ impl Scheme for Uet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rng::stream;
-
-    #[test]
-    fn the_oblivious_sweep_uses_every_entropy_once_per_round() {
-        let mut rng = stream(1, "t");
-        let mut s = Sweep::new(16, &mut rng);
-        for _ in 0..3 {
-            let mut seen: Vec<u16> = (0..16).map(|_| s.next(&mut rng) & 15).collect();
-            seen.sort_unstable();
-            assert_eq!(seen, (0..16).collect::<Vec<u16>>());
-        }
-    }
-
-    #[test]
-    fn the_bitmap_skips_penalised_entropies_and_forgives_one_point_per_skip() {
-        let mut rng = stream(2, "t");
-        let mut s = Sweep::new(8, &mut rng);
-        let mut pen = vec![0u8; 8];
-        let first = s.current();
-        penalise(&mut pen, 7, first, Feedback::Nack);
-        assert_eq!(pen[first as usize], 4);
-        let e = s.next_unpenalised(&mut pen, &mut rng) & 7;
-        assert_ne!(e, first, "the penalised entropy is skipped");
-        assert_eq!(pen[first as usize], 3, "one point off the first skipped");
-        penalise(&mut pen, 7, 3, Feedback::Timeout);
-        penalise(&mut pen, 7, 3, Feedback::Timeout);
-        assert_eq!(pen[3], PENALTY_MAX, "capped");
-    }
-
-    #[test]
-    fn reps_recycles_fresh_entropies_oldest_first_then_draws() {
-        let mut rng = stream(3, "t");
-        let mut r = Reps::new(64);
-        r.feedback(5, Feedback::Good, 0);
-        r.feedback(9, Feedback::Good, 0);
-        r.feedback(11, Feedback::Ecn, 0);
-        assert_eq!(r.next(&mut rng), 5);
-        assert_eq!(r.next(&mut rng), 9);
-        let drawn = r.next(&mut rng);
-        assert!(drawn < 64);
-        // A timeout freezes it: entries replayed for 10 ms, then reset and explore.
-        r.feedback(7, Feedback::Good, 0);
-        r.feedback(0, Feedback::Timeout, 1);
-        assert!(r.frozen);
-        r.feedback(8, Feedback::Good, REPS_FREEZE_PS + 2);
-        assert!(!r.frozen && r.explore == REPS_EXPLORE);
-    }
 
     fn fitted() -> Uet {
         let mut u = Uet::from_config(&SchemeConfig::of("uet", &UetParams::default())).unwrap();
