@@ -37,6 +37,26 @@ FINGERPRINT_MS = 20.0
 #: benchmark of a thousand hosts would take minutes under every scheme).
 SMALLER: dict[str, dict[str, Any]] = {
     "uet_fattree": {"topology.hosts": 16, "workload.file": "incast.cm"},
+    "alltoall_fattree": {
+        "topology.hosts": 16,
+        "jobs": [
+            {
+                "name": "alltoall",
+                "ranks": 16,
+                "phases": [{"collective": "alltoall", "algorithm": "shift", "size_bytes": 1 << 20}],
+            }
+        ],
+    },
+    "allreduce_ring": {
+        "jobs": [
+            {
+                "name": "allreduce",
+                "ranks": 8,
+                "phases": [{"collective": "allreduce", "size_bytes": 4 << 20, "chunk_bytes": 262144}],
+            }
+        ]
+    },
+    "training_two_jobs": {},
 }
 
 

@@ -38,6 +38,15 @@ def bench(
             "frames per second (--repeat runs each, default 3)",
         ),
     ] = False,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="--whole: KEY=VALUE override of every run, by dotted name (the UET case: "
+            "uet_fattree --set uet.paths=128)",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
     duration_ms: Annotated[
         float | None, typer.Option(help="simulated time (ms; default: the workload's, 1000 for the incast)")
@@ -90,8 +99,10 @@ def bench(
         given = [k for k, v in others.items() if v is not None and v is not False]
         if given:
             raise ScenarioError(f"{given[0]}: not with --whole (a scenario file says what runs)")
-        _bench_whole(files, 3 if repeat is None else repeat, as_json)
+        _bench_whole(files, 3 if repeat is None else repeat, as_json, sets or [])
         return
+    if sets:
+        raise ScenarioError("--set: only with --whole (a built-in benchmark runs as it is)")
     repeat = 1 if repeat is None else repeat
     import cnsim._core as _core
 
@@ -189,7 +200,7 @@ def _bench_once(cfg: Any, label: str, ms: float) -> dict[str, Any]:
     }
 
 
-def _bench_whole(files: list[str], repeat: int, as_json: bool) -> None:
+def _bench_whole(files: list[str], repeat: int, as_json: bool, sets: list[str]) -> None:
     from .benchwhole import bench_whole, cnsim_command
 
     if not 1 <= repeat <= 100:
@@ -203,12 +214,18 @@ def _bench_whole(files: list[str], repeat: int, as_json: bool) -> None:
             )
 
     if not as_json:
+        given = "".join(f" --set {s}" for s in sets)
         out.print(
-            f"timing {' '.join(cnsim_command())} run FILE --seed 0 --jobs 1 --no-report, {repeat} run(s) each"
+            f"timing {' '.join(cnsim_command())} run FILE --seed 0 --jobs 1 --no-report{given}, "
+            f"{repeat} run(s) each"
         )
-    figs = in_thread(bench_whole, files, repeat, said)
+    figs = in_thread(bench_whole, files, repeat, said, sets)
     if as_json:
-        print(json.dumps({"workload": "whole", "runs": repeat, "files": [f.to_dict() for f in figs]}))
+        print(
+            json.dumps(
+                {"workload": "whole", "runs": repeat, "sets": sets, "files": [f.to_dict() for f in figs]}
+            )
+        )
         return
     t = Table(
         "scenario",

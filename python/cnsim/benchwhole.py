@@ -5,7 +5,9 @@ exit, the child's user and system CPU and its peak resident memory (from
 `wait4`, so each child's own figures, not the sum of all children). The
 engine's share is the run's own engine wall time (summary `engine.wall_s`)
 over the whole process's; frames per second are the run's delivered frames
-over the whole process's wall time."""
+over the whole process's wall time. `--set KEY=VALUE` overrides are passed to
+every run (the UET case of docs/performance.md: `uet_fattree --set
+uet.paths=128`)."""
 
 from __future__ import annotations
 
@@ -68,20 +70,20 @@ def cnsim_command() -> list[str]:
     return [sys.executable, "-m", "cnsim"]
 
 
-def check_files(files: list[str]) -> None:
+def check_files(files: list[str], sets: list[str] | None = None) -> None:
     """Refuses, before anything runs, a FILE that is neither a scenario file
-    nor a built-in scenario (the child would fail after its start-up)."""
-    from .scenario import builtin_names
+    nor a built-in scenario, and `sets` a FILE does not take (the child would
+    fail after its start-up)."""
+    from .scenario import apply_sets, builtin_names, load
 
     names = set(builtin_names())
     for f in files:
-        if f in names:
-            continue
-        p = Path(f)
-        if not p.is_file():
+        if f not in names and not Path(f).is_file():
             raise ScenarioError(
                 f"{f}: no such scenario file or built-in scenario ({', '.join(sorted(names))})"
             )
+        if sets:
+            apply_sets(load(f), sets)
 
 
 def run_once(scenario: str, extra: list[str] | None = None) -> WholeRun:
@@ -148,15 +150,19 @@ def summarize(scenario: str, runs: list[WholeRun]) -> WholeFigure:
     )
 
 
-def bench_whole(files: list[str], repeat: int, on_run: Any = None) -> list[WholeFigure]:
+def bench_whole(
+    files: list[str], repeat: int, on_run: Any = None, sets: list[str] | None = None
+) -> list[WholeFigure]:
     """Every file's figures; the files take turns (run 1 of each, then run 2
     of each, ...) so that a machine's drift spreads over all of them.
-    `on_run(file, i, run)` is called after each run."""
-    check_files(files)
+    `on_run(file, i, run)` is called after each run; `sets`: `--set KEY=VALUE`
+    overrides of every run."""
+    check_files(files, sets)
+    extra = [a for s in sets or [] for a in ("--set", s)]
     runs: dict[str, list[WholeRun]] = {f: [] for f in files}
     for i in range(repeat):
         for f in files:
-            r = run_once(f)
+            r = run_once(f, extra)
             runs[f].append(r)
             if on_run is not None:
                 on_run(f, i, r)

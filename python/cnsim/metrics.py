@@ -312,6 +312,32 @@ def class_flow_metrics(run: Any, prio: dict[str, int], used: list[int]) -> dict[
     return out
 
 
+def collective_metrics(run: Any) -> dict[str, Any]:
+    """The run's collectives (`[[jobs]]`): every collective's completion
+    time, busbw and ratio to its ideal averaged over all of them and its
+    worst, the most senders one receiver had at once, the mean step time
+    of the jobs' iterations; None where none finished."""
+    c = run.columns.get("collectives")
+    it = run.columns.get("iterations")
+    if c is None or len(c) == 0:
+        return {}
+
+    def done(col: str) -> list[float]:
+        return [x for x in c[col] if x is not None and math.isfinite(x)]
+
+    ratio = done("vs_ideal")
+    steps = [x for x in (it["step_time_us"] if it is not None else []) if x is not None and math.isfinite(x)]
+    return {
+        "collectives_completed": len(done("time_us")),
+        "collective_time_mean_us": seq_mean(done("time_us")),
+        "busbw_mean_gbps": seq_mean(done("busbw_gbps")),
+        "collective_vs_ideal_mean": seq_mean(ratio),
+        "collective_vs_ideal_max": max(ratio) if ratio else None,
+        "max_senders": max(c["max_senders"]) if len(c) else None,
+        "step_time_mean_us": seq_mean(steps),
+    }
+
+
 def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
     """Every scalar metric of one run: those of every run, then the
     scenario's own (stability, innocent flows, fairness, utilisation, hotspot)."""
@@ -343,6 +369,8 @@ def per_seed(run: Any, scenario: Any) -> dict[str, float | int | None]:
             m["header_drops"] = run.frames.get("header_drops", 0)
             m["frames_held"] = run.frames.get("held", 0)
             m["fct_acked_mean_us"] = seq_mean([x for x in fct_table(run)["fct_acked_us"] if x is not None])
+    if model.jobs:
+        m.update(collective_metrics(run))
     if model.stability is not None:
         m.update(stability_metrics(run, scenario))
     if model.innocent is not None:

@@ -36,6 +36,8 @@ RESULT_FILES = {
     "runs.parquet",
     "timeseries.parquet",
     "transient.parquet",
+    "collectives.parquet",
+    "iterations.parquet",
     "report.html",
     "point.json",
     "timing.json",

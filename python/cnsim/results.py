@@ -196,8 +196,21 @@ class Results:
 
     @property
     def transport(self) -> bool:
-        """The scenario has transport flows (a `[workload]`)."""
-        return self.scenario.model.workload is not None
+        """The scenario has transport flows (a `[workload]`, or `[[jobs]]`)."""
+        m = self.scenario.model
+        return m.workload is not None or bool(m.jobs)
+
+    @property
+    def collectives(self) -> Any:
+        """Per seed and collective of the run's `[[jobs]]` (collectives.parquet):
+        completion time, algbw, busbw, the ratio to the ideal, the slowest
+        rank and step, the most senders at one receiver; empty without jobs."""
+        return self._polars(self._seed_tables(lambda r: r.columns.get("collectives")))
+
+    @property
+    def iterations(self) -> Any:
+        """Per seed, job and iteration: the step time (iterations.parquet)."""
+        return self._polars(self._seed_tables(lambda r: r.columns.get("iterations")))
 
     def _flows(self) -> list[tuple[int, Table]]:
         return self._seed_tables(fct_table if self.transport else flow_table)
@@ -653,6 +666,9 @@ class Results:
             parquet("links", self._links())
             parquet("nodes", self._nodes())
             parquet("windows", self._windows())
+            if self.scenario.model.jobs:
+                parquet("collectives", self._seed_tables(lambda r: r.columns.get("collectives")))
+                parquet("iterations", self._seed_tables(lambda r: r.columns.get("iterations")))
             write_parquet(out / output_file("runs"), [_runs_table(self.runs)], metadata=meta, declared="runs")
             rows[output_file("runs")] = len(self.runs)
             rows["timeseries.parquet"] = sum(n for r in self.runs for *_, n in r.series_buffer()[0])

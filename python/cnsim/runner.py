@@ -64,9 +64,12 @@ def run(
 
     with Status(show_progress(progress), f"{scenario.name}: building and checking the network"):
         config = scenario.compiled()  # checked once; every seed runs from it
+    from .collectives import job_warnings
+
     for w in [
         *scenario.engine_warnings(),
         *unintended(scenario),
+        *job_warnings(scenario),
     ]:  # legal, almost certainly unintended: said once per run
         warnings.warn(w, ScenarioWarning, stacklevel=2)
 

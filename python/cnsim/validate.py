@@ -13,6 +13,7 @@ from .classes_cases import HEADROOM_POINTS, _pfc_two_classes, _two_classes, head
 from .results import Results
 from .runner import run
 from .scenario import Scenario, load
+from .validate_collectives import collectives
 from .validate_rows import Row, _abs, _means, _rel, _with_ci, run_many
 from .validate_uet import uet
 
@@ -823,3 +824,4 @@ STUDIES["multiclass"] = multiclass
 
 
 STUDIES["uet"] = uet
+STUDIES["collectives"] = collectives

@@ -513,6 +513,16 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
             });
         }
     }
+    if let Some(t) = transport.as_mut() {
+        if !t.jobs.is_empty() {
+            let names: Vec<String> = stations.iter().map(|s| s.name.clone()).collect();
+            let jobs = std::mem::take(&mut t.jobs);
+            let max = crate::engine::queue::MAX_INDEX as usize;
+            let plan = crate::collective::expand(&jobs, &names, &mut t.flows, &mut t.gates, max)?;
+            crate::collective::resolve_gates(&mut t.flows, &mut t.gates);
+            t.plan = Some(plan);
+        }
+    }
     if let Some(t) = &transport {
         workload_priorities(t, &w.nodes, &mut stations)?;
     }
@@ -738,6 +748,7 @@ fn matrix_flows(m: &crate::config::MatrixConfig, flows: &mut Vec<crate::config::
             priority: m.priority,
             after: after.into_iter().map(|a| a + first).collect(),
             after_delay_ps: 0,
+            tag: None,
         });
     }
     Ok(())

@@ -25,6 +25,7 @@
 
 pub mod bench;
 pub mod class_stats;
+pub mod collective;
 pub mod compile;
 pub mod config;
 pub mod engine;

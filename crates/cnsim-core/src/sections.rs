@@ -684,6 +684,8 @@ pub fn tables() -> Vec<Table> {
         port(),
         workload(),
         workloads(),
+        crate::collective::section::jobs(),
+        crate::collective::section::phases(),
         node(),
         topology_fattree(),
         topology_leafspine(),

@@ -499,6 +499,11 @@ pub struct RunResult {
     pub transport: TransportResult,
     /// Per traced port: (port, bucket width in bytes, ps spent per bucket in the measure window).
     pub queue_hists: Vec<(String, u64, Vec<u64>)>,
+    /// Collective jobs: per collective and per job iteration (collective.rs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub collectives: Vec<crate::collective::metrics::CollectiveResult>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub iterations: Vec<crate::collective::metrics::IterationResult>,
     #[serde(skip)]
     pub series: Vec<Series>,
     /// What a traced run wrote (events.parquet, captures); not a result.
@@ -856,14 +861,18 @@ impl RunResult {
             ("lower_bytes".into(), Column::U64(qlow)),
             ("time_ps".into(), Column::U64(qtime)),
         ];
-        vec![
+        let mut out = vec![
             ("windows", windows),
             ("flows", flows),
             ("links", links),
             ("nodes", nodes),
             ("flow_records", flow_records),
             ("queue_hist", queue_hist),
-        ]
+        ];
+        if !self.collectives.is_empty() {
+            out.extend(crate::collective::metrics::tables(&self.collectives, &self.iterations));
+        }
+        out
     }
 }
 

@@ -27,6 +27,15 @@ pub struct TransportConfig {
     pub matrix: Option<MatrixConfig>,
     #[serde(default)]
     pub arrivals: Vec<ArrivalConfig>,
+    /// Collective jobs as written (`[[jobs]]`, checked against their
+    /// declarations), which the compiler turns into `flows` and `gates`
+    /// (collective.rs), and the plan it made of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<crate::collective::GateConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::collective::Plan>,
     /// Bytes of each data frame that are headers, not the flow's payload
     /// (`workload.header_bytes`; 0: a flow's size is its bytes on the wire).
     #[serde(default)]
@@ -67,6 +76,9 @@ impl Default for TransportConfig {
             flows: vec![],
             matrix: None,
             arrivals: vec![],
+            jobs: vec![],
+            gates: vec![],
+            plan: None,
             header_bytes: 0,
             ack_every: default_ack_every(),
             rto_ps: default_rto_ps(),
@@ -107,6 +119,9 @@ pub struct FlowConfig {
     pub after: Vec<u32>,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub after_delay_ps: Time,
+    /// A collective's flow: which collective, step and ranks (collective.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<crate::collective::FlowTag>,
 }
 
 fn is_zero(t: &Time) -> bool {

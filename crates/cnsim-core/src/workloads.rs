@@ -27,9 +27,9 @@ pub fn workload() -> Table {
     )
     .choice(
         "kind",
-        &["poisson", "incast", "permutation", "long_lived", "matrix"],
+        &["poisson", "incast", "permutation", "long_lived", "matrix", "none"],
         "poisson",
-        "poisson (arrivals at every host, sizes from `cdf`, to uniform destinations), incast (`fan_in` senders to one receiver), permutation (host i to host i + n/2), long_lived (`fan_in` senders to one receiver, flows longer than the run by default), matrix (the flows of a connection matrix `file`, the Ultra Ethernet reference simulator's format)",
+        "poisson (arrivals at every host, sizes from `cdf`, to uniform destinations), incast (`fan_in` senders to one receiver), permutation (host i to host i + n/2), long_lived (`fan_in` senders to one receiver, flows longer than the run by default), matrix (the flows of a connection matrix `file`, the Ultra Ethernet reference simulator's format), none (no flows of its own: the transport's settings for the flows of [[jobs]])",
     )
     .required("kind")
     .strings("hosts", "the stations taking part (none: every station)")

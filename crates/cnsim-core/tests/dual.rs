@@ -39,6 +39,7 @@ pub(super) fn two_flows(p1: u8, p2: u8, scheme: SchemeConfig, dual: bool) -> Sim
             priority: None,
             after: vec![],
             after_delay_ps: 0,
+            tag: None,
         })
         .collect();
     if dual {

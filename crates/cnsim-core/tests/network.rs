@@ -510,6 +510,7 @@ fn every_config_error_names_its_parameter_apart_from_its_text() {
                 priority: None,
                 after: vec![],
                 after_delay_ps: 0,
+                tag: None,
             })
         }),
         "flows[0].src",

@@ -120,6 +120,7 @@ fn config(c: &Case) -> SimConfig {
             priority: None,
             after: vec![],
             after_delay_ps: 0,
+            tag: None,
         })
         .collect();
     if let Some(rate) = c.arrivals_per_s {

@@ -40,6 +40,7 @@ fn networks() -> Vec<(&'static str, SimConfig)> {
                 priority: None,
                 after: vec![],
                 after_delay_ps: 0,
+                tag: None,
             })
             .collect();
         cfg

@@ -37,6 +37,7 @@ fn two_flows(rule: &str, init_gbps: f64, t_low_us: f64, second_at_ms: u64, windo
             priority: None,
             after: vec![],
             after_delay_ps: 0,
+            tag: None,
         })
         .collect();
     cfg.windows.push(WindowConfig {
@@ -101,6 +102,7 @@ fn star_with(p: &TimelyParams) -> cnsim_core::SimConfig {
             priority: None,
             after: vec![],
             after_delay_ps: 0,
+            tag: None,
         })
         .collect();
     cfg

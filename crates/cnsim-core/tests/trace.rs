@@ -74,6 +74,7 @@ fn dcqcn_flows(duration_ms: u64) -> SimConfig {
             priority: None,
             after: vec![],
             after_delay_ps: 0,
+            tag: None,
         })
         .collect();
     cfg

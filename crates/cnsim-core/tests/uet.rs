@@ -43,6 +43,7 @@ fn incast(n: usize, size: u64, p: UetParams) -> SimConfig {
             priority: None,
             after: vec![],
             after_delay_ps: 0,
+            tag: None,
         })
         .collect();
     cfg.scheme = uet(p);
@@ -157,6 +158,7 @@ fn diamond(paths: u32) -> SimConfig {
         priority: None,
         after: vec![],
         after_delay_ps: 0,
+        tag: None,
     }];
     cfg.scheme = uet(UetParams {
         paths,

@@ -21,12 +21,16 @@ def compile_input(scenario: Any) -> dict[str, Any]:
     from: its sections as read (`scenario`), the routing function, the
     scheme's table and the workload's flows."""
     m = scenario.model
+    transport = flows_transport(m) if m.workload is not None else None
+    if m.jobs:  # collective jobs: the engine turns them into flows (collective.rs)
+        transport = transport or {"flows": [], "arrivals": []}
+        transport["jobs"] = [j.dump(exclude_none=True) for j in m.jobs]
     return {
         "scenario": m.dump(),
         "routing": routing_for(m.routing, m.topology),
         "scheme": engine_scheme(scenario.scheme, scenario.table),
         "class_scheme": class_scheme(m, scenario.scheme),
-        "transport": flows_transport(m) if m.workload is not None else None,
+        "transport": transport,
     }
 
 

@@ -73,6 +73,11 @@ WORKLOAD = _section("workload")
 #: `[[workloads]]`: more workloads beside `[workload]`, declared in the
 #: engine (sections.rs) with the same keys and a scheme of their own.
 WORKLOADS = _section("workloads")
+#: `[[jobs]]` and their `phases`: collective jobs, declared in the engine
+#: (crates/cnsim-core/src/collective/section.rs), which checks them again
+#: and turns them into flows (collective.rs).
+JOBS = _section("jobs")
+PHASES = _section("phases")
 CDF_HELP = next(q for q in WORKLOAD["params"] if q["name"] == "cdf")["help"]
 SEEDS_HELP = "replications: a count N (seeds 0..N-1) or a list of seeds"
 #: The top-level keys: declared in the engine (sections.rs, the table named
@@ -112,6 +117,8 @@ Event = record(EVENT, "Event")
 Trace = record(TRACE, "Trace")
 Workload = record(WORKLOAD, "Workload")
 MoreWorkload = record(WORKLOADS, "MoreWorkload")
+Job = record(JOBS, "Job")
+Phase = record(PHASES, "Phase")
 NocmTable = record(table("nocm", "No congestion management: no parameters."), "NocmTable")
 
 #: A node's own keys, and those of `[station]` and `[bridge]` a node may set
@@ -181,6 +188,7 @@ TOP_KEYS: tuple[str, ...] = (
     "transient",
     "workload",
     "workloads",
+    "jobs",
     "nodes",
     "links",
     "events",
@@ -197,6 +205,7 @@ ARRAYS: dict[str, type[Record]] = {
     "routes": Route,
     "ports": PortEntry,
     "workloads": MoreWorkload,
+    "jobs": Job,
 }
 COMPOSITE_HELP = {
     "windows": "named windows ([windows.NAME]): start_ms, end_ms",
@@ -207,6 +216,7 @@ COMPOSITE_HELP = {
     "routes": "explicit next hops over the routing function ([[routes]])",
     "ports": "bridge ports with settings of their own ([[ports]]: port, strict_priorities, ets_weights, headroom_bytes, ecn_kmin_bytes, ecn_kmax_bytes, ecn_pmax)",
     "workloads": "more workloads beside [workload] ([[workloads]]: its keys, a priority and a scheme of their own)",
+    "jobs": "collective jobs ([[jobs]]: ranks on hosts, phases of compute then a collective, iterations)",
 }
 
 
@@ -277,7 +287,15 @@ def _cdf(v: Any, at: str) -> Any:
     raise TableError(at, f"{shown(v)} is not allowed; expected {CDF_HELP}")
 
 
-READERS.update(seeds=_seeds, count_or_list=_seeds, dest=_dest, cdf=_cdf)
+def _phases(v: Any, at: str) -> Any:
+    if not isinstance(v, list) or not v:
+        raise TableError(
+            at, f"{shown(v)} is not allowed; expected an array of one or more tables ([[jobs.phases]])"
+        )
+    return [Phase.read(e, f"{at}[{i}]").dump(exclude_none=True) for i, e in enumerate(v)]
+
+
+READERS.update(seeds=_seeds, count_or_list=_seeds, dest=_dest, cdf=_cdf, phases=_phases)
 
 
 #: The keys that tell apart entries otherwise alike (a generated fabric's
@@ -359,6 +377,8 @@ def read(raw: dict[str, Any]) -> ScenarioModel:
             out["workloads"] = _entries(
                 MoreWorkload, raw.get("workloads", []), "workloads", lambda i, e: f"workloads[{i}]"
             )
+        elif name == "jobs":
+            out["jobs"] = _entries(Job, raw.get("jobs", []), "jobs", lambda i, e: f"jobs[{i}]")
         else:  # a scheme's table
             out[name] = _scheme_tables()[name].read(v if v is not None else {}, name)
     for k in raw:

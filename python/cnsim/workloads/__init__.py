@@ -14,6 +14,8 @@ engine's transport flows (docs/scenario-format.md, "Flows").
 - `matrix`: the flows of a connection matrix `file` (the Ultra Ethernet
   reference simulator's format), read by the engine (io/matrix.rs); node i
   of the matrix is the i-th host.
+- `none`: no flows of its own; the transport's settings (header_bytes,
+  ack_every, rto_us, end_when_done) for the flows of `[[jobs]]`.
 
 Everything a workload would start is counted before anything is built
 (`flow_count`), so that a workload of millions of flows is refused at once
@@ -246,6 +248,8 @@ def plan(w: Any, hosts: list[str], rate_bps: dict[str, float], duration_ms: floa
         )
     if w.kind == "permutation":
         return Plan(hosts, start, end, len(hosts), f"{len(hosts)} hosts", "use fewer hosts (workload.hosts)")
+    if w.kind == "none":  # the transport's settings only ([[jobs]] bring the flows)
+        return Plan(hosts, start, end, 0.0, "no flows of its own", "")
     if w.kind == "matrix":
         if w.file is None:
             raise ScenarioError.at("workload.file", 'kind = "matrix" needs a connection-matrix file')
@@ -477,6 +481,8 @@ def transport(
         if w.size_bytes is not None
         else (int(limits()["max_bytes"]) if w.kind == "long_lived" else 500_000)
     )
+    if w.kind == "none":
+        return out
     if w.kind == "matrix":
         out["matrix"] = {
             "file": w.file,

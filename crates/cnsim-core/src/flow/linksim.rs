@@ -190,6 +190,7 @@ pub fn link_net(cfg: &SimConfig, fabric: &Fabric, all: &Flows, p: PortId, flows:
                 priority: None,
                 after: vec![],
                 after_delay_ps: 0,
+                tag: None,
             }
         })
         .collect();
@@ -215,6 +216,9 @@ pub fn link_net(cfg: &SimConfig, fabric: &Fabric, all: &Flows, p: PortId, flows:
         flows: transport_flows,
         arrivals: vec![],
         matrix: None,
+        jobs: vec![],
+        gates: vec![],
+        plan: None,
         header_bytes: cfg.transport.header_bytes,
         ack_every: cfg.transport.ack_every,
         rto_ps: cfg.transport.rto_ps,

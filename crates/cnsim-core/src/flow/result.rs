@@ -244,6 +244,8 @@ pub(super) fn build_result(r: &Model<'_>, fct: impl Fn(usize) -> f64) -> RunResu
             counts: TransportCounters::default(),
         },
         queue_hists: Vec::new(),
+        collectives: Vec::new(),
+        iterations: Vec::new(),
         series: vec![stats::Series {
             series: "aggregate_throughput".into(),
             key: "all".into(),

@@ -419,6 +419,7 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
                 gens_live: 0,
                 counts: TransportCounters::default(),
                 deps: None,
+                jobs: None,
                 sel_cfg: Default::default(),
                 sel: Vec::new(),
                 pacers: Vec::new(),

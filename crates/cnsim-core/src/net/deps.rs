@@ -6,50 +6,85 @@
 
 use crate::engine::Time;
 
-/// The dependencies of one run's given flows.
+/// The dependencies of one run's given flows and gates. A gate is a point
+/// with no traffic (a collective's rank being done with one phase): it
+/// passes when everything it waits for is done, its delay later, and
+/// releases what waits for it; nodes `0..flows` are the flows, then the
+/// gates. Kept flat (one offset array and one target array), for the
+/// millions of edges of a large collective.
 #[derive(Debug)]
 pub struct Deps {
-    /// Per flow: how many of the flows it waits for are not yet received.
+    flows: usize,
+    /// Per node: how many of the nodes it waits for are not yet done.
     waiting: Vec<u32>,
-    /// Per flow: the flows that wait for it.
-    dependents: Vec<Vec<u32>>,
-    /// Per flow: its delay after its last dependency is received.
+    /// Per node: the nodes that wait for it, `dependents[first[i]..first[i + 1]]`.
+    first: Vec<u32>,
+    dependents: Vec<u32>,
+    /// Per node: its delay after the last it waits for is done.
     delay_ps: Vec<Time>,
+    /// Per node: when the latest of those done so far was done.
+    ready_ps: Vec<Time>,
 }
 
-/// Why the dependencies cannot run: a flow named that does not exist, or a
-/// cycle (flow indices, the first repeated at the end).
+/// Why the dependencies cannot run: a node named that does not exist, a
+/// gate that waits for nothing, or a cycle (node indices, the first
+/// repeated at the end).
 #[derive(Debug, PartialEq, Eq)]
 pub enum DepsError {
     NoSuchFlow { flow: usize, after: u32 },
+    IdleGate { gate: usize },
     Cycle(Vec<usize>),
 }
 
 impl Deps {
-    /// The dependencies of flows given as (after, delay) each, or None when
-    /// no flow waits for another.
-    pub fn new(flows: &[(&[u32], Time)]) -> Result<Option<Deps>, DepsError> {
-        if flows.iter().all(|(after, _)| after.is_empty()) {
+    /// The dependencies of flows and then gates, given as (after, delay)
+    /// each, or None when no flow waits for another.
+    pub fn new(flows: &[(&[u32], Time)], gates: &[(&[u32], Time)]) -> Result<Option<Deps>, DepsError> {
+        if gates.is_empty() && flows.iter().all(|(after, _)| after.is_empty()) {
             return Ok(None);
         }
-        let n = flows.len();
-        let mut dependents = vec![Vec::new(); n];
+        let nodes: Vec<(&[u32], Time)> = flows.iter().chain(gates).copied().collect();
+        let n = nodes.len();
         let mut waiting = vec![0u32; n];
-        for (i, (after, _)) in flows.iter().enumerate() {
+        let mut count = vec![0u32; n + 1];
+        for (i, (after, _)) in nodes.iter().enumerate() {
+            if i >= flows.len() && after.is_empty() {
+                return Err(DepsError::IdleGate { gate: i - flows.len() });
+            }
             for &a in after.iter() {
                 if a as usize >= n {
                     return Err(DepsError::NoSuchFlow { flow: i, after: a });
                 }
-                dependents[a as usize].push(i as u32);
+                count[a as usize + 1] += 1;
                 waiting[i] += 1;
             }
         }
-        check_acyclic(flows, &dependents, &waiting)?;
-        Ok(Some(Deps {
+        for i in 0..n {
+            count[i + 1] += count[i];
+        }
+        let first = count;
+        let mut fill = first.clone();
+        let mut dependents = vec![0u32; first[n] as usize];
+        for (i, (after, _)) in nodes.iter().enumerate() {
+            for &a in after.iter() {
+                dependents[fill[a as usize] as usize] = i as u32;
+                fill[a as usize] += 1;
+            }
+        }
+        let d = Deps {
+            flows: flows.len(),
             waiting,
+            first,
             dependents,
-            delay_ps: flows.iter().map(|&(_, d)| d).collect(),
-        }))
+            delay_ps: nodes.iter().map(|&(_, d)| d).collect(),
+            ready_ps: vec![0; n],
+        };
+        d.check_acyclic(&nodes)?;
+        Ok(Some(d))
+    }
+
+    fn dependents_of(&self, i: usize) -> &[u32] {
+        &self.dependents[self.first[i] as usize..self.first[i + 1] as usize]
     }
 
     /// Whether flow `i` waits for others before it may start.
@@ -58,58 +93,68 @@ impl Deps {
     }
 
     /// Flow `done` was received whole at `now`: the flows this releases, each
-    /// with the time it may start (its delay after now). A flow beyond the
-    /// given ones (an arrival process's) releases none.
+    /// with the time it may start (its delay after the latest it waited
+    /// for, gates passed on the way). A flow beyond the given ones (an
+    /// arrival process's) releases none.
     pub fn received(&mut self, done: usize, now: Time) -> Vec<(u32, Time)> {
         let mut ready = Vec::new();
-        let Some(dependents) = self.dependents.get(done) else {
+        if done >= self.flows {
             return ready;
-        };
-        for &j in dependents {
-            let w = &mut self.waiting[j as usize];
-            *w -= 1;
-            if *w == 0 {
-                ready.push((j, now.saturating_add(self.delay_ps[j as usize])));
+        }
+        let mut done_at = vec![(done as u32, now)];
+        while let Some((i, at)) = done_at.pop() {
+            for k in self.first[i as usize]..self.first[i as usize + 1] {
+                let j = self.dependents[k as usize] as usize;
+                self.ready_ps[j] = self.ready_ps[j].max(at);
+                self.waiting[j] -= 1;
+                if self.waiting[j] == 0 {
+                    let start = self.ready_ps[j].saturating_add(self.delay_ps[j]);
+                    if j < self.flows {
+                        ready.push((j as u32, start));
+                    } else {
+                        done_at.push((j as u32, start)); // a gate passes
+                    }
+                }
             }
         }
         ready
     }
-}
 
-/// Kahn's order over the flows; if some flows are left, a cycle among them,
-/// found by following `after` from one of them until a flow repeats.
-fn check_acyclic(flows: &[(&[u32], Time)], dependents: &[Vec<u32>], waiting: &[u32]) -> Result<(), DepsError> {
-    let mut left = waiting.to_vec();
-    let mut ready: Vec<usize> = (0..flows.len()).filter(|&i| left[i] == 0).collect();
-    let mut seen = 0;
-    while let Some(i) = ready.pop() {
-        seen += 1;
-        for &j in &dependents[i] {
-            left[j as usize] -= 1;
-            if left[j as usize] == 0 {
-                ready.push(j as usize);
+    /// Kahn's order over the nodes; if some are left, a cycle among them,
+    /// found by following `after` from one of them until a node repeats.
+    fn check_acyclic(&self, nodes: &[(&[u32], Time)]) -> Result<(), DepsError> {
+        let mut left = self.waiting.clone();
+        let mut ready: Vec<usize> = (0..nodes.len()).filter(|&i| left[i] == 0).collect();
+        let mut seen = 0;
+        while let Some(i) = ready.pop() {
+            seen += 1;
+            for &j in self.dependents_of(i) {
+                left[j as usize] -= 1;
+                if left[j as usize] == 0 {
+                    ready.push(j as usize);
+                }
             }
         }
-    }
-    if seen == flows.len() {
-        return Ok(());
-    }
-    let mut at = (0..flows.len()).find(|&i| left[i] > 0).expect("a flow is left");
-    let mut path = vec![at];
-    loop {
-        // Some flow it waits for is itself left: on or leading to the cycle.
-        at = flows[at]
-            .0
-            .iter()
-            .map(|&a| a as usize)
-            .find(|&a| left[a] > 0)
-            .expect("a left flow waits for a left flow");
-        if let Some(k) = path.iter().position(|&p| p == at) {
-            let mut cycle = path[k..].to_vec();
-            cycle.push(at);
-            return Err(DepsError::Cycle(cycle));
+        if seen == nodes.len() {
+            return Ok(());
         }
-        path.push(at);
+        let mut at = (0..nodes.len()).find(|&i| left[i] > 0).expect("a node is left");
+        let mut path = vec![at];
+        loop {
+            // Some node it waits for is itself left: on or leading to the cycle.
+            at = nodes[at]
+                .0
+                .iter()
+                .map(|&a| a as usize)
+                .find(|&a| left[a] > 0)
+                .expect("a left node waits for a left node");
+            if let Some(k) = path.iter().position(|&p| p == at) {
+                let mut cycle = path[k..].to_vec();
+                cycle.push(at);
+                return Err(DepsError::Cycle(cycle));
+            }
+            path.push(at);
+        }
     }
 }
 
@@ -119,14 +164,14 @@ mod tests {
 
     #[test]
     fn no_dependency_needs_no_state() {
-        assert!(Deps::new(&[(&[], 0), (&[], 5)]).unwrap().is_none());
+        assert!(Deps::new(&[(&[], 0), (&[], 5)], &[]).unwrap().is_none());
     }
 
     /// A diamond: 0 -> {1, 2} -> 3. Flow 3 waits for both, and starts its
     /// delay after the later.
     #[test]
     fn a_flow_starts_after_the_last_it_waits_for_plus_its_delay() {
-        let mut d = Deps::new(&[(&[], 0), (&[0], 10), (&[0], 0), (&[1, 2], 7)]).unwrap().unwrap();
+        let mut d = Deps::new(&[(&[], 0), (&[0], 10), (&[0], 0), (&[1, 2], 7)], &[]).unwrap().unwrap();
         assert!(!d.waits(0) && d.waits(1) && d.waits(3));
         assert_eq!(d.received(0, 100), vec![(1, 110), (2, 100)]);
         assert_eq!(d.received(2, 150), vec![]);
@@ -141,13 +186,31 @@ mod tests {
     fn a_cycle_is_named_and_a_missing_flow_refused() {
         // 0 waits for 2, 2 for 1, 1 for 2: the cycle is 1 <-> 2.
         assert_eq!(
-            Deps::new(&[(&[2], 0), (&[2], 0), (&[1], 0)]).unwrap_err(),
+            Deps::new(&[(&[2], 0), (&[2], 0), (&[1], 0)], &[]).unwrap_err(),
             DepsError::Cycle(vec![2, 1, 2])
         );
-        assert_eq!(Deps::new(&[(&[0], 0)]).unwrap_err(), DepsError::Cycle(vec![0, 0]));
+        assert_eq!(Deps::new(&[(&[0], 0)], &[]).unwrap_err(), DepsError::Cycle(vec![0, 0]));
         assert_eq!(
-            Deps::new(&[(&[], 0), (&[5], 0)]).unwrap_err(),
+            Deps::new(&[(&[], 0), (&[5], 0)], &[]).unwrap_err(),
             DepsError::NoSuchFlow { flow: 1, after: 5 }
         );
+    }
+
+    /// Gates: flows 0 and 1 feed gate 4 (delay 50), which flows 2 and 3
+    /// wait for; flow 3 waits for flow 1 too. A gate passes at the latest
+    /// of what it waits for plus its delay, and a flow freed by a gate
+    /// starts then, even when its last dependency was done earlier.
+    #[test]
+    fn a_gate_passes_after_the_last_it_waits_for_and_frees_its_flows() {
+        let mut d = Deps::new(&[(&[], 0), (&[], 0), (&[4], 0), (&[4, 1], 5)], &[(&[0, 1], 50)])
+            .unwrap()
+            .unwrap();
+        assert!(d.waits(2) && d.waits(3));
+        assert_eq!(d.received(1, 100), vec![]);
+        assert_eq!(d.received(0, 120), vec![(2, 170), (3, 175)]);
+        // A gate that waits for nothing would never pass: refused.
+        assert_eq!(Deps::new(&[(&[1], 0)], &[(&[], 0)]).unwrap_err(), DepsError::IdleGate { gate: 0 });
+        // A cycle through a gate is named with the gate's node index.
+        assert_eq!(Deps::new(&[(&[1], 0)], &[(&[0], 0)]).unwrap_err(), DepsError::Cycle(vec![0, 1, 0]));
     }
 }

@@ -99,11 +99,13 @@ impl<S: Scheme> Hosts<S> {
             }
         }
         let after: Vec<(&[u32], Time)> = t.flows.iter().map(|f| (f.after.as_slice(), f.after_delay_ps)).collect();
-        let deps = Deps::new(&after).map_err(|e| match e {
+        let gates: Vec<(&[u32], Time)> = t.gates.iter().map(|g| (g.after.as_slice(), g.delay_ps)).collect();
+        let deps = Deps::new(&after, &gates).map_err(|e| match e {
             DepsError::NoSuchFlow { flow, after } => ConfigError::new(
                 format!("flows[{flow}].after"),
                 format!("no flow {after}; there are {}", t.flows.len()),
             ),
+            DepsError::IdleGate { gate } => ConfigError::new(format!("gates[{gate}].after"), "a gate must wait for something"),
             DepsError::Cycle(c) => {
                 let named: Vec<String> = c.iter().map(|i| format!("flows[{i}]")).collect();
                 ConfigError::new(
@@ -142,6 +144,7 @@ impl<S: Scheme> Hosts<S> {
             gens_live: live,
             counts: TransportCounters::default(),
             deps: deps.map(Box::new),
+            jobs: t.plan.as_ref().map(|plan| Box::new(jobs_state(plan, t, cfg, fabric))),
             sel_cfg: Default::default(),
             sel: Vec::new(),
             pacers: Vec::new(),
@@ -484,7 +487,7 @@ impl<S: Scheme> Hosts<S> {
     }
 
     /// The per-flow records of the run.
-    pub(crate) fn flow_records(&self, fabric: &Fabric<S>, frame_bytes: u32) -> Vec<FlowRecord> {
+    pub(crate) fn flow_records(&self, fabric: &Fabric<S>, frame_bytes: u32, sprayed: bool) -> Vec<FlowRecord> {
         self.tp
             .flows
             .iter()
@@ -495,12 +498,48 @@ impl<S: Scheme> Hosts<S> {
                 start_ps: f.start,
                 finish_ps: f.finish,
                 acked_ps: f.acked,
-                ideal_fct_ps: fabric.ideal_fct(f, frame_bytes),
+                ideal_fct_ps: fabric.ideal_fct(f, frame_bytes, sprayed),
                 retransmitted: f.retransmitted,
                 timeouts: f.timeouts,
                 hops: f.hops,
             })
             .collect()
+    }
+}
+
+/// The results' view of the run's collective jobs: each job flow's tag,
+/// each rank's payload rate (its line rate x the payload share of a full
+/// frame).
+fn jobs_state<S: Scheme>(
+    plan: &crate::collective::Plan,
+    t: &crate::config::TransportConfig,
+    cfg: &SimConfig,
+    fabric: &Fabric<S>,
+) -> JobsState {
+    let tags = t
+        .flows
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| f.tag.map(|tag| (i as u32, tag)))
+        .collect();
+    let share = (cfg.frame_bytes - t.header_bytes) as f64 / cfg.frame_bytes as f64;
+    let payload_bps = plan
+        .jobs
+        .iter()
+        .map(|j| {
+            j.hosts
+                .iter()
+                .map(|h| {
+                    let n = fabric.node_by_name[h.as_str()];
+                    fabric.ports[fabric.nodes[n as usize].ports[0] as usize].nominal_rate_bps as f64 * share
+                })
+                .collect()
+        })
+        .collect();
+    JobsState {
+        plan: plan.clone(),
+        tags,
+        payload_bps,
     }
 }
 

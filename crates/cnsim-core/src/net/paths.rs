@@ -63,7 +63,7 @@ impl<S: Scheme> Fabric<S> {
     /// The flow alone on the empty network: store and forward of its frames
     /// at each hop's nominal rate, plus each hop's propagation delay and the
     /// receiving node's latency; the time its last frame arrives.
-    pub(crate) fn ideal_fct(&self, f: &Flow, frame_bytes: u32) -> Time {
+    pub(crate) fn ideal_fct(&self, f: &Flow, frame_bytes: u32, sprayed: bool) -> Time {
         let path = self.path_of(f.src, f.dst).expect("checked at start");
         let hops: Vec<(u64, Time)> = path
             .iter()
@@ -72,6 +72,10 @@ impl<S: Scheme> Fabric<S> {
                 (p.nominal_rate_bps, p.delay_ps + p.rx_extra_ps[WIRE_DATA])
             })
             .collect();
-        pipeline_ps(&hops, f.n_frames, frame_bytes as u64, f.last_len as u64)
+        if sprayed {
+            super::transport::sprayed_pipeline_ps(&hops, f.n_frames, frame_bytes as u64, f.last_len as u64)
+        } else {
+            pipeline_ps(&hops, f.n_frames, frame_bytes as u64, f.last_len as u64)
+        }
     }
 }

@@ -185,6 +185,25 @@ impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
             .collect();
 
         let end = self.ctx.run.duration;
+        let records = hosts.flow_records(net, self.ctx.run.frame_bytes, self.ctx.scheme.sprays());
+        let (collectives, iterations) = match hosts.tp.jobs.as_deref() {
+            Some(j) => {
+                let times: Vec<crate::collective::metrics::FlowTimes> = j
+                    .tags
+                    .iter()
+                    .map(|&(i, tag)| {
+                        let f = &records[i as usize];
+                        crate::collective::metrics::FlowTimes {
+                            tag,
+                            start_ps: f.start_ps,
+                            finish_ps: f.finish_ps,
+                        }
+                    })
+                    .collect();
+                crate::collective::metrics::results(&j.plan, &times, &j.payload_bps)
+            }
+            None => (Vec::new(), Vec::new()),
+        };
         RunResult {
             seed: self.ctx.run.seed,
             end_ps: end,
@@ -214,8 +233,10 @@ impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
                 .iter()
                 .map(|h| (net.ports[h.port as usize].name.clone(), h.width, h.time_ps.clone()))
                 .collect(),
+            collectives,
+            iterations,
             transport: stats::TransportResult {
-                flows: hosts.flow_records(net, self.ctx.run.frame_bytes),
+                flows: records,
                 counts: {
                     let mut c = hosts.tp.counts;
                     if let Some(tr) = net.trim.as_ref() {

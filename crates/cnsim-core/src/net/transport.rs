@@ -464,6 +464,13 @@ pub fn cdf_mean(cdf: &[(f64, f64)]) -> f64 {
     m
 }
 
+/// What the results need of a run's collective jobs.
+pub struct JobsState {
+    pub plan: crate::collective::Plan,
+    pub tags: Vec<(u32, crate::collective::FlowTag)>,
+    pub payload_bps: Vec<Vec<f64>>,
+}
+
 /// The transport's part of a run.
 pub struct Transport {
     pub flows: Vec<Flow>,
@@ -482,6 +489,9 @@ pub struct Transport {
     pub counts: TransportCounters,
     /// Given flows that wait for others (None: none does).
     pub deps: Option<Box<super::deps::Deps>>,
+    /// Collective jobs (None: none): their plan, each job flow's tag, each
+    /// job's rank payload rates (bit/s), for the results.
+    pub jobs: Option<Box<JobsState>>,
     /// A selective transport's (`Scheme::SELECTIVE`) settings, and each
     /// flow's two ends (net::sack), by flow id; empty otherwise.
     pub sel_cfg: crate::scheme::Selective,
@@ -545,11 +555,63 @@ pub fn pipeline_ps(hops: &[(u64, Time)], n: u32, full: u64, last: u64) -> Time {
     delays + best
 }
 
+/// Frames beyond which a sprayed flow's ideal is the one path's: what its
+/// shorter last frame could gain by overtaking is under 1/4096 of it.
+const SPRAYED_EXACT_FRAMES: u32 = 4096;
+
+/// The ideal FCT when frames are sprayed over paths of their own: each
+/// frame leaves the sender's link in turn, crosses the middle hops alone,
+/// and the receiver's link sends them in the order they reach it (the
+/// shorter last frame may overtake full ones). Equals [`pipeline_ps`] for
+/// frames of one size on hops of one rate; a lower bound otherwise.
+pub fn sprayed_pipeline_ps(hops: &[(u64, Time)], n: u32, full: u64, last: u64) -> Time {
+    if n <= 1 || hops.len() < 2 || n > SPRAYED_EXACT_FRAMES {
+        return pipeline_ps(hops, n, full, last);
+    }
+    let h = hops.len();
+    let size = |i: u32| if i + 1 == n { last } else { full };
+    let mid: Time = hops[..h - 1].iter().map(|x| x.1).sum();
+    let mut left = 0;
+    let mut arrive: Vec<(Time, u32)> = (0..n)
+        .map(|i| {
+            left += serialization_ps(size(i), hops[0].0);
+            let cross: Time = hops[1..h - 1].iter().map(|&(r, _)| serialization_ps(size(i), r)).sum();
+            (left + cross + mid, i)
+        })
+        .collect();
+    arrive.sort_unstable();
+    let (rate, delay) = hops[h - 1];
+    let mut free = 0;
+    for (at, i) in arrive {
+        free = free.max(at) + serialization_ps(size(i), rate);
+    }
+    free + delay
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const FB: u32 = 1500;
+
+    #[test]
+    fn a_sprayed_last_frame_may_overtake_and_the_ideal_allows_it() {
+        // Four hops of 10 Gbit/s and 1 us: 1,500 + 359 bytes. The short
+        // frame, on a path of its own, reaches the last switch first.
+        let hops = [(10_000_000_000u64, 1_000_000 as Time); 4];
+        let one_path = pipeline_ps(&hops, 2, 1500, 359);
+        let sprayed = sprayed_pipeline_ps(&hops, 2, 1500, 359);
+        assert_eq!(sprayed, 4 * 1_200_000 + 4_000_000, "the first frame's own arrival");
+        assert!(sprayed < one_path);
+        // Frames of one size on hops of one rate: the one path's ideal.
+        for n in [2, 3, 50] {
+            assert_eq!(sprayed_pipeline_ps(&hops, n, 1500, 1500), pipeline_ps(&hops, n, 1500, 1500));
+        }
+        // A last frame that cannot overtake: the same too.
+        let hops2 = [(10_000_000_000u64, 1_000_000 as Time); 2];
+        assert_eq!(sprayed_pipeline_ps(&hops2, 3, 1500, 700), pipeline_ps(&hops2, 3, 1500, 700));
+    }
+
     const RTO: Time = 1_000;
 
     /// A flow of `n` full frames whose sender has its RL (so that its

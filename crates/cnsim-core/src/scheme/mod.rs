@@ -377,6 +377,13 @@ pub trait Scheme: Send + 'static {
         Selective::default()
     }
 
+    /// Whether a flow's frames may take different paths (spraying): its
+    /// shorter last frame can then overtake the full ones, and its ideal
+    /// FCT is the lower bound that allows it (net::transport::sprayed_pipeline_ps).
+    fn sprays(&self) -> bool {
+        false
+    }
+
     /// Selective transports: the sender marks data frame `ext` as asking
     /// for an acknowledgement at once (`ar`) and as sent again (`resent`).
     fn sack_stamp(&self, _ext: &mut Self::Ext, _ar: bool, _resent: bool) {}

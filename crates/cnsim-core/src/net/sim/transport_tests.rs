@@ -25,6 +25,7 @@ fn incast(n: usize, size: u64, pause: bool, buffer: u64) -> SimConfig {
             priority: None,
             after: vec![],
             after_delay_ps: 0,
+            tag: None,
         })
         .collect();
     cfg
@@ -207,6 +208,7 @@ fn a_dctcp_window_grows_only_while_it_limits_the_flow() {
             priority: None,
             after: vec![],
             after_delay_ps: 0,
+            tag: None,
         };
         cfg.transport.flows = vec![
             flow("S1", 20_000_000, 0),

@@ -581,6 +581,10 @@ impl Scheme for Uet {
         };
     }
 
+    fn sprays(&self) -> bool {
+        self.p.paths > 1
+    }
+
     fn selective(&self) -> Selective {
         Selective {
             ack_bytes: self.p.ack_bytes,

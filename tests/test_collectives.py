@@ -1,0 +1,121 @@
+"""Collective jobs (issue 42): the built-in scenarios run and report per
+collective and per iteration, a lone ring all-reduce reaches the payload
+rate, results repeat to the byte on one core and on two, and bad jobs are
+refused in one line naming the key."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import cnsim
+import polars as pl
+import pytest
+
+
+def _job(**phase: object) -> list[dict[str, object]]:
+    return [
+        {"name": "j", "ranks": 8, "phases": [{"collective": "allreduce", "size_bytes": 4 << 20, **phase}]}
+    ]
+
+
+def test_a_lone_ring_allreduce_comes_close_to_the_payload_rate(tmp_path: Path):
+    r = cnsim.run(cnsim.load("allreduce_ring"), progress=False)
+    c = r.collectives.row(0, named=True)
+    assert c["collective"] == "allreduce" and c["algorithm"] == "ring" and c["ranks"] == 8
+    # 2 (n - 1) steps x 8 ranks x 4 chunks of the 4 MB segment.
+    assert c["flows"] == 14 * 8 * 4
+    assert c["payload_gbps"] == pytest.approx(100 * 4032 / 4096)
+    assert 0.95 <= c["busbw_gbps"] / c["payload_gbps"] <= 1.0
+    assert c["vs_ideal"] == pytest.approx(c["payload_gbps"] / c["busbw_gbps"])
+    assert r.metric("collectives_completed")[0] == 1
+    out = r.save(tmp_path / "out", report=False)
+    got = pl.read_parquet(out / "collectives.parquet")
+    assert got["busbw_gbps"].to_list() == r.collectives["busbw_gbps"].to_list()
+    assert len(pl.read_parquet(out / "iterations.parquet")) == 1
+
+
+def test_two_jobs_iterate_and_each_iteration_follows_the_last():
+    r = cnsim.run(cnsim.load("training_two_jobs"), progress=False)
+    c, it = r.collectives, r.iterations
+    assert len(c) == 2 * 3 * 2, "two jobs x three iterations x two phases"
+    assert c["time_us"].is_finite().all()
+    for job in ("A", "B"):
+        rows = it.filter(pl.col("job") == job).sort("iteration")
+        assert rows["step_time_us"].is_finite().all()
+        assert rows["start_ps"].to_list()[1:] == rows["end_ps"].to_list()[:-1]
+    # Sharing the fabric costs them against an idle one.
+    assert c["vs_ideal"].min() > 1.0
+
+
+def test_a_shift_alltoall_sends_every_pair_and_meets_at_receivers():
+    sc = cnsim.load("alltoall_fattree").replace(
+        **{"topology.hosts": 16},
+        jobs=[
+            {"ranks": 16, "phases": [{"collective": "alltoall", "algorithm": "shift", "size_bytes": 1 << 20}]}
+        ],
+    )
+    r = cnsim.run(sc, progress=False)
+    f = r.flows
+    assert len(f) == 16 * 15
+    assert f.select(pl.struct("src", "dst").n_unique()).item() == 16 * 15
+    c = r.collectives.row(0, named=True)
+    assert c["max_senders"] > 1
+
+
+def test_results_are_identical_on_one_core_and_on_two(tmp_path: Path):
+    a = tmp_path / "a"
+    b = tmp_path / "b"
+    for out, jobs in ((a, "1"), (b, "2")):
+        subprocess.run(
+            [sys.executable, "-m", "cnsim", "run", "training_two_jobs", "--seeds", "2", "--jobs", jobs]
+            + ["--out", str(out), "--no-report"],
+            check=True,
+            capture_output=True,
+        )
+    for name in ("collectives.parquet", "iterations.parquet", "flows.parquet"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+@pytest.mark.parametrize(
+    ("jobs", "key", "words"),
+    [
+        (_job(), "", ""),
+        (
+            [{"ranks": 8, "hosts": ["H0", "X9"], "placement": "listed", "phases": _job()[0]["phases"]}],
+            "jobs[0].hosts",
+            "X9",
+        ),
+        (_job(size_bytes=0), "jobs[0].phases[0].size_bytes", "0"),
+        ([{"ranks": 64, "phases": _job()[0]["phases"]}], "jobs[0].ranks", "allow_shared_hosts"),
+        (_job(collective="alltoall", algorithm="ring"), "jobs[0].phases[0].algorithm", "pairwise"),
+        (_job(collective="broadcast", root=9), "jobs[0].phases[0].root", "9"),
+    ],
+)
+def test_bad_jobs_exit_2_naming_the_key(tmp_path: Path, jobs: list, key: str, words: str):
+    f = tmp_path / "s.toml"
+    builtin = (Path(cnsim.__file__).parent / "scenarios" / "allreduce_ring.toml").read_text()
+    head, _, tail = builtin.partition("[topology]")
+    tail = tail.partition("[[jobs]]")[0]
+    inline = json.dumps(jobs).replace('":', '" =')
+    f.write_text(head + "jobs = " + inline + "\n[topology]" + tail)
+    p = subprocess.run(
+        [sys.executable, "-m", "cnsim", "run", str(f), "--out", str(tmp_path / "o"), "--no-report"],
+        capture_output=True,
+        text=True,
+    )
+    if not key:
+        assert p.returncode == 0, p.stderr
+        return
+    assert p.returncode == 2, p.stderr
+    lines = [x for x in p.stderr.strip().splitlines() if x.strip()]
+    assert len(lines) == 1 and key in lines[0] and words in lines[0], p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_a_chunk_larger_than_its_message_is_warned():
+    sc = cnsim.load("allreduce_ring").replace(jobs=_job(size_bytes=100_000, chunk_bytes=1 << 20))
+    with pytest.warns(cnsim.ScenarioWarning, match=r"jobs\[0\]\.phases\[0\]\.chunk_bytes"):
+        cnsim.run(sc, progress=False)
