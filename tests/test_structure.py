@@ -254,6 +254,7 @@ RUST_LAYERS: list[tuple[str, ...]] = [
     (
         "params.rs",
         "outputs.rs",
+        "columns.rs",
         "frame.rs",
         "io/mod.rs",
         "io/parquet.rs",
@@ -261,10 +262,29 @@ RUST_LAYERS: list[tuple[str, ...]] = [
         "io/events.rs",
         "io/matrix.rs",
     ),  # vocabularies, files
-    ("sections.rs", "generators.rs", "workloads.rs", "scheme/"),  # the declarations and the schemes
+    # the declarations and the schemes; a collective job's plan (data)
+    (
+        "sections.rs",
+        "generators.rs",
+        "workloads.rs",
+        "scheme/",
+        "collective/section.rs",
+        "collective/plan.rs",
+    ),
     # the resolved configuration and its compiler; frames' headers; the flow-level model's settings
-    ("config.rs", "flow_control.rs", "transport_config.rs", "compile.rs", "io/wire.rs", "flow/params.rs"),
-    ("trace/", "stats.rs", "class_stats.rs"),  # the event hook and recorder; the run's statistics
+    # collective jobs planned as flows (collective/mod.rs)
+    (
+        "config.rs",
+        "flow_control.rs",
+        "transport_config.rs",
+        "compile.rs",
+        "io/wire.rs",
+        "flow/params.rs",
+        "collective/mod.rs",
+        "collective/tests.rs",
+    ),
+    # the event hook and recorder; the run's statistics (a collective's figures)
+    ("trace/", "stats.rs", "class_stats.rs", "collective/metrics.rs"),
     # the network model at either fidelity: Sim::new (net/sim.rs) chooses the flow-level
     # model, which runs the packet engine on its links (handed net::run::PacketRuns)
     ("net/", "flow/"),

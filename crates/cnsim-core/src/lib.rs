@@ -26,6 +26,7 @@
 pub mod bench;
 pub mod class_stats;
 pub mod collective;
+pub mod columns;
 pub mod compile;
 pub mod config;
 pub mod engine;

@@ -3,6 +3,7 @@
 //! from them when a run ends.
 
 pub use crate::class_stats::{DeadlockCounters, PriorityCounters};
+pub use crate::columns::Column;
 use crate::engine::Time;
 use serde::Serialize;
 
@@ -874,15 +875,6 @@ impl RunResult {
         }
         out
     }
-}
-
-/// One column of a result table.
-#[derive(Debug, Clone)]
-pub enum Column {
-    U64(Vec<u64>),
-    F64(Vec<f64>),
-    Bool(Vec<bool>),
-    Str(Vec<String>),
 }
 
 #[cfg(test)]

@@ -33,9 +33,9 @@ pub struct TransportConfig {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub jobs: Vec<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub gates: Vec<crate::collective::GateConfig>,
+    pub gates: Vec<crate::collective::plan::GateConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan: Option<crate::collective::Plan>,
+    pub plan: Option<crate::collective::plan::Plan>,
     /// Bytes of each data frame that are headers, not the flow's payload
     /// (`workload.header_bytes`; 0: a flow's size is its bytes on the wire).
     #[serde(default)]
@@ -121,7 +121,7 @@ pub struct FlowConfig {
     pub after_delay_ps: Time,
     /// A collective's flow: which collective, step and ranks (collective.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tag: Option<crate::collective::FlowTag>,
+    pub tag: Option<crate::collective::plan::FlowTag>,
 }
 
 fn is_zero(t: &Time) -> bool {

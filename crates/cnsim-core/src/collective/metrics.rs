@@ -5,8 +5,8 @@
 //! per job iteration the step time.
 
 use super::{bus_factor, FlowTag, Plan};
+use crate::columns::Column;
 use crate::engine::Time;
-use crate::stats::Column;
 use serde::Serialize;
 
 /// One collective's figures (`collectives.parquet`).
