@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 BAD_INPUTS = [
-    (["run", "nosuch"], "error: unknown scenario 'nosuch'; built-in scenarios: baseline"),
+    (
+        ["run", "nosuch"],
+        "error: unknown scenario 'nosuch'; built-in scenarios: allreduce_ring, alltoall_fattree, baseline",
+    ),
     (["run", "baseline", "--set", "nosuch.key=1"], "error: --set nosuch.key: unknown parameter 'nosuch'"),
     (
         ["run", "baseline", "--set", "pause.nosuch=1"],

@@ -35,7 +35,7 @@ NODE_KEYS = {k for s in ("station", "bridge") for k in ENGINE[s]["per_node"]}
 #: again by the engine's config.rs: what remains of issue 26.
 STILL_IN_PYTHON: set[str] = set()
 #: The arrays of tables ([[nodes]], ...): sections even when empty.
-ARRAYS = ("nodes", "links", "events", "routes", "ports", "workloads")
+ARRAYS = ("nodes", "links", "events", "routes", "ports", "workloads", "jobs")
 
 
 def _shown(name: str) -> list[tuple[str, str]]:

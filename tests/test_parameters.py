@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 TABLES = [t for t in [*declarations()["sections"], *declarations()["tables"]] if t["name"]]
 #: Kinds the engine declares but only a Python reader reads (a node's dest, a
 #: workload's cdf, ...: params::Kind::Opaque), tested with their readers.
-OPAQUE = {"dest", "cdf", "weights_or_name"}
+OPAQUE = {"dest", "cdf", "weights_or_name", "phases"}
 IDS = [t["name"] for t in TABLES]
 
 ANY_VALUE = st.one_of(

@@ -634,7 +634,10 @@ def test_malformed_toml_and_missing_files(tmp_path):
         load(bad)
     with pytest.raises(cnsim.ScenarioError, match="does not exist"):
         load(tmp_path / "none.toml")
-    with pytest.raises(cnsim.ScenarioError, match=r"^unknown scenario 'xyz'; built-in scenarios: baseline"):
+    with pytest.raises(
+        cnsim.ScenarioError,
+        match=r"^unknown scenario 'xyz'; built-in scenarios: allreduce_ring, alltoall_fattree, baseline",
+    ):
         load("xyz")
 
 
@@ -867,7 +870,10 @@ def test_disconnected_destination_is_rejected():
 def test_unknown_scheme_and_scenario():
     with pytest.raises(cnsim.ScenarioError, match="'nosuch' is not a known scheme; known: nocm"):
         load("baseline", scheme="nosuch")
-    with pytest.raises(cnsim.ScenarioError, match="unknown scenario 'nosuch'; built-in scenarios: baseline"):
+    with pytest.raises(
+        cnsim.ScenarioError,
+        match="unknown scenario 'nosuch'; built-in scenarios: allreduce_ring, alltoall_fattree, baseline",
+    ):
         load("nosuch")
 
 

@@ -100,6 +100,18 @@ pub fn expand(
             start_ps,
             touched: vec![Vec::new(); spec.ranks as usize],
         };
+        // Counted before anything is made: a job of a million ranks is
+        // refused at once, not after filling memory.
+        let per_iteration: f64 = phases.iter().map(|ph| planned_flows(ph, spec.ranks)).sum();
+        let expected = b.flows.len() as f64 + per_iteration * spec.iterations as f64;
+        if expected > max_flows as f64 {
+            return fail(
+                format!("{at}.ranks"),
+                format!(
+                    "the job would make about {expected:.3e} flows, more than {max_flows} (the packet model's most): fewer ranks, iterations or chunks (a larger chunk_bytes)"
+                ),
+            );
+        }
         for it in 0..spec.iterations {
             for (p, ph) in phases.iter().enumerate() {
                 let c = plan.collectives.len() as u32;
@@ -152,6 +164,20 @@ pub fn resolve_gates(flows: &mut [FlowConfig], gates: &mut [GateConfig]) {
     }
     for g in gates.iter_mut() {
         g.after.iter_mut().for_each(fix);
+    }
+}
+
+/// How many flows a phase makes over `ranks` (at most: flows between
+/// ranks of one host are not made).
+fn planned_flows(ph: &PhaseSpec, ranks: u32) -> f64 {
+    let n = ranks as f64;
+    let chunks = |bytes: f64| (bytes / ph.chunk_bytes.max(1) as f64).ceil().max(1.0);
+    match ph.collective.as_str() {
+        "alltoall" => n * (n - 1.0),
+        "broadcast" => (n - 1.0) * chunks(ph.size_bytes as f64),
+        "allreduce" if ph.algorithm.as_deref() == Some("tree") => 2.0 * (n - 1.0) * chunks(ph.size_bytes as f64),
+        "allreduce" => 2.0 * (n - 1.0) * n * chunks(ph.size_bytes as f64 / n),
+        _ => (n - 1.0) * n * chunks(ph.size_bytes as f64 / n),
     }
 }
 

@@ -114,6 +114,11 @@ fn bad_jobs_are_refused_naming_the_key() {
     p["algorithm"] = json!("ring");
     let e = err(json!({"ranks": 2, "phases": [p]}), 4);
     assert!(e.contains("jobs[0].phases[0].algorithm") && e.contains("pairwise"), "{e}");
+    let e = err(
+        json!({"ranks": 1_000_000, "allow_shared_hosts": true, "phases": [phase("alltoall", 1000)]}),
+        4,
+    );
+    assert!(e.contains("jobs[0].ranks") && e.contains("flows"), "{e}");
     let e = err(json!({"ranks": 2, "phases": []}), 4);
     assert!(e.contains("jobs[0].phases"), "{e}");
 }
