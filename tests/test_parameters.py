@@ -45,6 +45,10 @@ def _valid(p: dict[str, Any]) -> Any:
         return "x"
     if p["type"] == "choice":
         return p["choices"][0]
+    if p["type"] == "phases":  # a job's phases: one, read by the scenario's reader
+        import cnsim.scenario.model  # noqa: F401 - registers the reader
+
+        return [{"collective": "allreduce", "size_bytes": 1}]
     lo = p["min"]
     return 1.0 if lo is None else lo["value"] + (0 if lo["inclusive"] else 1)
 
