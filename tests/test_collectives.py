@@ -119,3 +119,45 @@ def test_a_chunk_larger_than_its_message_is_warned():
     sc = cnsim.load("allreduce_ring").replace(jobs=_job(size_bytes=100_000, chunk_bytes=1 << 20))
     with pytest.warns(cnsim.ScenarioWarning, match=r"jobs\[0\]\.phases\[0\]\.chunk_bytes"):
         cnsim.run(sc, progress=False)
+
+
+def test_the_planned_pairwise_alltoall_is_the_reference_matrix_of_the_same_gates(tmp_path: Path):
+    """The planner's pairwise all-to-all and the same exchange written as the
+    Ultra Ethernet reference's connection matrix (scripts/alltoall_matrix.py:
+    barrier triggers per pair and round) are one set of gates: every flow
+    finishes at the same picosecond."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "alltoall_matrix", Path(__file__).parents[1] / "scripts" / "alltoall_matrix.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cm = tmp_path / "a2a.cm"
+    cm.write_text(mod.pairwise(16, 65536, 2))
+    base = cnsim.load("alltoall_fattree").replace(seeds=[0], **{"topology.hosts": 16})
+    job = {
+        "name": "a2a",
+        "ranks": 16,
+        "phases": [
+            {
+                "collective": "alltoall",
+                "algorithm": "pairwise",
+                "size_bytes": 16 * 65536,
+                "chunks_in_flight": 2,
+            }
+        ],
+    }
+    planned = cnsim.run(base.replace(jobs=[job]), progress=False)
+    matrix = cnsim.run(
+        base.replace(jobs=[], **{"workload.kind": "matrix", "workload.file": str(cm)}), progress=False
+    )
+    key = ["src", "dst", "start_ps", "finish_ps"]
+    assert len(planned.flows) == len(matrix.flows) == 16 * 15
+    assert planned.flows.select(key).sort(key).equals(matrix.flows.select(key).sort(key))
+    # Rounds 3 on waited: a flow's start is another's finish.
+    finishes = set(planned.flows["finish_ps"].to_list())
+    late = planned.flows.filter(pl.col("start_ps") > 0)["start_ps"].to_list()
+    assert len(late) == 16 * 13 and all(t in finishes for t in late)
+    assert planned.collectives["end_ps"][0] == planned.flows["finish_ps"].max()

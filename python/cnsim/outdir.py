@@ -38,6 +38,7 @@ RESULT_FILES = {
     "transient.parquet",
     "collectives.parquet",
     "iterations.parquet",
+    "collective_ranks.parquet",
     "report.html",
     "point.json",
     "timing.json",

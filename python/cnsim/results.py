@@ -212,6 +212,12 @@ class Results:
         """Per seed, job and iteration: the step time (iterations.parquet)."""
         return self._polars(self._seed_tables(lambda r: r.columns.get("iterations")))
 
+    @property
+    def collective_ranks(self) -> Any:
+        """Per seed, collective and rank: its host, when it began and when it
+        was done (collective_ranks.parquet; the report's per-rank timeline)."""
+        return self._polars(self._seed_tables(lambda r: r.columns.get("collective_ranks")))
+
     def _flows(self) -> list[tuple[int, Table]]:
         return self._seed_tables(fct_table if self.transport else flow_table)
 
@@ -669,6 +675,7 @@ class Results:
             if self.scenario.model.jobs:
                 parquet("collectives", self._seed_tables(lambda r: r.columns.get("collectives")))
                 parquet("iterations", self._seed_tables(lambda r: r.columns.get("iterations")))
+                parquet("collective_ranks", self._seed_tables(lambda r: r.columns.get("collective_ranks")))
             write_parquet(out / output_file("runs"), [_runs_table(self.runs)], metadata=meta, declared="runs")
             rows[output_file("runs")] = len(self.runs)
             rows["timeseries.parquet"] = sum(n for r in self.runs for *_, n in r.series_buffer()[0])

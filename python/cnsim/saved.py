@@ -57,6 +57,9 @@ def _saved_runs(out: Path, transport: bool) -> list[SeedRun]:
             )
         tables["flows"] = read("pairs")
         tables["flow_records"] = records.select(["seed", *FLOW_RECORD_COLUMNS])
+    for name in ("collectives", "iterations", "collective_ranks"):
+        if (out / f"{name}.parquet").is_file():  # collective jobs
+            tables[name] = read(name)
     ts = read("timeseries")
     walls = _wall_times(out, runs_t)
     # flows and links were saved with their derived columns: keep the raw counters.

@@ -126,6 +126,21 @@ pub const FILES: &[File] = &[
         ],
     },
     File {
+        name: "collective_ranks",
+        file: "collective_ranks.parquet",
+        row: "with collective jobs: one row per (seed, collective, rank): the report's per-rank timeline",
+        columns: &[
+            SEED,
+            ("job", "str", "", "the job's name"),
+            ("iteration", "u64", "", "iteration, from 0"),
+            ("phase", "u64", "", "phase of the iteration, from 0"),
+            ("rank", "u64", "", "the rank, from 0"),
+            ("host", "str", "", "the host it runs on"),
+            ("start_ps", "u64", "ps", "its first flow's start in this collective, in or out (2^64 - 1: no flow, every peer on its own host)"),
+            ("end_ps", "u64", "ps", "its last flow's arrival, in or out (2^64 - 1: not inside the run, or no flow)"),
+        ],
+    },
+    File {
         name: "queues",
         file: "queues.parquet",
         row: "one row per (seed, traced port, queue-length bucket of frame_bytes)",

@@ -505,6 +505,9 @@ pub struct RunResult {
     pub collectives: Vec<crate::collective::metrics::CollectiveResult>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub iterations: Vec<crate::collective::metrics::IterationResult>,
+    /// Per collective and rank: when it began and was done.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub collective_ranks: Vec<crate::collective::metrics::RankResult>,
     #[serde(skip)]
     pub series: Vec<Series>,
     /// What a traced run wrote (events.parquet, captures); not a result.
@@ -871,7 +874,11 @@ impl RunResult {
             ("queue_hist", queue_hist),
         ];
         if !self.collectives.is_empty() {
-            out.extend(crate::collective::metrics::tables(&self.collectives, &self.iterations));
+            out.extend(crate::collective::metrics::tables(
+                &self.collectives,
+                &self.iterations,
+                &self.collective_ranks,
+            ));
         }
         out
     }

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..outdir import atomic_write
-from . import figures
+from . import collective_figures, figures
 from .html import run_html, sweep_html
 
 __all__ = ["write_report", "write_sweep_report"]
@@ -26,6 +26,9 @@ RUN_FIGURES = {
     "transient.png": figures.transient_fig,
     "slowdown.png": figures.slowdown_fig,
     "queue_cdf.png": figures.queue_cdf_fig,
+    "collectives_busbw.png": collective_figures.busbw_fig,
+    "collectives_step_time.png": collective_figures.step_time_fig,
+    "collectives_ranks.png": collective_figures.rank_timeline_fig,
 }
 
 

@@ -2,7 +2,8 @@
 //! collective its completion time, algbw and busbw (NCCL's formulas), the
 //! ratio to its ideal time on an idle fabric, its slowest rank and the step
 //! in which that rank lost most, the most senders one receiver had at once;
-//! per job iteration the step time.
+//! per job iteration the step time; per collective and rank when the rank
+//! began and was done (the report's per-rank timeline).
 
 use super::{bus_factor, FlowTag, Plan};
 use crate::columns::Column;
@@ -58,6 +59,30 @@ pub struct IterationResult {
     pub step_time_us: f64,
 }
 
+/// One rank's part in one collective (`collective_ranks.parquet`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RankResult {
+    pub job: String,
+    pub iteration: u32,
+    pub phase: u32,
+    pub rank: u32,
+    pub host: String,
+    /// Its first flow's start and its last flow's arrival, in or out
+    /// (`Time::MAX` both: no flow, every peer on its own host; `end_ps`
+    /// alone: unfinished).
+    pub start_ps: Time,
+    pub end_ps: Time,
+}
+
+/// What a run's jobs achieved: per collective, per job iteration, per
+/// collective and rank.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JobResults {
+    pub collectives: Vec<CollectiveResult>,
+    pub iterations: Vec<IterationResult>,
+    pub ranks: Vec<RankResult>,
+}
+
 /// A flow's figures the metrics read.
 #[derive(Debug, Clone, Copy)]
 pub struct FlowTimes {
@@ -69,12 +94,13 @@ pub struct FlowTimes {
 /// The collectives' and iterations' figures of `plan`, from its flows
 /// (`flows`, any order) and each job's rank payload rates (`payload_bps`,
 /// per job per rank: line rate x payload share of a frame).
-pub fn results(plan: &Plan, flows: &[FlowTimes], payload_bps: &[Vec<f64>]) -> (Vec<CollectiveResult>, Vec<IterationResult>) {
+pub fn results(plan: &Plan, flows: &[FlowTimes], payload_bps: &[Vec<f64>]) -> JobResults {
     let mut by_collective: Vec<Vec<FlowTimes>> = vec![Vec::new(); plan.collectives.len()];
     for f in flows {
         by_collective[f.tag.collective as usize].push(*f);
     }
     let mut out = Vec::with_capacity(plan.collectives.len());
+    let mut ranks = Vec::new();
     for (c, info) in plan.collectives.iter().enumerate() {
         let fl = &by_collective[c];
         let job = &plan.jobs[info.job as usize];
@@ -95,16 +121,31 @@ pub fn results(plan: &Plan, flows: &[FlowTimes], payload_bps: &[Vec<f64>]) -> (V
         // Per rank: when it was done (its last flow in or out), and per
         // step when its last incoming flow of that step arrived.
         let mut rank_done = vec![0 as Time; n];
+        let mut rank_began = vec![Time::MAX; n];
         let steps = info.steps.max(1) as usize;
         let mut step_end = vec![vec![0 as Time; steps]; n];
         for f in fl {
             let (s, d) = (f.tag.src_rank as usize, f.tag.dst_rank as usize);
             rank_done[s] = rank_done[s].max(f.finish_ps);
             rank_done[d] = rank_done[d].max(f.finish_ps);
+            rank_began[s] = rank_began[s].min(f.start_ps);
+            rank_began[d] = rank_began[d].min(f.start_ps);
             let k = (f.tag.step as usize).min(steps - 1);
             step_end[d][k] = step_end[d][k].max(f.finish_ps);
         }
         let slowest = (0..n).max_by_key(|&r| (rank_done[r], std::cmp::Reverse(r))).unwrap_or(0);
+        for r in 0..n {
+            let none = rank_began[r] == Time::MAX;
+            ranks.push(RankResult {
+                job: job.name.clone(),
+                iteration: info.iteration,
+                phase: info.phase,
+                rank: r as u32,
+                host: job.hosts.get(r).cloned().unwrap_or_default(),
+                start_ps: rank_began[r],
+                end_ps: if none { Time::MAX } else { rank_done[r] },
+            });
+        }
         let share_ps = ideal_us * 1e6 / steps as f64;
         let mut last = start;
         let mut worst = (0usize, f64::NEG_INFINITY);
@@ -164,7 +205,11 @@ pub fn results(plan: &Plan, flows: &[FlowTimes], payload_bps: &[Vec<f64>]) -> (V
             begin = end;
         }
     }
-    (out, iterations)
+    JobResults {
+        collectives: out,
+        iterations,
+        ranks,
+    }
 }
 
 /// The most distinct senders with a flow in flight to one receiver at
@@ -194,9 +239,9 @@ fn max_senders(flows: &[FlowTimes]) -> u32 {
     best as u32
 }
 
-/// The collectives' and iterations' rows as columns (outputs.rs:
-/// `collectives`, `iterations`).
-pub fn tables(c: &[CollectiveResult], it: &[IterationResult]) -> Vec<(&'static str, Vec<(String, Column)>)> {
+/// The collectives', iterations' and ranks' rows as columns (outputs.rs:
+/// `collectives`, `iterations`, `collective_ranks`).
+pub fn tables(c: &[CollectiveResult], it: &[IterationResult], rk: &[RankResult]) -> Vec<(&'static str, Vec<(String, Column)>)> {
     let s = |g: &dyn Fn(&CollectiveResult) -> String| Column::Str(c.iter().map(g).collect());
     let u = |g: &dyn Fn(&CollectiveResult) -> u64| Column::U64(c.iter().map(g).collect());
     let f = |g: &dyn Fn(&CollectiveResult) -> f64| Column::F64(c.iter().map(g).collect());
@@ -229,5 +274,18 @@ pub fn tables(c: &[CollectiveResult], it: &[IterationResult]) -> Vec<(&'static s
         ("end_ps".into(), Column::U64(it.iter().map(|x| x.end_ps).collect())),
         ("step_time_us".into(), Column::F64(it.iter().map(|x| x.step_time_us).collect())),
     ];
-    vec![("collectives", collectives), ("iterations", iterations)]
+    let ranks = vec![
+        ("job".into(), Column::Str(rk.iter().map(|x| x.job.clone()).collect())),
+        ("iteration".into(), Column::U64(rk.iter().map(|x| x.iteration as u64).collect())),
+        ("phase".into(), Column::U64(rk.iter().map(|x| x.phase as u64).collect())),
+        ("rank".into(), Column::U64(rk.iter().map(|x| x.rank as u64).collect())),
+        ("host".into(), Column::Str(rk.iter().map(|x| x.host.clone()).collect())),
+        ("start_ps".into(), Column::U64(rk.iter().map(|x| x.start_ps).collect())),
+        ("end_ps".into(), Column::U64(rk.iter().map(|x| x.end_ps).collect())),
+    ];
+    vec![
+        ("collectives", collectives),
+        ("iterations", iterations),
+        ("collective_ranks", ranks),
+    ]
 }

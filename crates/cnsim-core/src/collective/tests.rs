@@ -2,7 +2,7 @@ use super::metrics::{results, FlowTimes};
 use super::*;
 use crate::bench::star_config;
 use crate::config::SimConfig;
-use crate::engine::PS_PER_MS;
+use crate::engine::{Time, PS_PER_MS};
 use crate::{RunResult, Sim};
 use serde_json::json;
 
@@ -172,7 +172,11 @@ fn the_metrics_follow_nccls_formulas() {
         finish_ps: e,
     };
     let flows = [t(0, 1, 0, PS_PER_MS), t(1, 2, 0, PS_PER_MS / 2), t(2, 1, 0, PS_PER_MS / 2)];
-    let (c, it) = results(&plan, &flows, &[vec![10e9; 4]]);
+    let got = results(&plan, &flows, &[vec![10e9; 4]]);
+    let (c, it) = (&got.collectives, &got.iterations);
+    // Per rank: its first flow in or out and its last; rank 3 has none.
+    let span: Vec<(Time, Time)> = got.ranks.iter().map(|r| (r.start_ps, r.end_ps)).collect();
+    assert_eq!(span, [(0, PS_PER_MS), (0, PS_PER_MS), (0, PS_PER_MS / 2), (Time::MAX, Time::MAX)]);
     assert!((c[0].algbw_gbps - 8.0).abs() < 1e-9);
     assert!((c[0].busbw_gbps - 12.0).abs() < 1e-9);
     assert!((c[0].ideal_us - 1.5 * 1e6 * 8.0 / 10e9 * 1e6).abs() < 1e-6);

@@ -246,6 +246,7 @@ pub(super) fn build_result(r: &Model<'_>, fct: impl Fn(usize) -> f64) -> RunResu
         queue_hists: Vec::new(),
         collectives: Vec::new(),
         iterations: Vec::new(),
+        collective_ranks: Vec::new(),
         series: vec![stats::Series {
             series: "aggregate_throughput".into(),
             key: "all".into(),

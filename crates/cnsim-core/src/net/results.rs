@@ -186,7 +186,7 @@ impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
 
         let end = self.ctx.run.duration;
         let records = hosts.flow_records(net, self.ctx.run.frame_bytes, self.ctx.scheme.sprays());
-        let (collectives, iterations) = match hosts.tp.jobs.as_deref() {
+        let jobs = match hosts.tp.jobs.as_deref() {
             Some(j) => {
                 let times: Vec<crate::collective::metrics::FlowTimes> = j
                     .tags
@@ -202,7 +202,7 @@ impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
                     .collect();
                 crate::collective::metrics::results(&j.plan, &times, &j.payload_bps)
             }
-            None => (Vec::new(), Vec::new()),
+            None => Default::default(),
         };
         RunResult {
             seed: self.ctx.run.seed,
@@ -233,8 +233,9 @@ impl<S: Scheme, T: Tracer<S>> Results<'_, S, T> {
                 .iter()
                 .map(|h| (net.ports[h.port as usize].name.clone(), h.width, h.time_ps.clone()))
                 .collect(),
-            collectives,
-            iterations,
+            collectives: jobs.collectives,
+            iterations: jobs.iterations,
+            collective_ranks: jobs.ranks,
             transport: stats::TransportResult {
                 flows: records,
                 counts: {
