@@ -244,7 +244,7 @@ def fairness(rates: list[float], target: float) -> dict[str, float]:
 def station_priorities(scenario: Any) -> dict[str, int]:
     """Each station's 802.1p priority as the run has it (its own, else its
     workload's, else `[station]`'s: the engine config's)."""
-    return {s["name"]: int(s["priority"]) for s in scenario.engine_config()["stations"]}
+    return {s["name"]: int(s["priority"]) for s in scenario.engine_part("stations")}
 
 
 def priority_metrics(run: Any, scenario: Any) -> dict[str, float]:

@@ -112,6 +112,24 @@ impl Compiled {
         Ok(pythonize::pythonize(py, &*self.cfg)?)
     }
 
+    /// One top-level part of the configuration as Python data (`stations`,
+    /// `bridges` or `scheme`), without the rest: a run of millions of
+    /// flows would otherwise make gigabytes of dicts to read a station's
+    /// priority.
+    fn part<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        let c = &*self.cfg;
+        Ok(match name {
+            "stations" => pythonize::pythonize(py, &c.stations)?,
+            "bridges" => pythonize::pythonize(py, &c.bridges)?,
+            "scheme" => pythonize::pythonize(py, &c.scheme)?,
+            _ => {
+                return Err(pyo3::exceptions::PyKeyError::new_err(format!(
+                    "no part '{name}' of the engine config: stations, bridges or scheme"
+                )))
+            }
+        })
+    }
+
     /// Pickled as Python data, not JSON text: serde_json reads a float from
     /// text to within a unit in the last place, and a worker must run the
     /// very configuration that was compiled.

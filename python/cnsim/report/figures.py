@@ -120,9 +120,7 @@ def queue_fig(res: Any) -> Any | None:
     if sc.pause and trigger == "output_queue":  # XOFF watches this very queue
         ax.axhline(sc.model.pause.xoff_bytes / 1000, ls=":", color="red", lw=1, label="XOFF")
     buffers = {
-        b["name"]: b["buffer_bytes"]
-        for b in sc.engine_config()["bridges"]
-        if b["buffer_mode"] == "per_output"
+        b["name"]: b["buffer_bytes"] for b in sc.engine_part("bridges") if b["buffer_mode"] == "per_output"
     }
     sizes = {buffers[k.partition("->")[0]] for k, _ in qs[:12] if k.partition("->")[0] in buffers}
     if len(sizes) == 1:  # one buffer size for every plotted port: draw it

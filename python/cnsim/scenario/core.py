@@ -448,6 +448,14 @@ class Scenario:
                     raise ScenarioError(str(e), param=param_of(e)) from None
         return self._engine_config
 
+    def engine_part(self, name: str) -> Any:
+        """One top-level part of the engine config (`stations`, `bridges`
+        or `scheme`), without making the rest into Python data: a compiled
+        scenario of millions of flows would take gigabytes."""
+        if self._engine_config is None and self._compiled is not None:
+            return self._compiled.part(name)
+        return self.engine_config()[name]
+
     def paths(self, flows: Iterable[tuple[str, str]], seed: int | None = None) -> list[list[str]]:
         """The nodes each flow (source, destination) visits, both included,
         as the engine routes it in run `seed` (default: the first seed; ECMP
