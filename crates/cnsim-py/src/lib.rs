@@ -399,7 +399,7 @@ impl Simulation {
                     Column::U64(v) => t.set_item(col, ("<u8", le_bytes(py, &v, |x| x.to_le_bytes())))?,
                     Column::F64(v) => t.set_item(col, ("<f8", le_bytes(py, &v, |x| x.to_le_bytes())))?,
                     Column::Bool(v) => t.set_item(col, ("|b1", le_bytes(py, &v, |&x| [x as u8])))?,
-                    Column::Str(v) => t.set_item(col, PyList::new_bound(py, v))?,
+                    Column::Str(v) => t.set_item(col, interned_list(py, &v))?,
                 }
             }
             tables.set_item(name, t)?;
@@ -780,4 +780,21 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_timeseries, m)?)?;
     m.add_function(wrap_pyfunction!(pause_headroom_bytes, m)?)?;
     Ok(())
+}
+
+/// A list of strings in which equal strings are one Python object: a
+/// column of node names repeats a few thousand names over millions of rows
+/// (a flow's source and destination), and a new object per row would cost
+/// about 50 bytes each. Only looked up, never iterated: no order leaks.
+fn interned_list<'py>(py: Python<'py>, values: &[String]) -> Bound<'py, PyList> {
+    let mut seen: std::collections::HashMap<&str, Bound<'py, pyo3::types::PyString>> = std::collections::HashMap::new();
+    let items: Vec<Bound<'py, pyo3::types::PyString>> = values
+        .iter()
+        .map(|v| {
+            seen.entry(v.as_str())
+                .or_insert_with(|| pyo3::types::PyString::new_bound(py, v))
+                .clone()
+        })
+        .collect();
+    PyList::new_bound(py, items)
 }
