@@ -161,3 +161,17 @@ def test_the_planned_pairwise_alltoall_is_the_reference_matrix_of_the_same_gates
     late = planned.flows.filter(pl.col("start_ps") > 0)["start_ps"].to_list()
     assert len(late) == 16 * 13 and all(t in finishes for t in late)
     assert planned.collectives["end_ps"][0] == planned.flows["finish_ps"].max()
+
+
+def test_whole_run_metrics_do_not_turn_the_compiled_config_into_python_data():
+    """A run of millions of planned flows must not make one dict per flow to
+    read a station's priority: the metrics read only the stations' part of
+    the compiled config (Scenario.engine_part)."""
+    sc = cnsim.load("training_two_jobs").replace(seeds=[0])
+    r = cnsim.run(sc, progress=False)
+    assert r.metric("collectives_completed")[0] == 12  # 2 jobs x 3 iterations x 2 phases
+    assert sc._engine_config is None
+    stations = sc.engine_part("stations")
+    assert {s["name"] for s in stations} >= {"H0", "H1"}
+    with pytest.raises(KeyError, match="stations, bridges or scheme"):
+        sc.compiled().part("transport")

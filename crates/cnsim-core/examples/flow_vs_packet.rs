@@ -22,7 +22,16 @@ fn records(cfg: &SimConfig, seed: u64) -> (Vec<Rec>, f64) {
         .transport
         .flows
         .iter()
-        .map(|f| (f.src.clone(), f.dst.clone(), f.size_bytes, f.start_ps, f.finish_ps, f.ideal_fct_ps))
+        .map(|f| {
+            (
+                f.src.to_string(),
+                f.dst.to_string(),
+                f.size_bytes,
+                f.start_ps,
+                f.finish_ps,
+                f.ideal_fct_ps,
+            )
+        })
         .collect();
     (out, t0.elapsed().as_secs_f64())
 }
@@ -88,7 +97,16 @@ fn main() {
         .transport
         .flows
         .iter()
-        .map(|f| (f.src.clone(), f.dst.clone(), f.size_bytes, f.start_ps, f.finish_ps, f.ideal_fct_ps))
+        .map(|f| {
+            (
+                f.src.to_string(),
+                f.dst.to_string(),
+                f.size_bytes,
+                f.start_ps,
+                f.finish_ps,
+                f.ideal_fct_ps,
+            )
+        })
         .collect();
     let slow = |x: &Rec| (x.4 != u64::MAX).then(|| (x.4 - x.3) as f64 / x.5 as f64);
     let mut by_key = std::collections::HashMap::new();

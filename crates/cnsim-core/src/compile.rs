@@ -739,10 +739,11 @@ fn matrix_flows(m: &crate::config::MatrixConfig, flows: &mut Vec<crate::config::
     }
     let deps = matrix::dependencies(&mx).map_err(|e| ConfigError::new(at, format!("{}: {}", where_(e.line), e.what)))?;
     let first = flows.len() as u32;
+    let names: Vec<std::sync::Arc<str>> = m.hosts.iter().map(|h| std::sync::Arc::from(h.as_str())).collect();
     for (c, after) in mx.connections.iter().zip(deps) {
         flows.push(crate::config::FlowConfig {
-            src: m.hosts[c.src as usize].clone(),
-            dst: m.hosts[c.dst as usize].clone(),
+            src: names[c.src as usize].clone(),
+            dst: names[c.dst as usize].clone(),
             size_bytes: c.size,
             start_ps: m.start_ps.saturating_add(c.start_us.map_or(0, us_to_ps)),
             priority: m.priority,
@@ -764,7 +765,7 @@ fn workload_priorities(t: &TransportConfig, nodes: &[Node], stations: &mut [Stat
         .flows
         .iter()
         .enumerate()
-        .filter_map(|(i, f)| f.priority.map(|p| (f.src.as_str(), p, format!("transport.flows[{i}].priority"))));
+        .filter_map(|(i, f)| f.priority.map(|p| (&*f.src, p, format!("transport.flows[{i}].priority"))));
     let arrivals = t.arrivals.iter().enumerate().flat_map(|(i, a)| {
         a.priority.into_iter().flat_map(move |p| {
             a.stations

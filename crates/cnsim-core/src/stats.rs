@@ -551,8 +551,9 @@ fn is_zero(x: &u64) -> bool {
 /// Per-flow outcome, as the results give it.
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowRecord {
-    pub src: String,
-    pub dst: String,
+    /// Its flow's names, shared with the flow's config.
+    pub src: std::sync::Arc<str>,
+    pub dst: std::sync::Arc<str>,
     pub size_bytes: u64,
     pub start_ps: Time,
     /// `Time::MAX` when the flow did not finish inside the run.
@@ -839,8 +840,8 @@ impl RunResult {
         let t = &self.transport.flows;
         let tu = |g: &dyn Fn(&FlowRecord) -> u64| Column::U64(t.iter().map(g).collect());
         let flow_records = vec![
-            ("src".into(), Column::Str(t.iter().map(|x| x.src.clone()).collect())),
-            ("dst".into(), Column::Str(t.iter().map(|x| x.dst.clone()).collect())),
+            ("src".into(), Column::Str(t.iter().map(|x| x.src.to_string()).collect())),
+            ("dst".into(), Column::Str(t.iter().map(|x| x.dst.to_string()).collect())),
             ("size_bytes".into(), tu(&|x| x.size_bytes)),
             ("start_ps".into(), tu(&|x| x.start_ps)),
             ("finish_ps".into(), tu(&|x| x.finish_ps)),

@@ -103,8 +103,11 @@ fn default_rto_ps() -> Time {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowConfig {
-    pub src: String,
-    pub dst: String,
+    /// The source and destination stations' names; shared, not copied, by
+    /// the flows of one host (a collective plans millions of flows over a
+    /// few thousand hosts).
+    pub src: std::sync::Arc<str>,
+    pub dst: std::sync::Arc<str>,
     pub size_bytes: u64,
     #[serde(default)]
     pub start_ps: Time,

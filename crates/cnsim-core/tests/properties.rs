@@ -113,7 +113,7 @@ fn config(c: &Case) -> SimConfig {
         .flows
         .iter()
         .map(|&(src, size, start_us)| FlowConfig {
-            src: format!("S{}", src % c.sources + 1),
+            src: format!("S{}", src % c.sources + 1).into(),
             dst: "D".into(),
             size_bytes: size,
             start_ps: start_us * PS_PER_US,

@@ -67,7 +67,7 @@ fn dcqcn_flows(duration_ms: u64) -> SimConfig {
     cfg.scheme = SchemeConfig::of("dcqcn", &DcqcnParams::default());
     cfg.transport.flows = (1..=4)
         .map(|i| FlowConfig {
-            src: format!("S{i}"),
+            src: format!("S{i}").into(),
             dst: "D".into(),
             size_bytes: 2_000_000,
             start_ps: 0,

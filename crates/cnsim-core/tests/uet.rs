@@ -36,7 +36,7 @@ fn incast(n: usize, size: u64, p: UetParams) -> SimConfig {
     }
     cfg.transport.flows = (1..=n)
         .map(|i| FlowConfig {
-            src: format!("S{i}"),
+            src: format!("S{i}").into(),
             dst: "D".into(),
             size_bytes: size,
             start_ps: 0,

@@ -91,10 +91,12 @@ pub fn expand(
             return fail(format!("{at}.phases"), "a job needs at least one phase");
         }
         let start_ps = (spec.start_ms * PS_PER_MS as f64).round() as Time;
+        // One shared name per host, cloned (a count) into each of its flows.
+        let names: Vec<std::sync::Arc<str>> = hosts.iter().map(|h| std::sync::Arc::from(h.as_str())).collect();
         let mut b = Builder {
             flows,
             gates,
-            hosts: &hosts,
+            hosts: &names,
             priority: spec.priority,
             entry: vec![None; spec.ranks as usize],
             start_ps,
@@ -268,7 +270,7 @@ fn place(spec: &JobSpec, stations: &[String], at: &str) -> Result<Vec<String>, C
 struct Builder<'a> {
     flows: &'a mut Vec<FlowConfig>,
     gates: &'a mut Vec<GateConfig>,
-    hosts: &'a [String],
+    hosts: &'a [std::sync::Arc<str>],
     priority: Option<u8>,
     /// Per rank: the gate it passes to enter the current phase (None: the
     /// job's first, which starts at `start_ps`).

@@ -34,7 +34,7 @@ fn a_ring_allreduce_is_two_n_minus_one_steps_of_a_segment_in_chunks() {
     for f in &flows {
         let t = f.tag.unwrap();
         assert_eq!(t.dst_rank, (t.src_rank + 1) % 8);
-        assert_eq!(f.src, format!("H{}", t.src_rank));
+        assert_eq!(&*f.src, format!("H{}", t.src_rank));
     }
     // Step 0 waits for nothing; chunk c of step k > 0 waits for chunk c of
     // step k - 1 into its sender, and (c >= 2) for the sender's chunk c - 2.

@@ -94,8 +94,8 @@ pub fn chain_config(cfg: &SimConfig, fabric: &Fabric, path: &[PortId], size: u64
     c.scheme = cfg.scheme.clone();
     c.transport = TransportConfig {
         flows: vec![FlowConfig {
-            src: fabric.node_name(first).to_string(),
-            dst: fabric.node_name(last).to_string(),
+            src: fabric.node_name(first).into(),
+            dst: fabric.node_name(last).into(),
             size_bytes: size,
             start_ps: 0,
             priority: None,

@@ -183,8 +183,8 @@ pub fn link_net(cfg: &SimConfig, fabric: &Fabric, all: &Flows, p: PortId, flows:
         .map(|&f| {
             let (src, dst) = (all.src[f as usize], all.dst[f as usize]);
             FlowConfig {
-                src: fabric.station_name(src).to_string(),
-                dst: if d_is_station { d_in_cfg.clone() } else { dest_name(dst) },
+                src: fabric.station_name(src).into(),
+                dst: if d_is_station { d_in_cfg.clone() } else { dest_name(dst) }.into(),
                 size_bytes: all.size[f as usize],
                 start_ps: all.start[f as usize],
                 priority: None,

@@ -132,8 +132,8 @@ pub(super) fn build_result(r: &Model<'_>, fct: impl Fn(usize) -> f64) -> RunResu
     };
     let records: Vec<FlowRecord> = (0..n)
         .map(|f| FlowRecord {
-            src: r.fabric.station_name(r.flows.src[f]).to_string(),
-            dst: r.fabric.station_name(r.flows.dst[f]).to_string(),
+            src: r.fabric.station_name(r.flows.src[f]).into(),
+            dst: r.fabric.station_name(r.flows.dst[f]).into(),
             size_bytes: r.flows.size[f],
             start_ps: r.flows.start[f],
             finish_ps: finish[f],

@@ -488,12 +488,14 @@ impl<S: Scheme> Hosts<S> {
 
     /// The per-flow records of the run.
     pub(crate) fn flow_records(&self, fabric: &Fabric<S>, frame_bytes: u32, sprayed: bool) -> Vec<FlowRecord> {
+        // One shared name per node: millions of records over a few thousand hosts.
+        let names: Vec<std::sync::Arc<str>> = fabric.nodes.iter().map(|n| std::sync::Arc::from(n.name.as_str())).collect();
         self.tp
             .flows
             .iter()
             .map(|f| FlowRecord {
-                src: fabric.nodes[f.src as usize].name.clone(),
-                dst: fabric.nodes[f.dst as usize].name.clone(),
+                src: names[f.src as usize].clone(),
+                dst: names[f.dst as usize].clone(),
                 size_bytes: f.size,
                 start_ps: f.start,
                 finish_ps: f.finish,

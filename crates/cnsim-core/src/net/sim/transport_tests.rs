@@ -18,7 +18,7 @@ fn incast(n: usize, size: u64, pause: bool, buffer: u64) -> SimConfig {
     }
     cfg.transport.flows = (1..=n)
         .map(|i| FlowConfig {
-            src: format!("S{i}"),
+            src: format!("S{i}").into(),
             dst: "D".into(),
             size_bytes: size,
             start_ps: 10 * PS_PER_US,
