@@ -115,6 +115,39 @@ KNOWN_UET = {
 }
 
 
+#: Oversubscribed fabrics: the reference's own 128-host topologies
+#: (uet-htsim 40ccb05 `datacenter/topologies/fat_tree_128_{1,4,8}os.topo`)
+#: as cnsim's `pods` generator (8 pods of 4 racks of 4 hosts; fabric
+#: switches per pod, spines per plane), under cnsim's built-in permutation
+#: (host i to i + 64, 2,000,000 bytes each; every flow crosses the core).
+#: The reference's figures are its run of that same permutation written as
+#: a matrix (`i->(i+64)%128 id i+1 start 0 size 2000000`): `htsim_uec -tm
+#: perm_half_128.cm -topo topologies/fat_tree_128_Nos.topo -sender_cc_only
+#: -paths 128`, the sender-side completions: (fabric_per_pod,
+#: spines_per_plane, median, slowest, trimmed packets).
+OVERSUBSCRIBED: dict[str, tuple[int, int, float, float, int]] = {
+    "1:1": (4, 4, 189.964, 196.175, 0),
+    "4:1 (one core uplink per aggregation switch)": (4, 1, 644.203, 750.36, 7397),
+    "8:1 (one uplink per rack, two per aggregation switch)": (1, 2, 1269.75, 1403.36, 7789),
+}
+
+
+def oversubscribed_scenario(fabric_per_pod: int, spines_per_plane: int) -> Scenario:
+    """uet_fattree on the reference's 128-host pods under the permutation."""
+    topology = {
+        "generator": "pods",
+        "pods": 8,
+        "racks_per_pod": 4,
+        "hosts_per_rack": 4,
+        "fabric_per_pod": fabric_per_pod,
+        "spines_per_plane": spines_per_plane,
+    }
+    workload = {"kind": "permutation", "size_bytes": 2_000_000, "header_bytes": 64}
+    return load("uet_fattree").replace(
+        seeds=[0], duration_ms=20.0, topology=topology, workload=workload, **{"uet.paths": 128}
+    )
+
+
 def uet_scenario(case: dict[str, Any]) -> Scenario:
     """The built-in uet_fattree scenario set to one of UET_CASES."""
     return load("uet_fattree").replace(
@@ -152,9 +185,25 @@ def uet(jobs: int | None, progress: bool) -> list[Row]:
     """The Ultra Ethernet transport against its reference simulator's
     published figures (issue 41; docs/calibration.md section 9), each within
     5%: the slowest flow's completion, and the first flow's where given."""
-    got = run_many({k: uet_scenario(c) for k, c in UET_CASES.items()}, "validate uet", jobs, progress)
+    cases = {k: uet_scenario(c) for k, c in UET_CASES.items()}
+    cases |= {f"os {k}": oversubscribed_scenario(f, sp) for k, (f, sp, *_) in OVERSUBSCRIBED.items()}
+    got = run_many(cases, "validate uet", jobs, progress)
     s = "uet"
     rows = []
+    for name, (_, _, median, tail, trims) in OVERSUBSCRIBED.items():
+        res = got[f"os {name}"]
+        f = uet_fcts(res)
+        what = f"128-host fat tree {name}, permutation i -> i + 64 of 2 MB, 128 paths"
+        rows.append(Row(s, f"{what}: flows finished", 128, f["flows"], "all", f["flows"] == 128))
+        rows.append(
+            _rel(s, f"{what}: median FCT (us), the reference on the same flows", median, f["median"], 0.05)
+        )
+        rows.append(
+            _rel(s, f"{what}: slowest FCT (us), the reference on the same flows", tail, f["tail"], 0.05)
+        )
+        if trims:
+            got_trims = float(res.metric("frames_trimmed")[0])
+            rows.append(_rel(s, f"{what}: packets trimmed, the reference's NACKs", trims, got_trims, 0.10))
     for name, case in UET_CASES.items():
         f = uet_fcts(got[name])
         n = case["seeds"]
