@@ -151,3 +151,22 @@ def test_validate_uet_passes():
     rows = V.uet(None, False)
     assert all(r.ok or r.known for r in rows), [r.as_dict() for r in rows if not r.ok]
     assert sum(not r.ok for r in rows) <= 1
+
+
+def test_an_oversubscribed_fabric_agrees_with_the_reference():
+    """The reference's 128-host 4:1 fat tree (one core uplink per
+    aggregation switch) under the permutation i -> i + 64: every flow
+    crosses the core at a quarter of its rate, queues trim, and the
+    completions are the reference's within 5% (docs/calibration.md
+    section 9); the same fabric at 1:1 runs at line rate."""
+    from cnsim.validate_uet import OVERSUBSCRIBED, oversubscribed_scenario, uet_fcts
+
+    one = cnsim.run(oversubscribed_scenario(4, 4), progress=False)
+    four = cnsim.run(oversubscribed_scenario(4, 1), progress=False)
+    a, b = uet_fcts(one), uet_fcts(four)
+    _, _, median, tail, trims = OVERSUBSCRIBED["4:1 (one core uplink per aggregation switch)"]
+    assert a["flows"] == b["flows"] == 128
+    assert one.metric("frames_trimmed")[0] == 0 and a["tail"] < 200.0
+    assert abs(b["median"] - median) <= 0.05 * median
+    assert abs(b["tail"] - tail) <= 0.05 * tail
+    assert abs(four.metric("frames_trimmed")[0] - trims) <= 0.10 * trims
