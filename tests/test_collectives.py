@@ -175,3 +175,46 @@ def test_whole_run_metrics_do_not_turn_the_compiled_config_into_python_data():
     assert {s["name"] for s in stations} >= {"H0", "H1"}
     with pytest.raises(KeyError, match="stations, bridges or scheme"):
         sc.compiled().part("transport")
+
+
+def test_the_slowdown_figure_draws_one_flow_in_k_past_its_limit(monkeypatch):
+    """Millions of flows: the scatter draws every k-th (deterministic), the
+    label says so, and the percentiles are still of every flow."""
+    from cnsim.report import figures
+
+    r = cnsim.run(cnsim.load("training_two_jobs").replace(seeds=[0]), progress=False)
+    n = len(r.flows)
+    whole = figures.slowdown_fig(r).axes[0].collections[0].get_offsets()
+    assert len(whole) == n
+    monkeypatch.setattr(figures, "SCATTER_FLOWS", 100)
+    ax = figures.slowdown_fig(r).axes[0]
+    k = -(-n // 100)
+    drawn = ax.collections[0].get_offsets()
+    assert len(drawn) == -(-n // k) <= 100
+    assert (drawn == whole[::k]).all()
+    assert ax.get_legend().get_texts()[0].get_text() == f"flows (one in {k} drawn)"
+
+
+def test_the_fct_table_is_the_same_bits_in_python_and_in_numpy():
+    """Large runs compute the FCT table in numpy, small ones per value in
+    Python: the same values, nulls and types, on finished, unfinished and
+    unacknowledged flows."""
+    from cnsim import metrics
+
+    for name, kw in [
+        ("flows_websearch", {"duration_ms": 2.0}),
+        ("uet_fattree", {"topology.hosts": 16, "workload.file": "incast.cm"}),
+    ]:
+        run = cnsim.run(cnsim.load(name).replace(seeds=[0], **kw), progress=False).runs[0]
+        t = run.table("flow_records")
+        a, b = metrics._fct_table(t), metrics._fct_table_numpy(t)
+        cols = ["start_us", "finish_us", "fct_us", "fct_acked_us", "ideal_fct_us", "slowdown"]
+        assert a.columns == b.columns
+        for c in cols:
+            x, y = list(a[c]), list(b[c])
+            assert [type(v) for v in x] == [type(v) for v in y], c
+            assert [v if v is None or v == v else "nan" for v in x] == [
+                v if v is None or v == v else "nan" for v in y
+            ], c
+        if name == "flows_websearch":
+            assert any(v is None for v in a["fct_us"]) and any(v is not None for v in a["fct_us"])

@@ -84,6 +84,17 @@ def fct_table(run: Any) -> Table:
     on the empty network along its path); null for a flow that did not
     finish inside the run."""
     t = run.table("flow_records")
+    return _fct_table_numpy(t) if len(t) > NUMPY_FLOWS else _fct_table(t)
+
+
+#: Past this many flows the FCT table is computed in numpy: a run of
+#: millions of flows reads it several times (metrics, flows.parquet, the
+#: report), seconds each per value in Python. Below, in Python, so that a
+#: small run never imports numpy (its start-up is most of such a run).
+NUMPY_FLOWS = 20_000
+
+
+def _fct_table(t: Table) -> Table:
     start, finish, ideal = t["start_ps"], t["finish_ps"], t["ideal_fct_ps"]
     k = _US_PER_PS
     finish_us = [None if f == _NEVER else float(f) * k for f in finish]
@@ -98,6 +109,41 @@ def fct_table(run: Any) -> Table:
         fct_acked_us=fct_acked_us,
         ideal_fct_us=ideal_us,
         slowdown=[None if f is None else fdiv(f, i) for f, i in zip(fct_us, ideal_us, strict=True)],
+    )
+
+
+def _fct_table_numpy(t: Table) -> Table:
+    # The same IEEE arithmetic as _fct_table's per value (an exact integer
+    # difference, rounded to a double once, times 1e-6; null where a time is
+    # 2^64 - 1), so both give the same bits (tests/test_collectives.py).
+    import numpy as np
+
+    def ps(name: str) -> Any:
+        return np.asarray(t[name], dtype=np.uint64)
+
+    start, finish, ideal = ps("start_ps"), ps("finish_ps"), ps("ideal_fct_ps")
+    acked = ps("acked_ps") if "acked_ps" in t.columns else np.full(len(start), _NEVER, dtype=np.uint64)
+    k = _US_PER_PS
+    unfinished = finish == _NEVER
+    # Differences of unfinished flows wrap around; they are nulled below.
+    fct = (finish - start).astype(np.float64) * k
+    ideal_us = ideal.astype(np.float64) * k
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slow = fct / ideal_us
+
+    def nullable(values: Any, null: Any) -> list[float | None]:
+        out: list[float | None] = values.tolist()
+        for i in np.flatnonzero(null).tolist():
+            out[i] = None
+        return out
+
+    return t.with_columns(
+        start_us=(start.astype(np.float64) * k).tolist(),
+        finish_us=nullable(finish.astype(np.float64) * k, unfinished),
+        fct_us=nullable(fct, unfinished),
+        fct_acked_us=nullable((acked - start).astype(np.float64) * k, acked == _NEVER),
+        ideal_fct_us=ideal_us.tolist(),
+        slowdown=nullable(slow, unfinished),
     )
 
 
