@@ -197,7 +197,11 @@ def slowdown_fig(res: Any) -> Any | None:
     (log-log), and the p50 / p95 / p99 of each size bucket."""
     if not getattr(res, "transport", False):
         return None
-    flows = res.flows
+    from ..metrics import slowdown_by_size
+
+    # The two columns drawn, once: the whole flows frame of millions of
+    # flows is hundreds of MB, and it is dropped here.
+    flows = res.flows.select("size_bytes", "slowdown")
     f = flows.filter(flows["slowdown"].is_not_null())
     if len(f) == 0:
         return None
@@ -209,7 +213,7 @@ def slowdown_fig(res: Any) -> Any | None:
     shown = f.gather_every(k) if k > 1 else f
     label = "flows" if k == 1 else f"flows (one in {k} drawn)"
     ax.scatter(shown["size_bytes"].to_numpy(), shown["slowdown"].to_numpy(), s=4, alpha=0.35, label=label)
-    by_size = res.slowdown_by_size()
+    by_size = slowdown_by_size(flows)
     b = by_size.filter(by_size["finished"] > 0)
     lower = b["lower_bytes"].to_numpy()
     upper = np.minimum(b["upper_bytes"].fill_null(2**62).to_numpy(), int(f["size_bytes"].max()))
