@@ -15,11 +15,9 @@ use std::time::Instant;
 /// (src, dst, size, start, finish, ideal) per flow.
 type Rec = (String, String, u64, u64, u64, u64);
 
-fn records(cfg: &SimConfig, seed: u64) -> (Vec<Rec>, f64) {
-    let t0 = Instant::now();
-    let r = Sim::new(cfg, seed).unwrap_or_else(|e| panic!("{e}")).run().unwrap();
-    let out = r
-        .transport
+/// A run's flows as (src, dst, size, start, finish, ideal).
+fn flow_recs(r: &cnsim_core::RunResult) -> Vec<Rec> {
+    r.transport
         .flows
         .iter()
         .map(|f| {
@@ -32,7 +30,13 @@ fn records(cfg: &SimConfig, seed: u64) -> (Vec<Rec>, f64) {
                 f.ideal_fct_ps,
             )
         })
-        .collect();
+        .collect()
+}
+
+fn records(cfg: &SimConfig, seed: u64) -> (Vec<Rec>, f64) {
+    let t0 = Instant::now();
+    let r = Sim::new(cfg, seed).unwrap_or_else(|e| panic!("{e}")).run().unwrap();
+    let out = flow_recs(&r);
     (out, t0.elapsed().as_secs_f64())
 }
 
@@ -93,21 +97,7 @@ fn main() {
     let warnings = sim.warnings().to_vec();
     let r = sim.finish().unwrap();
     let flow_wall = t0.elapsed().as_secs_f64();
-    let flow: Vec<Rec> = r
-        .transport
-        .flows
-        .iter()
-        .map(|f| {
-            (
-                f.src.to_string(),
-                f.dst.to_string(),
-                f.size_bytes,
-                f.start_ps,
-                f.finish_ps,
-                f.ideal_fct_ps,
-            )
-        })
-        .collect();
+    let flow: Vec<Rec> = flow_recs(&r);
     let slow = |x: &Rec| (x.4 != u64::MAX).then(|| (x.4 - x.3) as f64 / x.5 as f64);
     let mut by_key = std::collections::HashMap::new();
     for p in &packet {
