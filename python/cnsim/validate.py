@@ -14,6 +14,7 @@ from .results import Results
 from .runner import run
 from .scenario import Scenario, load
 from .validate_collectives import collectives
+from .validate_hpcc import hpcc_paper
 from .validate_rows import Row, _abs, _means, _rel, _with_ci, run_many
 from .validate_uet import uet
 
@@ -825,3 +826,7 @@ STUDIES["multiclass"] = multiclass
 
 STUDIES["uet"] = uet
 STUDIES["collectives"] = collectives
+STUDIES["hpcc_paper"] = hpcc_paper
+#: Studies of hours (24 runs of 100 ms on a 320-host fabric at 100 Gbit/s):
+#: run with `--only NAME`, never in the default `cnsim validate`.
+ON_REQUEST = {"hpcc_paper"}

@@ -38,6 +38,7 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
             scheduler: Default::default(),
             mmu: Default::default(),
             red: None,
+            red_ref_bps: None,
         })
         .collect();
     bridges.push(BridgeConfig {
@@ -51,6 +52,7 @@ pub fn star_config(n: usize, load: f64, duration_ps: Time, sources_start_ps: Tim
         scheduler: Default::default(),
         mmu: Default::default(),
         red: None,
+        red_ref_bps: None,
     });
     let link = |a: String, b: String| LinkConfig {
         a,
@@ -121,6 +123,7 @@ pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, schem
         scheduler: Default::default(),
         mmu: Default::default(),
         red: None,
+        red_ref_bps: None,
     }];
     let links = (0..10)
         .map(|i| LinkConfig {
@@ -187,6 +190,7 @@ pub fn leafspine_config(leaves: usize, spines: usize, hosts_per_leaf: usize, loa
         scheduler: Default::default(),
         mmu: Default::default(),
         red: None,
+        red_ref_bps: None,
     };
     let bridges = (0..leaves)
         .map(|l| bridge(format!("L{l}")))

@@ -115,9 +115,11 @@ pub struct BridgeSection {
     pub egress_alpha: f64,
     pub headroom_bytes: crate::config::Headroom,
     pub xon_offset_bytes: u64,
+    pub ingress_alpha_ref_gbps: Option<f64>,
     pub ecn_kmin_bytes: Option<f64>,
     pub ecn_kmax_bytes: Option<f64>,
     pub ecn_pmax: f64,
+    pub ecn_ref_gbps: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -501,7 +503,9 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
                     egress_alpha: br.egress_alpha,
                     headroom: br.headroom_bytes,
                     xon_offset_bytes: br.xon_offset_bytes,
+                    alpha_ref_bps: br.ingress_alpha_ref_gbps.map(|g| g * 1e9),
                 },
+                red_ref_bps: br.ecn_ref_gbps.map(|g| g * 1e9),
                 red: br
                     .ecn_kmin_bytes
                     .zip(br.ecn_kmax_bytes)

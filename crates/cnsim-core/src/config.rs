@@ -367,6 +367,10 @@ pub struct BridgeConfig {
     /// CPs, replacing the scheme's (None: the scheme's).
     #[serde(default)]
     pub red: Option<crate::scheme::Red>,
+    /// The port rate `red` is written for (bit/s): a CP port of rate R
+    /// marks at its thresholds x R / this (None: as written at every port).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub red_ref_bps: Option<f64>,
 }
 
 /// The declared default (`sections::bridge`).

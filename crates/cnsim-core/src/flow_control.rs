@@ -38,6 +38,28 @@ pub struct MmuConfig {
     pub egress_alpha: f64,
     pub headroom: Headroom,
     pub xon_offset_bytes: u64,
+    /// The port rate `ingress_alpha` is for (bit/s): an ingress port k
+    /// doublings faster gets `ingress_alpha` x 2^k, at most 1 (None: the
+    /// same alpha at every port).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpha_ref_bps: Option<f64>,
+}
+
+impl MmuConfig {
+    /// The dynamic-threshold alpha of an ingress port of `rate_bps`.
+    pub fn ingress_alpha_at(&self, rate_bps: f64) -> f64 {
+        let Some(reference) = self.alpha_ref_bps else {
+            return self.ingress_alpha;
+        };
+        // As the HPCC artifact's shift: one doubling of alpha per halving
+        // of the rate that is still above the reference, never past 1.
+        let (mut alpha, mut rate) = (self.ingress_alpha, rate_bps);
+        while rate > reference && alpha * 2.0 <= 1.0 {
+            alpha *= 2.0;
+            rate /= 2.0;
+        }
+        alpha
+    }
 }
 
 /// `bridge.headroom_bytes`: bytes, or `auto` (per port, from its link).
@@ -67,6 +89,7 @@ impl Default for MmuConfig {
             egress_alpha: float("egress_alpha"),
             headroom: serde_json::from_value(d["headroom_bytes"].clone()).expect("declared bytes or auto"),
             xon_offset_bytes: int("xon_offset_bytes"),
+            alpha_ref_bps: None,
         }
     }
 }
@@ -199,5 +222,29 @@ impl Default for PauseConfig {
     /// The declared defaults (`sections::pause`).
     fn default() -> Self {
         serde_json::from_value(Value::Object(crate::sections::pause().defaults())).expect("the [pause] declaration matches PauseConfig")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MmuConfig;
+
+    /// The HPCC artifact's PFC alpha: 1/8 at the NIC's rate, one shift less
+    /// per doubling above it, never past 1.
+    #[test]
+    fn ingress_alpha_doubles_per_doubling_of_the_port_rate() {
+        let mut m = MmuConfig {
+            ingress_alpha: 0.125,
+            ..MmuConfig::default()
+        };
+        assert_eq!(m.ingress_alpha_at(400e9), 0.125, "no reference: one alpha");
+        m.alpha_ref_bps = Some(100e9);
+        assert_eq!(m.ingress_alpha_at(100e9), 0.125);
+        assert_eq!(m.ingress_alpha_at(25e9), 0.125);
+        assert_eq!(m.ingress_alpha_at(200e9), 0.25);
+        assert_eq!(m.ingress_alpha_at(400e9), 0.5);
+        assert_eq!(m.ingress_alpha_at(300e9), 0.5, "above 200: a second doubling");
+        assert_eq!(m.ingress_alpha_at(800e9), 1.0);
+        assert_eq!(m.ingress_alpha_at(3200e9), 1.0, "at most 1");
     }
 }

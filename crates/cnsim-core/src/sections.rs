@@ -157,6 +157,13 @@ pub fn bridge() -> Table {
             Range::ge(0.0).le(MAX_BYTES),
             "mmu buffers: headroom per (ingress port, lossless priority), what may still arrive after the XOFF; auto: computed per port from its link's rate and propagation delay, the largest frame, the PFC frame and the bridge's latency (docs/classes.md, \"Headroom\")",
         )
+        .float(
+            "ingress_alpha_ref_gbps",
+            0.0,
+            Range::ge(MIN_GBPS).le(MAX_GBPS),
+            "mmu buffers: the port rate ingress_alpha is for: an ingress port k doublings faster gets ingress_alpha x 2^k (at most 1), as the HPCC artifact's dynamic PFC threshold takes one shift less per doubling of a port's rate above the NIC's (docs/hpcc-benchmark.md)",
+        )
+        .optional("ingress_alpha_ref_gbps", "none: ingress_alpha at every port")
         .int(
             "xon_offset_bytes",
             3072,
@@ -183,8 +190,16 @@ pub fn bridge() -> Table {
             Range::gt(0.0).le(1.0),
             "the bridge's RED profile: the marking probability at ecn_kmax_bytes (read only with ecn_kmin_bytes and ecn_kmax_bytes)",
         )
+        .float(
+            "ecn_ref_gbps",
+            0.0,
+            Range::ge(MIN_GBPS).le(MAX_GBPS),
+            "the port rate the bridge's RED profile is written for: a port of rate R marks from ecn_kmin_bytes x R / this to ecn_kmax_bytes x R / this (ECN thresholds by link rate, as the HPCC artifact's KMIN_MAP / KMAX_MAP scale them; a [[ports]] entry's own profile is taken as written)",
+        )
+        .optional("ecn_ref_gbps", "none: the same thresholds at every port")
         .rule(&RED_PAIR, RED_TOGETHER, red_together)
         .rule(&RED_PAIR, RED_ORDERED, red_ordered)
+        .rule(&["ecn_ref_gbps", "ecn_kmin_bytes"], "ecn_ref_gbps scales the bridge's RED profile: set ecn_kmin_bytes and ecn_kmax_bytes with it", red_ref_has_profile)
         .ints(
             "strict_priorities",
             &[],
@@ -533,6 +548,10 @@ const RED_ORDERED: &str = "ecn_kmin_bytes <= ecn_kmax_bytes";
 
 fn red_together(v: &crate::params::Values) -> bool {
     v.get("ecn_kmin_bytes").is_some() == v.get("ecn_kmax_bytes").is_some()
+}
+
+fn red_ref_has_profile(v: &crate::params::Values) -> bool {
+    v.get("ecn_ref_gbps").is_none() || v.get("ecn_kmin_bytes").is_some()
 }
 
 fn red_ordered(v: &crate::params::Values) -> bool {

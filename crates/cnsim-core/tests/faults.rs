@@ -37,6 +37,7 @@ fn bridge(name: &str) -> BridgeConfig {
         scheduler: Default::default(),
         mmu: Default::default(),
         red: None,
+        red_ref_bps: None,
     }
 }
 

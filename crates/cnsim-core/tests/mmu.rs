@@ -72,6 +72,7 @@ fn worst_case(rate_bps: u64, cable_m: f64, mtu: u32, latency_ps: u64, r_start_ps
         scheduler: Default::default(),
         mmu,
         red: None,
+        red_ref_bps: None,
     };
     // Long enough for 40 pause cycles (each drains about the headroom and
     // the XON offset at a fiftieth of the rate).
@@ -209,6 +210,7 @@ fn shared_and_dynamic_buffers_are_instances_of_the_mmu() {
                 ..MmuConfig::default()
             },
             red: None,
+            red_ref_bps: None,
         };
         let mut stations: Vec<_> = ["H1", "H2", "H3"].iter().map(|h| station(h, 0.45, "D", 3)).collect();
         stations.push(station("H4", 0.9, "F", 3));

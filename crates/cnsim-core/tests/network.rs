@@ -34,6 +34,7 @@ fn bridge(name: &str, mode: BufferMode, latency_ps: u64) -> BridgeConfig {
         scheduler: Default::default(),
         mmu: Default::default(),
         red: None,
+        red_ref_bps: None,
     }
 }
 

@@ -153,3 +153,31 @@ fn a_ports_own_profile_replaces_its_bridges_there() {
     on_port(&mut cfg, "B0->B1");
     assert_eq!(finishes(&run(&cfg)), finishes(&plain));
 }
+
+/// A bridge profile written for another rate (`bridge.ecn_ref_gbps`, as the
+/// HPCC artifact sets ECN thresholds per link rate): at a port of rate R
+/// it marks as the profile with its thresholds x R / the reference, frame
+/// for frame.
+#[test]
+fn a_profile_for_another_rate_is_scaled_to_each_ports() {
+    let d = DcqcnParams::default();
+    let base = two_flows(3, 3, dcqcn(), false);
+    let rate = base.links[0].rate_bps;
+    assert!(base.links.iter().all(|l| l.rate_bps == rate), "one rate in the star");
+    let (kmin, kmax) = (d.kmin_bytes / 2.0, d.kmin_bytes * 2.0);
+    let mut for_double = with_red(base.clone(), kmin, kmax, 0.5);
+    for b in &mut for_double.bridges {
+        b.red_ref_bps = Some(2.0 * rate as f64);
+    }
+    let halved = with_red(base.clone(), kmin / 2.0, kmax / 2.0, 0.5);
+    let as_written = with_red(base, kmin, kmax, 0.5);
+    let (scaled, halved, as_written) = (run(&for_double), run(&halved), run(&as_written));
+    assert_eq!(finishes(&scaled), finishes(&halved));
+    assert_eq!(scaled.frames.counts.note_bytes_measure, halved.frames.counts.note_bytes_measure);
+    assert!(
+        scaled.frames.counts.note_bytes_measure > as_written.frames.counts.note_bytes_measure,
+        "half the thresholds mark more: {} against {}",
+        scaled.frames.counts.note_bytes_measure,
+        as_written.frames.counts.note_bytes_measure
+    );
+}

@@ -124,6 +124,7 @@ fn diamond(paths: u32) -> SimConfig {
         scheduler: Default::default(),
         mmu: Default::default(),
         red: None,
+        red_ref_bps: None,
     };
     let link = |a: &str, b: &str, gbps: u64, us: u64| LinkConfig {
         a: a.into(),

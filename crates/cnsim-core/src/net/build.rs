@@ -126,7 +126,14 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
                     // The port's own profile, else its bridge's (else the scheme's).
                     let own = cfg.port_overrides.iter().find(|o| o.port == p.name).and_then(|o| o.red);
                     let red = own.or(match net.nodes[p.owner as usize].kind {
-                        NodeKind::Bridge(b) => cfg.bridges[b as usize].red,
+                        NodeKind::Bridge(b) => {
+                            let b = &cfg.bridges[b as usize];
+                            // A profile written for one rate, scaled to this port's.
+                            b.red.map(|r| match b.red_ref_bps {
+                                Some(reference) => r.scaled(p.nominal_rate_bps as f64 / reference),
+                                None => r,
+                            })
+                        }
                         _ => None,
                     });
                     let into_station = matches!(net.nodes[p.peer as usize].kind, NodeKind::Station(_));

@@ -29,7 +29,8 @@ use crate::trace::Reason;
 pub struct Mmu {
     /// Bytes per (ingress port, priority in use) taken before the pool.
     reserve: u64,
-    ingress_alpha: f64,
+    /// Per local ingress port: its dynamic-threshold alpha.
+    ingress_alpha: Vec<f64>,
     egress_alpha: f64,
     xon_offset: u64,
     /// The shared pool: the buffer less every reserve and headroom.
@@ -62,7 +63,9 @@ impl Mmu {
     /// The MMU of a bridge of `buffer` bytes whose local ports have these
     /// headrooms (per lossless priority), with `in_use` priorities in use
     /// (each gets a reserve on every port) and the `lossless` ones.
-    pub fn new(cfg: &MmuConfig, buffer: u64, headroom: Vec<u64>, in_use: u8, lossless: u8) -> Result<Mmu, Oversubscribed> {
+    /// `alpha` holds each local ingress port's dynamic-threshold alpha.
+    pub fn new(cfg: &MmuConfig, buffer: u64, headroom: Vec<u64>, alpha: Vec<f64>, in_use: u8, lossless: u8) -> Result<Mmu, Oversubscribed> {
+        debug_assert_eq!(alpha.len(), headroom.len());
         let ports = headroom.len() as u64;
         let reserves = cfg.reserve_bytes * ports * in_use.count_ones() as u64;
         let headrooms = headroom.iter().sum::<u64>() * (lossless & in_use).count_ones() as u64;
@@ -72,7 +75,7 @@ impl Mmu {
         let n = headroom.len();
         Ok(Mmu {
             reserve: cfg.reserve_bytes,
-            ingress_alpha: cfg.ingress_alpha,
+            ingress_alpha: alpha,
             egress_alpha: cfg.egress_alpha,
             xon_offset: cfg.xon_offset_bytes,
             pool: buffer - reserves - headrooms,
@@ -91,9 +94,9 @@ impl Mmu {
         self.pool - self.shared_used
     }
 
-    /// What one (ingress port, priority) may hold beyond its reserve.
-    fn threshold(&self) -> u64 {
-        (self.ingress_alpha * self.free() as f64) as u64
+    /// What one (ingress port, priority) of local port `i` may hold beyond its reserve.
+    fn threshold(&self, i: usize) -> u64 {
+        (self.ingress_alpha[i] * self.free() as f64) as u64
     }
 
     fn shared_of(&self, i: usize, p: usize) -> u64 {
@@ -108,7 +111,7 @@ impl Mmu {
         let above = (used + len).saturating_sub(self.reserve) - used.saturating_sub(self.reserve);
         let fits_pool = above <= self.free();
         if self.lossless & (1 << p) != 0 {
-            if above == 0 || (fits_pool && self.shared_of(i, p) + above <= self.threshold()) {
+            if above == 0 || (fits_pool && self.shared_of(i, p) + above <= self.threshold(i)) {
                 self.take(i, o, p, len, above);
             } else if self.hdrm[i][p] + len <= self.headroom[i] {
                 self.hdrm[i][p] += len;
@@ -150,13 +153,13 @@ impl Mmu {
 
     /// Whether lossless (`i`, `p`) must be paused now.
     pub fn should_pause(&self, i: usize, p: usize) -> bool {
-        self.lossless & (1 << p) != 0 && (self.hdrm[i][p] > 0 || self.shared_of(i, p) >= self.threshold())
+        self.lossless & (1 << p) != 0 && (self.hdrm[i][p] > 0 || self.shared_of(i, p) >= self.threshold(i))
     }
 
     /// Whether a paused (`i`, `p`) may resume now.
     pub fn may_resume(&self, i: usize, p: usize) -> bool {
         let shared = self.shared_of(i, p);
-        self.hdrm[i][p] == 0 && (shared == 0 || shared + self.xon_offset <= self.threshold())
+        self.hdrm[i][p] == 0 && (shared == 0 || shared + self.xon_offset <= self.threshold(i))
     }
 
     /// Headroom bytes (`i`, `p`) holds.
@@ -187,6 +190,7 @@ mod tests {
             egress_alpha: 1.0,
             headroom: crate::config::Headroom::Bytes(0),
             xon_offset_bytes: 3072,
+            alpha_ref_bps: None,
         }
     }
 
@@ -196,7 +200,7 @@ mod tests {
     /// Two ports, priorities 0 (lossy) and 3 (lossless), 100,000 bytes:
     /// reserves 4 x 1,000, headroom 2 x 5,000: a pool of 86,000.
     fn mmu() -> Mmu {
-        Mmu::new(&cfg(1_000, 0.5), 100_000, vec![5_000, 5_000], IN_USE, LOSSLESS_3).unwrap()
+        Mmu::new(&cfg(1_000, 0.5), 100_000, vec![5_000, 5_000], vec![0.5; 2], IN_USE, LOSSLESS_3).unwrap()
     }
 
     #[test]
@@ -253,7 +257,7 @@ mod tests {
 
     #[test]
     fn a_buffer_smaller_than_its_reserves_and_headroom_is_refused() {
-        let e = Mmu::new(&cfg(1_000, 0.5), 14_000, vec![5_000, 5_000], IN_USE, LOSSLESS_3).err();
+        let e = Mmu::new(&cfg(1_000, 0.5), 14_000, vec![5_000, 5_000], vec![0.5; 2], IN_USE, LOSSLESS_3).err();
         assert_eq!(
             e,
             Some(Oversubscribed {

@@ -510,7 +510,12 @@ fn mmu_of<E>(cfg: &SimConfig, b: &crate::config::BridgeConfig, node: &Node, port
         .collect();
     let in_use = cfg.stations.iter().fold(0u8, |m, s| m | 1 << (s.priority & 7));
     let lossless = if pfc { cfg.pause.lossless_mask() } else { 0 };
-    super::mmu::Mmu::new(&b.mmu, b.buffer_bytes, headroom, in_use, lossless).map_err(|e| {
+    let alpha = node
+        .ports
+        .iter()
+        .map(|&p| b.mmu.ingress_alpha_at(ports[p as usize].nominal_rate_bps as f64))
+        .collect();
+    super::mmu::Mmu::new(&b.mmu, b.buffer_bytes, headroom, alpha, in_use, lossless).map_err(|e| {
         ConfigError::new(
             "bridge.reserve_bytes / bridge.headroom_bytes",
             format!(

@@ -37,6 +37,10 @@ pub struct DcqcnParams {
     pub r_hai_mbps: f64,
     pub min_rate_mbps: f64,
     pub window: bool,
+    pub window_follows_rate: bool,
+    pub rp_model: RpModel,
+    pub alpha_timer_us: f64,
+    pub decrease_interval_us: f64,
 }
 
 /// The `[dcqcn]` table (schemes.md "DCQCN"); run it with PAUSE (PFC) on.
@@ -73,6 +77,29 @@ pub fn table() -> Table {
             false,
             "transport flows: besides the rate, a fixed window of one BDP in flight (line rate x the flow's base RTT): DCQCN+w of HPCC's evaluation (Li et al., SIGCOMM 2019), which keeps DCQCN's first RTT at line rate from filling buffers; open-loop traffic has no window",
         )
+        .flag(
+            "window_follows_rate",
+            false,
+            "with window: the window is one BDP x the current rate / the line rate (the HPCC artifact's VAR_WIN, which its DCQCN+w runs), not a fixed BDP",
+        )
+        .choice(
+            "rp_model",
+            &["paper", "nic"],
+            "paper",
+            "the reaction point: paper (the DCQCN paper's: a cut at each CNP, one timer for alpha and the rate increase, and a byte counter) or nic (the NIC vendor's, as the HPCC artifact models it: alpha updated every alpha_timer_us, a cut at most every decrease_interval_us when a CNP came, the rate increased every timer_us only, fr_thr steps of fast recovery; docs/hpcc-benchmark.md)",
+        )
+        .float(
+            "alpha_timer_us",
+            55.0,
+            Range::ge(0.001),
+            "rp_model = nic: alpha's update period: (1 - g) alpha + g if a CNP came in it, else (1 - g) alpha (us)",
+        )
+        .float(
+            "decrease_interval_us",
+            4.0,
+            Range::ge(0.001),
+            "rp_model = nic: the rate is cut at most once per this period, at its end, if a CNP came in it (us)",
+        )
         .rule(&["kmin_bytes", "kmax_bytes"], "kmin_bytes < kmax_bytes", |v| {
             v.f("kmin_bytes") < v.f("kmax_bytes")
         })
@@ -100,6 +127,16 @@ impl DcqcnParams {
     pub fn min_rate_bps(&self) -> f64 {
         self.min_rate_mbps * 1e6
     }
+}
+
+/// Which reaction point runs (`dcqcn.rp_model`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RpModel {
+    /// The DCQCN paper's (Zhu et al., SIGCOMM 2015).
+    Paper,
+    /// The NIC vendor's, as the HPCC artifact's rdma-hw.cc models it.
+    Nic,
 }
 
 /// DCQCN's frame extension: a data frame's ECN Congestion Experienced bit
@@ -150,6 +187,98 @@ impl Dcqcn {
         self.red().probability(q)
     }
 
+    /// With a window following the rate: the window for the rate now.
+    fn follow_rate(&self, core: &mut RlCore, rl: &DcqcnRl) {
+        if self.p.window && self.p.window_follows_rate && rl.bdp_bytes > 0 {
+            core.window_bytes = ((rl.bdp_bytes as f64 * core.rate_bps / core.line_rate_bps) as u64).max(1);
+        }
+    }
+
+    /// rp_model = nic: alpha's updates due by `now`.
+    fn nic_alpha(&self, rl: &mut DcqcnRl, now: Time) {
+        let period = us_to_ps(self.p.alpha_timer_us).max(1);
+        if !rl.nic.started || now < rl.nic.alpha_at {
+            return;
+        }
+        let n = 1 + (now - rl.nic.alpha_at) / period;
+        let g = self.p.g;
+        rl.alpha = (1.0 - g) * rl.alpha + if rl.nic.alpha_cnp { g } else { 0.0 };
+        rl.nic.alpha_cnp = false;
+        if n > 1 {
+            rl.alpha *= (1.0 - g).powf((n - 1) as f64);
+        }
+        rl.nic.alpha_at += n * period;
+    }
+
+    /// rp_model = nic: the RL's next timer (a pending decrease check or the
+    /// next increase).
+    fn nic_next(&self, rl: &DcqcnRl) -> Option<Time> {
+        let check = if rl.nic.cut_pending { rl.nic.next_check } else { Time::MAX };
+        Some(check.min(rl.nic.inc_at))
+    }
+
+    /// rp_model = nic: a CNP came.
+    fn nic_on_cnp(&self, core: &mut RlCore, rl: &mut DcqcnRl, now: Time) -> Option<Time> {
+        let check = us_to_ps(self.p.decrease_interval_us).max(1);
+        if !rl.nic.started {
+            // The first CNP: alpha starts at 1 and its periods, and the
+            // decrease checks (1 ns after alpha's: the artifact's order).
+            rl.nic = NicRp {
+                started: true,
+                alpha_at: now + us_to_ps(self.p.alpha_timer_us).max(1),
+                alpha_cnp: false,
+                check0: now + check + 1_000,
+                cut_pending: true,
+                next_check: now + check + 1_000,
+                inc_at: Time::MAX,
+            };
+            rl.alpha = 1.0;
+            rl.tr = core.rate_bps;
+            return self.nic_next(rl);
+        }
+        self.nic_alpha(rl, now);
+        rl.nic.alpha_cnp = true;
+        if !rl.nic.cut_pending {
+            rl.nic.cut_pending = true;
+            // The first periodic check after now.
+            let k = if now < rl.nic.check0 { 0 } else { (now - rl.nic.check0) / check + 1 };
+            rl.nic.next_check = rl.nic.check0 + k * check;
+        }
+        self.nic_next(rl)
+    }
+
+    /// rp_model = nic: the RL's timer at `now`: a due cut, a due increase.
+    fn nic_on_timer(&self, core: &mut RlCore, rl: &mut DcqcnRl, now: Time) -> Option<Time> {
+        if rl.nic.cut_pending && now >= rl.nic.next_check {
+            self.nic_alpha(rl, now);
+            // The vendor's target clamp (CLAMP_TARGET_RATE 0): the target
+            // takes the rate only if an increase came since the last cut.
+            if rl.ts != 0 {
+                rl.tr = core.rate_bps;
+            }
+            core.rate_bps = (core.rate_bps * (1.0 - rl.alpha / 2.0)).max(self.p.min_rate_bps());
+            rl.ts = 0;
+            rl.nic.cut_pending = false;
+            rl.nic.inc_at = now + self.p.timer_ps();
+        }
+        if now >= rl.nic.inc_at {
+            let f = self.p.fr_thr;
+            if rl.ts == f {
+                rl.tr = (rl.tr + self.p.r_ai_bps()).min(core.line_rate_bps);
+            } else if rl.ts > f {
+                rl.tr = (rl.tr + self.p.r_hai_bps()).min(core.line_rate_bps);
+            }
+            core.rate_bps = ((core.rate_bps + rl.tr) / 2.0).min(core.line_rate_bps);
+            if core.line_rate_bps - core.rate_bps < 1.0 {
+                core.rate_bps = core.line_rate_bps;
+            }
+            rl.ts += 1;
+            rl.nic.inc_at = now + self.p.timer_ps();
+        }
+        self.follow_rate(core, rl);
+        self.nic_next(rl)
+    }
+
     fn increase(&self, core: &mut RlCore, rl: &mut DcqcnRl) {
         let f = self.p.fr_thr;
         let ri = if rl.si > f && rl.ts > f {
@@ -181,6 +310,28 @@ pub struct DcqcnRl {
     pub si: u32,
     pub ts: u32,
     pub bc: f64,
+    /// The flow's BDP (bytes) when it has a window.
+    pub bdp_bytes: u64,
+    /// rp_model = nic: the vendor's periodic state, kept lazily (each
+    /// period is applied when it matters, not by an event of its own).
+    pub nic: NicRp,
+}
+
+/// The vendor's reaction point: alpha's period, the periodic decrease check
+/// and the rate-increase timer, each from the flow's first CNP.
+#[derive(Debug, Clone, Default)]
+pub struct NicRp {
+    /// A CNP has come (the periods have started).
+    pub started: bool,
+    /// The next alpha update, and whether a CNP came since the last one.
+    pub alpha_at: Time,
+    pub alpha_cnp: bool,
+    /// The first decrease check; a CNP came since the last check.
+    pub check0: Time,
+    pub cut_pending: bool,
+    pub next_check: Time,
+    /// The next rate increase (Time::MAX: none before the first cut).
+    pub inc_at: Time,
 }
 
 impl Scheme for Dcqcn {
@@ -248,10 +399,12 @@ impl Scheme for Dcqcn {
     }
 
     fn new_rl(&self, core: &mut RlCore, _now: Time) -> (DcqcnRl, Option<Time>) {
+        let mut bdp_bytes = 0;
         if self.p.window && core.base_rtt_ps > 0 {
             // One BDP of the flow's own path (the HPCC fork takes the
             // fabric's largest: the same on a uniform leaf-spine).
-            core.window_bytes = ((core.line_rate_bps / 8.0 * core.base_rtt_ps as f64 / 1e12) as u64).max(1);
+            bdp_bytes = ((core.line_rate_bps / 8.0 * core.base_rtt_ps as f64 / 1e12) as u64).max(1);
+            core.window_bytes = bdp_bytes;
         }
         let rl = DcqcnRl {
             alpha: 1.0,
@@ -259,11 +412,17 @@ impl Scheme for Dcqcn {
             si: 0,
             ts: 0,
             bc: self.p.bc_bytes,
+            bdp_bytes,
+            nic: NicRp::default(),
         };
+        self.follow_rate(core, &rl);
         (rl, None)
     }
 
     fn rp_on_note(&self, core: &mut RlCore, rl: &mut DcqcnRl, _note: &DcqcnExt, _cpid: u32, now: Time, _rng: &mut Stream) -> Option<Time> {
+        if self.p.rp_model == RpModel::Nic {
+            return self.nic_on_cnp(core, rl, now);
+        }
         let g = self.p.g;
         rl.tr = core.rate_bps;
         core.rate_bps = (core.rate_bps * (1.0 - rl.alpha / 2.0)).max(self.p.min_rate_bps());
@@ -271,24 +430,33 @@ impl Scheme for Dcqcn {
         rl.si = 0;
         rl.ts = 0;
         rl.bc = self.p.bc_bytes;
+        self.follow_rate(core, rl);
         Some(now + self.p.timer_ps())
     }
 
     fn rp_on_send(&self, core: &mut RlCore, rl: &mut DcqcnRl, frame: &mut Frame<DcqcnExt>, _now: Time, _rng: &mut Stream) -> Option<Time> {
+        if self.p.rp_model == RpModel::Nic {
+            return None; // the vendor's RP has no byte counter
+        }
         rl.bc -= frame.len as f64;
         if rl.bc < 0.0 {
             rl.si += 1;
             rl.bc = self.p.bc_bytes;
             self.increase(core, rl);
+            self.follow_rate(core, rl);
         }
         None
     }
 
     fn rp_on_timer(&self, core: &mut RlCore, rl: &mut DcqcnRl, now: Time, _rng: &mut Stream) -> Option<Time> {
+        if self.p.rp_model == RpModel::Nic {
+            return self.nic_on_timer(core, rl, now);
+        }
         // No CNP for a whole period (the timer restarts with each CNP).
         rl.alpha *= 1.0 - self.p.g;
         rl.ts += 1;
         self.increase(core, rl);
+        self.follow_rate(core, rl);
         if core.rate_bps >= core.line_rate_bps {
             Some(Time::MAX)
         } else {
@@ -380,5 +548,79 @@ mod tests {
             }
         }
         assert_eq!(c.rate_bps, 10e9);
+    }
+
+    /// The artifact's settings of the vendor's RP (run.py `dcqcn` at 100
+    /// Gbit/s): alpha every 1 us, cuts every 4 us, increases every 300 us.
+    fn nic() -> Dcqcn {
+        Dcqcn::new(DcqcnParams {
+            rp_model: RpModel::Nic,
+            alpha_timer_us: 1.0,
+            decrease_interval_us: 4.0,
+            timer_us: 300.0,
+            fr_thr: 1,
+            r_ai_mbps: 20.0,
+            r_hai_mbps: 200.0,
+            ..DcqcnParams::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_nic_rp_cuts_once_per_decrease_period_with_alpha_of_its_own_period() {
+        let d = nic();
+        let line = 100e9;
+        let mut core = RlCore::at_line_rate(line);
+        let (mut rl, first) = d.new_rl(&mut core, 0);
+        assert_eq!(first, None);
+        let mut rng = stream(1, "t");
+        let note = DcqcnExt::default();
+        // The first CNP cuts nothing yet: the check comes 4 us (and 1 ns) later.
+        let t = d.rp_on_note(&mut core, &mut rl, &note, 0, 0, &mut rng);
+        let check = 4 * PS_PER_US + 1_000;
+        assert_eq!(t, Some(check));
+        assert_eq!(core.rate_bps, line);
+        // Two more CNPs in the same period: still one pending check.
+        assert_eq!(d.rp_on_note(&mut core, &mut rl, &note, 0, PS_PER_US / 2, &mut rng), Some(check));
+        assert_eq!(d.rp_on_note(&mut core, &mut rl, &note, 0, 5 * PS_PER_US / 2, &mut rng), Some(check));
+        // At the check: alpha had its ticks at 1, 2, 3 and 4 us, with a CNP
+        // before the first (at 0.5 us) and the third (at 2.5 us).
+        let g = d.params().g;
+        let mut alpha: f64 = 1.0;
+        alpha = (1.0 - g) * alpha + g; // 1 us
+        alpha *= 1.0 - g; // 2 us
+        alpha = (1.0 - g) * alpha + g; // 3 us
+        alpha *= 1.0 - g; // 4 us
+        let next = d.rp_on_timer(&mut core, &mut rl, check, &mut rng);
+        assert!((rl.alpha - alpha).abs() < 1e-12, "{} against {alpha}", rl.alpha);
+        assert!((core.rate_bps - line * (1.0 - alpha / 2.0)).abs() < 1.0);
+        // No CNP since: no check pending; the increase in 300 us.
+        assert_eq!(next, Some(check + 300 * PS_PER_US));
+        let cut = core.rate_bps;
+        // Fast recovery (stage 0 < F = 1): halfway back to the target (the line rate).
+        d.rp_on_timer(&mut core, &mut rl, check + 300 * PS_PER_US, &mut rng);
+        assert!((core.rate_bps - (cut + line) / 2.0).abs() < 1.0);
+        // A CNP now: the next periodic check, a whole number of periods from the first.
+        let now = check + 300 * PS_PER_US + 2 * PS_PER_US;
+        let t = d.rp_on_note(&mut core, &mut rl, &note, 0, now, &mut rng).unwrap();
+        assert!(t > now && t - now <= 4 * PS_PER_US && (t - check) % (4 * PS_PER_US) == 0, "{t}");
+    }
+
+    #[test]
+    fn a_window_following_the_rate_shrinks_with_each_cut() {
+        let d = Dcqcn::new(DcqcnParams {
+            window: true,
+            window_follows_rate: true,
+            ..DcqcnParams::default()
+        })
+        .unwrap();
+        let mut core = RlCore::at_line_rate(100e9);
+        core.base_rtt_ps = 10 * PS_PER_US;
+        let (mut rl, _) = d.new_rl(&mut core, 0);
+        assert_eq!(core.window_bytes, 125_000, "one BDP at line rate");
+        let mut rng = stream(1, "t");
+        d.rp_on_note(&mut core, &mut rl, &DcqcnExt::default(), 0, 0, &mut rng);
+        assert_eq!(core.window_bytes, (125_000.0 * core.rate_bps / 100e9) as u64);
+        assert!(core.window_bytes < 125_000);
     }
 }

@@ -132,6 +132,16 @@ impl Red {
         }
     }
 
+    /// The profile with both thresholds times `factor` (a profile written
+    /// for one link rate, at a port `factor` times as fast).
+    pub fn scaled(self, factor: f64) -> Red {
+        Red {
+            kmin_bytes: self.kmin_bytes * factor,
+            kmax_bytes: self.kmax_bytes * factor,
+            pmax: self.pmax,
+        }
+    }
+
     /// Whether to mark a frame leaving or joining a queue of `q` bytes.
     #[inline]
     pub fn marks(&self, q: f64, rng: &mut Stream) -> bool {

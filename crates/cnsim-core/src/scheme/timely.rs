@@ -72,6 +72,8 @@ pub struct TimelyParams {
     pub hai_after: u32,
     pub min_rate_mbps: f64,
     pub init_rate_gbps: f64,
+    pub window: bool,
+    pub window_follows_rate: bool,
 }
 
 /// The `[timely]` table.
@@ -129,6 +131,16 @@ pub fn table() -> Table {
             Range::ge(0.0),
             "a flow's first rate (Gbit/s; 0: the line rate, capped at it)",
         )
+        .flag(
+            "window",
+            false,
+            "besides the rate, a window of one BDP in flight (line rate x the flow's base RTT): TIMELY+w of HPCC's evaluation (Li et al., SIGCOMM 2019)",
+        )
+        .flag(
+            "window_follows_rate",
+            false,
+            "with window: the window is one BDP x the current rate / the line rate (the HPCC artifact's VAR_WIN, which its TIMELY+w runs), not a fixed BDP",
+        )
         .rule(&["t_low_us", "t_high_us"], "t_low_us < t_high_us (when both are set)", |v| {
             v.f("t_low_us") == 0.0 || v.f("t_high_us") == 0.0 || v.f("t_low_us") < v.f("t_high_us")
         })
@@ -184,6 +196,8 @@ pub struct TimelyRl {
     /// No update before the flow's acknowledged bytes pass this: what was
     /// sent at the last update (one reaction per RTT to the same queue).
     pub next_update: u64,
+    /// The flow's BDP (bytes) when it has a window.
+    pub bdp_bytes: u64,
 }
 
 pub struct Timely {
@@ -230,6 +244,13 @@ impl Timely {
     }
 
     /// One rate update with RTT sample `rtt` (us).
+    /// With a window following the rate: the window for the rate now.
+    fn follow_rate(&self, core: &mut RlCore, rl: &TimelyRl) {
+        if self.p.window_follows_rate && rl.bdp_bytes > 0 {
+            core.window_bytes = ((rl.bdp_bytes as f64 * core.rate_bps / core.line_rate_bps) as u64).max(1);
+        }
+    }
+
     pub fn update(&self, core: &mut RlCore, rl: &mut TimelyRl, rtt: f64) {
         let p = &self.p;
         let th = rl.th;
@@ -287,10 +308,15 @@ impl Scheme for Timely {
                 .max(self.floor_bps(core.line_rate_bps))
                 .min(core.line_rate_bps);
         }
-        let rl = TimelyRl {
+        let mut rl = TimelyRl {
             th: self.thresholds(core.base_rtt_ps),
             ..TimelyRl::default()
         };
+        if self.p.window && core.base_rtt_ps > 0 {
+            rl.bdp_bytes = ((core.line_rate_bps / 8.0 * core.base_rtt_ps as f64 / 1e12) as u64).max(1);
+            core.window_bytes = rl.bdp_bytes;
+            self.follow_rate(core, &rl);
+        }
         (rl, None)
     }
 
@@ -308,6 +334,7 @@ impl Scheme for Timely {
         rl.acked = 0.0;
         rl.next_update = ack.nxt_bytes;
         self.update(core, rl, ack.rtt_ps as f64 / 1e6);
+        self.follow_rate(core, rl);
         None
     }
 
