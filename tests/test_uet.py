@@ -279,3 +279,31 @@ def test_bad_scale_buffers_is_refused_naming_it(tmp_path: Path, refused, event: 
     path.write_text(f"{builtin.read_text()}\n[[events]]\nat_ms = 0.0\n{event}\n")
     lines = refused(tmp_path, path, "--set", "topology.hosts=16", "--set", "workload.file=incast.cm")
     assert len(lines) == 1 and "scale_buffers" in lines[0] and what in lines[0], lines
+
+
+def test_degraded_core_links_agree_with_the_reference():
+    """The reference's `-failed 4` on its 128-host 1:1 fat tree (the four
+    core links into F0_0 at 25% rate, queue and ECN thresholds) as cnsim
+    events: the completions are the reference's within 5% and the trims
+    its NACKs within 10% (docs/calibration.md section 9); the rate alone
+    (the queue and thresholds left whole) gives a slower tail."""
+    from cnsim.validate_uet import DEGRADED, degraded_scenario, uet_fcts
+
+    name = "128-host 1:1, -failed 4 (the 4 core links into F0_0)"
+    fabric, n, median, tail, nacks = DEGRADED[name]
+    sc = degraded_scenario(fabric, n)
+    assert [(e.from_, e.to, e.rate_gbps, e.scale_buffers) for e in sc.model.events] == [
+        (f"S0_{j}", "F0_0", 25.0, True) for j in range(4)
+    ]
+    r = cnsim.run(sc, progress=False)
+    f = uet_fcts(r)
+    assert f["flows"] == 128
+    assert abs(f["median"] - median) <= 0.05 * median
+    assert abs(f["tail"] - tail) <= 0.05 * tail
+    assert abs(r.metric("frames_trimmed")[0] - nacks) <= 0.10 * nacks
+    rate_only = [
+        {"at_ms": 0.0, "action": "link_rate", "from": e.from_, "to": e.to, "rate_gbps": 25.0}
+        for e in sc.model.events
+    ]
+    g = uet_fcts(cnsim.run(sc.replace(events=rate_only), progress=False))
+    assert g["tail"] > 1.08 * tail
