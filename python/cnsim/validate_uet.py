@@ -148,6 +148,43 @@ def oversubscribed_scenario(fabric_per_pod: int, spines_per_plane: int) -> Scena
     )
 
 
+#: Degraded links: the reference's `-failed N` (docs/uet.md, "Degraded
+#: links"), its picks as cnsim `link_rate` events with `scale_buffers`
+#: (`cnsim.degraded`). Per case: the fabric (None: the 1,024-host K-ary fat
+#: tree under perm_1024n_1024c_0u_2000000b.cm; else fabric_per_pod and
+#: spines_per_plane of the 128-host pods under the permutation i -> i + 64,
+#: as OVERSUBSCRIBED), N, and the reference's median and slowest
+#: sender-side completions (us) and NACKs. Measured on this project's
+#: machine with uet-htsim 40ccb05: `htsim_uec -tm
+#: connection_matrices/perm_1024n_1024c_0u_2000000b.cm -sender_cc_only
+#: -end 5000 -paths 128 -failed N`, and `htsim_uec -tm perm_half_128.cm
+#: -topo topologies/fat_tree_128_Nos.topo -sender_cc_only -end 5000 -paths
+#: 128 -failed N`. The 1,024-host -failed 8 run is also the reference's own
+#: published regression figure (`validate_outputs/
+#: validate_load_balancing_failed_snd.out`, "mixed, 4SACK/packet": tail
+#: 219.554 us, 598 NACKs, the same to the digit).
+DEGRADED: dict[str, tuple[tuple[int, int] | None, int, float, float, int]] = {
+    "1,024-host fat tree, -failed 8 (the 8 core links into F0_0)": (None, 8, 194.466, 219.554, 598),
+    "1,024-host fat tree, -failed 64 (every core link into pod 0)": (None, 64, 193.327, 685.146, 4367),
+    "128-host 1:1, -failed 4 (the 4 core links into F0_0)": ((4, 4), 4, 191.885, 243.152, 366),
+    "128-host 1:1, -failed 16 (every core link into pod 0)": ((4, 4), 16, 191.040, 718.310, 1309),
+    "128-host 4:1, -failed 8 (the core links into F0_0 and F0_1)": ((4, 1), 8, 661.213, 1095.970, 7852),
+}
+
+
+def degraded_scenario(fabric: tuple[int, int] | None, failed: int) -> Scenario:
+    """The reference's `-failed` on a DEGRADED fabric, as cnsim events."""
+    from .degraded import events, failed_pods
+
+    if fabric is None:
+        base = load("uet_fattree").replace(seeds=[0], **{"uet.paths": 128})
+        links = failed_pods(16, 8, 8, failed)
+    else:
+        base = oversubscribed_scenario(*fabric)
+        links = failed_pods(8, *fabric, failed)
+    return base.replace(events=events(links, 100.0))
+
+
 def uet_scenario(case: dict[str, Any]) -> Scenario:
     """The built-in uet_fattree scenario set to one of UET_CASES."""
     return load("uet_fattree").replace(
@@ -187,9 +224,20 @@ def uet(jobs: int | None, progress: bool) -> list[Row]:
     5%: the slowest flow's completion, and the first flow's where given."""
     cases = {k: uet_scenario(c) for k, c in UET_CASES.items()}
     cases |= {f"os {k}": oversubscribed_scenario(f, sp) for k, (f, sp, *_) in OVERSUBSCRIBED.items()}
+    cases |= {f"degraded {k}": degraded_scenario(fab, n) for k, (fab, n, *_) in DEGRADED.items()}
     got = run_many(cases, "validate uet", jobs, progress)
     s = "uet"
     rows = []
+    for name, (fabric, _, median, tail, nacks) in DEGRADED.items():
+        res = got[f"degraded {name}"]
+        f = uet_fcts(res)
+        flows = 1024 if fabric is None else 128
+        what = f"degraded links, {name}, 25% rate, queue and ECN thresholds, 128 paths"
+        rows.append(Row(s, f"{what}: flows finished", flows, f["flows"], "all", f["flows"] == flows))
+        rows.append(_rel(s, f"{what}: median FCT (us), the reference's run", median, f["median"], 0.05))
+        rows.append(_rel(s, f"{what}: slowest FCT (us), the reference's run", tail, f["tail"], 0.05))
+        got_trims = float(res.metric("frames_trimmed")[0])
+        rows.append(_rel(s, f"{what}: packets trimmed, the reference's NACKs", nacks, got_trims, 0.10))
     for name, (_, _, median, tail, trims) in OVERSUBSCRIBED.items():
         res = got[f"os {name}"]
         f = uet_fcts(res)

@@ -145,12 +145,14 @@ pub fn singlehop_config(hot_rate_bps: u64, duration_ps: Time, pause: bool, schem
         from: "SW".into(),
         to: "H0".into(),
         rate_bps: hot_rate_bps,
+        scale_buffers: false,
     });
     events.push(EventConfig::LinkRate {
         at_ps: 500 * ms,
         from: "SW".into(),
         to: "H0".into(),
         rate_bps: 10_000_000_000,
+        scale_buffers: false,
     });
     SimConfig {
         bin_ps: 1000 * PS_PER_US,

@@ -235,6 +235,8 @@ pub struct Event {
     pub rate_gbps: Option<f64>,
     pub priority: Option<u8>,
     pub until_ms: Option<f64>,
+    #[serde(default)]
+    pub scale_buffers: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -568,6 +570,7 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
                 from: up.clone(),
                 to: h.node.clone(),
                 rate_bps: gbps_to_bps(gbps),
+                scale_buffers: false,
             });
         }
     }
@@ -580,6 +583,7 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
                 from: e.from.clone().ok_or_else(|| missing("from"))?,
                 to: e.to.clone().ok_or_else(|| missing("to"))?,
                 rate_bps: gbps_to_bps(e.rate_gbps.unwrap_or(0.0)),
+                scale_buffers: e.scale_buffers,
             },
             "start" => EventConfig::Start {
                 at_ps,

@@ -414,12 +414,17 @@ pub enum EventConfig {
     Start { at_ps: Time, node: String },
     /// Turn a station's source off.
     Stop { at_ps: Time, node: String },
-    /// Change the rate of one link direction (0 stops it).
+    /// Change the rate of one link direction (0 stops it); `scale_buffers`:
+    /// its queue, header queue and ECN thresholds follow the rate (scaled
+    /// by the new rate over the link's configured one), as the Ultra
+    /// Ethernet reference degrades a link.
     LinkRate {
         at_ps: Time,
         from: String,
         to: String,
         rate_bps: u64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        scale_buffers: bool,
     },
     /// A station's NIC starts (`on`) or stops sending PFC frames that pause
     /// `priority` on its link.
@@ -593,12 +598,19 @@ impl SimConfig {
             let values = match e {
                 EventConfig::Start { at_ps, node } => json!({"at_ms": ms(*at_ps), "action": "start", "node": node}),
                 EventConfig::Stop { at_ps, node } => json!({"at_ms": ms(*at_ps), "action": "stop", "node": node}),
-                EventConfig::LinkRate { at_ps, from, to, rate_bps } => json!({
+                EventConfig::LinkRate {
+                    at_ps,
+                    from,
+                    to,
+                    rate_bps,
+                    scale_buffers,
+                } => json!({
                     "at_ms": ms(*at_ps),
                     "action": "link_rate",
                     "from": from,
                     "to": to,
                     "rate_gbps": *rate_bps as f64 / 1e9,
+                    "scale_buffers": scale_buffers,
                 }),
                 EventConfig::PfcStorm { at_ps, node, priority, .. } => {
                     json!({"at_ms": ms(*at_ps), "action": "pfc_storm", "node": node, "priority": priority})

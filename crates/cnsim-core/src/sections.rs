@@ -619,6 +619,11 @@ pub fn event() -> Table {
         "link_rate: new rate (0 = stopped, else >= 1 bit/s)",
     )
     .optional("rate_gbps", "none")
+    .flag(
+        "scale_buffers",
+        false,
+        "link_rate: also scale the sending port's queue (and its header queue) and its ECN thresholds by rate_gbps / the link's configured rate, floored to whole bytes, as the Ultra Ethernet reference degrades a link (`-failed`; docs/uet.md). The port must be a bridge's with buffer_mode = \"per_output\"; the ECN thresholds are those of schemes whose CP marks between two queue thresholds (uet)",
+    )
     .int("priority", 0, Range::ge(0.0).le(7.0), "pfc_storm: the priority the storm pauses")
     .optional("priority", "none")
     .float("until_ms", 0.0, Range::ge(0.0), "pfc_storm: when the storm stops; link_down: when the link is back up")
@@ -635,6 +640,14 @@ pub fn event() -> Table {
     .rule(&["action", "from", "to"], "a link_down event names from and to", |v| {
         v.s("action") != Some("link_down") || (v.s("from").is_some() && v.s("to").is_some())
     })
+    .rule(&["action", "scale_buffers"], "scale_buffers belongs to a link_rate event", |v| {
+        !v.flag("scale_buffers") || v.s("action") == Some("link_rate")
+    })
+    .rule(
+        &["scale_buffers", "rate_gbps"],
+        "scale_buffers needs rate_gbps > 0 (a stopped link has no queue to scale)",
+        |v| !v.flag("scale_buffers") || v.f("rate_gbps") > 0.0,
+    )
     .rule(&["at_ms", "until_ms"], "until_ms >= at_ms", |v| v.get("until_ms").is_none_or(|u| u >= v.f("at_ms")))
     .rule(
         &["action", "from", "to", "rate_gbps"],
@@ -900,6 +913,19 @@ mod tests {
         assert_eq!(
             ev(json!({"at_ms": 1.0, "action": "link_rate", "from": "B", "to": "D", "rate_gbps": 1e-10})).unwrap_err(),
             "events[0].rate_gbps: 1e-10 not allowed; expected rate_gbps = 0 (stopped) or >= 1e-09 (1 bit/s)"
+        );
+        assert!(ev(json!({"at_ms": 0.0, "action": "link_rate", "from": "B", "to": "D", "rate_gbps": 25.0, "scale_buffers": true})).is_ok());
+        assert_eq!(
+            ev(json!({"at_ms": 0.0, "action": "link_rate", "from": "B", "to": "D", "rate_gbps": 0.0, "scale_buffers": true})).unwrap_err(),
+            "events[0].scale_buffers / events[0].rate_gbps: true / 0 not allowed; expected scale_buffers needs rate_gbps > 0 (a stopped link has no queue to scale)"
+        );
+        assert_eq!(
+            ev(json!({"at_ms": 0.0, "action": "stop", "node": "S", "scale_buffers": true})).unwrap_err(),
+            "events[0].action / events[0].scale_buffers: \"stop\" / true not allowed; expected scale_buffers belongs to a link_rate event"
+        );
+        assert_eq!(
+            ev(json!({"at_ms": 0.0, "action": "link_rate", "from": "B", "to": "D", "rate_gbps": 25.0, "scale_buffers": 1})).unwrap_err(),
+            "events[0].scale_buffers: 1 is not allowed; expected true or false"
         );
         assert_eq!(
             ev(json!({"at_ms": -1.0, "action": "stop", "node": "S"})).unwrap_err(),

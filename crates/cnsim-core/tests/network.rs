@@ -275,12 +275,14 @@ fn a_stopped_link_holds_frames_and_restarting_it_drains_them() {
         from: "B".into(),
         to: "D".into(),
         rate_bps: 0,
+        scale_buffers: false,
     });
     cfg.events.push(EventConfig::LinkRate {
         at_ps: 10 * PS_PER_MS,
         from: "B".into(),
         to: "D".into(),
         rate_bps: 10_000_000_000,
+        scale_buffers: false,
     });
     let r = run(&cfg, 0);
     let q = r.series("queue_bytes", "B->D").unwrap();
@@ -398,6 +400,7 @@ fn a_source_behind_a_paused_uplink_is_slowed_within_5_ms() {
         from: "C".into(),
         to: "H".into(),
         rate_bps: 500_000_000,
+        scale_buffers: false,
     });
     let mut cfg = SimConfig::new(40 * ms, stations, vec![e1, c], links, events);
     cfg.bin_ps = ms;

@@ -22,6 +22,9 @@ pub struct Bridge {
     pub dropped_cp: u64,
     /// `mmu` buffers: the shared-buffer switch (admission is its own).
     pub mmu: Option<Box<super::mmu::Mmu>>,
+    /// Some output port has a queue limit of its own (`Port::queue_cap`,
+    /// set by a `link_rate` event with `scale_buffers`), read only then.
+    pub port_caps: bool,
 }
 
 impl Bridge {
@@ -72,6 +75,7 @@ mod tests {
             total_bytes: held,
             dropped_cp: 0,
             mmu: None,
+            port_caps: false,
         }
     }
 

@@ -226,6 +226,8 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
         let mut q = EventQueue::with_capacity(4 * net.ports.len() + net.stations.len() + cfg.events.len() + 16);
         let mut actions = Vec::with_capacity(cfg.events.len());
         let mut timed: Vec<(Time, usize)> = Vec::new();
+        // A scale_buffers event under a scheme whose CP has no thresholds to scale.
+        let mut scaled_warned = false;
         for (i, e) in cfg.events.iter().enumerate() {
             let at = e.at_ps();
             let action = match e {
@@ -246,11 +248,38 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
                         Action::Stop(s)
                     }
                 }
-                EventConfig::LinkRate { from, to, rate_bps, .. } => {
+                EventConfig::LinkRate {
+                    from,
+                    to,
+                    rate_bps,
+                    scale_buffers,
+                    ..
+                } => {
                     let p = net
                         .port_by_name(from, to)
                         .ok_or_else(|| ConfigError::new(format!("events[{i}]"), format!("no link direction '{from}->{to}'")))?;
-                    Action::LinkRate(p, *rate_bps)
+                    if *scale_buffers {
+                        // The queue scaled is a bridge's own output queue.
+                        let NodeKind::Bridge(b) = net.nodes[net.ports[p as usize].owner as usize].kind else {
+                            return fail(
+                                format!("events[{i}].scale_buffers"),
+                                format!("'{from}' is a station: its NIC has no bridge queue to scale (name a bridge's link direction)"),
+                            );
+                        };
+                        let mode = net.bridges[b as usize].buffer_mode;
+                        if mode != BufferMode::PerOutput {
+                            return fail(
+                                format!("events[{i}].scale_buffers"),
+                                format!(
+                                    "bridge '{from}' has buffer_mode = {}: only a per_output queue is a port's own to scale",
+                                    serde_json::to_value(mode).unwrap_or_default()
+                                ),
+                            );
+                        }
+                        net.bridges[b as usize].port_caps = true;
+                        scaled_warned |= !S::SCALES_CP;
+                    }
+                    Action::LinkRate(p, *rate_bps, *scale_buffers)
                 }
                 EventConfig::PfcStorm { node, priority, on, .. } => {
                     let s = net
@@ -284,7 +313,7 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
             let rate_changes: Vec<PortId> = actions
                 .iter()
                 .filter_map(|a| match a {
-                    Action::LinkRate(p, _) => Some(*p),
+                    Action::LinkRate(p, ..) => Some(*p),
                     _ => None,
                 })
                 .collect();
@@ -298,7 +327,7 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
             // statistics, which take explicit times. They drain lazily.
             for p in 0..net.ports.len() {
                 let port = &net.ports[p];
-                let rate_changed = actions.iter().any(|a| matches!(a, Action::LinkRate(q, _) if *q as usize == p));
+                let rate_changed = actions.iter().any(|a| matches!(a, Action::LinkRate(q, ..) if *q as usize == p));
                 if port.lazy_ok
                     && port.peer_is_station
                     && !rate_changed
@@ -464,6 +493,12 @@ pub(crate) fn assemble<S: Scheme, T: Tracer<S>>(
         warnings.extend(pfc_warnings(cfg));
         warnings.extend(headroom_warnings(cfg));
         warnings.extend(red_warned);
+        if scaled_warned {
+            warnings.push(format!(
+                "events: scale_buffers scales the queues only: scheme '{}' marks no ECN between two queue thresholds to scale (uet does)",
+                cfg.scheme.name
+            ));
+        }
         Ok(Assembled {
             ctx,
             fabric,

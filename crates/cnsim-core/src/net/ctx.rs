@@ -100,7 +100,8 @@ impl<S: Scheme, T: Tracer<S>> Ctx<S, T> {
 pub(crate) enum Action {
     Start(u32),
     Stop(u32),
-    LinkRate(PortId, u64),
+    /// A port's new rate; whether its queue and CP thresholds follow it.
+    LinkRate(PortId, u64, bool),
     /// A station's NIC (its port) starts / stops a PFC storm on a priority.
     PfcStorm(PortId, u8, bool),
     /// A link (one of its directions) goes down (false) or comes back up.

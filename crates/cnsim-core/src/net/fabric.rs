@@ -379,10 +379,49 @@ impl<S: Scheme> Fabric<S> {
     }
 
     /// A timed link-rate change: `port` sends at `rate_bps` from now (0 stops it).
-    pub(crate) fn set_rate<T: Tracer<S>, N: Nic<S>>(&mut self, port: PortId, rate_bps: u64, ctx: &mut Ctx<S, T>, nic: &mut N) {
+    pub(crate) fn set_rate<T: Tracer<S>, N: Nic<S>>(&mut self, port: PortId, rate_bps: u64, scale: bool, ctx: &mut Ctx<S, T>, nic: &mut N) {
         self.ports[port as usize].set_rate(rate_bps, ctx.run.frame_bytes);
+        if scale {
+            self.scale_buffers(port, ctx);
+        }
         if rate_bps > 0 {
             self.try_start(port, ctx, nic);
+        }
+    }
+
+    /// A `link_rate` event with `scale_buffers`: bridge port `port`'s data
+    /// queue limit, its header queue's (twice that) and its CP's marking
+    /// thresholds become its bridge's (its CP's as built) times the new
+    /// rate over the configured one, floored to whole bytes, as the Ultra
+    /// Ethernet reference builds a degraded link (`alloc_queue` with
+    /// `reduced_speed`). Back at the configured rate they are as built.
+    /// Frames already queued beyond a smaller limit stay and are sent.
+    fn scale_buffers<T: Tracer<S>>(&mut self, port: PortId, ctx: &mut Ctx<S, T>) {
+        let p = &self.ports[port as usize];
+        let NodeKind::Bridge(b) = self.nodes[p.owner as usize].kind else {
+            unreachable!("scale_buffers is refused on a station's port when the network is built")
+        };
+        let ratio = p.rate_bps as f64 / p.nominal_rate_bps as f64;
+        let cap = if p.rate_bps == p.nominal_rate_bps {
+            u64::MAX
+        } else {
+            (self.bridges[b as usize].buffer_bytes as f64 * ratio).floor() as u64
+        };
+        self.ports[port as usize].queue_cap = cap;
+        if let Some(cp) = self.cps[port as usize].as_mut() {
+            ctx.scheme.scale_cp(cp, ratio);
+        }
+    }
+
+    /// The limit of `out`'s header (control) queue at bridge `b` under
+    /// trimming: twice its data queue's.
+    #[inline(always)]
+    pub(crate) fn header_limit(&self, b: u32, out: PortId) -> u64 {
+        let bridge = &self.bridges[b as usize];
+        if bridge.port_caps {
+            2 * bridge.buffer_bytes.min(self.ports[out as usize].queue_cap)
+        } else {
+            2 * bridge.buffer_bytes
         }
     }
 

@@ -73,7 +73,7 @@ impl<S: Scheme> Fabric<S> {
         if f.is_control() {
             if S::TRIMS && self.trim.is_some() {
                 // The header queue: at most twice the port's data queue.
-                let limit = 2 * self.bridges[b as usize].buffer_bytes;
+                let limit = self.header_limit(b, out);
                 self.push_control(out, limit, f, ctx, nic);
                 return;
             }
@@ -120,7 +120,9 @@ impl<S: Scheme> Fabric<S> {
                 self.refuse(b, out, in_local, f, Some(reason), ctx, nic);
                 return;
             }
-        } else if !bridge.admits(len, o.data_bytes, || o.bytes_by_ingress[in_local]) {
+        } else if !bridge.admits(len, o.data_bytes, || o.bytes_by_ingress[in_local])
+            || (bridge.port_caps && o.data_bytes + len > o.queue_cap)
+        {
             if !S::TRIMS || self.trim.is_none() {
                 self.refuse(b, out, in_local, f, None, ctx, nic);
                 return;

@@ -24,7 +24,10 @@ impl<S: Scheme> Fabric<S> {
         for p in [port, reverse] {
             self.ports[p as usize].down = !up;
             let rate = if up { self.ports[p as usize].nominal_rate_bps } else { 0 };
-            self.set_rate(p, rate, ctx, nic);
+            // Back up at its configured rate, a port a scale_buffers event
+            // degraded has its queue and thresholds as built again.
+            let rescale = up && self.ports[p as usize].queue_cap != u64::MAX;
+            self.set_rate(p, rate, rescale, ctx, nic);
         }
         let Some(r) = self.reroute.as_deref() else {
             unreachable!("a run with link_down events keeps its routing's inputs")

@@ -140,6 +140,11 @@ pub struct Port<E> {
     // --- cold ---
     /// Rate the link was configured with (PAUSE quanta are counted at it when stopped).
     pub nominal_rate_bps: u64,
+    /// A bridge port's own limit on its data queue (bytes) below its
+    /// bridge's `per_output` buffer: a `link_rate` event with
+    /// `scale_buffers` sets it; `u64::MAX` (none) otherwise. Read only
+    /// where the bridge has `port_caps`.
+    pub queue_cap: u64,
     pub pause_frames: u64,
     pub cnm_frames: u64,
     /// Display name `FROM->TO`.
@@ -176,6 +181,7 @@ impl<E: Copy + Default> Port<E> {
             reverse_local: 0,
             rate_bps,
             nominal_rate_bps: rate_bps,
+            queue_cap: u64::MAX,
             ser_data_ps: 0,
             delay_ps,
             rx_extra_ps: [0; 3],

@@ -164,7 +164,7 @@ impl<S: Scheme, T: Tracer<S>> NetSim<S, T> {
                 EV_SCENARIO => match self.actions[ev.index as usize] {
                     Action::Start(s) => hosts.start_source(s, ctx),
                     Action::Stop(s) => hosts.stop_source(s),
-                    Action::LinkRate(p, rate) => fabric.set_rate(p, rate, ctx, hosts),
+                    Action::LinkRate(p, rate, scale) => fabric.set_rate(p, rate, scale, ctx, hosts),
                     Action::PfcStorm(p, prio, on) => fabric.pfc_storm(p, prio, on, ctx, hosts),
                     Action::LinkState(p, up) => fabric.set_link(p, up, ctx, hosts),
                 },

@@ -291,6 +291,7 @@ impl<E: Copy + Default> Network<E> {
                 total_bytes: 0,
                 dropped_cp: 0,
                 mmu: None,
+                port_caps: false,
             })
             .collect();
         let mut bridges = bridges;

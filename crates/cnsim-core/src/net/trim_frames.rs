@@ -75,7 +75,6 @@ impl<S: Scheme> Fabric<S> {
         self.buffer_drops[(f.prio & 7) as usize] += 1;
         ctx.stats.count(ctx.now, stats::DROPPED_CP);
         let node = bridge.node;
-        let limit = 2 * bridge.buffer_bytes;
         let site = Site {
             at: ctx.now,
             node,
@@ -103,6 +102,7 @@ impl<S: Scheme> Fabric<S> {
         // Cut at the last hop: the receiver's NACK says so (RCCC and the
         // balancers read it).
         f.cpid = self.ports[out as usize].peer_is_station as u32;
+        let limit = self.header_limit(b, out);
         self.push_control(out, limit, f, ctx, nic);
     }
 

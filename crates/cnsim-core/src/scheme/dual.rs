@@ -94,6 +94,12 @@ impl<A: Scheme, B: Scheme> Scheme for Dual<A, B> {
     const CP_ON_DEQUEUE: bool = A::CP_ON_DEQUEUE || B::CP_ON_DEQUEUE;
     const NOTIFIES: bool = A::NOTIFIES || B::NOTIFIES;
     const MARKS_ECN: bool = A::MARKS_ECN || B::MARKS_ECN;
+    const SCALES_CP: bool = A::SCALES_CP || B::SCALES_CP;
+
+    fn scale_cp(&self, cp: &mut Self::Cp, ratio: f64) {
+        self.a.scale_cp(&mut cp.0, ratio);
+        self.b.scale_cp(&mut cp.1, ratio);
+    }
 
     fn new_cp(&self, rng: Stream, red: Option<Red>) -> Self::Cp {
         // B's stream is seeded from A's first draw (A's stream unchanged).

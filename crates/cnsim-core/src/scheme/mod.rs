@@ -428,6 +428,17 @@ pub trait Scheme: Send + 'static {
         Self::Ext::default()
     }
 
+    /// Whether [`Scheme::scale_cp`] scales anything: the CP marks between
+    /// queue thresholds of its own (a `scale_buffers` event under another
+    /// scheme scales only the queue, and says so in a warning).
+    const SCALES_CP: bool = false;
+
+    /// A `link_rate` event with `scale_buffers`: the CP's queue thresholds
+    /// become those it was built with times `ratio` (the port's new rate
+    /// over its configured one), floored to whole bytes; `ratio` = 1: as
+    /// built.
+    fn scale_cp(&self, _cp: &mut Self::Cp, _ratio: f64) {}
+
     /// A CP's state at a port into a station (`into_station`) or between
     /// bridges; default: [`Scheme::new_cp`]'s.
     fn new_cp_at(&self, rng: Stream, red: Option<Red>, _into_station: bool) -> Self::Cp {

@@ -102,6 +102,7 @@ fn a_tail_loss_is_recovered_by_the_timeout() {
         from: "B0".into(),
         to: "D".into(),
         rate_bps,
+        scale_buffers: false,
     };
     cfg.bridges.iter_mut().for_each(|b| b.buffer_bytes = 3_000);
     cfg.events.push(link_cut(10 * PS_PER_US + 2 * PS_PER_US, 0));

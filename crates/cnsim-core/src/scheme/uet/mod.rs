@@ -317,11 +317,22 @@ impl Uet {
     }
 }
 
+/// `red`'s thresholds times `ratio`, floored to whole bytes.
+fn scaled_red(red: Red, ratio: f64) -> Red {
+    Red {
+        kmin_bytes: (red.kmin_bytes * ratio).floor(),
+        kmax_bytes: (red.kmax_bytes * ratio).floor(),
+        pmax: red.pmax,
+    }
+}
+
 /// A UET CP: ECN marking on dequeue, linear from the low to the high
 /// threshold on the queue the frame leaves behind (its bridge's RED profile
 /// if it has one, else the scheme's from the BDP).
 pub struct UetCp {
     red: Option<Red>,
+    /// `red` as built (a `scale_buffers` event scales from it).
+    built: Option<Red>,
     rng: Stream,
     /// Marks nothing (a port into a station under receiver credit, as the
     /// reference leaves its ToR downlinks unmarked then).
@@ -529,6 +540,7 @@ impl Scheme for Uet {
     const CP_ON_DEQUEUE: bool = true;
     const SELECTIVE: bool = true;
     const TRIMS: bool = true;
+    const SCALES_CP: bool = true;
 
     fn fit_network(&mut self, net: &NetView) {
         let p = &self.p;
@@ -621,15 +633,33 @@ impl Scheme for Uet {
     }
 
     fn new_cp(&self, rng: Stream, red: Option<Red>) -> UetCp {
-        UetCp { red, rng, off: false }
+        UetCp {
+            red,
+            built: red,
+            rng,
+            off: false,
+        }
     }
 
     fn new_cp_at(&self, rng: Stream, red: Option<Red>, into_station: bool) -> UetCp {
         UetCp {
             red,
+            built: red,
             rng,
             off: into_station && self.credit(),
         }
+    }
+
+    /// A degraded port (`scale_buffers`): its ECN thresholds times `ratio`,
+    /// floored to whole bytes, as the reference sets a reduced-speed
+    /// queue's (`_ecn_low * _failed_link_ratio` into a `mem_b`).
+    fn scale_cp(&self, cp: &mut UetCp, ratio: f64) {
+        cp.red = if ratio == 1.0 {
+            cp.built
+        } else {
+            let base = cp.built.unwrap_or(self.fit.ecn);
+            Some(scaled_red(base, ratio))
+        };
     }
 
     fn cp_on_dequeue(&self, cp: &mut UetCp, frame: &mut Frame<UetExt>, q: QueueView, _cpid: u32) {
