@@ -416,9 +416,10 @@ pub fn resolve(input: Input) -> Result<SimConfig, ConfigError> {
     // The RED profile's keys are written together: their rules are checked
     // here, before the two become one profile (or none).
     let br = &w.bridge;
-    if br.ecn_kmin_bytes.is_some() || br.ecn_kmax_bytes.is_some() {
+    if br.ecn_kmin_bytes.is_some() || br.ecn_kmax_bytes.is_some() || br.ecn_ref_gbps.is_some() {
         let serde_json::Value::Object(red) = serde_json::json!({
             "ecn_kmin_bytes": br.ecn_kmin_bytes, "ecn_kmax_bytes": br.ecn_kmax_bytes, "ecn_pmax": br.ecn_pmax,
+            "ecn_ref_gbps": br.ecn_ref_gbps,
         }) else {
             unreachable!()
         };
