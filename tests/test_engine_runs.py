@@ -108,7 +108,7 @@ def test_results_do_not_depend_on_jobs_or_seed_order():
 
 # The packet model's built-ins (flows_pods is the flow-level model's 6,144-host case:
 # tests/test_fidelity.py checks its node table on a small fabric).
-@pytest.mark.parametrize("name", [n for n in builtin_names() if n != "flows_pods"])
+@pytest.mark.parametrize("name", [n for n in builtin_names() if n not in ("flows_pods", "hpcc_fattree")])
 @pytest.mark.parametrize("pause", [False, True])
 def test_the_node_table_adds_up_to_the_run_totals(name, pause):
     sc = load(name, scheme="nocm", pause=pause, seeds=[0])
