@@ -603,7 +603,7 @@ mod tests {
         // A CNP now: the next periodic check, a whole number of periods from the first.
         let now = check + 300 * PS_PER_US + 2 * PS_PER_US;
         let t = d.rp_on_note(&mut core, &mut rl, &note, 0, now, &mut rng).unwrap();
-        assert!(t > now && t - now <= 4 * PS_PER_US && (t - check) % (4 * PS_PER_US) == 0, "{t}");
+        assert!(t > now && t - now <= 4 * PS_PER_US && (t - check).is_multiple_of(4 * PS_PER_US), "{t}");
     }
 
     #[test]
