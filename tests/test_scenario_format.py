@@ -642,7 +642,9 @@ def test_malformed_toml_and_missing_files(tmp_path):
 
 
 def test_shown_toml_has_units_reads_back_and_reruns_identically():
-    for name in [n for n in builtin_names() if n not in ("flows_pods", "hpcc_fattree")]:  # flow level: test_fidelity.py
+    for name in [
+        n for n in builtin_names() if n not in ("flows_pods", "hpcc_fattree")
+    ]:  # flow level: test_fidelity.py
         for scheme, pause in (("nocm", True), ("bcn", False)):
             sc = load(name, scheme=scheme, pause=pause, seeds=[3, 5])
             text = sc.to_toml()
@@ -708,7 +710,9 @@ def test_engine_accepts_every_resolved_builtin_scenario():
     import cnsim._core as core
     from cnsim.schemes import SCHEMES
 
-    for name in [n for n in builtin_names() if n not in ("flows_pods", "hpcc_fattree")]:  # flow level: test_fidelity.py
+    for name in [
+        n for n in builtin_names() if n not in ("flows_pods", "hpcc_fattree")
+    ]:  # flow level: test_fidelity.py
         for scheme in SCHEMES:
             sc = load(name, scheme=scheme)
             if name == "rdma_tcp" and scheme not in ("nocm", "pause", "dcqcn", "hpcc", "timely", "dctcp"):
